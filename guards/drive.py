@@ -1,0 +1,204 @@
+"""Drive one site as a user meets it: an owner's __init__ calls the platform's kernel import, twice.
+
+`drive()` imports the site's module (stubbing kernel modules it imports at module level), blocks the
+site's kernel import, steers the branches, swaps the module's logger for a spy, builds and drops two
+`LLMStandIn`s, collects garbage and returns an `Observation` of plain values. Everything it touches
+(caches, handlers, levels, sys.modules, sys.meta_path, patched attributes) is restored afterwards.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import importlib
+import inspect
+import logging
+import sys
+import types
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, blocking, stubbing
+from guards.errors import PlatformImportFailed
+from guards.formatting import placeholder_for_arg, with_conversion
+from guards.observe import LoggerSpy, Observation, RecordCapture
+from guards.sites import DEFAULT_KERNEL_PATTERN, Site, is_kernel_module
+from guards.steering import CannotSteer, steered
+
+CALLS = 2
+
+
+class CannotDrive(Exception):
+    """The guard cannot bring execution to the site (reported as `unreached`)."""
+
+
+class LLMStandIn:
+    """Stands in for `vllm.LLM`: holds a device-sized buffer and imports kernels from its __init__."""
+
+    def __init__(self, import_kernels: Callable[[], Any]):
+        self.device_buffer = bytearray(1 << 20)
+        import_kernels()
+
+
+def import_platform_module(name: str, package: str, pattern: str = DEFAULT_KERNEL_PATTERN) -> types.ModuleType:
+    """Import a platform module once; kernel modules it imports at module level are stubbed meanwhile."""
+    if name in sys.modules:
+        return sys.modules[name]
+    try:
+        with stubbing(lambda module: is_kernel_module(module, package, pattern)):
+            return importlib.import_module(name)
+    except ImportError as err:
+        if isinstance(err, ModuleNotFoundError) and err.name:
+            top = err.name.split(".")[0]
+            raise PlatformImportFailed(
+                f"importing {name} failed: no module named {err.name!r}; install it into the guard "
+                f"environment (pip install {top}) or add it to requirements/guard-env.txt"
+            ) from None
+        raise PlatformImportFailed(f"importing {name} failed: {err}; fix the guard environment") from None
+
+
+def site_callable(site: Site, module: types.ModuleType) -> Callable[[], Any]:
+    """The function the site lives in, callable without arguments (classmethods bound to their class)."""
+    if site.qualname == "<module>":
+        raise CannotDrive("the site runs at import time, not in a function")
+    owner: Any = module
+    *path, name = site.qualname.split(".")
+    try:
+        for part in path:
+            owner = getattr(owner, part)
+        raw = inspect.getattr_static(owner, name)
+    except AttributeError as err:
+        raise CannotDrive(f"{site.module}.{site.qualname} not found: {err}") from None
+    if not isinstance(owner, (type, types.ModuleType)):
+        raise CannotDrive(f"{site.qualname} is nested in a function; only module functions and methods are driven")
+    if isinstance(owner, type) and inspect.isfunction(raw):
+        return getattr(owner(), name)  # a plain method: call it on a fresh instance
+    return getattr(owner, name)
+
+
+def expected_text(site: Site) -> tuple[str | None, str]:
+    """The message as the fix renders it (the exception as `%r`), and the fragment it must contain."""
+    exc_repr = repr(BlockedKernelImport(BLOCK_MESSAGE.format(name=site.kernel_module)))
+    if site.message is None:
+        return None, exc_repr
+    fmt = site.message
+    placeholder = placeholder_for_arg(fmt, site.exc_arg_index)
+    if placeholder is None:
+        return None, exc_repr
+    fmt = with_conversion(fmt, placeholder, "s")
+    values: list[Any] = []
+    for index, arg in enumerate(site.args):
+        if index == site.exc_arg_index:
+            values.append(exc_repr)
+            continue
+        try:
+            values.append(ast.literal_eval(arg))
+        except ValueError:
+            return None, exc_repr
+    try:
+        return fmt % tuple(values), exc_repr
+    except (TypeError, ValueError):
+        return None, exc_repr
+
+
+def once_caches(package: str) -> list[Any]:
+    """The lru_caches behind `<package>.logger`'s `*_once` methods."""
+    logger_module = sys.modules.get(f"{package}.logger")
+    if logger_module is None:
+        return []
+    return [fn for name, fn in vars(logger_module).items() if "once" in name and hasattr(fn, "cache_clear")]
+
+
+def clear_once_caches(package: str) -> None:
+    for cache in once_caches(package):
+        cache.cache_clear()
+
+
+def _describe(obj: Any) -> str:
+    if isinstance(obj, types.FrameType):
+        return f"frame {obj.f_code.co_qualname}"
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    module = getattr(obj, "__module__", None)
+    label = type(obj).__name__
+    return f"{label} {module}.{name}" if name and module else label
+
+
+def holders(obj: Any, depth: int = 9) -> list[str]:
+    """A chain of referrers from `obj` towards what keeps it alive (strings only)."""
+    chain: list[str] = []
+    seen = {id(chain)}
+    current = obj
+    frame = sys._getframe()
+    for _ in range(depth):
+        refs = [r for r in gc.get_referrers(current) if id(r) not in seen and r is not frame]
+        seen.add(id(refs))
+        if not refs:
+            break
+        preferred = sorted(refs, key=lambda r: (not callable(r) or isinstance(r, type), isinstance(r, list)))
+        current = preferred[0]
+        seen.add(id(current))
+        chain.append(_describe(current))
+        del refs, preferred
+        if callable(current) and not isinstance(current, type):
+            break
+    del current, frame
+    return chain
+
+
+@contextmanager
+def _spied_logger(module: types.ModuleType, site: Site) -> Iterator[tuple[LoggerSpy, RecordCapture]]:
+    real = getattr(module, site.receiver, None) if site.receiver.isidentifier() else None
+    if not isinstance(real, logging.Logger):
+        raise CannotDrive(f"the site logs through `{site.receiver}`, which is not a module-level logger")
+    spy = LoggerSpy(real, site.kernel_module, site.function_name)
+    capture = RecordCapture(spy)
+    level = real.level
+    real.setLevel(logging.DEBUG)
+    real.addHandler(capture)
+    setattr(module, site.receiver, spy)
+    try:
+        yield spy, capture
+    finally:
+        setattr(module, site.receiver, real)
+        real.removeHandler(capture)
+        real.setLevel(level)
+
+
+def drive(site: Site, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTERN, calls: int = CALLS) -> Observation:
+    """Run the site `calls` times from `LLMStandIn.__init__`, then observe what survived."""
+    module = import_platform_module(site.module, package, pattern)
+    target = site_callable(site, module)
+    expected, fragment = expected_text(site)
+    obs = Observation(site.id, calls, expected_message=expected, expected_fragment=fragment)
+    clear_once_caches(package)
+    owners: list[weakref.ReferenceType[LLMStandIn]] = []
+    try:
+        with ExitStack() as stack:
+            spy, capture = stack.enter_context(_spied_logger(module, site))
+            try:
+                stack.enter_context(steered(site.conditions, module))
+            except CannotSteer as err:
+                raise CannotDrive(str(err)) from None
+            blocker = stack.enter_context(blocking(lambda name: is_kernel_module(name, package, pattern)))
+            for _ in range(calls):
+                owner = LLMStandIn(target)
+                owners.append(weakref.ref(owner))
+                del owner
+        del target
+        gc.collect()
+        obs.log_calls, obs.emitted = spy.calls, capture.texts
+        alive = blocker.alive()
+        obs.exceptions_raised = len(blocker.raised)
+        obs.exceptions_alive = len(alive)
+        obs.exception_holders = holders(alive[0]) if alive else []
+        del alive
+        pinned = [o for ref in owners if (o := ref()) is not None]
+        obs.owners_alive = len(pinned)
+        obs.owner_holders = holders(pinned[0]) if pinned else []
+        del pinned
+    finally:
+        clear_once_caches(package)
+        gc.collect()
+    return obs

@@ -1,0 +1,111 @@
+"""What a guard sees of one site while it runs: the logging calls it makes and the records emitted.
+
+Everything recorded is a plain value (strings, counts, booleans): the observer must never keep the
+exception alive itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from guards.blocker import BlockedKernelImport
+
+
+@dataclass(frozen=True)
+class LogCall:
+    """One logger call the site made while handling its blocked import."""
+
+    method: str
+    arg_types: tuple[str, ...]
+    passes_exception: bool  # the exception object itself is among the arguments
+    text: str  # the message as logging would render it
+
+
+@dataclass
+class Observation:
+    """Plain facts about one driven site; the detectors read only this."""
+
+    site_id: str
+    calls: int  # how many times the site's code was driven
+    log_calls: list[LogCall] = field(default_factory=list)
+    emitted: list[str] = field(default_factory=list)  # log records the site's calls emitted
+    exceptions_raised: int = 0
+    exceptions_alive: int = 0
+    exception_holders: list[str] = field(default_factory=list)
+    owners_alive: int = 0
+    owner_holders: list[str] = field(default_factory=list)
+    expected_message: str | None = None
+    expected_fragment: str | None = None  # the %r rendering the message must contain, when not literal
+
+    @property
+    def reached(self) -> bool:
+        return bool(self.log_calls)
+
+
+def _render(msg: Any, args: tuple[Any, ...]) -> str:
+    try:
+        return str(msg) % args if args else str(msg)
+    except Exception as err:  # a format mismatch is itself worth showing
+        return f"<unformattable {msg!r}: {err!r}>"
+
+
+class LoggerSpy:
+    """Stands in for a module's `logger`: records calls made while a blocked kernel import is handled.
+
+    A call counts for the site when the exception being handled is the blocker's for the site's
+    kernel module and the caller is the site's function (mutmut's mangled copies included).
+    """
+
+    def __init__(self, real: logging.Logger, kernel_module: str, function_name: str):
+        self._real = real
+        self._kernel_module = kernel_module
+        self._function_name = function_name
+        self.calls: list[LogCall] = []
+        self.in_site_call = False
+
+    def _is_site_call(self) -> bool:
+        handled = sys.exc_info()[1]
+        if not isinstance(handled, BlockedKernelImport) or handled.name != self._kernel_module:
+            return False
+        caller = sys._getframe(2).f_code.co_name
+        return self._function_name in caller
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._real, name)
+        if not callable(attr) or not self._is_site_call():
+            return attr
+
+        def spy(msg: Any = "", *args: Any, **kwargs: Any) -> Any:
+            handled = sys.exc_info()[1]
+            self.calls.append(
+                LogCall(
+                    method=name,
+                    arg_types=tuple(type(a).__name__ for a in args),
+                    passes_exception=any(a is handled for a in args),
+                    text=_render(msg, args),
+                )
+            )
+            del handled
+            self.in_site_call = True
+            try:
+                return attr(msg, *args, **kwargs)
+            finally:
+                self.in_site_call = False
+
+        return spy
+
+
+class RecordCapture(logging.Handler):
+    """Collects the rendered text of records emitted during the spy's site calls."""
+
+    def __init__(self, spy: LoggerSpy):
+        super().__init__(logging.DEBUG)
+        self.spy = spy
+        self.texts: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.spy.in_site_call:
+            self.texts.append(record.getMessage())

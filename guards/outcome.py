@@ -1,0 +1,47 @@
+"""A guard's verdict on one site: pass, leak (with the detectors that fired) or unreached."""
+
+from __future__ import annotations
+
+from guards.detectors import Finding, findings
+from guards.drive import CannotDrive, drive
+from guards.sites import DEFAULT_KERNEL_PATTERN, Site
+
+
+class GuardFailure(AssertionError):
+    """Base of a guard's failure; `detectors` names what fired, for the report's attribution."""
+
+    detectors: tuple[str, ...] = ()
+
+
+class LeakDetected(GuardFailure):
+    def __init__(self, site: Site, found: list[Finding]):
+        self.site, self.findings = site, found
+        self.detectors = tuple(f.detector for f in found)
+        lines = [f"{site.id} (line {site.line}, {site.log_method}, {site.form}): {len(found)} detector(s) fired"]
+        lines += [f"  - {finding}" for finding in found]
+        super().__init__("\n".join(lines))
+
+
+class SiteUnreached(GuardFailure):
+    detectors = ("unreached",)
+
+    def __init__(self, site: Site, reason: str):
+        self.site, self.reason = site, reason
+        super().__init__(f"{site.id} (line {site.line}) unreached: {reason}")
+
+
+def check_site(site: Site, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTERN) -> None:
+    """Drive the site and raise `SiteUnreached` or `LeakDetected`; return quietly when it is clean."""
+    try:
+        obs = drive(site, package, pattern)
+    except CannotDrive as err:
+        raise SiteUnreached(site, str(err)) from None
+    if not obs.reached:
+        raise SiteUnreached(
+            site,
+            f"no logging call from {site.function_name} while importing {site.kernel_module} was blocked "
+            f"({obs.exceptions_raised} blocked import(s)); the branch steering did not lead to the site",
+        )
+    found = findings(obs)
+    if found:
+        raise LeakDetected(site, found)

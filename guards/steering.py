@@ -1,0 +1,134 @@
+"""Branch steering: make every `if` on the way to a site take the branch the site needs.
+
+Discovery records each enclosing test as source text and the truth value wanted. Steering reads the
+test with `ast` and patches what it calls or reads (`torch.cpu._is_avx512_supported()` -> returns
+False, `Platform.get_cpu_architecture() in (CpuArchEnum.X86,)` -> returns X86 or another member).
+Tests inside the except handler are left to the blocker's message (e.g. vLLM's `ignored_msg` filter);
+whether the site ran is proven separately, so a test it cannot steer makes the guard `unreached`.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from guards.sites import Condition
+
+_MISSING = object()
+
+
+class CannotSteer(Exception):
+    """A branch test that steering does not know how to force."""
+
+
+@dataclass
+class Patches:
+    """Attribute patches applied for one guard, undone in reverse order."""
+
+    undo: list[Callable[[], None]] = field(default_factory=list)
+    calls: dict[str, int] = field(default_factory=dict)
+
+    def set(self, owner: Any, attr: str, value: Any) -> None:
+        raw = owner.__dict__.get(attr, _MISSING) if hasattr(owner, "__dict__") else _MISSING
+        if isinstance(owner, type) and callable(value):
+            value = staticmethod(value)
+        setattr(owner, attr, value)
+
+        def restore() -> None:
+            if raw is _MISSING:
+                delattr(owner, attr)
+            else:
+                setattr(owner, attr, raw)
+
+        self.undo.append(restore)
+
+    def returning(self, owner: Any, attr: str, label: str, result: Any) -> None:
+        def steered(*_args: Any, **_kwargs: Any) -> Any:
+            self.calls[label] = self.calls.get(label, 0) + 1
+            return result
+
+        self.set(owner, attr, steered)
+
+    def restore(self) -> None:
+        while self.undo:
+            self.undo.pop()()
+
+
+def _resolve_owner(expr: ast.expr, namespace: dict[str, Any]) -> tuple[Any, str]:
+    """For `a.b.c`, the object `a.b` and the name `c`."""
+    if isinstance(expr, ast.Attribute):
+        return _evaluate(expr.value, namespace), expr.attr
+    if isinstance(expr, ast.Name):
+        raise CannotSteer(f"`{expr.id}` is a bare name; only attributes of modules and classes can be patched")
+    raise CannotSteer(f"`{ast.unparse(expr)}` is not a dotted name")
+
+
+def _evaluate(expr: ast.expr, namespace: dict[str, Any]) -> Any:
+    try:
+        return eval(compile(ast.Expression(expr), "<steering>", "eval"), namespace)  # noqa: S307
+    except Exception as err:  # the expression refers to something steering cannot see
+        raise CannotSteer(f"cannot evaluate `{ast.unparse(expr)}`: {err!r}") from None
+
+
+def _other_than(container: Any) -> Any:
+    """A value not in `container`: another member of the same enum if there is one."""
+    members = list(container)
+    if members and isinstance(members[0], enum.Enum):
+        for member in type(members[0]):
+            if member not in members:
+                return member
+    return object()
+
+
+def _steer(expr: ast.expr, want: bool, namespace: dict[str, Any], patches: Patches) -> None:
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        _steer(expr.operand, not want, namespace, patches)
+    elif isinstance(expr, ast.BoolOp):
+        every = isinstance(expr.op, ast.And) == want  # And->True and Or->False need every operand
+        for operand in expr.values if every else expr.values[:1]:
+            _steer(operand, want, namespace, patches)
+    elif isinstance(expr, ast.Call) and not expr.args and not expr.keywords:
+        patches.returning(*_resolve_owner(expr.func, namespace), ast.unparse(expr), want)
+    elif isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.left, ast.Call):
+        _steer_compare(expr, want, namespace, patches)
+    elif isinstance(expr, (ast.Attribute,)):
+        owner, attr = _resolve_owner(expr, namespace)
+        patches.set(owner, attr, want)
+    else:
+        raise CannotSteer(f"no rule to steer `{ast.unparse(expr)}` to {want}")
+
+
+def _steer_compare(expr: ast.Compare, want: bool, namespace: dict[str, Any], patches: Patches) -> None:
+    op, right = expr.ops[0], _evaluate(expr.comparators[0], namespace)
+    if isinstance(op, (ast.In, ast.NotIn)):
+        inside = want == isinstance(op, ast.In)
+        result = next(iter(right)) if inside else _other_than(right)
+    elif isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+        same = want == isinstance(op, (ast.Eq, ast.Is))
+        result = right if same else _other_than([right])
+    else:
+        raise CannotSteer(f"no rule to steer `{ast.unparse(expr)}` to {want}")
+    call = expr.left
+    assert isinstance(call, ast.Call)
+    if call.args or call.keywords:
+        raise CannotSteer(f"`{ast.unparse(call)}` takes arguments; steering patches only calls without any")
+    patches.returning(*_resolve_owner(call.func, namespace), ast.unparse(call), result)
+
+
+@contextmanager
+def steered(conditions: tuple[Condition, ...], module: ModuleType) -> Iterator[Patches]:
+    """Patch what the site's branch tests read so each takes the wanted value; undo on exit."""
+    patches = Patches()
+    namespace = dict(vars(module))
+    try:
+        for condition in conditions:
+            if not condition.in_handler:
+                _steer(ast.parse(condition.expr, mode="eval").body, condition.want, namespace, patches)
+        yield patches
+    finally:
+        patches.restore()
