@@ -61,6 +61,11 @@ class Site:
         return f"{self.file}::{self.qualname}::{self.kernel_module}#{self.occurrence}"
 
     @property
+    def test_id(self) -> str:
+        """The id of the site's guard in pytest node ids (no `::` or `/`, which node ids reserve)."""
+        return f"{Path(self.file).stem}-{self.qualname}-{self.kernel_module}-{self.occurrence}"
+
+    @property
     def cached(self) -> bool:
         return self.log_method in ONCE_METHODS
 

@@ -1,0 +1,84 @@
+"""pytest wiring for the guards: which vLLM, one test per discovered site, and killed-by attribution.
+
+Settings come from options or, for runs that mutmut starts, from environment variables:
+`--vllm-src` / WARNONCE_GUARD_VLLM_SRC (the tree to import), `--sites-file` / WARNONCE_GUARD_SITES (sites
+discovered beforehand, so a mutated copy is never re-parsed), WARNONCE_GUARD_ATTRIBUTION (a directory where
+each failing guard records which detectors fired, for the mutation report).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from guards import target as targets
+from guards.errors import NothingToCheck
+from guards.outcome import GuardFailure
+from guards.sites import Site, discover
+
+_TARGET = pytest.StashKey[targets.Target]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("warnonce-guard")
+    group.addoption("--vllm-src", default=os.environ.get("WARNONCE_GUARD_VLLM_SRC"), help="vLLM tree to guard")
+    group.addoption("--sites-file", default=os.environ.get("WARNONCE_GUARD_SITES"), help="sites JSON to guard")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    target = targets.resolve(config.getoption("vllm_src"))
+    targets.activate(target)
+    targets.check_loaded(target)
+    config.stash[_TARGET] = target
+
+
+def guarded_sites(config: pytest.Config) -> list[Site]:
+    """The cached (`*_once`) sites to guard: from the sites file when given, else discovered now."""
+    sites_file = config.getoption("sites_file")
+    if sites_file:
+        sites = [Site.from_json(d) for d in json.loads(Path(sites_file).read_text(encoding="utf-8"))]
+    else:
+        sites = discover(config.stash[_TARGET].root)
+    cached = [site for site in sites if site.cached]
+    if not cached:
+        where = sites_file or config.stash[_TARGET].describe()
+        raise NothingToCheck(f"no kernel-import site logs through a *_once call in {where}; nothing to guard")
+    return cached
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "site" in metafunc.fixturenames:
+        sites = guarded_sites(metafunc.config)
+        metafunc.parametrize("site", sites, ids=[site.test_id for site in sites])
+
+
+@pytest.fixture(scope="session")
+def guard_target(request: pytest.FixtureRequest) -> targets.Target:
+    target = request.config.stash[_TARGET]
+    targets.check_loaded(target)
+    return target
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # noqa: ANN201
+    report = yield
+    out = os.environ.get("WARNONCE_GUARD_ATTRIBUTION")
+    if out and report.failed and call.excinfo is not None:
+        error = call.excinfo.value
+        detectors = list(error.detectors) if isinstance(error, GuardFailure) else [f"error: {type(error).__name__}"]
+        record = {
+            "mutant": os.environ.get("MUTANT_UNDER_TEST", ""),
+            "test": item.nodeid,
+            "phase": report.when,
+            "detectors": detectors,
+            "message": str(error).splitlines()[0] if str(error) else type(error).__name__,
+            "detail": str(error),
+        }
+        path = Path(out) / f"{record['mutant'] or 'baseline'}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+    return report

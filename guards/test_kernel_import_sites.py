@@ -1,0 +1,12 @@
+"""The guards: one test per discovered kernel-import site (parametrised in conftest.py)."""
+
+from __future__ import annotations
+
+from guards.outcome import check_site
+from guards.sites import Site
+from guards.target import Target
+
+
+def test_site_releases_exception_and_warns_once(site: Site, guard_target: Target) -> None:
+    """Driven twice from an LLM stand-in: no exception or owner survives, one warning, text as fixed."""
+    check_site(site)

@@ -1,0 +1,309 @@
+"""Mutation operators that put the warning_once leak back, only at kernel-import sites.
+
+Each operator has mutmut's shape: a function of one libcst node yielding replacement nodes. All anchor
+on `libcst.Try`: they fire only where the try body imports a kernel module (`guards.sites.kernel_import`)
+and a handler `except ImportError as NAME:` logs NAME through a `*_once` method; each yielded node is the
+whole Try with exactly one such call changed. Operators carry their own before/after examples
+(cosmic-ray style); one generic test runs them and `describe_operators()` feeds the README table.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
+
+import libcst as cst
+
+from guards.formatting import placeholder_for_arg, with_conversion
+from guards.sites import (
+    DEFAULT_KERNEL_PATTERN,
+    ONCE_METHODS,
+    catches_import_error,
+    dotted,
+    handler_name,
+    kernel_import,
+    log_method,
+    logging_calls,
+)
+
+PACKAGE = "vllm"
+# What each `*_once` method becomes when `once-dropped` removes the cache.
+PLAIN_OF_ONCE = {method: method.removesuffix("_once") for method in ONCE_METHODS}
+# Calls that turn the exception into a string and that `live-arg` strips off again.
+_STRINGIFIERS = frozenset({"repr", "str"})
+
+OperatorFunction = Callable[[cst.Try, str, str], Iterator[cst.Try]]
+
+
+class Example(NamedTuple):
+    """A module source before and after one operator; `after` None means the operator must not fire."""
+
+    before: str
+    after: str | None
+
+
+class Operator(NamedTuple):
+    function: OperatorFunction
+    description: str
+    examples: tuple[Example, ...]
+
+
+# ---- where the operators may fire -----------------------------------------------------------------
+
+
+def current_package_for(try_node: cst.Try, package: str) -> str:
+    """A stand-in for the importing module's package, deep enough for every relative import to stay inside it.
+
+    The operator sees one node, not its file. Absolute imports need no current package; a relative one
+    (`from . import _C`, `from .. import _C`) is taken to point inside `package`, which is all
+    `is_kernel_module` asks of a name besides its last component.
+    """
+    depth = max((len(n.relative) for n in _walk(try_node.body) if isinstance(n, cst.ImportFrom)), default=1)
+    return ".".join([package] + ["_"] * (depth - 1))
+
+
+def once_calls(try_node: cst.Try, package: str, pattern: str) -> Iterator[tuple[cst.Call, str]]:
+    """(call, NAME) for every `*_once` call that logs NAME in an `except ImportError as NAME` of a kernel try."""
+    if kernel_import(try_node, package, current_package_for(try_node, package), pattern) is None:
+        return
+    for handler in try_node.handlers:
+        name = handler_name(handler)
+        if name is None or not catches_import_error(handler):
+            continue
+        for call in logging_calls(handler, name):
+            if log_method(call) in ONCE_METHODS:
+                yield call, name
+
+
+def stringified_arg(call: cst.Call, name: str, funcs: Iterable[str]) -> int | None:
+    """Index (after the message) of the first positional `f(NAME)` argument with `f` in `funcs`."""
+    if not call.args or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    for index, arg in enumerate(call.args[1:]):
+        if arg.keyword is not None or arg.star:
+            return None  # a keyword or a *args: positions after it no longer match placeholders
+        value = arg.value
+        if (
+            isinstance(value, cst.Call)
+            and dotted(value.func) in funcs
+            and len(value.args) == 1
+            and not value.args[0].keyword
+            and not value.args[0].star
+            and isinstance(value.args[0].value, cst.Name)
+            and value.args[0].value.value == name
+        ):
+            return index
+    return None
+
+
+def replace_arg(call: cst.Call, index: int, value: cst.BaseExpression) -> cst.Call:
+    """`call` with the value of argument `index` (counted after the message) replaced, layout kept."""
+    args = list(call.args)
+    args[index + 1] = args[index + 1].with_changes(value=value)
+    return call.with_changes(args=args)
+
+
+# ---- editing one conversion letter inside a string literal ----------------------------------------
+
+_ESCAPE = re.compile(r"\\(?:\r\n|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]*\}|[0-7]{1,3}|.)", re.DOTALL)
+_ONE_CHAR_ESCAPES = frozenset("\\'\"abfnrtv01234567xuUN")
+
+
+def literal_offsets(node: cst.SimpleString) -> list[int | None]:
+    """For each character of the string's value, its offset in `node.value` when written literally, else None."""
+    prefix, body_start = node.prefix, len(node.prefix) + len(node.quote)
+    body = node.value[body_start : len(node.value) - len(node.quote)]
+    if "r" in prefix.lower():
+        return [body_start + i for i in range(len(body))]
+    offsets: list[int | None] = []
+    i = 0
+    while i < len(body):
+        if body[i] != "\\":
+            offsets.append(body_start + i)
+            i += 1
+            continue
+        unit = _ESCAPE.match(body, i)
+        assert unit is not None  # `.` with DOTALL matches whatever follows the backslash
+        escaped = unit.group()[1]
+        width = 0 if escaped in "\r\n" else 1 if escaped in _ONE_CHAR_ESCAPES else 2
+        offsets.extend([None] * width)
+        i = unit.end()
+    return offsets
+
+
+def string_parts(node: cst.BaseExpression) -> list[cst.SimpleString] | None:
+    """The literal pieces of a (possibly implicitly concatenated) str literal; None for f-strings and bytes."""
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = string_parts(node.left), string_parts(node.right)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
+        return [node]
+    return None
+
+
+def retarget_placeholder(message: cst.BaseExpression, arg_index: int, old: str, new: str) -> cst.BaseExpression | None:
+    """`message` with the conversion of the placeholder formatting `arg_index` changed from `old` to `new`.
+
+    Only the conversion letter changes, in place: quotes, prefix, escapes and implicit concatenation stay
+    as written. Skipped (None) when the message is not a str literal (f-string, bytes, a name), when no
+    placeholder formats that argument or it is not `%old`, or when the letter is spelled by an escape.
+    """
+    parts = string_parts(message)
+    if parts is None:
+        return None
+    values = [str(part.evaluated_value) for part in parts]
+    fmt = "".join(values)
+    placeholder = placeholder_for_arg(fmt, arg_index)
+    if placeholder is None or placeholder.conversion != old:
+        return None
+    target = placeholder.end - 1  # the conversion letter, in the value of the whole message
+    for part, value in zip(parts, values, strict=True):
+        if target >= len(value):
+            target -= len(value)
+            continue
+        offsets = literal_offsets(part)
+        offset = offsets[target] if len(offsets) == len(value) else None
+        if offset is None or part.value[offset] != old:
+            return None  # the letter comes from an escape (or the mapping disagrees): leave the site alone
+        changed = part.with_changes(value=part.value[:offset] + new + part.value[offset + 1 :])
+        result = message.deep_replace(part, changed)
+        expected = with_conversion(fmt, placeholder, new)
+        return result if "".join(str(p.evaluated_value) for p in string_parts(result) or ()) == expected else None
+    return None
+
+
+# ---- the operators ------------------------------------------------------------------------------
+
+
+def eager_repr_revert(
+    try_node: cst.Try, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN
+) -> Iterator[cst.Try]:
+    """`"...: %s", repr(e)` -> `"...: %r", e`: the original bug, message unchanged."""
+    for call, name in once_calls(try_node, package, pattern):
+        index = stringified_arg(call, name, {"repr"})
+        if index is None:
+            continue
+        message = retarget_placeholder(call.args[0].value, index, "s", "r")
+        if message is None:
+            continue
+        mutated = replace_arg(call, index, cst.Name(name))
+        mutated = mutated.with_changes(args=[mutated.args[0].with_changes(value=message), *mutated.args[1:]])
+        yield try_node.deep_replace(call, mutated)
+
+
+def live_arg(try_node: cst.Try, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN) -> Iterator[cst.Try]:
+    """`repr(e)` (or `str(e)`) -> `e`, placeholder kept: the exception object reaches the cache again."""
+    for call, name in once_calls(try_node, package, pattern):
+        index = stringified_arg(call, name, _STRINGIFIERS)
+        if index is not None:
+            yield try_node.deep_replace(call, replace_arg(call, index, cst.Name(name)))
+
+
+def once_dropped(try_node: cst.Try, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN) -> Iterator[cst.Try]:
+    """`warning_once(...)` -> `warning(...)`: nothing cached, but the warning repeats."""
+    for call, _ in once_calls(try_node, package, pattern):
+        func = call.func
+        assert isinstance(func, cst.Attribute)  # log_method only names methods of an Attribute
+        plain = func.with_changes(attr=func.attr.with_changes(value=PLAIN_OF_ONCE[func.attr.value]))
+        yield try_node.deep_replace(call, call.with_changes(func=plain))
+
+
+_SIMPLE = """\
+try:
+    import vllm._C
+except ImportError as e:
+    logger.warning_once("Failed to import from vllm._C: %s", repr(e))
+"""
+_MULTI_LINE = """\
+try:
+    import vllm._C_AVX2  # noqa: F401
+except ImportError as e:
+    if ignored_msg not in e.msg:
+        logger.warning_once(
+            "Failed to import from vllm._C_AVX2: %s", repr(e)
+        )
+"""
+_PLAIN_WARNING = """\
+try:
+    import vllm._C
+except ImportError as e:
+    logger.warning("Failed to import from vllm._C with %r", e)
+"""
+
+OPERATORS: dict[str, Operator] = {
+    "eager-repr-revert": Operator(
+        eager_repr_revert,
+        "Reverts the fix: the placeholder formatting repr(e) becomes %r and the exception itself is passed.",
+        (
+            Example(_SIMPLE, _SIMPLE.replace(': %s", repr(e)', ': %r", e')),
+            Example(_MULTI_LINE, _MULTI_LINE.replace(': %s", repr(e)', ': %r", e')),
+            Example(_SIMPLE.replace("repr(e)", "str(e)"), None),
+            Example(_PLAIN_WARNING, None),
+        ),
+    ),
+    "live-arg": Operator(
+        live_arg,
+        "Passes the live exception instead of its repr()/str(), keeping the placeholder.",
+        (
+            Example(_SIMPLE, _SIMPLE.replace("repr(e)", "e")),
+            Example(_MULTI_LINE, _MULTI_LINE.replace("repr(e)", "e")),
+            Example(_SIMPLE.replace("repr(e)", "str(e)"), _SIMPLE.replace("repr(e)", "e")),
+            Example(_PLAIN_WARNING, None),
+        ),
+    ),
+    "once-dropped": Operator(
+        once_dropped,
+        "Calls the uncached method (warning_once -> warning): no retention, but the warning repeats.",
+        (
+            Example(_SIMPLE, _SIMPLE.replace("warning_once", "warning")),
+            Example(_MULTI_LINE, _MULTI_LINE.replace("warning_once", "warning")),
+            Example(_SIMPLE.replace("warning_once", "info_once"), _SIMPLE.replace("warning_once", "info")),
+            Example(_PLAIN_WARNING, None),
+        ),
+    ),
+}
+
+
+def operators_for(package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN) -> list[tuple[type, Callable]]:
+    """mutmut-shaped (node type, operator) pairs, in `OPERATORS` order, bound to `package` and `pattern`."""
+    return [(cst.Try, functools.partial(op.function, package=package, pattern=pattern)) for op in OPERATORS.values()]
+
+
+def describe_operators() -> list[tuple[str, str, str]]:
+    """(name, one-line description, `before -> after`) per operator, from its first example."""
+    rows = []
+    for name, op in OPERATORS.items():
+        example = op.examples[0]
+        assert example.after is not None, f"{name}: the first example must show a mutant"
+        before, after = _changed_line(example.before, example.after)
+        rows.append((name, op.description, f"{before} -> {after}"))
+    return rows
+
+
+def apply_operator(name: str, source: str, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN) -> list[str]:
+    """Every mutant one operator makes of a module: the full mutated source per yielded node, in source order."""
+    operator = OPERATORS[name].function
+    module = cst.parse_module(source)
+    mutants = []
+    for try_node in (node for node in _walk(module) if isinstance(node, cst.Try)):
+        for mutated in operator(try_node, package, pattern):
+            replaced = module.deep_replace(try_node, mutated)
+            assert isinstance(replaced, cst.Module)
+            mutants.append(replaced.code)
+    return mutants
+
+
+def _changed_line(before: str, after: str) -> tuple[str, str]:
+    """The first line that differs between two sources, stripped."""
+    for old, new in zip(before.splitlines(), after.splitlines(), strict=False):
+        if old != new:
+            return old.strip(), new.strip()
+    raise ValueError("the example does not change any line")
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield node
+    for child in node.children:
+        yield from _walk(child)
