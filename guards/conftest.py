@@ -3,7 +3,8 @@
 Settings come from options or, for runs that mutmut starts, from environment variables:
 `--vllm-src` / WARNONCE_GUARD_VLLM_SRC (the tree to import), `--sites-file` / WARNONCE_GUARD_SITES (sites
 discovered beforehand, so a mutated copy is never re-parsed), WARNONCE_GUARD_ATTRIBUTION (a directory where
-each failing guard records which detectors fired, for the mutation report).
+each guard records its outcome and the detectors that fired, for the mutation report),
+WARNONCE_GUARD_EXPECT_VLLM (the package directory the guards must import: the staged copy).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ def pytest_configure(config: pytest.Config) -> None:
     target = targets.resolve(config.getoption("vllm_src"))
     targets.activate(target)
     targets.check_loaded(target)
+    expected = os.environ.get("WARNONCE_GUARD_EXPECT_VLLM")
+    if expected and target.package_dir.resolve() != Path(expected).resolve():
+        raise targets.TargetNotFound(f"the guards would import {target.package_dir}, not the staged copy {expected}")
     config.stash[_TARGET] = target
 
 
@@ -62,20 +66,33 @@ def guard_target(request: pytest.FixtureRequest) -> targets.Target:
     return target
 
 
+def _site_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    site = callspec.params.get("site") if callspec is not None else None
+    return site.id if isinstance(site, Site) else None
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # noqa: ANN201
     report = yield
     out = os.environ.get("WARNONCE_GUARD_ATTRIBUTION")
-    if out and report.failed and call.excinfo is not None:
-        error = call.excinfo.value
-        detectors = list(error.detectors) if isinstance(error, GuardFailure) else [f"error: {type(error).__name__}"]
+    if out and (report.failed or report.when == "call"):
+        error = call.excinfo.value if call.excinfo is not None else None
+        if error is None:
+            detectors: list[str] = []
+        elif isinstance(error, GuardFailure):
+            detectors = list(error.detectors)
+        else:
+            detectors = [f"error: {type(error).__name__}"]
         record = {
+            "run": os.environ.get("WARNONCE_GUARD_RUN_ID", ""),
             "mutant": os.environ.get("MUTANT_UNDER_TEST", ""),
             "test": item.nodeid,
+            "site": _site_of(item),
+            "outcome": report.outcome,
             "phase": report.when,
             "detectors": detectors,
-            "message": str(error).splitlines()[0] if str(error) else type(error).__name__,
-            "detail": str(error),
+            "message": (str(error).splitlines() or [type(error).__name__])[0] if error is not None else "",
         }
         path = Path(out) / f"{record['mutant'] or 'baseline'}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)

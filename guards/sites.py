@@ -8,6 +8,7 @@ as not cached. The frozen `Site` record is the vocabulary everything downstream 
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -46,6 +47,9 @@ class Site:
     kernel_module: str  # vllm._C_AVX2
     occurrence: int  # index among sites with the same file, qualname and kernel module
     line: int  # first line of the logging call
+    end_line: int  # last line of the logging call
+    column: int  # 0-based column where the call starts
+    end_column: int  # 0-based column just past the call's end
     import_line: int
     log_method: str  # warning_once, info_once, ..., or a plain warning
     form: str  # "eager" (formatted before the call) or "live" (the exception reaches the call)
@@ -192,7 +196,7 @@ def logging_calls(handler: cst.ExceptHandler, name: str) -> list[cst.Call]:
         for node in _walk(handler.body)
         if isinstance(node, cst.Call)
         and log_method(node) is not None
-        and any(references(arg.value, name) for arg in node.args[1:])
+        and any(references(arg.value, name) for arg in node.args[1:] if arg.keyword is None)
     ]
 
 
@@ -296,6 +300,9 @@ class _SiteFinder:
             kernel_module=kernel,
             occurrence=occurrence,
             line=self.positions[call].start.line,
+            end_line=self.positions[call].end.line,
+            column=self.positions[call].start.column,
+            end_column=self.positions[call].end.column,
             import_line=import_line,
             log_method=log_method(call) or "",
             form="live" if "live" in forms else "eager",
@@ -339,8 +346,17 @@ def parse(source: str, file: str) -> MetadataWrapper:
         return MetadataWrapper(cst.parse_module(source))
     except cst.ParserSyntaxError as err:
         raise SourceDoesNotParse(
-            f"{file}:{err.raw_line}: does not parse ({err.message}); fix the file or point at another tree"
+            f"{file}:{_error_line(source, err)}: does not parse ({err.message}); fix the file or point at another tree"
         ) from None
+
+
+def _error_line(source: str, err: cst.ParserSyntaxError) -> int:
+    """The line to blame: libcst's `raw_line` is 1 for a tokenizer error and can be off by one; CPython's is exact."""
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError) as py_err:
+        return getattr(py_err, "lineno", None) or err.raw_line
+    return err.raw_line
 
 
 def sites_in_source(
@@ -354,7 +370,9 @@ def sites_in_source(
     return finder.sites
 
 
-_IMPORT_LINE = re.compile(r"(?:\bimport\b|\bimport_module\()([^\n]*)")
+# From `from`/`import`/`import_module` to the end of the line, or past a parenthesised part spanning lines:
+# `from vllm._C import ops` names the kernel before `import`, `from vllm import (\n    _C,\n)` after a newline.
+_IMPORT_LINE = re.compile(r"(?:\bfrom\b|\bimport\b|\bimport_module\b)([^\n(]*(?:\([^)]*\)[^\n]*)?)")
 _TOKEN = re.compile(r"[A-Za-z_][\w.]*")
 
 

@@ -295,6 +295,18 @@ def apply_operator(name: str, source: str, package: str = PACKAGE, pattern: str 
     return mutants
 
 
+def operator_of(
+    original: cst.CSTNode, mutated: cst.CSTNode, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN
+) -> str | None:
+    """The name of the operator that turns `original` into `mutated` (e.g. a mutmut `Mutation`'s nodes), or None."""
+    if not isinstance(original, cst.Try):
+        return None
+    for name, op in OPERATORS.items():
+        if any(candidate.deep_equals(mutated) for candidate in op.function(original, package, pattern)):
+            return name
+    return None
+
+
 def _changed_line(before: str, after: str) -> tuple[str, str]:
     """The first line that differs between two sources, stripped."""
     for old, new in zip(before.splitlines(), after.splitlines(), strict=False):

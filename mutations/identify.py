@@ -1,0 +1,144 @@
+"""Which site and operator each mutmut mutant is, by re-running mutmut's own generator under our seam.
+
+mutmut names a mutant `<module>.<mangled function>__mutmut_<n>`, numbering the mutations of one
+function in the order its generator yields them. Running the same generator (`create_mutations`) with
+the same operators reproduces that order, so mutant n is the n-th mutation of its function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import libcst as cst
+
+from guards.errors import GuardError
+from guards.sites import DEFAULT_KERNEL_PATTERN, Site, handler_name, kernel_import, logging_calls, log_method
+from mutations.operators import PACKAGE, operator_of
+from mutations.seam import our_operators
+
+
+class MutantsUnaccounted(GuardError):
+    """A mutant mutmut made that no site and operator explain (or the other way round)."""
+
+    exit_code = 7
+
+
+@dataclass(frozen=True)
+class MutantIdentity:
+    mutant_id: str
+    site: Site
+    operator: str
+    original: str  # the call's source before
+    replacement: str  # and after
+
+
+def _calls(node: cst.CSTNode, package: str, pattern: str) -> Iterator[cst.Call]:
+    """Cached logging calls at kernel-import sites under `node`, in source order (as discovery sees them)."""
+    if isinstance(node, cst.Try) and kernel_import(node, package, package, pattern):
+        for handler in node.handlers:
+            name = handler_name(handler)
+            if name:
+                yield from logging_calls(handler, name)
+    for child in node.children:
+        yield from _calls(child, package, pattern)
+
+
+def _function_key(function: cst.FunctionDef, module: cst.Module) -> tuple[str | None, str]:
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+            if any(child is function for child in stmt.body.body):
+                return stmt.name.value, function.name.value
+    return None, function.name.value
+
+
+def identify_file(
+    source: str, file: str, sites: list[Site], package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN
+) -> list[MutantIdentity]:
+    """Every mutant mutmut makes of one site file, named as mutmut names it."""
+    from mutmut.mutation.file_mutation import create_mutations
+    from mutmut.mutation.trampoline_templates import mangle_function_name
+    from mutmut.utils.format_utils import get_mutant_name
+
+    with our_operators(package, pattern):
+        module, mutations, _, _ = create_mutations(file, source)
+    numbering: dict[int, int] = {}
+    found: list[MutantIdentity] = []
+    for mutation in mutations:
+        function = mutation.contained_by_top_level_function
+        if not isinstance(function, cst.FunctionDef):
+            raise MutantsUnaccounted(f"{file}: a mutation outside any function or method; mutmut cannot run it")
+        class_name, name = _function_key(function, module)
+        numbering[id(function)] = numbering.get(id(function), 0) + 1
+        mangled = mangle_function_name(name=name, class_name=class_name)
+        mutant_id = get_mutant_name(Path(file), f"{mangled}__mutmut_{numbering[id(function)]}")
+        identity = _identity(mutant_id, mutation, function, class_name, file, sites, package, pattern)
+        mutated_source = module.deep_replace(mutation.original_node, mutation.mutated_node).code
+        found.append(_with_exact_text(identity, source, mutated_source))
+    return found
+
+
+def _offset(source: str, line: int, column: int) -> int:
+    lines = source.splitlines(keepends=True)
+    return sum(len(text) for text in lines[: line - 1]) + column
+
+
+def _with_exact_text(identity: MutantIdentity, source: str, mutated_source: str) -> MutantIdentity:
+    """The call's exact text before and after, cut from the whole files (indentation as in the file)."""
+    site = identity.site
+    start, end = _offset(source, site.line, site.column), _offset(source, site.end_line, site.end_column)
+    tail = len(source) - end
+    if source[:start] != mutated_source[:start] or source[end:] != mutated_source[len(mutated_source) - tail :]:
+        raise MutantsUnaccounted(f"{identity.mutant_id}: the mutant changes code outside its site's call")
+    return replace(identity, original=source[start:end], replacement=mutated_source[start : len(mutated_source) - tail])
+
+
+def _identity(
+    mutant_id: str,
+    mutation: object,
+    function: cst.FunctionDef,
+    class_name: str | None,
+    file: str,
+    sites: list[Site],
+    package: str,
+    pattern: str,
+) -> MutantIdentity:
+    original, mutated = mutation.original_node, mutation.mutated_node  # type: ignore[attr-defined]
+    operator = operator_of(original, mutated, package, pattern)
+    before = list(_calls(original, package, pattern))
+    after = [n for n in _walk(mutated) if isinstance(n, cst.Call) and log_method(n)]
+    empty = cst.Module([])
+    changed = next(
+        (i for i, call in enumerate(before) if i >= len(after) or not call.deep_equals(after[i])), None
+    )
+    if operator is None or changed is None:
+        raise MutantsUnaccounted(f"{mutant_id}: no operator or changed call explains this mutant")
+    call = before[changed]
+    kernel = kernel_import(original, package, package, pattern)
+    in_function = [c for c in _calls(function, package, pattern) if _kernel_of(c, function, package, pattern) == kernel]
+    occurrence = next(i for i, c in enumerate(in_function) if c is call)
+    qualname = f"{class_name}.{function.name.value}" if class_name else function.name.value
+    site = next(
+        (s for s in sites if (s.file, s.qualname, s.kernel_module, s.occurrence) == (file, qualname, kernel, occurrence)),
+        None,
+    )
+    if site is None:
+        raise MutantsUnaccounted(f"{mutant_id}: mutates {qualname} ({kernel} #{occurrence}), not a discovered site")
+    return MutantIdentity(mutant_id, site, operator, empty.code_for_node(call), empty.code_for_node(after[changed]))
+
+
+def _kernel_of(call: cst.Call, function: cst.FunctionDef, package: str, pattern: str) -> str | None:
+    """The kernel module of the innermost kernel-import `try` whose handler holds `call`."""
+    owner = None
+    for node in _walk(function):
+        if isinstance(node, cst.Try) and kernel_import(node, package, package, pattern):
+            if any(n is call for handler in node.handlers for n in _walk(handler)):
+                owner = node
+    return kernel_import(owner, package, package, pattern) if owner is not None else None
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield node
+    for child in node.children:
+        yield from _walk(child)

@@ -1,0 +1,39 @@
+"""Reports of a mutation run: Stryker JSON, the HTML viewer, a Markdown summary, JUnit XML, a terminal table.
+
+`write_report` writes the four files into one directory atomically; `print_table` prints to a console.
+Each writer reads only the `RunResult`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mutations.report import atomic, html, junit, stryker, summary
+from mutations.report.terminal import print_table
+from mutations.verdicts import RunResult
+
+__all__ = ["FILES", "print_table", "write_report"]
+
+FILES = ("mutation.json", "index.html", "summary.md", "junit.xml")
+
+
+def write_report(result: RunResult, out_dir: Path, viewer_js: Path | None = None) -> list[Path]:
+    """Write mutation.json, index.html, summary.md and junit.xml into `out_dir`, replacing it whole.
+
+    `viewer_js` is mutation-testing-elements' `dist/mutation-test-elements.js`; by default the one
+    `python -m mutations.report.npm` installs under `.nox/npm` (`ViewerMissing` if absent). Nothing
+    is written until every file has been rendered into a temporary sibling of `out_dir`.
+    """
+    from mutations.report import npm  # here, so `python -m mutations.report.npm` runs it without a double import
+
+    out_dir = Path(out_dir)
+    bundle = (viewer_js if viewer_js is not None else npm.find_viewer()).read_text(encoding="utf-8")
+    report = stryker.build(result)
+    title = f"warnonce-guard mutation report: vLLM {result.vllm_version}"
+    with atomic.replace_dir(out_dir) as building:
+        (building / "mutation.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", "utf-8")
+        (building / "index.html").write_text(html.render(report, bundle, title, stryker.score_note(result)), "utf-8")
+        (building / "summary.md").write_text(summary.render(result), "utf-8")
+        (building / "junit.xml").write_bytes(junit.render(result))
+    return [out_dir / name for name in FILES]

@@ -1,0 +1,61 @@
+"""`junit.xml`: one testcase per mutant and per site with no mutants, for CI test-result views.
+
+A mutant the guards did not kill (survived, timeout, crashed, no tests) is a failure; a killed one
+passes; a skipped one is skipped. A site exposed or unreached at baseline is a failure too: the
+bug is live there, or no guard reaches it.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from mutations.report.stryker import baseline_reason
+from mutations.verdicts import EXPOSED, KILLED, SKIPPED, UNREACHED, MutantVerdict, RunResult
+
+SUITE = "warnonce-guard mutation"
+
+
+def testcase_name(verdict: MutantVerdict) -> str:
+    return f"{verdict.operator} [{verdict.mutant_id}]"
+
+
+def build(result: RunResult) -> ET.Element:
+    suites = ET.Element("testsuites", name=SUITE)
+    suite = ET.SubElement(suites, "testsuite", name=SUITE)
+    ET.SubElement(ET.SubElement(suite, "properties"), "property", name="vllm_version", value=result.vllm_version)
+    tests = failures = skipped = 0
+    for verdict in result.mutants:
+        case = ET.SubElement(suite, "testcase", classname=verdict.site.id, name=testcase_name(verdict))
+        if verdict.duration_s is not None:
+            case.set("time", f"{verdict.duration_s:.3f}")
+        tests += 1
+        if verdict.status == SKIPPED:
+            skipped += 1
+            ET.SubElement(case, "skipped", message=verdict.reason or "not run")
+        elif verdict.status != KILLED:
+            failures += 1
+            failure = ET.SubElement(
+                case, "failure", type=verdict.status, message=verdict.reason or f"mutant {verdict.status}"
+            )
+            failure.text = f"{verdict.original!r} -> {verdict.replacement!r} at line {verdict.location.start_line}"
+    for baseline in result.baselines:
+        if baseline.status not in (EXPOSED, UNREACHED):
+            continue
+        case = ET.SubElement(suite, "testcase", classname=baseline.site.id, name=f"baseline [{baseline.guard}]")
+        tests += 1
+        failures += 1
+        failure = ET.SubElement(case, "failure", type=baseline.status, message=baseline_reason(baseline))
+        failure.text = baseline.detail or None
+    for element in (suites, suite):
+        element.set("tests", str(tests))
+        element.set("failures", str(failures))
+        element.set("errors", "0")
+        element.set("skipped", str(skipped))
+        element.set("time", f"{result.duration_s:.3f}")
+    return suites
+
+
+def render(result: RunResult) -> bytes:
+    tree = ET.ElementTree(build(result))
+    ET.indent(tree)
+    return ET.tostring(tree.getroot(), encoding="utf-8", xml_declaration=True) + b"\n"

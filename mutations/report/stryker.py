@@ -1,0 +1,186 @@
+"""The run as a Stryker mutation-testing report (schemaVersion 2), the JSON the HTML viewer reads.
+
+Statuses map one to one (crashed -> RuntimeError, "no tests" -> NoCoverage, skipped -> Ignored).
+Stryker scores differently from `RunResult.score`: it counts Timeout as detected and leaves
+RuntimeError out, while this project counts only kills. `viewer_score` gives the viewer's number so
+other reports can say when the two differ.
+
+Sites that are exposed or unreached at baseline had no mutant run. Each becomes one extra mutant with
+status Ignored and mutatorName "baseline" at the site's logging call, its statusReason naming the
+baseline status and detectors. Ignored is the only honest status for it: Survived or NoCoverage
+would claim a mutant ran (and move the score), Killed would claim a guard caught a mutant. Ignored
+leaves the score alone but still shows in the file table's "Ignored" column and in the source view.
+The run's own skipped mutants for those sites stay as they are (also Ignored).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+from mutations.report.errors import SourceMissing
+from mutations.verdicts import (
+    CRASHED,
+    EXPOSED,
+    KILLED,
+    NO_TESTS,
+    SKIPPED,
+    SURVIVED,
+    TIMEOUT,
+    UNREACHED,
+    MutantVerdict,
+    RunResult,
+    SiteBaseline,
+)
+
+SCHEMA_VERSION = "2"
+THRESHOLDS = {"high": 100, "low": 80}
+BASELINE_MUTATOR = "baseline"
+STATUS = {
+    KILLED: "Killed",
+    SURVIVED: "Survived",
+    TIMEOUT: "Timeout",
+    CRASHED: "RuntimeError",
+    NO_TESTS: "NoCoverage",
+    SKIPPED: "Ignored",
+}
+
+
+def build(result: RunResult) -> dict[str, Any]:
+    """The report as a JSON-ready dict."""
+    files: dict[str, dict[str, Any]] = {}
+
+    def file_entry(file: str) -> dict[str, Any]:
+        if file not in files:
+            if file not in result.sources:
+                raise SourceMissing(f"{file}: the run result has no source text for it; record it in RunResult.sources")
+            files[file] = {"language": "python", "source": result.sources[file], "mutants": []}
+        return files[file]
+
+    descriptions = {op.name: op.description for op in result.operators}
+    for verdict in result.mutants:
+        file_entry(verdict.site.file)["mutants"].append(mutant(verdict, descriptions.get(verdict.operator)))
+    for baseline in result.baselines:
+        if baseline.status in (EXPOSED, UNREACHED):
+            file_entry(baseline.site.file)["mutants"].append(baseline_mutant(baseline))
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "thresholds": dict(THRESHOLDS),
+        "projectRoot": result.target,
+        "files": dict(sorted(files.items())),
+        "testFiles": guard_files(result),
+        "framework": framework(result),
+        "system": system(),
+        "config": {
+            "target": result.target,
+            "vllmVersion": result.vllm_version,
+            "vllmCommit": result.vllm_commit,
+            "score": result.score,
+            "scoreRule": "killed / mutants run; timeouts and crashes count as not killed",
+            "durationSeconds": result.duration_s,
+        },
+    }
+
+
+def mutant(verdict: MutantVerdict, description: str | None) -> dict[str, Any]:
+    loc = verdict.location
+    data: dict[str, Any] = {
+        "id": verdict.mutant_id,
+        "mutatorName": verdict.operator,
+        "location": {
+            "start": {"line": loc.start_line, "column": loc.start_column},
+            "end": {"line": loc.end_line, "column": loc.end_column},
+        },
+        "replacement": verdict.replacement,
+        "status": STATUS[verdict.status],
+        "description": description or f"{verdict.original!r} -> {verdict.replacement!r}",
+        "coveredBy": list(verdict.covered_by),
+    }
+    if verdict.reason:
+        data["statusReason"] = verdict.reason
+    if verdict.status == KILLED and verdict.killed_by:
+        data["killedBy"] = [verdict.killed_by]
+    if verdict.duration_s is not None:
+        data["duration"] = round(verdict.duration_s * 1000)
+    return data
+
+
+def baseline_reason(baseline: SiteBaseline) -> str:
+    """One line: why the site has no mutants (shared by every report)."""
+    if baseline.status == EXPOSED:
+        return f"site exposed at baseline: {', '.join(baseline.detectors) or baseline.detail or 'the guard failed'}"
+    return f"site unreached at baseline: {baseline.detail or 'no guard could drive execution to it'}"
+
+
+def baseline_mutant(baseline: SiteBaseline) -> dict[str, Any]:
+    """The site's whole logging call, marked Ignored with the baseline's reason."""
+    site = baseline.site
+    return {
+        "id": f"{BASELINE_MUTATOR}:{site.id}",
+        "mutatorName": BASELINE_MUTATOR,
+        "location": {  # Site columns are 0-based, Stryker's 1-based
+            "start": {"line": site.line, "column": site.column + 1},
+            "end": {"line": site.end_line, "column": site.end_column + 1},
+        },
+        "status": "Ignored",
+        "statusReason": baseline_reason(baseline),
+        "description": "no mutant run: "
+        + ("the guard fails on the unmutated target" if baseline.status == EXPOSED else "no guard reaches the site"),
+        "coveredBy": [baseline.guard],
+    }
+
+
+def guard_files(result: RunResult) -> dict[str, dict[str, Any]]:
+    """Every guard the run names, grouped by the file part of its pytest node id."""
+    ids = {b.guard for b in result.baselines}
+    for verdict in result.mutants:
+        ids.update(verdict.covered_by)
+        if verdict.killed_by:
+            ids.add(verdict.killed_by)
+    grouped: dict[str, list[dict[str, str]]] = {}
+    for node_id in sorted(i for i in ids if i):
+        file, sep, name = node_id.partition("::")
+        grouped.setdefault(file, []).append({"id": node_id, "name": name if sep else node_id})
+    return {file: {"tests": tests} for file, tests in grouped.items()}
+
+
+def framework(result: RunResult) -> dict[str, Any]:
+    dependencies = {"vllm": result.vllm_version}
+    for name in ("mutmut", "pytest"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            dependencies[name] = metadata.version(name)
+    try:
+        version = metadata.version("warnonce-guard")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return {"name": "warnonce-guard", "version": version, "dependencies": dependencies}
+
+
+def system() -> dict[str, Any]:
+    return {
+        "ci": bool(os.environ.get("CI")),
+        "os": {"platform": sys.platform, "description": platform.platform(), "version": platform.release()},
+        "cpu": {"logicalCores": os.cpu_count() or 1},
+    }
+
+
+def score_note(result: RunResult) -> str | None:
+    """A sentence for when the viewer's score differs from the run's, else None."""
+    ours, shown = result.score, viewer_score(result)
+    if ours is None or shown is None or abs(ours - shown) < 0.005:
+        return None
+    return (
+        f"The mutation score is {ours:.2f}% (killed / mutants run). The Stryker viewer shows {shown:.2f}%:"
+        " it counts timeouts as detected and leaves crashes out."
+    )
+
+
+def viewer_score(result: RunResult) -> float | None:
+    """The score the Stryker viewer shows: (Killed + Timeout) / (those + Survived + NoCoverage)."""
+    detected = result.count(KILLED) + result.count(TIMEOUT)
+    valid = detected + result.count(SURVIVED) + result.count(NO_TESTS)
+    return 100.0 * detected / valid if valid else None

@@ -1,0 +1,101 @@
+"""`summary.md`: the run in GitHub-flavoured Markdown, ready to append to `$GITHUB_STEP_SUMMARY`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from mutations.report.stryker import baseline_reason, score_note
+from mutations.verdicts import (
+    CRASHED,
+    EXPOSED,
+    GUARDED,
+    KILLED,
+    NO_TESTS,
+    SKIPPED,
+    SURVIVED,
+    TIMEOUT,
+    UNREACHED,
+    MutantVerdict,
+    RunResult,
+)
+
+MUTANT_STATUSES = (KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED)
+SITE_STATUSES = (GUARDED, EXPOSED, UNREACHED)
+
+
+def percent(score: float | None) -> str:
+    return "n/a" if score is None else f"{score:.2f}%"
+
+
+def cell(text: str) -> str:
+    """A table cell: pipes and newlines would break the row."""
+    return text.replace("|", "\\|").replace("\n", " ") or "–"
+
+
+def code(text: str | None) -> str:
+    return f"`{cell(text)}`" if text else "–"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
+
+
+def render(result: RunResult) -> str:
+    commit = f" at commit `{result.vllm_commit}`" if result.vllm_commit else ""
+    scored = len(result.scored)
+    out = [
+        "# warnonce-guard mutation report",
+        "",
+        f"**Target:** vLLM {result.vllm_version}{commit}, from {result.target}",
+        "",
+        f"**Mutation score:** {percent(result.score)} ({result.count(KILLED)} killed of {scored} mutants run)",
+        "",
+    ]
+    note = score_note(result)
+    if note:
+        out += [f"> {note}", ""]
+    out += table(["Status", "Mutants"], [(s, str(result.count(s))) for s in MUTANT_STATUSES])
+    out += ["", "## Sites at baseline", ""]
+    counts = ", ".join(f"{len(result.sites_with(s))} {s}" for s in SITE_STATUSES)
+    out += [f"{len(result.baselines)} sites: {counts}.", ""]
+    out += table(
+        ["Site", "Line", "Status", "Detectors"],
+        (
+            (
+                code(b.site.id),
+                str(b.site.line),
+                b.status if b.status == GUARDED else f"**{b.status}**",
+                cell(", ".join(b.detectors)) if b.status != UNREACHED else cell(baseline_reason(b)),
+            )
+            for b in result.baselines
+        ),
+    )
+    out += ["", "## Mutants", ""]
+    if not result.mutants:
+        out += ["No mutant was made.", ""]
+    for site_id, verdicts in by_site(result.mutants).items():
+        out += [f"### `{cell(site_id)}`", ""]
+        out += table(
+            ["Mutant", "Operator", "Status", "Killed by", "Detectors"],
+            (
+                (
+                    code(v.mutant_id),
+                    cell(v.operator),
+                    v.status if v.status in (KILLED, SKIPPED) else f"**{v.status}**",
+                    code(v.killed_by),
+                    cell(", ".join(v.detectors)),
+                )
+                for v in sorted(verdicts, key=lambda v: (v.operator, v.mutant_id))
+            ),
+        )
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def by_site(verdicts: Iterable[MutantVerdict]) -> dict[str, list[MutantVerdict]]:
+    grouped: dict[str, list[MutantVerdict]] = {}
+    for verdict in verdicts:
+        grouped.setdefault(verdict.site.id, []).append(verdict)
+    return grouped

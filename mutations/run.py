@@ -1,0 +1,98 @@
+"""`warnonce-guard mutate`: discover -> stage -> mutmut (baseline + mutants) -> verdicts -> report -> gate."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from rich.console import Console
+
+from guards import target as targets
+from guards.errors import NothingToCheck
+from guards.sites import discover
+from mutations import collect, stage
+from mutations.operators import OPERATORS
+from mutations.report import print_table, write_report
+from mutations.session import IDENTITIES
+from mutations.verdicts import GUARDED, SKIPPED, Operator, RunResult
+
+GATE_FAILED = 1
+
+
+def run_session(ws: stage.Workspace, run_id: str) -> int:
+    """mutmut in its own process (see mutations.session); its output streams to ours."""
+    return subprocess.run([sys.executable, "-m", "mutations.session", str(ws.dir), run_id], check=False).returncode
+
+
+def collect_result(ws: stage.Workspace, target: targets.Target, run_id: str, started: float) -> RunResult:
+    sites = [s for s in (stage.cached_sites(ws) or []) if s.cached]
+    records = collect.read_records(ws.attribution)
+    site_baselines = collect.baselines(sites, records, run_id)
+    files = sorted({site.file for site in sites})
+    codes, durations = collect.read_exit_codes(ws.mutants, files)
+    identities = json.loads((ws.dir / IDENTITIES).read_text(encoding="utf-8"))
+    mutants = collect.verdicts(identities, sites, site_baselines, codes, durations, records)
+    return RunResult(
+        vllm_version=target.version,
+        vllm_commit=target.commit,
+        target=target.describe(),
+        sources={file: (ws.dir / file).read_text(encoding="utf-8") for file in files},
+        operators=[Operator(name, op.description) for name, op in OPERATORS.items()],
+        baselines=site_baselines,
+        mutants=mutants,
+        duration_s=time.monotonic() - started,
+    )
+
+
+def gate(result: RunResult, fail_under: float) -> list[str]:
+    """Why the run fails, one line per reason; empty when it passes."""
+    problems = []
+    for baseline in result.baselines:
+        if baseline.status != GUARDED:
+            problems.append(f"{baseline.site.id} is {baseline.status}: {', '.join(baseline.detectors)}")
+    if not result.mutants:
+        problems.append("no mutant was made: nothing was checked")
+    skipped = result.count(SKIPPED)
+    if skipped and not problems:
+        problems.append(f"{skipped} mutant(s) were not run")
+    score = result.score
+    if score is None:
+        problems.append("no mutant ran, so there is no score")
+    elif score < fail_under:
+        problems.append(f"score {score:.1f}% is below --fail-under {fail_under:g}%")
+    return problems
+
+
+def mutate(
+    vllm_src: str | None,
+    out_dir: Path,
+    work_dir: Path,
+    fail_under: float,
+    viewer_js: Path | None,
+    console: Console,
+) -> int:
+    started = time.monotonic()
+    target = targets.resolve(vllm_src)
+    ws = stage.workspace(target, work_dir)
+    sites = stage.cached_sites(ws) or discover(target.root)
+    guarded = [site for site in sites if site.cached]
+    if not guarded:
+        raise NothingToCheck(f"no kernel-import site logs through a *_once call in {target.describe()}")
+    stage.prepare(ws, target, sites)
+    console.print(f"mutating {target.describe()}: {len(guarded)} sites x {len(OPERATORS)} operators; work in {ws.dir}")
+    run_id = uuid.uuid4().hex
+    session_code = run_session(ws, run_id)
+    if not (ws.dir / IDENTITIES).is_file():
+        raise stage.StagingFailed(f"the mutmut session failed (exit code {session_code}) before naming its mutants; see above")
+    result = collect_result(ws, target, run_id, started)
+    paths = write_report(result, out_dir, viewer_js)
+    print_table(result, console)
+    console.print(f"mutmut exited {session_code}; report: {', '.join(str(p) for p in paths)}")
+    problems = gate(result, fail_under)
+    for problem in problems:
+        console.print(f"[red]gate:[/] {problem}")
+    return GATE_FAILED if problems else 0

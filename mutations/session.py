@@ -1,0 +1,69 @@
+"""The mutmut run itself, in a process of its own inside the work directory.
+
+    python -m mutations.session WORK_DIR RUN_ID
+
+mutmut reads setup.cfg from the current directory, changes sys.path, forks workers and calls exit(),
+so it gets a process to itself. There, with our operators swapped in (mutations.seam), mutmut
+generates the mutants, collects which guard covers which function, runs the clean guards (our
+baseline) and then every mutant in forked workers: vLLM is imported once. Afterwards the same
+process names every mutant (mutations.identify) into `identities.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from guards.sites import Site
+from mutations.identify import identify_file
+from mutations.seam import our_operators
+
+IDENTITIES = "identities.json"
+
+
+def _environment(ws: Path, run_id: str) -> None:
+    os.environ.update(
+        WARNONCE_GUARD_SITES=str(ws / "sites.json"),
+        WARNONCE_GUARD_ATTRIBUTION=str(ws / "attribution"),
+        WARNONCE_GUARD_EXPECT_VLLM=str(ws / "mutants" / "vllm"),
+        WARNONCE_GUARD_RUN_ID=run_id,
+    )
+    os.environ.pop("WARNONCE_GUARD_VLLM_SRC", None)
+
+
+def run_mutmut() -> int:
+    """mutmut's `run` with our operators; its exit code (mutmut exits 1 when the clean guards fail)."""
+    from mutmut.__main__ import _run
+
+    with our_operators():
+        try:
+            _run([], max_children=None)
+        except SystemExit as stop:
+            return stop.code if isinstance(stop.code, int) else 1
+    return 0
+
+
+def write_identities(ws: Path) -> int:
+    sites = [Site.from_json(d) for d in json.loads((ws / "sites.json").read_text(encoding="utf-8"))]
+    identities = []
+    for file in sorted({site.file for site in sites if site.cached}):
+        source = (ws / file).read_text(encoding="utf-8")
+        identities += [asdict(identity) | {"site": identity.site.id} for identity in identify_file(source, file, sites)]
+    (ws / IDENTITIES).write_text(json.dumps(identities, indent=1), encoding="utf-8")
+    return len(identities)
+
+
+def main(argv: list[str]) -> int:
+    ws, run_id = Path(argv[0]).resolve(), argv[1]
+    os.chdir(ws)
+    _environment(ws, run_id)
+    code = run_mutmut()
+    write_identities(ws)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

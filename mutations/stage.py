@@ -1,0 +1,176 @@
+"""The work directory of a mutation run: a staged copy of the target's sources, never the installed files.
+
+Layout of `<work root>/<fingerprint>/`:
+
+    vllm/              pristine copy of the target's Python sources and data (no compiled modules)
+    mutants/vllm/      what the guards import: mutmut writes the mutated site files here, the rest are
+                       hard links to the pristine copy (mutmut never writes them)
+    guard_tests/       the guard tests, copied from the `guards` package
+    setup.cfg          mutmut's settings: the project's [mutmut] section plus this target's paths
+    sites.json         the sites discovered in the pristine copy
+    attribution/       one JSON line per guard outcome, written by the guards' conftest
+
+The fingerprint covers the target's files (path, size, mtime), this tool's own code and mutmut's
+version: mutmut caches verdicts by function source only, so a change of operators, guards or target
+gets a fresh directory and stale verdicts are never reused.
+"""
+
+from __future__ import annotations
+
+import configparser
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+
+from guards.errors import GuardError
+from guards.sites import Site
+from guards.target import PACKAGE, Target
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+GUARD_TEST_FILES = ("conftest.py", "test_kernel_import_sites.py")
+TOOL_DIRS = ("guards", "mutations")
+_SKIP = shutil.ignore_patterns("*.so", "*.pyd", "*.pyc", "__pycache__")
+
+
+class StagingFailed(GuardError):
+    exit_code = 7
+
+
+@dataclass(frozen=True)
+class Workspace:
+    dir: Path
+
+    @property
+    def pristine(self) -> Path:
+        return self.dir / PACKAGE
+
+    @property
+    def mutants(self) -> Path:
+        return self.dir / "mutants"
+
+    @property
+    def imported_package(self) -> Path:
+        """The package directory the guards must import during the run."""
+        return self.mutants / PACKAGE
+
+    @property
+    def sites_file(self) -> Path:
+        return self.dir / "sites.json"
+
+    @property
+    def attribution(self) -> Path:
+        return self.dir / "attribution"
+
+
+def _tree_signature(root: Path, pattern: str = "*.py") -> list[tuple[str, int, int]]:
+    out = []
+    for path in sorted(root.rglob(pattern)):
+        if "__pycache__" in path.parts:
+            continue
+        st = path.stat()
+        out.append((path.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns))
+    return out
+
+
+def fingerprint(target: Target) -> str:
+    """A hash of everything that can change a verdict: target files, this tool's code, mutmut, settings."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps([str(target.package_dir), target.version, target.commit]).encode())
+    digest.update(json.dumps(_tree_signature(target.package_dir)).encode())
+    for folder in TOOL_DIRS:
+        for path in sorted((PROJECT_ROOT / folder).rglob("*.py")):
+            digest.update(path.read_bytes())
+    digest.update(mutmut_section().encode())
+    digest.update(version("mutmut").encode())
+    return digest.hexdigest()[:16]
+
+
+def mutmut_section() -> str:
+    """The project's `[mutmut]` settings (setup.cfg), as text."""
+    parser = configparser.ConfigParser()
+    if not parser.read(PROJECT_ROOT / "setup.cfg") or not parser.has_section("mutmut"):
+        raise StagingFailed(
+            f"no [mutmut] section in {PROJECT_ROOT / 'setup.cfg'}; install warnonce-guard from its checkout "
+            "(pip install -e .)"
+        )
+    return "\n".join(f"{key} = {value.replace(chr(10), chr(10) + '    ')}" for key, value in parser.items("mutmut"))
+
+
+def _indent(values: list[str]) -> str:
+    return "".join(f"\n    {value}" for value in values)
+
+
+def write_mutmut_config(ws: Workspace, sites: list[Site]) -> None:
+    """setup.cfg for mutmut: the project's section plus the site files, the guard tests and their selection."""
+    files = sorted({site.file for site in sites})
+    text = (
+        "# Written by warnonce-guard for one mutation run; edit the [mutmut] section of its setup.cfg instead.\n"
+        "[mutmut]\n"
+        f"{mutmut_section()}\n"
+        f"source_paths ={_indent(files)}\n"
+        f"only_mutate ={_indent(files)}\n"
+        "also_copy =\n    guard_tests/\n"
+        "pytest_add_cli_args_test_selection =\n    guard_tests/\n"
+    )
+    (ws.dir / "setup.cfg").write_text(text, encoding="utf-8")
+
+
+def _copy_pristine(target: Target, ws: Workspace) -> None:
+    if ws.pristine.is_dir():
+        return
+    partial = ws.dir / f".{PACKAGE}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(target.package_dir, partial, ignore=_SKIP)
+    partial.rename(ws.pristine)
+
+
+def _link_unmutated(ws: Workspace, site_files: set[str]) -> None:
+    """Fill mutants/vllm with hard links to every pristine file mutmut does not own (done once)."""
+    marker = ws.mutants / ".linked"
+    if marker.exists():
+        return
+    for path in ws.pristine.rglob("*"):
+        relative = path.relative_to(ws.dir)
+        if path.is_dir() or relative.as_posix() in site_files:
+            continue
+        destination = ws.mutants / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        if not destination.exists():
+            os.link(path, destination)
+    marker.touch()
+
+
+def _copy_guard_tests(ws: Workspace) -> None:
+    folder = ws.dir / "guard_tests"
+    folder.mkdir(exist_ok=True)
+    for name in GUARD_TEST_FILES:
+        shutil.copy2(PROJECT_ROOT / "guards" / name, folder / name)
+
+
+def workspace(target: Target, work_root: Path) -> Workspace:
+    """The work directory for this target and this version of the tool."""
+    return Workspace(work_root.resolve() / fingerprint(target))
+
+
+def cached_sites(ws: Workspace) -> list[Site] | None:
+    """Sites discovered by an earlier run in the same work directory (same fingerprint)."""
+    if not ws.sites_file.is_file():
+        return None
+    return [Site.from_json(data) for data in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
+
+
+def prepare(ws: Workspace, target: Target, sites: list[Site]) -> None:
+    """Create or refresh the work directory's contents."""
+    try:
+        ws.dir.mkdir(parents=True, exist_ok=True)
+        _copy_pristine(target, ws)
+        _link_unmutated(ws, {site.file for site in sites})
+        _copy_guard_tests(ws)
+        write_mutmut_config(ws, sites)
+        ws.sites_file.write_text(json.dumps([site.to_json() for site in sites], indent=1), encoding="utf-8")
+    except OSError as err:
+        raise StagingFailed(f"cannot stage the target in {ws.dir}: {err}; pass --work-dir on a writable disk") from None
