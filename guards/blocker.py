@@ -13,8 +13,12 @@ from contextlib import contextmanager
 BLOCK_MESSAGE = "No module named {name!r} (blocked by warnonce-guard)"
 
 
-class BlockedKernelImport(ModuleNotFoundError):
-    """Raised for a blocked kernel module; a Python subclass, so it takes weak references."""
+class BlockedKernelImport(ImportError):
+    """Raised for a blocked kernel module; a Python subclass, so it takes weak references.
+
+    A plain ImportError, not ModuleNotFoundError: `from vllm import _C` swallows a ModuleNotFoundError
+    for the name it imports and raises a new ImportError, which would hide the blocked one.
+    """
 
 
 class KernelBlocker(importlib.abc.MetaPathFinder):

@@ -1,0 +1,136 @@
+"""mutation.json: the Stryker report schema 2, validated against the official JSON schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from test_report_support import (
+    CPU,
+    CPU_SITE,
+    CUDA,
+    CUDA_SITE,
+    SOURCES,
+    every_status_result,
+    guard_id,
+    npm_prefix,
+    sample_result,
+)
+
+from mutations.report import npm, stryker
+from mutations.report.errors import SourceMissing
+
+
+@pytest.fixture(scope="module")
+def validator() -> jsonschema.Draft7Validator:
+    schema = json.loads(npm.find_schema(npm_prefix()).read_text(encoding="utf-8"))
+    return jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker())
+
+
+def mutants_by_id(report: dict) -> dict[str, dict]:
+    return {m["id"]: m for f in report["files"].values() for m in f["mutants"]}
+
+
+@pytest.mark.parametrize("build", [sample_result, every_status_result])
+def test_report_validates_against_the_official_schema(validator: jsonschema.Draft7Validator, build) -> None:
+    report = stryker.build(build())
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(report)]
+    assert errors == []
+    # The schema allows anything extra at the top; make sure it is the JSON the writer really emits.
+    assert json.loads(json.dumps(report)) == report
+
+
+def test_schema_rejects_a_broken_report(validator: jsonschema.Draft7Validator) -> None:
+    report = stryker.build(sample_result())
+    next(iter(report["files"].values()))["mutants"][0]["status"] = "killed"  # not a Stryker status
+    assert not validator.is_valid(report)
+
+
+def test_every_status_maps_to_its_stryker_name() -> None:
+    result = every_status_result()
+    by_id = mutants_by_id(stryker.build(result))
+    mapped = {v.status: by_id[v.mutant_id]["status"] for v in result.mutants}
+    assert mapped == {
+        "killed": "Killed",
+        "survived": "Survived",
+        "timeout": "Timeout",
+        "crashed": "RuntimeError",
+        "no tests": "NoCoverage",
+        "skipped": "Ignored",
+    }
+
+
+def test_files_carry_source_language_and_their_mutants() -> None:
+    report = stryker.build(sample_result())
+    assert report["schemaVersion"] == "2" and report["thresholds"] == {"high": 100, "low": 80}
+    assert sorted(report["files"]) == [CPU, CUDA]
+    for file, entry in report["files"].items():
+        assert entry["language"] == "python" and entry["source"] == SOURCES[file]
+    statuses = [m["status"] for m in report["files"][CPU]["mutants"]]
+    assert sorted(statuses) == ["Killed", "Survived", "Timeout"]  # the numbers the viewer scores from
+
+
+def test_killed_mutant_names_its_guard_and_location() -> None:
+    result = sample_result()
+    killed = next(v for v in result.mutants if v.status == "killed")
+    entry = mutants_by_id(stryker.build(result))[killed.mutant_id]
+    assert entry["killedBy"] == [guard_id(CPU_SITE)] and entry["coveredBy"] == [guard_id(CPU_SITE)]
+    assert entry["mutatorName"] == "eager-repr-revert" and entry["replacement"] == "e"
+    assert entry["description"] == "Pass the exception itself instead of repr(e)"
+    assert entry["duration"] == 1250 and entry["statusReason"] == "the exception is retained"
+    line = SOURCES[CPU].splitlines()[killed.location.start_line - 1]
+    start, end = entry["location"]["start"], entry["location"]["end"]
+    assert line[start["column"] - 1 : end["column"] - 1] == "repr(e)"
+
+
+def test_only_killed_mutants_have_killed_by() -> None:
+    report = stryker.build(every_status_result())
+    assert [m["status"] for m in mutants_by_id(report).values() if "killedBy" in m] == ["Killed"]
+
+
+def test_every_test_id_the_mutants_name_is_a_declared_test() -> None:
+    report = stryker.build(sample_result())
+    declared = {t["id"] for f in report["testFiles"].values() for t in f["tests"]}
+    named = {i for m in mutants_by_id(report).values() for i in m.get("killedBy", []) + m["coveredBy"]}
+    assert named <= declared and guard_id(CUDA_SITE) in declared
+    assert list(report["testFiles"]) == ["guards/test_guards.py"]
+
+
+def test_exposed_site_shows_as_an_ignored_baseline_mutant_that_does_not_count() -> None:
+    result = sample_result()
+    entry = mutants_by_id(stryker.build(result))[f"baseline:{CUDA_SITE.id}"]
+    assert entry["status"] == "Ignored" and entry["mutatorName"] == "baseline"
+    assert entry["statusReason"] == "site exposed at baseline: exception retained, owner pinned"
+    assert entry["location"]["start"] == {"line": CUDA_SITE.line, "column": CUDA_SITE.column + 1}
+    assert stryker.viewer_score(result) == pytest.approx(200 / 3)  # killed + timeout of three; Ignored left out
+
+
+def test_unreached_site_says_so() -> None:
+    entry = mutants_by_id(stryker.build(every_status_result()))[f"baseline:{CUDA_SITE.id}"]
+    assert entry["statusReason"] == "site unreached at baseline: no CUDA device to steer to"
+
+
+def test_guarded_site_gets_no_baseline_mutant() -> None:
+    assert f"baseline:{CPU_SITE.id}" not in mutants_by_id(stryker.build(sample_result()))
+
+
+def test_a_site_without_source_text_is_an_error_naming_the_file() -> None:
+    result = sample_result()
+    del result.sources[CUDA]
+    with pytest.raises(SourceMissing, match=r"vllm/platforms/cuda\.py"):
+        stryker.build(result)
+
+
+def test_score_note_appears_only_when_the_viewer_would_disagree() -> None:
+    assert "33.33%" in (stryker.score_note(sample_result()) or "")
+    agreeing = sample_result()
+    agreeing.mutants = [m for m in agreeing.mutants if m.status != "timeout"]
+    assert stryker.score_note(agreeing) is None
+
+
+def test_schema_file_comes_from_the_pinned_package() -> None:
+    manifest = npm_prefix() / "node_modules" / "mutation-testing-report-schema" / "package.json"
+    assert json.loads(manifest.read_text(encoding="utf-8"))["version"] == "3.8.4"
+    assert npm.find_schema(npm_prefix()).is_relative_to(Path(npm_prefix()))

@@ -1,0 +1,76 @@
+"""write_report: four files, written into a temporary sibling and swapped in whole."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_report_support import sample_result
+
+import mutations.report as report
+from mutations.report import junit, write_report
+
+
+@pytest.fixture
+def viewer(tmp_path: Path) -> Path:
+    path = tmp_path / "viewer.js"
+    path.write_text("/* stand-in for mutation-test-elements.js */", encoding="utf-8")
+    return path
+
+
+def leftovers(parent: Path, name: str) -> list[str]:
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith(f".{name}."))
+
+
+def test_writes_the_four_files_and_returns_their_paths(tmp_path: Path, viewer: Path) -> None:
+    out = tmp_path / "mutation-report"
+    paths = write_report(sample_result(), out, viewer)
+    assert [p.name for p in paths] == ["mutation.json", "index.html", "summary.md", "junit.xml"]
+    assert all(p.parent == out and p.stat().st_size > 0 for p in paths)
+    assert json.loads((out / "mutation.json").read_text(encoding="utf-8"))["schemaVersion"] == "2"
+    assert "stand-in for mutation-test-elements.js" in (out / "index.html").read_text(encoding="utf-8")
+    assert leftovers(tmp_path, out.name) == []
+
+
+def test_an_old_report_is_replaced_whole(tmp_path: Path, viewer: Path) -> None:
+    out = tmp_path / "mutation-report"
+    out.mkdir()
+    (out / "stale.txt").write_text("from an older run", encoding="utf-8")
+    write_report(sample_result(), out, viewer)
+    assert sorted(p.name for p in out.iterdir()) == sorted(report.FILES)
+    assert leftovers(tmp_path, out.name) == []
+
+
+def test_a_failing_writer_leaves_the_old_report_untouched_and_no_temp_dir(
+    tmp_path: Path, viewer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "mutation-report"
+    write_report(sample_result(), out, viewer)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def broken(result: object) -> bytes:
+        raise RuntimeError("disk full halfway")
+
+    monkeypatch.setattr(junit, "render", broken)  # the last writer: three files are already in the temp dir
+    changed = sample_result()
+    changed.vllm_version = "9.9.9"
+    with pytest.raises(RuntimeError, match="disk full halfway"):
+        write_report(changed, out, viewer)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert leftovers(tmp_path, out.name) == []
+
+
+def test_a_failing_writer_with_no_old_report_leaves_nothing(
+    tmp_path: Path, viewer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(junit, "render", lambda result: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        write_report(sample_result(), tmp_path / "mutation-report", viewer)
+    assert list(tmp_path.iterdir()) == [viewer]
+
+
+def test_report_directory_gets_an_ordinary_mode(tmp_path: Path, viewer: Path) -> None:
+    out = tmp_path / "mutation-report"
+    write_report(sample_result(), out, viewer)
+    assert out.stat().st_mode & 0o055  # readable by others (not mkdtemp's 0700) under the usual umask

@@ -1,0 +1,100 @@
+"""Toy vLLM-like packages written to a temporary directory, for tests that must not import vLLM.
+
+A toy package has what a guard touches in vLLM: `<pkg>/logger.py` with lru_cache'd `*_once` printers
+attached to `logging.Logger`s by `init_logger` (as `vllm/logger.py` does), and `<pkg>/platforms/` modules
+whose `import_kernels()` try to import `<pkg>._C`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import textwrap
+from pathlib import Path
+
+LOGGER_SOURCE = """
+import logging
+from functools import lru_cache
+from types import MethodType
+
+
+@lru_cache
+def _print_debug_once(logger, msg, *args):
+    logger.debug(msg, *args, stacklevel=3)
+
+
+@lru_cache
+def _print_info_once(logger, msg, *args):
+    logger.info(msg, *args, stacklevel=3)
+
+
+@lru_cache
+def _print_warning_once(logger, msg, *args):
+    logger.warning(msg, *args, stacklevel=3)
+
+
+@lru_cache
+def _print_error_once(logger, msg, *args):
+    logger.error(msg, *args, stacklevel=3)
+
+
+def _debug_once(self, msg, *args):
+    _print_debug_once(self, msg, *args)
+
+
+def _info_once(self, msg, *args):
+    _print_info_once(self, msg, *args)
+
+
+def _warning_once(self, msg, *args):
+    _print_warning_once(self, msg, *args)
+
+
+def _error_once(self, msg, *args):
+    _print_error_once(self, msg, *args)
+
+
+_METHODS_TO_PATCH = {
+    "debug_once": _debug_once,
+    "info_once": _info_once,
+    "warning_once": _warning_once,
+    "error_once": _error_once,
+}
+
+
+def init_logger(name):
+    logger = logging.getLogger(name)
+    for method_name, method in _METHODS_TO_PATCH.items():
+        setattr(logger, method_name, MethodType(method, logger))
+    return logger
+"""
+
+_names = itertools.count()
+
+
+def unique_package() -> str:
+    """A package name no other test uses, so sys.modules and import caches never mix two toys."""
+    return f"toyllm{next(_names)}"
+
+
+def write(root: Path, relative: str, source: str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(source).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def write_toy(root: Path, package: str, platforms: dict[str, str]) -> Path:
+    """`root/<package>` with a logger module and `platforms/<name>.py` for each entry (`PKG` -> package)."""
+    write(root, f"{package}/__init__.py", "")
+    write(root, f"{package}/logger.py", LOGGER_SOURCE)
+    write(root, f"{package}/platforms/__init__.py", "")
+    for name, source in platforms.items():
+        write(root, f"{package}/platforms/{name}.py", textwrap.dedent(source).replace("PKG", package))
+    return root / package
+
+
+def purge(package: str) -> None:
+    """Forget every module of `package`, so no later test imports a stale copy."""
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
