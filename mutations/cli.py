@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     guards = sub.add_parser("guards", help="run the guards against the target")
     guards.add_argument("--vllm-src", metavar="PATH", help=target_help)
-    guards.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
+    guards.epilog = "Other arguments are passed on to pytest."
     guards.set_defaults(run=cmd_guards)
 
     mutate = sub.add_parser("mutate", help="mutation run: baseline, mutants, guards, score, report")
@@ -106,8 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    console = Console()
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "guards":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.pytest_args = extra
+    console = Console() if sys.stdout.isatty() else Console(width=160)
     try:
         return args.run(args, console)
     except GuardError as err:

@@ -46,6 +46,24 @@ def run_mutmut() -> int:
     return 0
 
 
+def complete_baseline(ws: Path) -> int:
+    """Run every guard once on the unmutated code, without stopping at the first failure.
+
+    mutmut stops at the first failing guard when the target itself leaks (its stats and clean runs
+    use `-x`), which would leave the other sites unjudged. vLLM is already imported in this process,
+    so this costs only the guards themselves.
+    """
+    import pytest
+    from mutmut.mutation.trampoline import set_mutant_under_test
+
+    set_mutant_under_test("")
+    os.chdir(ws / "mutants")
+    try:
+        return int(pytest.main(["guard_tests", "-q", "-p", "no:cacheprovider", "--rootdir=.", "--tb=no"]))
+    finally:
+        os.chdir(ws)
+
+
 def write_identities(ws: Path) -> int:
     sites = [Site.from_json(d) for d in json.loads((ws / "sites.json").read_text(encoding="utf-8"))]
     identities = []
@@ -61,6 +79,8 @@ def main(argv: list[str]) -> int:
     os.chdir(ws)
     _environment(ws, run_id)
     code = run_mutmut()
+    if code != 0:
+        complete_baseline(ws)
     write_identities(ws)
     return code
 

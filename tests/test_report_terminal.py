@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from rich.console import Console
-from test_report_support import CPU_SITE, guard_id, sample_result
+from test_report_support import CPU_SITE, sample_result
 
 from mutations.report import print_table
+from mutations.report.terminal import guard_label
 from mutations.verdicts import RunResult
 
 
@@ -19,7 +20,9 @@ def test_table_lists_every_mutant_and_the_exposed_site() -> None:
     text = printed(sample_result())
     for word in ("killed", "survived", "timeout", "skipped", "exposed", "baseline", "owner pinned"):
         assert word in text
-    assert guard_id(CPU_SITE) in text  # brackets in a node id are kept, not read as rich markup
+    killers = [v.killed_by for v in sample_result().mutants if v.killed_by]
+    assert killers and all(guard_label(k) in text and f"[{guard_label(k)}]" not in text for k in killers)
+    assert f"cpu.py:{CPU_SITE.line} {CPU_SITE.kernel_module}#0" in text  # short site label
 
 
 def test_score_line_follows_the_table() -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from mutations.report.summary import percent
+from guards.sites import Site
 from mutations.verdicts import EXPOSED, KILLED, UNREACHED, RunResult
 
 STYLES = {
@@ -25,6 +28,18 @@ def status_text(status: str) -> Text:
     return Text(status, style=STYLES.get(status, ""))
 
 
+def site_label(site: Site) -> str:
+    """`cpu.py:670 vllm._C#0`: short enough for a terminal; the full id is in the report files."""
+    return f"{Path(site.file).name}:{site.line} {site.kernel_module}#{site.occurrence}"
+
+
+def guard_label(node_id: str | None) -> str:
+    """The parametrised part of a guard's node id (the site it guards), or the whole id."""
+    if not node_id:
+        return ""
+    return node_id[node_id.index("[") + 1 : -1] if node_id.endswith("]") and "[" in node_id else node_id
+
+
 def build(result: RunResult) -> Table:
     # Cells are Text, not str, so ids with brackets (parametrized node ids) are not read as markup.
     table = Table(title=f"Mutation run: vLLM {result.vllm_version}", title_justify="left")
@@ -32,16 +47,16 @@ def build(result: RunResult) -> Table:
         table.add_column(column, overflow="fold")
     for verdict in result.mutants:
         table.add_row(
-            Text(verdict.site.id),
+            Text(site_label(verdict.site)),
             Text(verdict.operator),
             status_text(verdict.status),
-            Text(verdict.killed_by or ""),
+            Text(guard_label(verdict.killed_by)),
             Text(", ".join(verdict.detectors)),
         )
     for baseline in result.baselines:
         if baseline.status in (EXPOSED, UNREACHED):
             table.add_row(
-                Text(baseline.site.id),
+                Text(site_label(baseline.site)),
                 Text("baseline", style="italic"),
                 status_text(baseline.status),
                 Text(""),
