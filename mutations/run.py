@@ -83,6 +83,7 @@ def mutate(
     if not guarded:
         raise NothingToCheck(f"no kernel-import site logs through a *_once call in {target.describe()}")
     stage.prepare(ws, target, sites)
+    stage.prune(ws)
     console.print(f"mutating {target.describe()}: {len(guarded)} sites x {len(OPERATORS)} operators; work in {ws.dir}")
     run_id = uuid.uuid4().hex
     session_code = run_session(ws, run_id)

@@ -156,6 +156,17 @@ def workspace(target: Target, work_root: Path) -> Workspace:
     return Workspace(work_root.resolve() / fingerprint(target))
 
 
+def prune(ws: Workspace, keep: int = 3) -> list[Path]:
+    """Remove all but the `keep` most recently used work directories beside `ws` (never `ws` itself)."""
+    if ws.dir.is_dir():
+        os.utime(ws.dir)
+    siblings = [p for p in ws.dir.parent.iterdir() if p.is_dir() and p != ws.dir] if ws.dir.parent.is_dir() else []
+    stale = sorted(siblings, key=lambda p: p.stat().st_mtime, reverse=True)[max(0, keep - 1) :]
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+    return stale
+
+
 def cached_sites(ws: Workspace) -> list[Site] | None:
     """Sites discovered by an earlier run in the same work directory (same fingerprint)."""
     if not ws.sites_file.is_file():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,18 @@ def stage_target(tree: Path):  # noqa: ANN201
 
     return source_tree(tree)
 
+
+
+def test_old_work_directories_are_pruned_but_the_current_one_kept(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    old = [work / f"old{i}" for i in range(5)]
+    for i, path in enumerate(old):
+        path.mkdir(parents=True)
+        os.utime(path, (1000 + i, 1000 + i))
+    current = stage.Workspace(work / "current")
+    current.dir.mkdir()
+
+    removed = stage.prune(current, keep=3)
+
+    assert sorted(removed) == sorted(old[:3])
+    assert sorted(p.name for p in work.iterdir()) == ["current", "old3", "old4"]

@@ -1,0 +1,143 @@
+"""Speed of the mutation run, printed as numbers (targets are checked here, not in a timed test).
+
+    python bench/mutation_speed.py [--naive-sample N] [--sites 100]
+
+(a) one cold `python -c "import vllm.platforms.cpu"`;
+(b) the full mutation run against the installed vLLM, in a fresh work directory, then once more with
+    nothing changed (which must re-test no mutant);
+(c) the naive way: one fresh pytest process per mutant (N of them, timed and scaled to all);
+(d) the cost of each added mutant, from generated vLLM-shaped trees with 10 and --sites sites.
+Targets: (b) <= 3x (a); (b) at least 5x faster than (c); (d) under 100 ms per added mutant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "mutations.cli"]
+
+LOGGER = """
+import logging
+from functools import lru_cache
+from types import MethodType
+
+
+@lru_cache
+def _print_warning_once(logger, msg, *args):
+    logger.warning(msg, *args, stacklevel=3)
+
+
+def _warning_once(self, msg, *args):
+    _print_warning_once(self, msg, *args)
+
+
+def init_logger(name):
+    logger = logging.getLogger(name)
+    logger.warning_once = MethodType(_warning_once, logger)
+    return logger
+"""
+
+PLATFORM_HEAD = """
+from vllm.logger import init_logger
+
+logger = init_logger(__name__)
+"""
+
+PLATFORM_CLASS = """
+
+class Platform{n}:
+    @classmethod
+    def import_kernels(cls) -> None:
+        try:
+            import vllm._C_{n}  # noqa: F401
+        except ImportError as e:
+            logger.warning_once("Failed to import from vllm._C_{n}: %s", repr(e))
+"""
+
+
+def timed(cmd: list[str], **kwargs: object) -> tuple[float, subprocess.CompletedProcess[str]]:
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False, **kwargs)  # type: ignore[call-overload]
+    return time.perf_counter() - start, done
+
+
+def generated_tree(root: Path, sites: int) -> Path:
+    """A vLLM-shaped tree with `sites` kernel-import sites, one platform class each."""
+    package = root / "vllm"
+    (package / "platforms").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "_version.py").write_text("__version__ = version = '0.0.0'\n__commit_id__ = commit_id = 'bench'\n")
+    (package / "logger.py").write_text(LOGGER)
+    (package / "platforms" / "__init__.py").write_text("")
+    body = PLATFORM_HEAD + "".join(PLATFORM_CLASS.format(n=n) for n in range(sites))
+    (package / "platforms" / "generated.py").write_text(body)
+    return root
+
+
+def mutation_run(work: Path, out: Path, *extra: str) -> float:
+    seconds, done = timed([*CLI, "mutate", "--work-dir", str(work), "--out", str(out), *extra])
+    if done.returncode != 0:
+        sys.exit(f"mutation run failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return seconds
+
+
+def naive(work: Path, sample: int) -> tuple[float, int]:
+    """One fresh pytest process per mutant, like running the guards by hand for each."""
+    (ws,) = [p for p in work.iterdir() if p.is_dir()]
+    mutants = [m["mutant_id"] for m in json.loads((ws / "identities.json").read_text())]
+    env = dict(os.environ, WARNONCE_GUARD_SITES=str(ws / "sites.json"))
+    env.pop("WARNONCE_GUARD_ATTRIBUTION", None)
+    start = time.perf_counter()
+    for mutant in mutants[:sample]:
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "guard_tests", "-x", "-q", "-p", "no:cacheprovider"],
+            cwd=ws / "mutants", env=dict(env, MUTANT_UNDER_TEST=mutant, PYTHONPATH=str(ws / "mutants")),
+            capture_output=True, check=False,
+        )
+    per_mutant = (time.perf_counter() - start) / max(1, min(sample, len(mutants)))
+    return per_mutant * len(mutants), len(mutants)
+
+
+def per_added_mutant(base: Path, sites: int) -> tuple[float, float, float]:
+    small, large = generated_tree(base / "small", 10), generated_tree(base / "large", sites)
+    t_small = mutation_run(base / "work-small", base / "out-small", "--vllm-src", str(small))
+    t_large = mutation_run(base / "work-large", base / "out-large", "--vllm-src", str(large))
+    added = 3 * (sites - 10)
+    return t_small, t_large, (t_large - t_small) / added
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--naive-sample", type=int, default=3, help="mutants timed for (c), scaled to all")
+    parser.add_argument("--sites", type=int, default=100, help="sites of the large generated tree for (d)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="warnonce-bench-") as tmp:
+        base = Path(tmp)
+        cold, _ = timed([sys.executable, "-c", "import vllm.platforms.cpu"])
+        print(f"(a) cold import of vllm.platforms.cpu:     {cold:7.1f} s")
+        full = mutation_run(base / "work", base / "out")
+        print(f"(b) full mutation run (fresh work dir):    {full:7.1f} s   = {full / cold:.1f}x (a)  [target <= 3x]")
+        again = mutation_run(base / "work", base / "out")
+        print(f"    second run, nothing changed:           {again:7.1f} s   = {again / cold:.1f}x (a)")
+        naive_total, count = naive(base / "work", args.naive_sample)
+        print(
+            f"(c) naive, one pytest process per mutant:  {naive_total:7.1f} s   ({count} mutants, "
+            f"{args.naive_sample} timed) = {naive_total / full:.1f}x (b)  [target >= 5x]"
+        )
+        t_small, t_large, each = per_added_mutant(base, args.sites)
+        print(
+            f"(d) generated trees: 10 sites {t_small:.1f} s, {args.sites} sites {t_large:.1f} s: "
+            f"{each * 1000:.0f} ms per added mutant  [target < 100 ms]"
+        )
+
+
+if __name__ == "__main__":
+    main()
