@@ -77,7 +77,7 @@ def mutation(session: nox.Session) -> None:
     """The main job: baseline, mutants at every site, guards per mutant, score, report."""
     version, args = _take_vllm(session.posargs)
     _guard_env(session, version)
-    session.run("python", "-m", "mutations.report.npm", "--install")
+    session.run("python", "-m", "mutations.report.npm")  # the pinned HTML viewer, into .nox/npm
     session.run("warnonce-guard", "mutate", *args)
 
 
