@@ -49,6 +49,7 @@ def _guard_env(session: nox.Session, vllm_version: str) -> None:
 def tests(session: nox.Session) -> None:
     """The project's unit tests, then the guards against the pinned vLLM (all must pass)."""
     _guard_env(session, PINNED_VLLM)
+    session.run("python", "-m", "mutations.report.npm")  # the pinned HTML viewer and report schema
     session.run("python", "-m", "pytest", "tests", *session.posargs)
     session.run("warnonce-guard", "guards", "-q")
 

@@ -1,7 +1,8 @@
 """pytest wiring for the guards: which vLLM, one test per discovered site, and killed-by attribution.
 
 Settings come from options or, for runs that mutmut starts, from environment variables:
-`--vllm-src` / WARNONCE_GUARD_VLLM_SRC (the tree to import), `--sites-file` / WARNONCE_GUARD_SITES (sites
+`--vllm-src` / WARNONCE_GUARD_VLLM_SRC (the tree to import), `--platform` / WARNONCE_GUARD_PLATFORM (a
+platform class, module:Class, whose import_kernels sites are guarded through it), `--sites-file` / WARNONCE_GUARD_SITES (sites
 discovered beforehand, so a mutated copy is never re-parsed), WARNONCE_GUARD_ATTRIBUTION (a directory where
 each guard records its outcome and the detectors that fired, for the mutation report),
 WARNONCE_GUARD_EXPECT_VLLM (the package directory the guards must import: the staged copy).
@@ -18,6 +19,7 @@ import pytest
 from guards import target as targets
 from guards.errors import NothingToCheck
 from guards.outcome import GuardFailure
+from guards.platforms import platform_sites, resolve_platform
 from guards.sites import Site, discover
 
 _TARGET = pytest.StashKey[targets.Target]()
@@ -27,6 +29,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("warnonce-guard")
     group.addoption("--vllm-src", default=os.environ.get("WARNONCE_GUARD_VLLM_SRC"), help="vLLM tree to guard")
     group.addoption("--sites-file", default=os.environ.get("WARNONCE_GUARD_SITES"), help="sites JSON to guard")
+    group.addoption(
+        "--platform",
+        default=os.environ.get("WARNONCE_GUARD_PLATFORM"),
+        help="guard the sites this platform class runs (module:Class), called through it",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -42,8 +49,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def guarded_sites(config: pytest.Config) -> list[Site]:
     """The cached (`*_once`) sites to guard: from the sites file when given, else discovered now."""
     sites_file = config.getoption("sites_file")
+    platform = config.getoption("platform")
     if sites_file:
         sites = [Site.from_json(d) for d in json.loads(Path(sites_file).read_text(encoding="utf-8"))]
+    elif platform:
+        sites = platform_sites(resolve_platform(platform))
     else:
         sites = discover(config.stash[_TARGET].root)
     cached = [site for site in sites if site.cached]

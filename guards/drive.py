@@ -42,12 +42,15 @@ class LLMStandIn:
         import_kernels()
 
 
-def import_platform_module(name: str, package: str, pattern: str = DEFAULT_KERNEL_PATTERN) -> types.ModuleType:
+def import_platform_module(
+    name: str, package: str, pattern: str = DEFAULT_KERNEL_PATTERN, *more_packages: str
+) -> types.ModuleType:
     """Import a platform module once; kernel modules it imports at module level are stubbed meanwhile."""
     if name in sys.modules:
         return sys.modules[name]
+    packages = (package, *more_packages)
     try:
-        with stubbing(lambda module: is_kernel_module(module, package, pattern)):
+        with stubbing(lambda module: any(is_kernel_module(module, p, pattern) for p in packages)):
             return importlib.import_module(name)
     except ImportError as err:
         if isinstance(err, ModuleNotFoundError) and err.name:
@@ -59,8 +62,24 @@ def import_platform_module(name: str, package: str, pattern: str = DEFAULT_KERNE
         raise PlatformImportFailed(f"importing {name} failed: {err}; fix the guard environment") from None
 
 
+def _driver_class(spec: str) -> type:
+    module_name, _, class_name = spec.partition(":")
+    try:
+        owner: Any = importlib.import_module(module_name)
+        for part in class_name.split("."):
+            owner = getattr(owner, part)
+    except (ImportError, AttributeError) as err:
+        raise CannotDrive(f"platform {spec} cannot be loaded: {err}") from None
+    return owner
+
+
 def site_callable(site: Site, module: types.ModuleType) -> Callable[[], Any]:
-    """The function the site lives in, callable without arguments (classmethods bound to their class)."""
+    """The function the site lives in, callable without arguments (classmethods bound to their class).
+
+    A site with a `driver` is called through that platform class (which inherits or overrides it).
+    """
+    if site.driver:
+        return getattr(_driver_class(site.driver), site.function_name)
     if site.qualname == "<module>":
         raise CannotDrive("the site runs at import time, not in a function")
     owner: Any = module
@@ -103,16 +122,18 @@ def expected_text(site: Site) -> tuple[str | None, str]:
         return None, exc_repr
 
 
-def once_caches(package: str) -> list[Any]:
-    """The lru_caches behind `<package>.logger`'s `*_once` methods."""
-    logger_module = sys.modules.get(f"{package}.logger")
-    if logger_module is None:
-        return []
-    return [fn for name, fn in vars(logger_module).items() if "once" in name and hasattr(fn, "cache_clear")]
+def once_caches(*packages: str) -> list[Any]:
+    """The lru_caches behind each `<package>.logger`'s `*_once` methods."""
+    caches = []
+    for package in dict.fromkeys(packages):
+        logger_module = sys.modules.get(f"{package}.logger")
+        if logger_module is not None:
+            caches += [fn for name, fn in vars(logger_module).items() if "once" in name and hasattr(fn, "cache_clear")]
+    return caches
 
 
-def clear_once_caches(package: str) -> None:
-    for cache in once_caches(package):
+def clear_once_caches(*packages: str) -> None:
+    for cache in once_caches(*packages):
         cache.cache_clear()
 
 
@@ -154,9 +175,12 @@ def _spied_logger(module: types.ModuleType, site: Site) -> Iterator[tuple[Logger
         raise CannotDrive(f"the site logs through `{site.receiver}`, which is not a module-level logger")
     spy = LoggerSpy(real, site.kernel_module, site.function_name)
     capture = RecordCapture(spy)
-    level = real.level
+    level, propagate = real.level, real.propagate
     real.setLevel(logging.DEBUG)
     real.addHandler(capture)
+    # Records stop here: a handler further up (pytest's log capture on the root logger) keeps records,
+    # and with them their arguments, alive for the test's duration, which would look like retention.
+    real.propagate = False
     setattr(module, site.receiver, spy)
     try:
         yield spy, capture
@@ -164,15 +188,21 @@ def _spied_logger(module: types.ModuleType, site: Site) -> Iterator[tuple[Logger
         setattr(module, site.receiver, real)
         real.removeHandler(capture)
         real.setLevel(level)
+        real.propagate = propagate
 
 
 def drive(site: Site, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTERN, calls: int = CALLS) -> Observation:
-    """Run the site `calls` times from `LLMStandIn.__init__`, then observe what survived."""
-    module = import_platform_module(site.module, package, pattern)
+    """Run the site `calls` times from `LLMStandIn.__init__`, then observe what survived.
+
+    Kernel modules of `package` and of the site's own package (a platform plugin's) are blocked, and
+    the `*_once` caches of both are cleared before and after.
+    """
+    packages = (package, site.package)
+    module = import_platform_module(site.module, package, pattern, site.package)
     target = site_callable(site, module)
     expected, fragment = expected_text(site)
     obs = Observation(site.id, calls, expected_message=expected, expected_fragment=fragment)
-    clear_once_caches(package)
+    clear_once_caches(*packages)
     owners: list[weakref.ReferenceType[LLMStandIn]] = []
     try:
         with ExitStack() as stack:
@@ -181,7 +211,9 @@ def drive(site: Site, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTE
                 stack.enter_context(steered(site.conditions, module))
             except CannotSteer as err:
                 raise CannotDrive(str(err)) from None
-            blocker = stack.enter_context(blocking(lambda name: is_kernel_module(name, package, pattern)))
+            blocker = stack.enter_context(
+                blocking(lambda name: any(is_kernel_module(name, p, pattern) for p in packages))
+            )
             for _ in range(calls):
                 owner = LLMStandIn(target)
                 owners.append(weakref.ref(owner))
@@ -199,6 +231,6 @@ def drive(site: Site, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTE
         obs.owner_holders = holders(pinned[0]) if pinned else []
         del pinned
     finally:
-        clear_once_caches(package)
+        clear_once_caches(*packages)
         gc.collect()
     return obs

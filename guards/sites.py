@@ -59,6 +59,7 @@ class Site:
     exc_arg_index: int  # which of `args` carries the exception
     receiver: str  # the logger expression the call goes through, e.g. `logger`
     conditions: tuple[Condition, ...] = field(default=())
+    driver: str | None = None  # `module:Class` whose import_kernels the guard calls (a platform plugin)
 
     @property
     def id(self) -> str:  # noqa: A003 - the site's stable identity
@@ -67,7 +68,13 @@ class Site:
     @property
     def test_id(self) -> str:
         """The id of the site's guard in pytest node ids (no `::` or `/`, which node ids reserve)."""
-        return f"{Path(self.file).stem}-{self.qualname}-{self.kernel_module}-{self.occurrence}"
+        via = f"-via-{self.driver.replace(':', '.')}" if self.driver else ""
+        return f"{Path(self.file).stem}-{self.qualname}-{self.kernel_module}-{self.occurrence}{via}"
+
+    @property
+    def package(self) -> str:
+        """The top-level package the site lives in (vllm, or a platform plugin's)."""
+        return self.module.split(".")[0]
 
     @property
     def cached(self) -> bool:

@@ -17,6 +17,7 @@ from guards.sites import discover
 from mutations import collect, stage
 from mutations.operators import OPERATORS
 from mutations.report import print_table, write_report
+from mutations.report.npm import find_viewer
 from mutations.session import IDENTITIES
 from mutations.verdicts import GUARDED, SKIPPED, Operator, RunResult
 
@@ -76,6 +77,7 @@ def mutate(
     console: Console,
 ) -> int:
     started = time.monotonic()
+    viewer_js = viewer_js or find_viewer()  # fail before the run, not after it
     target = targets.resolve(vllm_src)
     ws = stage.workspace(target, work_dir)
     sites = stage.cached_sites(ws) or discover(target.root)

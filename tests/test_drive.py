@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import logging.handlers
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -280,6 +281,20 @@ def test_missing_third_party_module_is_reported_with_its_name(toy: Toy) -> None:
 # ---- no trace ---------------------------------------------------------------------------------------------
 
 
+def test_records_held_by_a_handler_up_the_tree_are_not_mistaken_for_retention(toy: Toy) -> None:
+    """A root handler that keeps records (as pytest's log capture does) must not make a plain warning leak."""
+    package, (site,) = toy(call='logger.warning("Failed to import from PKG._C: %r", e)')
+    keeper = logging.handlers.BufferingHandler(capacity=100)
+    logging.getLogger().addHandler(keeper)
+    try:
+        obs = drive(site, package=package)
+    finally:
+        logging.getLogger().removeHandler(keeper)
+
+    assert obs.exceptions_alive == 0 and obs.owners_alive == 0
+    assert len(obs.emitted) == 2  # still seen: the warning repeats
+
+
 def test_drive_leaves_no_trace(toy: Toy) -> None:
     package, (site,) = toy(call=LIVE_REPR)
     module = importlib.import_module(site.module)
@@ -292,6 +307,7 @@ def test_drive_leaves_no_trace(toy: Toy) -> None:
     assert module.logger is real
     assert real.handlers == handlers
     assert real.level == logging.ERROR
+    assert real.propagate is True
     assert sys.meta_path == meta_path
     assert f"{package}._C" not in sys.modules
     caches = once_caches(package)
