@@ -4,6 +4,7 @@
     nox -s guards -- [--vllm X | --vllm-src PATH] [PYTEST ARGS]
     nox -s sites -- [--vllm X | --vllm-src PATH] [--json]
     nox -s mutation -- [--vllm X | --vllm-src PATH] [--out DIR] [--fail-under PERCENT]
+    nox -s replay                         the guards and the mutation run against vLLM 0.29.0 must fail
     nox -s lint
 
 Each session's environment holds torch 2.13.0 (the CPU build on local disk), the runtime modules of
@@ -19,6 +20,7 @@ nox.options.reuse_venv = "yes"
 nox.options.sessions = ["tests"]
 
 PINNED_VLLM = "0.33.0"
+REPLAYED_VLLM = "0.29.0"  # the last release before the fix
 PYTHON = "3.11"
 
 
@@ -80,6 +82,16 @@ def mutation(session: nox.Session) -> None:
     _guard_env(session, version)
     session.run("python", "-m", "mutations.report.npm")  # the pinned HTML viewer, into .nox/npm
     session.run("warnonce-guard", "mutate", *args)
+
+
+@nox.session(python=PYTHON)
+def replay(session: nox.Session) -> None:
+    """Historical replay: guards and mutation run against vLLM 0.29.0 (before the fix) must expose every site."""
+    _guard_env(session, REPLAYED_VLLM)
+    session.run("python", "-m", "mutations.report.npm")
+    session.run(
+        "python", "-m", "pytest", "tests/test_replay.py", "-v", env={"WARNONCE_GUARD_REPLAY": REPLAYED_VLLM}
+    )
 
 
 @nox.session(python=PYTHON)

@@ -99,8 +99,10 @@ def naive(work: Path, sample: int) -> tuple[float, int]:
     for mutant in mutants[:sample]:
         subprocess.run(
             [sys.executable, "-m", "pytest", "guard_tests", "-x", "-q", "-p", "no:cacheprovider"],
-            cwd=ws / "mutants", env=dict(env, MUTANT_UNDER_TEST=mutant, PYTHONPATH=str(ws / "mutants")),
-            capture_output=True, check=False,
+            cwd=ws / "mutants",
+            env=dict(env, MUTANT_UNDER_TEST=mutant, PYTHONPATH=str(ws / "mutants")),
+            capture_output=True,
+            check=False,
         )
     per_mutant = (time.perf_counter() - start) / max(1, min(sample, len(mutants)))
     return per_mutant * len(mutants), len(mutants)

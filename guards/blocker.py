@@ -71,7 +71,7 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self, should_stub: Callable[[str], bool]):
         self.should_stub = should_stub
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None):  # noqa: ANN201
+    def find_spec(self, fullname: str, path: object = None, target: object = None):
         if self.should_stub(fullname):
             return importlib.machinery.ModuleSpec(fullname, self)
         return None

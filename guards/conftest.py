@@ -1,11 +1,13 @@
 """pytest wiring for the guards: which vLLM, one test per discovered site, and killed-by attribution.
 
 Settings come from options or, for runs that mutmut starts, from environment variables:
-`--vllm-src` / WARNONCE_GUARD_VLLM_SRC (the tree to import), `--platform` / WARNONCE_GUARD_PLATFORM (a
-platform class, module:Class, whose import_kernels sites are guarded through it), `--sites-file` / WARNONCE_GUARD_SITES (sites
-discovered beforehand, so a mutated copy is never re-parsed), WARNONCE_GUARD_ATTRIBUTION (a directory where
-each guard records its outcome and the detectors that fired, for the mutation report),
-WARNONCE_GUARD_EXPECT_VLLM (the package directory the guards must import: the staged copy).
+- `--vllm-src` / WARNONCE_GUARD_VLLM_SRC: the tree to import;
+- `--platform` / WARNONCE_GUARD_PLATFORM: a platform class (module:Class) whose import_kernels sites are
+  guarded through it;
+- `--sites-file` / WARNONCE_GUARD_SITES: sites discovered beforehand, so a mutated copy is never re-parsed;
+- WARNONCE_GUARD_ATTRIBUTION: a directory where each guard records its outcome and the detectors that
+  fired, for the mutation report;
+- WARNONCE_GUARD_EXPECT_VLLM: the package directory the guards must import (the staged copy).
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def _site_of(item: pytest.Item) -> str | None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # noqa: ANN201
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     report = yield
     out = os.environ.get("WARNONCE_GUARD_ATTRIBUTION")
     if out and (report.failed or report.when == "call"):

@@ -90,9 +90,7 @@ def platform_sites(target: PlatformTarget, pattern: str = DEFAULT_KERNEL_PATTERN
     sites = sites_in_source(source, target.file, target.defining_module, target.package, pattern)
     if target.package != "vllm":  # a plugin's own kernels, or vLLM's, may be imported there
         sites += [
-            s
-            for s in sites_in_source(source, target.file, target.defining_module, "vllm", pattern)
-            if s not in sites
+            s for s in sites_in_source(source, target.file, target.defining_module, "vllm", pattern) if s not in sites
         ]
     chosen = [replace(s, driver=target.spec) for s in sites if s.qualname == target.defining_qualname and s.cached]
     if not chosen:

@@ -62,7 +62,7 @@ class Site:
     driver: str | None = None  # `module:Class` whose import_kernels the guard calls (a platform plugin)
 
     @property
-    def id(self) -> str:  # noqa: A003 - the site's stable identity
+    def id(self) -> str:
         return f"{self.file}::{self.qualname}::{self.kernel_module}#{self.occurrence}"
 
     @property
@@ -141,18 +141,20 @@ def imported_modules(stmt: cst.CSTNode, current_package: str) -> Iterator[str]:
                     name = dotted(alias.name)
                     if name:
                         yield f"{base}.{name}"
-        elif isinstance(node, cst.Call) and (dotted(node.func) or "").endswith("import_module"):
-            if node.args and isinstance(node.args[0].value, cst.SimpleString):
-                yield str(node.args[0].value.evaluated_value)
+        elif (
+            isinstance(node, cst.Call)
+            and (dotted(node.func) or "").endswith("import_module")
+            and node.args
+            and isinstance(node.args[0].value, cst.SimpleString)
+        ):
+            yield str(node.args[0].value.evaluated_value)
 
 
 def catches_import_error(handler: cst.ExceptHandler) -> bool:
     """`except ImportError as e` (or a tuple or base class that includes it)."""
     if handler.type is None:
         return False
-    types = (
-        [el.value for el in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
-    )
+    types = [el.value for el in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
     return any((dotted(t) or "").rsplit(".", 1)[-1] in IMPORT_ERRORS for t in types)
 
 
@@ -172,16 +174,24 @@ def arg_form(expr: cst.BaseExpression, name: str) -> str | None:
         return None
     if isinstance(expr, cst.Call) and (dotted(expr.func) or "") in _STRING_FUNCS:
         return "eager"
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in {
-        "format",
-        "join",
-    }:
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value
+        in {
+            "format",
+            "join",
+        }
+    ):
         return "eager"
     if isinstance(expr, cst.FormattedString):
         return "eager"
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
-        if isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString)):
-            return "eager"
+    if (
+        isinstance(expr, cst.BinaryOperation)
+        and isinstance(expr.operator, cst.Modulo)
+        and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString))
+    ):
+        return "eager"
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.attr.value in _STRING_ATTRS:
         return "eager"
     return "live"
@@ -248,7 +258,7 @@ class _SiteFinder:
 
     def visit(self, stmt: cst.CSTNode, scope: _Scope) -> None:
         if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
-            inner = _Scope(scope.names + (stmt.name.value,), ())  # a new def starts a new branch path
+            inner = _Scope((*scope.names, stmt.name.value), ())  # a new def starts a new branch path
             self.walk(stmt.body.body, inner)
         elif isinstance(stmt, cst.If):
             self.visit_if(stmt, scope, in_handler=False)
@@ -265,8 +275,8 @@ class _SiteFinder:
 
     def visit_if(self, stmt: cst.If, scope: _Scope, in_handler: bool) -> None:
         test = self.code(stmt.test)
-        self.walk(stmt.body.body, _Scope(scope.names, scope.conditions + (Condition(test, True, in_handler),)))
-        negated = _Scope(scope.names, scope.conditions + (Condition(test, False, in_handler),))
+        self.walk(stmt.body.body, _Scope(scope.names, (*scope.conditions, Condition(test, True, in_handler))))
+        negated = _Scope(scope.names, (*scope.conditions, Condition(test, False, in_handler)))
         if isinstance(stmt.orelse, cst.If):
             self.visit_if(stmt.orelse, negated, in_handler)
         elif isinstance(stmt.orelse, cst.Else):
@@ -290,8 +300,7 @@ class _SiteFinder:
         first = call.args[0].value if call.args else None
         message = (
             str(first.evaluated_value)
-            if isinstance(first, (cst.SimpleString, cst.ConcatenatedString))
-            and isinstance(first.evaluated_value, str)
+            if isinstance(first, (cst.SimpleString, cst.ConcatenatedString)) and isinstance(first.evaluated_value, str)
             else None
         )
         rest = [arg.value for arg in call.args[1:] if arg.keyword is None]
@@ -337,8 +346,8 @@ class _SiteFinder:
         def descend_if(stmt: cst.If, acc: tuple[Condition, ...]) -> bool:
             test = self.code(stmt.test)
             if any(node is call for node in _walk(stmt.body)):
-                return descend(stmt.body.body, acc + (Condition(test, True, True),))
-            negated = acc + (Condition(test, False, True),)
+                return descend(stmt.body.body, (*acc, Condition(test, True, True)))
+            negated = (*acc, Condition(test, False, True))
             if isinstance(stmt.orelse, cst.If):
                 return descend_if(stmt.orelse, negated)
             return stmt.orelse is not None and descend(stmt.orelse.body.body, negated)

@@ -47,8 +47,7 @@ def installed() -> Target:
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise TargetNotFound(
-            "vLLM is not installed in this environment; run `nox -s guards` (it installs one) "
-            "or pass --vllm-src PATH"
+            "vLLM is not installed in this environment; run `nox -s guards` (it installs one) or pass --vllm-src PATH"
         )
     package_dir = Path(next(iter(spec.submodule_search_locations)))
     return Target(package_dir.parent, "installed", *_version_info(package_dir))
@@ -89,6 +88,5 @@ def check_loaded(target: Target) -> None:
     loaded = Path(module.__file__).resolve().parent
     if loaded != target.package_dir.resolve():
         raise TargetNotFound(
-            f"the imported vllm is {loaded}, not the target {target.package_dir}; "
-            "run the guards in a fresh process"
+            f"the imported vllm is {loaded}, not the target {target.package_dir}; run the guards in a fresh process"
         )

@@ -7,14 +7,14 @@ the same operators reproduces that order, so mutant n is the n-th mutation of it
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import libcst as cst
 
 from guards.errors import GuardError
-from guards.sites import DEFAULT_KERNEL_PATTERN, Site, handler_name, kernel_import, logging_calls, log_method
+from guards.sites import DEFAULT_KERNEL_PATTERN, Site, handler_name, kernel_import, log_method, logging_calls
 from mutations.operators import PACKAGE, operator_of
 from mutations.seam import our_operators
 
@@ -47,21 +47,28 @@ def _calls(node: cst.CSTNode, package: str, pattern: str) -> Iterator[cst.Call]:
 
 def _function_key(function: cst.FunctionDef, module: cst.Module) -> tuple[str | None, str]:
     for stmt in module.body:
-        if isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
-            if any(child is function for child in stmt.body.body):
-                return stmt.name.value, function.name.value
+        if (
+            isinstance(stmt, cst.ClassDef)
+            and isinstance(stmt.body, cst.IndentedBlock)
+            and any(child is function for child in stmt.body.body)
+        ):
+            return stmt.name.value, function.name.value
     return None, function.name.value
 
 
 def identify_file(
-    source: str, file: str, sites: list[Site], package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN
+    source: str,
+    file: str,
+    sites: list[Site],
+    packages: Sequence[str] = (PACKAGE,),
+    pattern: str = DEFAULT_KERNEL_PATTERN,
 ) -> list[MutantIdentity]:
-    """Every mutant mutmut makes of one site file, named as mutmut names it."""
+    """Every mutant mutmut makes of one site file, named as mutmut names it (same operator table)."""
     from mutmut.mutation.file_mutation import create_mutations
     from mutmut.mutation.trampoline_templates import mangle_function_name
     from mutmut.utils.format_utils import get_mutant_name
 
-    with our_operators(package, pattern):
+    with our_operators(packages, pattern):
         module, mutations, _, _ = create_mutations(file, source)
     numbering: dict[int, int] = {}
     found: list[MutantIdentity] = []
@@ -73,6 +80,7 @@ def identify_file(
         numbering[id(function)] = numbering.get(id(function), 0) + 1
         mangled = mangle_function_name(name=name, class_name=class_name)
         mutant_id = get_mutant_name(Path(file), f"{mangled}__mutmut_{numbering[id(function)]}")
+        package = next(p for p in packages if kernel_import(mutation.original_node, p, p, pattern))
         identity = _identity(mutant_id, mutation, function, class_name, file, sites, package, pattern)
         mutated_source = module.deep_replace(mutation.original_node, mutation.mutated_node).code
         found.append(_with_exact_text(identity, source, mutated_source))
@@ -109,9 +117,7 @@ def _identity(
     before = list(_calls(original, package, pattern))
     after = [n for n in _walk(mutated) if isinstance(n, cst.Call) and log_method(n)]
     empty = cst.Module([])
-    changed = next(
-        (i for i, call in enumerate(before) if i >= len(after) or not call.deep_equals(after[i])), None
-    )
+    changed = next((i for i, call in enumerate(before) if i >= len(after) or not call.deep_equals(after[i])), None)
     if operator is None or changed is None:
         raise MutantsUnaccounted(f"{mutant_id}: no operator or changed call explains this mutant")
     call = before[changed]
@@ -120,7 +126,11 @@ def _identity(
     occurrence = next(i for i, c in enumerate(in_function) if c is call)
     qualname = f"{class_name}.{function.name.value}" if class_name else function.name.value
     site = next(
-        (s for s in sites if (s.file, s.qualname, s.kernel_module, s.occurrence) == (file, qualname, kernel, occurrence)),
+        (
+            s
+            for s in sites
+            if (s.file, s.qualname, s.kernel_module, s.occurrence) == (file, qualname, kernel, occurrence)
+        ),
         None,
     )
     if site is None:
@@ -132,9 +142,12 @@ def _kernel_of(call: cst.Call, function: cst.FunctionDef, package: str, pattern:
     """The kernel module of the innermost kernel-import `try` whose handler holds `call`."""
     owner = None
     for node in _walk(function):
-        if isinstance(node, cst.Try) and kernel_import(node, package, package, pattern):
-            if any(n is call for handler in node.handlers for n in _walk(handler)):
-                owner = node
+        if (
+            isinstance(node, cst.Try)
+            and kernel_import(node, package, package, pattern)
+            and any(n is call for handler in node.handlers for n in _walk(handler))
+        ):
+            owner = node
     return kernel_import(owner, package, package, pattern) if owner is not None else None
 
 

@@ -7,13 +7,15 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
 
 from guards import target as targets
 from guards.errors import NothingToCheck
-from guards.sites import discover
+from guards.platforms import platform_sites, resolve_platform
+from guards.sites import Site, discover
 from mutations import collect, stage
 from mutations.operators import OPERATORS
 from mutations.report import print_table, write_report
@@ -68,6 +70,18 @@ def gate(result: RunResult, fail_under: float) -> list[str]:
     return problems
 
 
+def plan(target: targets.Target, platform: str | None) -> tuple[dict[str, Path], str, Callable[[], list[Site]]]:
+    """What to stage (package name -> directory), what else keys the work directory, and how to find sites."""
+    packages = {targets.PACKAGE: target.package_dir}
+    if not platform:
+        return packages, "", lambda: discover(target.root)
+    targets.activate(target)
+    chosen = resolve_platform(platform)
+    if chosen.package != targets.PACKAGE:
+        packages[chosen.package] = chosen.root / chosen.package
+    return packages, chosen.spec, lambda: platform_sites(chosen)
+
+
 def mutate(
     vllm_src: str | None,
     out_dir: Path,
@@ -75,22 +89,29 @@ def mutate(
     fail_under: float,
     viewer_js: Path | None,
     console: Console,
+    platform: str | None = None,
 ) -> int:
     started = time.monotonic()
     viewer_js = viewer_js or find_viewer()  # fail before the run, not after it
     target = targets.resolve(vllm_src)
-    ws = stage.workspace(target, work_dir)
-    sites = stage.cached_sites(ws) or discover(target.root)
+    packages, extra, find_sites = plan(target, platform)
+    ws = stage.workspace(target, work_dir, packages, extra)
+    sites = stage.cached_sites(ws) or find_sites()
     guarded = [site for site in sites if site.cached]
     if not guarded:
         raise NothingToCheck(f"no kernel-import site logs through a *_once call in {target.describe()}")
-    stage.prepare(ws, target, sites)
+    stage.prepare(ws, target, sites, packages)
     stage.prune(ws)
-    console.print(f"mutating {target.describe()}: {len(guarded)} sites x {len(OPERATORS)} operators; work in {ws.dir}")
+    via = f" through {platform}" if platform else ""
+    console.print(
+        f"mutating {target.describe()}{via}: {len(guarded)} sites x {len(OPERATORS)} operators; work in {ws.dir}"
+    )
     run_id = uuid.uuid4().hex
     session_code = run_session(ws, run_id)
     if not (ws.dir / IDENTITIES).is_file():
-        raise stage.StagingFailed(f"the mutmut session failed (exit code {session_code}) before naming its mutants; see above")
+        raise stage.StagingFailed(
+            f"the mutmut session failed (exit code {session_code}) before naming its mutants; see above"
+        )
     result = collect_result(ws, target, run_id, started)
     paths = write_report(result, out_dir, viewer_js)
     print_table(result, console)

@@ -8,7 +8,7 @@ attribute for our list turns every stock operator off and ours on. mutmut genera
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 
@@ -48,13 +48,19 @@ def check_seam() -> None:
 
 
 @contextmanager
-def our_operators(package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN) -> Iterator[None]:
-    """Within the block, mutmut makes only our mutants (stock operators off); restored on exit."""
+def our_operators(
+    package: str | Sequence[str] = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN
+) -> Iterator[None]:
+    """Within the block, mutmut makes only our mutants (stock operators off); restored on exit.
+
+    Several packages (vLLM and a platform plugin) give one block of operators each, in that order.
+    """
     check_seam()
     from mutmut.mutation import file_mutation
 
+    packages = (package,) if isinstance(package, str) else tuple(package)
     stock = getattr(file_mutation, SEAM_ATTRIBUTE)
-    setattr(file_mutation, SEAM_ATTRIBUTE, operators_for(package, pattern))
+    setattr(file_mutation, SEAM_ATTRIBUTE, [pair for p in packages for pair in operators_for(p, pattern)])
     try:
         yield
     finally:

@@ -34,11 +34,15 @@ def _environment(ws: Path, run_id: str) -> None:
     os.environ.pop("WARNONCE_GUARD_VLLM_SRC", None)
 
 
-def run_mutmut() -> int:
+def staged_packages(ws: Path) -> list[str]:
+    return json.loads((ws / "packages.json").read_text(encoding="utf-8"))
+
+
+def run_mutmut(packages: list[str]) -> int:
     """mutmut's `run` with our operators; its exit code (mutmut exits 1 when the clean guards fail)."""
     from mutmut.__main__ import _run
 
-    with our_operators():
+    with our_operators(packages):
         try:
             _run([], max_children=None)
         except SystemExit as stop:
@@ -69,7 +73,8 @@ def write_identities(ws: Path) -> int:
     identities = []
     for file in sorted({site.file for site in sites if site.cached}):
         source = (ws / file).read_text(encoding="utf-8")
-        identities += [asdict(identity) | {"site": identity.site.id} for identity in identify_file(source, file, sites)]
+        found = identify_file(source, file, sites, staged_packages(ws))
+        identities += [asdict(identity) | {"site": identity.site.id} for identity in found]
     (ws / IDENTITIES).write_text(json.dumps(identities, indent=1), encoding="utf-8")
     return len(identities)
 
@@ -78,7 +83,7 @@ def main(argv: list[str]) -> int:
     ws, run_id = Path(argv[0]).resolve(), argv[1]
     os.chdir(ws)
     _environment(ws, run_id)
-    code = run_mutmut()
+    code = run_mutmut(staged_packages(ws))
     if code != 0:
         complete_baseline(ws)
     write_identities(ws)

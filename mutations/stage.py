@@ -3,8 +3,10 @@
 Layout of `<work root>/<fingerprint>/`:
 
     vllm/              pristine copy of the target's Python sources and data (no compiled modules)
+    <plugin>/          the same for a platform plugin's package, when its own sites are mutated
     mutants/vllm/      what the guards import: mutmut writes the mutated site files here, the rest are
                        hard links to the pristine copy (mutmut never writes them)
+    packages.json      the staged package names
     guard_tests/       the guard tests, copied from the `guards` package
     setup.cfg          mutmut's settings: the project's [mutmut] section plus this target's paths
     sites.json         the sites discovered in the pristine copy
@@ -45,10 +47,6 @@ class Workspace:
     dir: Path
 
     @property
-    def pristine(self) -> Path:
-        return self.dir / PACKAGE
-
-    @property
     def mutants(self) -> Path:
         return self.dir / "mutants"
 
@@ -56,6 +54,11 @@ class Workspace:
     def imported_package(self) -> Path:
         """The package directory the guards must import during the run."""
         return self.mutants / PACKAGE
+
+    @property
+    def packages_file(self) -> Path:
+        """The names of the packages staged (vllm first), for the mutmut session's operators."""
+        return self.dir / "packages.json"
 
     @property
     def sites_file(self) -> Path:
@@ -76,11 +79,12 @@ def _tree_signature(root: Path, pattern: str = "*.py") -> list[tuple[str, int, i
     return out
 
 
-def fingerprint(target: Target) -> str:
+def fingerprint(target: Target, packages: dict[str, Path], extra: str = "") -> str:
     """A hash of everything that can change a verdict: target files, this tool's code, mutmut, settings."""
     digest = hashlib.sha256()
-    digest.update(json.dumps([str(target.package_dir), target.version, target.commit]).encode())
-    digest.update(json.dumps(_tree_signature(target.package_dir)).encode())
+    digest.update(json.dumps([str(target.package_dir), target.version, target.commit, extra]).encode())
+    for name, folder in sorted(packages.items()):
+        digest.update(json.dumps([name, str(folder), _tree_signature(folder)]).encode())
     for folder in TOOL_DIRS:
         for path in sorted((PROJECT_ROOT / folder).rglob("*.py")):
             digest.update(path.read_bytes())
@@ -119,21 +123,21 @@ def write_mutmut_config(ws: Workspace, sites: list[Site]) -> None:
     (ws.dir / "setup.cfg").write_text(text, encoding="utf-8")
 
 
-def _copy_pristine(target: Target, ws: Workspace) -> None:
-    if ws.pristine.is_dir():
+def _copy_pristine(source: Path, destination: Path) -> None:
+    if destination.is_dir():
         return
-    partial = ws.dir / f".{PACKAGE}.partial"
+    partial = destination.with_name(f".{destination.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
-    shutil.copytree(target.package_dir, partial, ignore=_SKIP)
-    partial.rename(ws.pristine)
+    shutil.copytree(source, partial, ignore=_SKIP)
+    partial.rename(destination)
 
 
-def _link_unmutated(ws: Workspace, site_files: set[str]) -> None:
-    """Fill mutants/vllm with hard links to every pristine file mutmut does not own (done once)."""
-    marker = ws.mutants / ".linked"
+def _link_unmutated(ws: Workspace, name: str, site_files: set[str]) -> None:
+    """Fill mutants/<name> with hard links to every pristine file mutmut does not own (done once)."""
+    marker = ws.mutants / f".{name}.linked"
     if marker.exists():
         return
-    for path in ws.pristine.rglob("*"):
+    for path in (ws.dir / name).rglob("*"):
         relative = path.relative_to(ws.dir)
         if path.is_dir() or relative.as_posix() in site_files:
             continue
@@ -151,9 +155,9 @@ def _copy_guard_tests(ws: Workspace) -> None:
         shutil.copy2(PROJECT_ROOT / "guards" / name, folder / name)
 
 
-def workspace(target: Target, work_root: Path) -> Workspace:
-    """The work directory for this target and this version of the tool."""
-    return Workspace(work_root.resolve() / fingerprint(target))
+def workspace(target: Target, work_root: Path, packages: dict[str, Path] | None = None, extra: str = "") -> Workspace:
+    """The work directory for this target (and any plugin package staged with it) and this tool version."""
+    return Workspace(work_root.resolve() / fingerprint(target, packages or {PACKAGE: target.package_dir}, extra))
 
 
 def prune(ws: Workspace, keep: int = 3) -> list[Path]:
@@ -174,12 +178,15 @@ def cached_sites(ws: Workspace) -> list[Site] | None:
     return [Site.from_json(data) for data in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
 
 
-def prepare(ws: Workspace, target: Target, sites: list[Site]) -> None:
-    """Create or refresh the work directory's contents."""
+def prepare(ws: Workspace, target: Target, sites: list[Site], packages: dict[str, Path] | None = None) -> None:
+    """Create or refresh the work directory's contents: each package copied, then linked into mutants/."""
+    packages = packages or {PACKAGE: target.package_dir}
     try:
         ws.dir.mkdir(parents=True, exist_ok=True)
-        _copy_pristine(target, ws)
-        _link_unmutated(ws, {site.file for site in sites})
+        for name, folder in packages.items():
+            _copy_pristine(folder, ws.dir / name)
+            _link_unmutated(ws, name, {site.file for site in sites})
+        ws.packages_file.write_text(json.dumps(sorted(packages)), encoding="utf-8")
         _copy_guard_tests(ws)
         write_mutmut_config(ws, sites)
         ws.sites_file.write_text(json.dumps([site.to_json() for site in sites], indent=1), encoding="utf-8")

@@ -14,7 +14,7 @@ from mutations.run import GATE_FAILED, mutate
 
 pytestmark = pytest.mark.slow
 
-LOGGER = '''
+LOGGER = """
 import logging
 from functools import lru_cache
 from types import MethodType
@@ -33,9 +33,9 @@ def init_logger(name):
     logger = logging.getLogger(name)
     logger.warning_once = MethodType(_warning_once, logger)
     return logger
-'''
+"""
 
-INTERFACE = '''
+INTERFACE = """
 from vllm.logger import init_logger
 
 logger = init_logger(__name__)
@@ -48,7 +48,7 @@ class Platform:
             import vllm._C  # noqa: F401
         except ImportError as e:
             logger.warning_once("Failed to import from vllm._C: %s", repr(e))
-'''
+"""
 
 
 def make_tree(root: Path, interface: str = INTERFACE) -> Path:
@@ -70,7 +70,7 @@ def run(tree: Path, tmp_path: Path) -> tuple[int, Path, Path]:
 
 def test_every_operator_is_killed_with_its_guard_and_detectors_named(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree")
-    code, out, work = run(tree, tmp_path)
+    code, out, _ = run(tree, tmp_path)
 
     assert code == 0
     report = json.loads((out / "mutation.json").read_text())
@@ -104,8 +104,11 @@ def test_a_leaking_tree_is_exposed_and_fails_the_gate(tmp_path: Path) -> None:
     assert code == GATE_FAILED
     summary = (out / "summary.md").read_text()
     assert "exposed" in summary and "owner pinned" in summary
-    assert not any(m["status"] == "Killed" for f in json.loads((out / "mutation.json").read_text())["files"].values()
-                   for m in f["mutants"])
+    assert not any(
+        m["status"] == "Killed"
+        for f in json.loads((out / "mutation.json").read_text())["files"].values()
+        for m in f["mutants"]
+    )
 
 
 def test_a_second_run_with_nothing_changed_retests_no_mutant(tmp_path: Path) -> None:
@@ -119,8 +122,9 @@ def test_a_second_run_with_nothing_changed_retests_no_mutant(tmp_path: Path) -> 
 
     assert code == 0 and records_before == 3
     assert {f: f.stat().st_mtime_ns for f in (ws / "attribution").glob("*__mutmut_*.jsonl")} == mtimes
-    statuses = [m["status"] for f in json.loads((out / "mutation.json").read_text())["files"].values()
-                for m in f["mutants"]]
+    statuses = [
+        m["status"] for f in json.loads((out / "mutation.json").read_text())["files"].values() for m in f["mutants"]
+    ]
     assert statuses.count("Killed") == 3
 
 
@@ -131,11 +135,10 @@ def test_a_change_of_target_gets_a_fresh_work_directory(tmp_path: Path) -> None:
     assert stage.workspace(stage_target(tree), tmp_path / "work") != first
 
 
-def stage_target(tree: Path):  # noqa: ANN201
+def stage_target(tree: Path):
     from guards.target import source_tree
 
     return source_tree(tree)
-
 
 
 def test_old_work_directories_are_pruned_but_the_current_one_kept(tmp_path: Path) -> None:

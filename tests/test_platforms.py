@@ -60,7 +60,11 @@ def make_plugins(root: Path, override_args: str = EAGER) -> Path:
 def cli(tree: Path, plugins: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(plugins), os.environ.get("PYTHONPATH", "")]))
     return subprocess.run(
-        [sys.executable, "-m", "mutations.cli", *args], env=env, capture_output=True, text=True, check=False,
+        [sys.executable, "-m", "mutations.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
         cwd=Path(__file__).resolve().parent.parent,
     )
 
@@ -72,12 +76,30 @@ def world(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_inheriting_plugin_runs_the_base_site_through_its_own_class(world: tuple[Path, Path]) -> None:
     tree, plugins = world
-    listed = cli(tree, plugins, "sites", "--vllm-src", str(tree), "--platform", "inherit_plugin.platform:InheritingPlatform", "--json")
+    listed = cli(
+        tree,
+        plugins,
+        "sites",
+        "--vllm-src",
+        str(tree),
+        "--platform",
+        "inherit_plugin.platform:InheritingPlatform",
+        "--json",
+    )
     (site,) = [s for s in json.loads(listed.stdout)["sites"]]
     assert (site["file"], site["qualname"]) == ("vllm/platforms/interface.py", "Platform.import_kernels")
     assert site["driver"] == "inherit_plugin.platform:InheritingPlatform"
 
-    run = cli(tree, plugins, "guards", "--vllm-src", str(tree), "--platform", "inherit_plugin.platform:InheritingPlatform", "-q")
+    run = cli(
+        tree,
+        plugins,
+        "guards",
+        "--vllm-src",
+        str(tree),
+        "--platform",
+        "inherit_plugin.platform:InheritingPlatform",
+        "-q",
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed" in run.stdout
 
@@ -88,7 +110,11 @@ def test_overriding_plugin_has_its_own_site_and_its_leak_is_caught(tmp_path: Pat
 
     listed = cli(tree, plugins, "sites", "--vllm-src", str(tree), "--platform", spec, "--json")
     (site,) = json.loads(listed.stdout)["sites"]
-    assert (site["file"], site["kernel_module"], site["form"]) == ("own_plugin/platform.py", "own_plugin._own_C", "live")
+    assert (site["file"], site["kernel_module"], site["form"]) == (
+        "own_plugin/platform.py",
+        "own_plugin._own_C",
+        "live",
+    )
 
     run = cli(tree, plugins, "guards", "--vllm-src", str(tree), "--platform", spec, "-q")
     assert run.returncode == 1
@@ -97,7 +123,9 @@ def test_overriding_plugin_has_its_own_site_and_its_leak_is_caught(tmp_path: Pat
 
 def test_overriding_plugin_with_the_fix_passes(world: tuple[Path, Path]) -> None:
     tree, plugins = world
-    run = cli(tree, plugins, "guards", "--vllm-src", str(tree), "--platform", "own_plugin.platform:OwnKernelsPlatform", "-q")
+    run = cli(
+        tree, plugins, "guards", "--vllm-src", str(tree), "--platform", "own_plugin.platform:OwnKernelsPlatform", "-q"
+    )
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -118,10 +146,60 @@ def test_a_platform_that_is_not_there_is_a_one_line_error(world: tuple[Path, Pat
 def test_a_platform_whose_kernels_are_not_logged_once_is_nothing_to_check(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree", INTERFACE.replace("warning_once", "warning"))
     plugins = make_plugins(tmp_path / "plugins")
-    run = cli(tree, plugins, "sites", "--vllm-src", str(tree), "--platform", "inherit_plugin.platform:InheritingPlatform")
+    run = cli(
+        tree, plugins, "sites", "--vllm-src", str(tree), "--platform", "inherit_plugin.platform:InheritingPlatform"
+    )
     assert run.returncode == NothingToCheck.exit_code and "nothing to guard" in run.stderr
 
 
 def test_load_class_rejects_a_spec_without_a_class() -> None:
     with pytest.raises(PlatformNotFound, match="module:Class"):
         load_class("justamodule")
+
+
+def test_the_mutation_run_targets_a_plugin_and_mutates_its_own_site(world: tuple[Path, Path], tmp_path: Path) -> None:
+    tree, plugins = world
+    out = tmp_path / "report"
+    run = cli(
+        tree,
+        plugins,
+        "mutate",
+        "--vllm-src",
+        str(tree),
+        "--platform",
+        "own_plugin.platform:OwnKernelsPlatform",
+        "--work-dir",
+        str(tmp_path / "work"),
+        "--out",
+        str(out),
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    files = json.loads((out / "mutation.json").read_text())["files"]
+    mutants = files["own_plugin/platform.py"]["mutants"]
+    assert sorted(m["mutatorName"] for m in mutants) == ["eager-repr-revert", "live-arg", "once-dropped"]
+    assert {m["status"] for m in mutants} == {"Killed"}
+    assert (plugins / "own_plugin" / "platform.py").read_text().count("__mutmut") == 0
+
+
+def test_the_mutation_run_through_an_inheriting_plugin_mutates_the_base_site(
+    world: tuple[Path, Path], tmp_path: Path
+) -> None:
+    tree, plugins = world
+    out = tmp_path / "report"
+    run = cli(
+        tree,
+        plugins,
+        "mutate",
+        "--vllm-src",
+        str(tree),
+        "--platform",
+        "inherit_plugin.platform:InheritingPlatform",
+        "--work-dir",
+        str(tmp_path / "work"),
+        "--out",
+        str(out),
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (mutants,) = [f["mutants"] for f in json.loads((out / "mutation.json").read_text())["files"].values()]
+    assert {m["status"] for m in mutants} == {"Killed"} and len(mutants) == 3
+    assert all("via-inherit_plugin.platform.InheritingPlatform" in m["killedBy"][0] for m in mutants)
