@@ -62,8 +62,13 @@ def read_records(folder: Path) -> list[GuardRecord]:
             data = json.loads(line)
             records.append(
                 GuardRecord(
-                    data["run"], data["mutant"], data["test"], data.get("site"), data["outcome"],
-                    tuple(data["detectors"]), data["message"],
+                    data["run"],
+                    data["mutant"],
+                    data["test"],
+                    data.get("site"),
+                    data["outcome"],
+                    tuple(data["detectors"]),
+                    data["message"],
                 )
             )
     return records

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from mutations.report.summary import percent
 from guards.sites import Site
+from mutations.report.summary import percent
 from mutations.verdicts import EXPOSED, KILLED, UNREACHED, RunResult
 
 STYLES = {

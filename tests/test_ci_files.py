@@ -1,0 +1,157 @@
+"""The CI files: valid against their published schemas, and calling only what a person runs locally.
+
+Schemas come from check-jsonschema's vendored copies (`--builtin-schema vendor.github-workflows`,
+`vendor.buildkite`), read from the installed package. The checks run with every HTTP(S) proxy pointed
+at a closed local port, so an attempt to download a schema fails the test instead of passing online.
+Nox sessions are read from noxfile.py's syntax tree: nox itself is not installed in the sessions'
+environments, where these tests run.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML  # check-jsonschema's own YAML parser (YAML 1.2: `on` stays a string)
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / ".github" / "workflows" / "mutation-guard.yml"
+BUILDKITE = ROOT / ".buildkite" / "mutation-guard.yml"
+NOXFILE = ROOT / "noxfile.py"
+PR_PATHS = {"guards/**", "mutations/**", "setup.cfg", "noxfile.py"}
+
+OFFLINE = "http://127.0.0.1:9"  # the discard port: nothing listens, every request through it fails
+NOX_SESSION = re.compile(r"\bnox\b[^\n;&|]*?(?:\s-s|\s--sessions?)[ =]+([\w-]+)")
+
+
+def load(path: Path) -> Any:
+    return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+
+
+def check_jsonschema(schema: str, path: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("no_proxy", "http_proxy", "https_proxy")}
+    env.update(HTTP_PROXY=OFFLINE, HTTPS_PROXY=OFFLINE, http_proxy=OFFLINE, https_proxy=OFFLINE)
+    command = [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, str(path)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+
+
+def nox_sessions() -> set[str]:
+    """Names of the functions noxfile.py decorates with `@nox.session` (or their `name=`)."""
+    names = set()
+    for node in ast.parse(NOXFILE.read_text(encoding="utf-8")).body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for decorator in node.decorator_list:
+            call = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if ast.unparse(call) in ("nox.session", "session"):
+                keywords = decorator.keywords if isinstance(decorator, ast.Call) else []
+                renamed = [k.value.value for k in keywords if k.arg == "name" and isinstance(k.value, ast.Constant)]
+                names.add(renamed[0] if renamed else node.name)
+    return names
+
+
+def pinned_vllm() -> str:
+    for node in ast.parse(NOXFILE.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["PINNED_VLLM"]:
+            return ast.literal_eval(node.value)
+    raise AssertionError("noxfile.py defines no PINNED_VLLM")
+
+
+def workflow_commands() -> list[str]:
+    return [step["run"] for job in load(WORKFLOW)["jobs"].values() for step in job["steps"] if "run" in step]
+
+
+def buildkite_commands() -> list[str]:
+    commands = []
+    for step in load(BUILDKITE)["steps"]:
+        for key in ("command", "commands"):
+            value = step.get(key, [])
+            commands += [value] if isinstance(value, str) else value
+    return commands
+
+
+def sessions_called(commands: list[str]) -> set[str]:
+    return {name for command in commands for name in NOX_SESSION.findall(command.replace("\\\n", " "))}
+
+
+@pytest.mark.parametrize(
+    ("schema", "path"), [("vendor.github-workflows", WORKFLOW), ("vendor.buildkite", BUILDKITE)], ids=["gha", "bk"]
+)
+def test_ci_file_validates_against_its_vendored_schema_offline(schema: str, path: Path) -> None:
+    result = check_jsonschema(schema, path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("schema", "path", "good", "bad"),
+    [
+        ("vendor.github-workflows", WORKFLOW, "runs-on: ubuntu-24.04", "runs-on: 24.04"),
+        ("vendor.buildkite", BUILDKITE, "soft_fail: false", "soft_fail: sometimes"),
+    ],
+    ids=["gha", "bk"],
+)
+def test_schema_check_rejects_the_file_with_one_wrong_value(
+    schema: str, path: Path, good: str, bad: str, tmp_path: Path
+) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count(good) == 1
+    broken = tmp_path / path.name
+    broken.write_text(text.replace(good, bad), encoding="utf-8")
+    result = check_jsonschema(schema, broken)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Schema validation errors" in result.stdout
+
+
+def test_session_names_are_read_from_the_noxfile() -> None:
+    assert {"tests", "guards", "sites", "mutation", "lint"} <= nox_sessions()
+
+
+def test_workflow_calls_only_nox_sessions_the_noxfile_defines() -> None:
+    called = sessions_called(workflow_commands())
+    assert {"tests", "mutation"} <= called
+    assert called <= nox_sessions(), f"unknown nox sessions: {sorted(called - nox_sessions())}"
+
+
+def test_buildkite_step_calls_only_nox_sessions_the_noxfile_defines() -> None:
+    called = sessions_called(buildkite_commands())
+    assert "mutation" in called
+    assert called <= nox_sessions(), f"unknown nox sessions: {sorted(called - nox_sessions())}"
+
+
+def test_session_pattern_reads_the_forms_people_type() -> None:
+    commands = ["python -m nox -s tests", 'nox -s mutation -- --vllm "$VLLM"', "nox --session=lint", "nox -l"]
+    assert sessions_called(commands) == {"tests", "mutation", "lint"}
+
+
+def test_workflow_runs_nightly_on_demand_and_on_pull_requests_touching_the_guards() -> None:
+    triggers = load(WORKFLOW)["on"]
+    assert triggers["schedule"] and all("cron" in entry for entry in triggers["schedule"])
+    assert "vllm" in triggers["workflow_dispatch"]["inputs"]
+    assert set(triggers["pull_request"]["paths"]) >= PR_PATHS
+
+
+def test_workflow_pins_the_vllm_the_noxfile_pins() -> None:
+    workflow = load(WORKFLOW)
+    assert workflow["on"]["workflow_dispatch"]["inputs"]["vllm"]["default"] == pinned_vllm()
+    assert workflow["env"]["PINNED_VLLM"] == pinned_vllm()
+
+
+def test_workflow_keeps_the_report_whatever_the_gate_says() -> None:
+    steps = load(WORKFLOW)["jobs"]["mutation"]["steps"]
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()" and upload["with"]["path"].rstrip("/") == "mutation-report"
+    summary = next(s for s in steps if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
+    assert summary["if"].startswith("always()") and "hashFiles('mutation-report/summary.md')" in summary["if"]
+
+
+def test_buildkite_step_runs_in_nightly_builds_and_keeps_the_report() -> None:
+    (step,) = load(BUILDKITE)["steps"]
+    assert step["if"] == 'build.env("NIGHTLY") == "1"'
+    assert step["artifact_paths"] == "mutation-report/**/*"
+    assert step["soft_fail"] is False
