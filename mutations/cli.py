@@ -1,8 +1,11 @@
 """`warnonce-guard`: the command line. The only place that prints errors and picks exit codes.
 
     warnonce-guard sites  [--vllm-src PATH] [--json]       list kernel-import sites
-    warnonce-guard guards [--vllm-src PATH] [PYTEST ARGS]  run the guards against the target
+    warnonce-guard guards [--vllm-src PATH] [--platform MODULE:CLASS] [PYTEST ARGS]
+    warnonce-guard platforms                              list vLLM platform plugins
     warnonce-guard mutate [--vllm-src PATH] [--out DIR]    baseline, mutate, run guards, score, report
+    warnonce-guard audit  [--vllm-src PATH] [--json] [--baseline FILE] [--write-baseline FILE] [--strict]
+                                                          every *_once call that can cache a live object
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from rich.table import Table
 
 from guards import target as targets
 from guards.errors import GuardError, NothingToCheck
+from guards.platforms import ENTRY_POINT_GROUP, platform_sites, registered_platforms, resolve_platform
 from guards.sites import Site, discover
 
 GUARDS_DIR = Path(__file__).resolve().parent.parent / "guards"
@@ -36,9 +40,17 @@ def _sites_table(sites: list[Site], title: str) -> Table:
     return table
 
 
-def cmd_sites(args: argparse.Namespace, console: Console) -> int:
+def _target_sites(args: argparse.Namespace) -> tuple[targets.Target, list[Site]]:
+    """The target, and its sites: all of them, or those a `--platform` class runs."""
     target = targets.resolve(args.vllm_src)
-    sites = discover(target.root)
+    if not getattr(args, "platform", None):
+        return target, discover(target.root)
+    targets.activate(target)
+    return target, platform_sites(resolve_platform(args.platform))
+
+
+def cmd_sites(args: argparse.Namespace, console: Console) -> int:
+    target, sites = _target_sites(args)
     cached = [s for s in sites if s.cached]
     if args.json:
         print(json.dumps({"target": target.describe(), "sites": [s.to_json() for s in sites]}, indent=2))
@@ -62,7 +74,43 @@ def cmd_guards(args: argparse.Namespace, console: Console) -> int:
     pytest_args = [str(GUARDS_DIR), "-p", "no:cacheprovider", "--rootdir", str(GUARDS_DIR), *args.pytest_args]
     if args.vllm_src:
         pytest_args += ["--vllm-src", str(args.vllm_src)]
+    if args.platform:
+        pytest_args += ["--platform", args.platform]
     return int(pytest.main(pytest_args))
+
+
+def cmd_platforms(args: argparse.Namespace, console: Console) -> int:
+    found = registered_platforms()
+    table = Table(title=f"platforms registered under the {ENTRY_POINT_GROUP!r} entry points")
+    for column in ("name", "entry point", "platform class (use with --platform)"):
+        table.add_column(column)
+    for plugin in found:
+        shown = plugin.platform or f"[dim]{plugin.error or 'not available here'}[/]"
+        table.add_row(plugin.name, plugin.entry_point, shown)
+    console.print(table)
+    console.print(f"{len(found)} registered platform plugin(s)")
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace, console: Console) -> int:
+    from guards import audit
+
+    target = targets.resolve(args.vllm_src)
+    accepted = audit.load_baseline(args.baseline) if args.baseline else frozenset()  # bad input fails first
+    result = audit.audit(target.root)
+    comparison = audit.compare(result.findings, accepted)
+    if args.write_baseline:
+        audit.write_baseline(args.write_baseline, result.findings, target.describe())
+    if args.json:
+        print(json.dumps(audit.json_document(result, comparison, target.describe()), indent=2))
+    else:
+        console.print(audit.findings_table(result, comparison, target.describe(), with_status=bool(args.baseline)))
+        console.print(audit.summary_line(result, comparison))
+        for key in comparison.stale:
+            console.print(f"stale baseline entry (matches no finding): {key}", markup=False)
+        if args.write_baseline:
+            console.print(f"wrote {len(result.findings)} accepted finding(s) to {args.write_baseline}")
+    return 0 if args.write_baseline else audit.exit_code(comparison, strict=args.strict)
 
 
 def cmd_mutate(args: argparse.Namespace, console: Console) -> int:
@@ -75,6 +123,7 @@ def cmd_mutate(args: argparse.Namespace, console: Console) -> int:
         fail_under=args.fail_under,
         viewer_js=Path(args.viewer_js) if args.viewer_js else None,
         console=console,
+        platform=args.platform,
     )
 
 
@@ -82,16 +131,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="warnonce-guard", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     target_help = "root of a vLLM source tree (default: the installed vLLM)"
+    platform_help = "a platform class (e.g. a plugin's): the sites its import_kernels runs, called through it"
 
     sites = sub.add_parser("sites", help="list every kernel-import site of the target")
     sites.add_argument("--vllm-src", metavar="PATH", help=target_help)
     sites.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sites.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
     sites.set_defaults(run=cmd_sites)
 
     guards = sub.add_parser("guards", help="run the guards against the target")
     guards.add_argument("--vllm-src", metavar="PATH", help=target_help)
+    guards.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
     guards.epilog = "Other arguments are passed on to pytest."
     guards.set_defaults(run=cmd_guards)
+
+    platforms = sub.add_parser("platforms", help="list platform plugins registered with vLLM")
+    platforms.set_defaults(run=cmd_platforms)
 
     mutate = sub.add_parser("mutate", help="mutation run: baseline, mutants, guards, score, report")
     mutate.add_argument("--vllm-src", metavar="PATH", help=target_help)
@@ -101,7 +156,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mutate.add_argument("--fail-under", type=float, default=100.0, metavar="PERCENT", help="minimum score")
     mutate.add_argument("--viewer-js", metavar="FILE", help="mutation-testing-elements bundle for index.html")
+    mutate.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
     mutate.set_defaults(run=cmd_mutate)
+
+    audit = sub.add_parser("audit", help="list every *_once call whose arguments can cache a live object")
+    audit.add_argument("--vllm-src", metavar="PATH", help=target_help)
+    audit.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    audit.add_argument("--baseline", metavar="FILE", help="JSON file of accepted findings: only new ones fail")
+    audit.add_argument("--write-baseline", metavar="FILE", help="accept every finding: write them to FILE, exit 0")
+    audit.add_argument("--strict", action="store_true", help="fail on any new finding, not only live exceptions")
+    audit.set_defaults(run=cmd_audit)
     return parser
 
 

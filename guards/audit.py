@@ -1,0 +1,508 @@
+"""Audit: every `*_once` call of a target whose arguments can keep a live object in the lru_cache.
+
+vLLM's `logger.debug_once/info_once/warning_once/error_once` are `functools.lru_cache`d on their
+arguments, so anything passed to them (other than an immutable primitive) is kept for the life of the
+process. This module parses every Python file of the target with `ast` (after a cheap `"_once("` text
+test) and reports each argument that is not provably a str/int/float/bool/None/bytes or a tuple of
+those. A call is any `<receiver>.<name>(...)` whose method name ends in one of the four; bare-name
+calls (vLLM's own `_print_warning_once(...)`, the cache itself) are not audited. Every positional
+argument is checked, the message included (a string literal is safe anyway), and every keyword
+argument but `scope=`.
+
+Kinds, the first that applies:
+  exception   references a live exception: a name bound by an enclosing `except ... as NAME` (also
+              inside nested functions and lambdas, which close over it) or a name assigned from one
+              (`err = e`), reaching the call other than through a string conversion: `e`,
+              `e.__traceback__`, `e.args`, `(e, 1)`. A name re-bound to something without the
+              exception (`e = str(e)`) no longer counts; a re-binding inside a branch does not
+              clear it after the branch (either path may run).
+  name        a variable (`x`)
+  attribute   `x.y`
+  subscript   `x[i]`
+  call        a call not known to return a primitive (`foo(x)`, `type(x)`, `sep.join(xs)`)
+  container   a list/set/dict/comprehension, or a tuple with an element that is not safe
+  starred     `*args`, `**kwargs`
+  lambda      a lambda
+  expression  anything else (`a + b` on non-safe operands, `x if c else y`, `await f()`, ...)
+
+Provably safe (conservative: a false "safe" would hide a leak, a false finding costs a look):
+literals, f-strings, `repr/str/ascii/format/hex/oct/bin/chr(...)`,
+`len/int/float/bool/ord/id/hash/isinstance/issubclass/callable/hasattr(...)`, `<str>.format(...)`
+and `<str>.join(...)` on a string literal, f-string or str-producing call, `<str> % ...`,
+`type(x).__name__` and `type(x).__qualname__`, `not x`, `x is/is not/in/not in y`, and operators,
+comparisons, `and`/`or`, conditional expressions and tuples whose operands are all safe. NOT safe:
+`x.__name__` and `x.__class__.__name__` (an attribute can be a property returning anything;
+`type(x)` cannot be overridden). Shadowed builtins (`str = ...`) are not detected.
+
+A finding's `key` (file, qualified function, level, argument text, occurrence index among findings
+with the same four) has no line number, so a baseline of accepted findings survives line shifts. The
+argument text is `ast.unparse`d, so re-wrapping or re-quoting a call does not change it either.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import json
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+
+from guards.errors import GuardError, SourceDoesNotParse
+from guards.sites import ONCE_METHODS
+
+PREFILTER = "_once("
+IGNORED_KEYWORDS = frozenset({"scope"})
+EXCEPTION = "exception"
+BASELINE_VERSION = 1
+
+_STR_BUILTINS = frozenset({"repr", "str", "ascii", "format", "hex", "oct", "bin", "chr"})
+_PRIMITIVE_BUILTINS = _STR_BUILTINS | frozenset(
+    {"len", "int", "float", "bool", "ord", "id", "hash", "isinstance", "issubclass", "callable", "hasattr"}
+)
+_STR_METHODS = frozenset({"format", "join"})
+_TYPE_NAME_ATTRS = frozenset({"__name__", "__qualname__"})
+_BOOL_COMPARISONS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+_KINDS: tuple[tuple[type[ast.AST] | tuple[type[ast.AST], ...], str], ...] = (
+    (ast.Name, "name"),
+    (ast.Attribute, "attribute"),
+    (ast.Subscript, "subscript"),
+    (ast.Call, "call"),
+    (
+        (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp),
+        "container",
+    ),
+    (ast.Starred, "starred"),
+    (ast.Lambda, "lambda"),
+)
+
+
+class BadBaseline(GuardError):
+    """The baseline file is missing, unreadable, not JSON or not a baseline; or it cannot be written."""
+
+    exit_code = 7
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One argument of one `*_once` call that can keep a live object in the cache."""
+
+    file: str  # posix path relative to the target root, e.g. vllm/platforms/cpu.py
+    line: int  # line of the argument (for display; not part of the key)
+    qualname: str  # CpuPlatform.import_kernels, or <module>
+    level: str  # the method called: warning_once, info_once, ...
+    argument: str  # the argument's source, ast.unparse'd; `*x`, `**x` and `name=x` for those forms
+    kind: str  # see the module docstring
+    occurrence: int = 0  # index among findings with the same file, qualname, level and argument
+
+    @property
+    def key(self) -> str:
+        """Identity stable across line shifts: what a baseline stores."""
+        return f"{self.file}::{self.qualname}::{self.level}::{self.argument}#{self.occurrence}"
+
+    def to_json(self) -> dict[str, object]:
+        return {**asdict(self), "key": self.key}
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """All findings of one target, sorted by file and line, with what was scanned and how long it took."""
+
+    findings: tuple[Finding, ...]
+    files_scanned: int  # every *.py file of the package
+    files_parsed: int  # those that passed the text prefilter
+    seconds: float
+
+    @property
+    def exceptions(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.kind == EXCEPTION)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Findings against a baseline: which are new, which accepted, and which baseline keys match nothing."""
+
+    new: tuple[Finding, ...]
+    accepted: tuple[Finding, ...]
+    stale: tuple[str, ...] = field(default=())
+
+    @property
+    def new_exceptions(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.new if f.kind == EXCEPTION)
+
+
+# ---- classifying one argument ---------------------------------------------------------------------
+
+
+def _builtin_name(call: ast.Call) -> str | None:
+    return call.func.id if isinstance(call.func, ast.Name) else None
+
+
+def is_str(node: ast.expr) -> bool:
+    """Provably a str: a string literal, an f-string, or a call that always returns one."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.Call):
+        if _builtin_name(node) in _STR_BUILTINS:
+            return True
+        func = node.func
+        return isinstance(func, ast.Attribute) and func.attr in _STR_METHODS and is_str(func.value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        return is_str(node.left)
+    return False
+
+
+def is_safe(node: ast.expr) -> bool:
+    """Provably an immutable primitive (or a tuple of them): nothing live can reach the cache through it."""
+    if isinstance(node, (ast.Constant, ast.JoinedStr)) or is_str(node):
+        return True
+    if isinstance(node, ast.Call):
+        return _builtin_name(node) in _PRIMITIVE_BUILTINS
+    if isinstance(node, ast.Attribute):
+        value = node.value
+        return (
+            node.attr in _TYPE_NAME_ATTRS
+            and isinstance(value, ast.Call)
+            and _builtin_name(value) == "type"
+            and len(value.args) == 1
+            and not value.keywords
+        )
+    if isinstance(node, ast.Tuple):
+        return all(is_safe(el) for el in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.Not) or is_safe(node.operand)
+    if isinstance(node, ast.BinOp):
+        return is_safe(node.left) and is_safe(node.right)
+    if isinstance(node, ast.BoolOp):
+        return all(is_safe(v) for v in node.values)
+    if isinstance(node, ast.Compare):
+        return all(isinstance(op, _BOOL_COMPARISONS) for op in node.ops) or all(
+            is_safe(n) for n in (node.left, *node.comparators)
+        )
+    if isinstance(node, ast.IfExp):
+        return is_safe(node.body) and is_safe(node.orelse)
+    return False
+
+
+def carries(node: ast.AST, live: frozenset[str] | set[str]) -> bool:
+    """Whether a live-exception name reaches the expression's value (not through a safe sub-expression)."""
+    if not live or (isinstance(node, ast.expr) and is_safe(node)):
+        return False
+    if isinstance(node, ast.Name):
+        return node.id in live
+    if isinstance(node, ast.Lambda):
+        return carries(node.body, set(live) - _params(node.args))
+    return any(carries(child, live) for child in ast.iter_child_nodes(node))
+
+
+def classify(node: ast.expr, live: frozenset[str] | set[str] = frozenset()) -> str | None:
+    """None for a safe argument, else its kind (`exception` first: see the module docstring)."""
+    if is_safe(node):
+        return None
+    if carries(node, live):
+        return EXCEPTION
+    return next((kind for types, kind in _KINDS if isinstance(node, types)), "expression")
+
+
+# ---- finding the calls ----------------------------------------------------------------------------
+
+
+def once_level(call: ast.Call) -> str | None:
+    """The method a `*_once` call invokes (`logger.warning_once(...)` -> warning_once), else None."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and any(func.attr.endswith(m) for m in ONCE_METHODS):
+        return func.attr
+    return None
+
+
+def call_arguments(call: ast.Call) -> Iterator[tuple[str, ast.expr]]:
+    """(display text, value) for each argument to check: all positionals and every keyword but `scope=`."""
+    for arg in call.args:
+        yield ast.unparse(arg), arg
+    for kw in call.keywords:
+        if kw.arg in IGNORED_KEYWORDS:
+            continue
+        text = ast.unparse(kw.value)
+        if kw.arg is None:  # `**kwargs`, wrapped so that it classifies as starred
+            yield f"**{text}", ast.Starred(kw.value, ast.Load())
+        else:
+            yield f"{kw.arg}={text}", kw.value
+
+
+def _params(args: ast.arguments) -> set[str]:
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return {a.arg for a in every if a is not None}
+
+
+def _stored_names(target: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+class _Scanner:
+    """Walks statements in order, tracking which names hold a live exception, and records findings."""
+
+    def __init__(self, file: str, source: str) -> None:
+        self.file = file
+        self.raw: list[Finding] = []
+        # Lines holding `_once`: code spanning none of them holds no call to look at (a 2x speed-up).
+        self.once_lines = [n for n, text in enumerate(source.split("\n"), 1) if "_once" in text]  # as ast counts lines
+
+    def touches(self, node: ast.AST) -> bool:
+        """Whether the node's lines (decorators included) include a line holding `_once` (True if unknown)."""
+        if not hasattr(node, "lineno"):
+            return True
+        start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        at = bisect.bisect_left(self.once_lines, start)
+        return at < len(self.once_lines) and self.once_lines[at] <= (node.end_lineno or node.lineno)
+
+    def block(self, body: Iterable[ast.stmt], names: tuple[str, ...], live: set[str]) -> None:
+        for stmt in body:
+            self.stmt(stmt, names, live)
+
+    def branch(self, body: Iterable[ast.stmt], names: tuple[str, ...], live: set[str]) -> set[str]:
+        """A block that may or may not run: re-bindings inside it do not clear names outside it."""
+        inner = set(live)
+        self.block(body, names, inner)
+        return inner
+
+    def stmt(self, stmt: ast.stmt, names: tuple[str, ...], live: set[str]) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not self.touches(stmt):
+            return  # nothing to report inside, and its local bindings do not escape
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defaults = [d for d in (*stmt.args.defaults, *stmt.args.kw_defaults) if d is not None]
+            self.exprs([*stmt.decorator_list, *defaults], names, live)
+            self.block(stmt.body, (*names, stmt.name), set(live) - _params(stmt.args))  # closure sees live
+        elif isinstance(stmt, ast.ClassDef):
+            self.exprs([*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords)], names, live)
+            self.block(stmt.body, (*names, stmt.name), set(live))
+        elif isinstance(stmt, (ast.Try, ast.TryStar)):
+            self.try_(stmt, names, live)
+        else:
+            self.compound_or_simple(stmt, names, live)
+
+    def try_(self, stmt: ast.Try | ast.TryStar, names: tuple[str, ...], live: set[str]) -> None:
+        live |= self.branch(stmt.body, names, live)
+        for handler in stmt.handlers:
+            if handler.type is not None:
+                self.exprs([handler.type], names, live)
+            inner = set(live) | ({handler.name} if handler.name else set())
+            self.block(handler.body, names, inner)
+            live |= inner
+            if handler.name:  # Python unbinds the handler's name when the handler ends
+                live.discard(handler.name)
+        live |= self.branch(stmt.orelse, names, live)
+        self.block(stmt.finalbody, names, live)
+
+    def compound_or_simple(self, stmt: ast.stmt, names: tuple[str, ...], live: set[str]) -> None:
+        bodies = [getattr(stmt, attr) for attr in ("body", "orelse") if isinstance(getattr(stmt, attr, None), list)]
+        own: list[ast.AST] = [
+            child
+            for child in ast.iter_child_nodes(stmt)
+            if isinstance(child, (ast.expr, ast.withitem, ast.keyword)) and child is not getattr(stmt, "target", None)
+        ]
+        if isinstance(stmt, ast.Match):
+            bodies = [case.body for case in stmt.cases]
+            own += [case.guard for case in stmt.cases if case.guard is not None]
+        self.exprs(own, names, live)
+        self.bind(stmt, live)
+        for body in bodies:
+            live |= self.branch(body, names, live)
+
+    def bind(self, stmt: ast.stmt, live: set[str]) -> None:
+        """Names a statement (re)binds: live if their value carries a live exception, cleared otherwise."""
+        pairs: list[tuple[ast.AST, ast.AST | None]] = []
+        if isinstance(stmt, ast.Assign):
+            pairs = [(t, stmt.value) for t in stmt.targets]
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and stmt.value is not None:
+            pairs = [(stmt.target, stmt.value)]
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            pairs = [(stmt.target, stmt.iter)]
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            pairs = [(item.optional_vars, item.context_expr) for item in stmt.items if item.optional_vars]
+        elif isinstance(stmt, ast.Delete):
+            pairs = [(t, None) for t in stmt.targets]
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            pairs = [(ast.Name((a.asname or a.name).split(".")[0]), None) for a in stmt.names]
+        for target, value in pairs:
+            bound = _stored_names(target)
+            if value is not None and carries(value, live):
+                live |= bound
+            elif not isinstance(stmt, ast.AugAssign):
+                live -= bound
+
+    def exprs(self, nodes: Iterable[ast.AST], names: tuple[str, ...], live: set[str]) -> None:
+        for node in nodes:
+            if self.touches(node):
+                self.calls(node, names, frozenset(live))
+
+    def calls(self, node: ast.AST, names: tuple[str, ...], live: frozenset[str]) -> None:
+        """Every `*_once` call inside an expression, lambdas included (their parameters shadow)."""
+        if isinstance(node, ast.Lambda):
+            live = live - _params(node.args)
+        elif isinstance(node, ast.Call):
+            level = once_level(node)
+            if level is not None:
+                self.record(node, level, names, live)
+        for child in ast.iter_child_nodes(node):
+            self.calls(child, names, live)
+
+    def record(self, call: ast.Call, level: str, names: tuple[str, ...], live: frozenset[str]) -> None:
+        qualname = ".".join(names) or "<module>"
+        for text, value in call_arguments(call):
+            kind = classify(value, live)
+            if kind is not None:
+                line = getattr(value, "lineno", call.lineno)
+                self.raw.append(Finding(self.file, line, qualname, level, text, kind))
+
+
+def numbered(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings in file/line order, each with its occurrence index among findings sharing its key."""
+    seen: Counter[tuple[str, str, str, str]] = Counter()
+    out = []
+    for finding in sorted(findings, key=lambda f: (f.file, f.line)):
+        group = (finding.file, finding.qualname, finding.level, finding.argument)
+        out.append(Finding(**{**asdict(finding), "occurrence": seen[group]}))
+        seen[group] += 1
+    return out
+
+
+def parse(source: str, file: str) -> ast.Module:
+    """Parse one file, turning a syntax error into `SourceDoesNotParse` naming file and line."""
+    try:
+        return ast.parse(source, filename=file)
+    except (SyntaxError, ValueError) as err:
+        line = getattr(err, "lineno", None) or "?"
+        reason = getattr(err, "msg", None) or str(err)
+        raise SourceDoesNotParse(
+            f"{file}:{line}: does not parse ({reason}); fix the file or point at another tree"
+        ) from None
+
+
+def findings_in_source(source: str, file: str) -> list[Finding]:
+    """Every finding in one file's source text (nothing, without parsing, if it has no `_once(`)."""
+    if PREFILTER not in source:
+        return []
+    scanner = _Scanner(file, source)
+    scanner.block(parse(source, file).body, (), set())
+    return numbered(scanner.raw)
+
+
+def audit(root: Path, package: str = "vllm") -> AuditResult:
+    """Every finding under `root/package`: all *.py files are read, those with `_once(` parsed."""
+    start = time.perf_counter()
+    found: list[Finding] = []
+    scanned = parsed = 0
+    for path in sorted((root / package).rglob("*.py")):
+        scanned += 1
+        data = path.read_bytes()
+        if PREFILTER.encode() not in data:
+            continue
+        parsed += 1
+        found.extend(findings_in_source(data.decode("utf-8", errors="replace"), path.relative_to(root).as_posix()))
+    return AuditResult(tuple(numbered(found)), scanned, parsed, time.perf_counter() - start)
+
+
+# ---- baseline ---------------------------------------------------------------------------------------
+
+
+def load_baseline(path: str | Path) -> frozenset[str]:
+    """The keys of the accepted findings in a baseline file written by `write_baseline`."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadBaseline(f"--baseline {path}: no such file; create one with --write-baseline") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadBaseline(f"--baseline {path}: cannot read it ({err})") from None
+    except json.JSONDecodeError as err:
+        raise BadBaseline(f"--baseline {path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    entries = data.get("findings") if isinstance(data, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("key"), str) for e in entries):
+        raise BadBaseline(f'--baseline {path}: not a baseline (want {{"findings": [{{"key": ...}}, ...]}})')
+    return frozenset(e["key"] for e in entries)
+
+
+def baseline_document(findings: Iterable[Finding], target: str) -> dict[str, object]:
+    return {
+        "version": BASELINE_VERSION,
+        "target": target,
+        "findings": [f.to_json() for f in sorted(findings, key=lambda f: f.key)],
+    }
+
+
+def write_baseline(path: str | Path, findings: Iterable[Finding], target: str) -> None:
+    """Accept every finding: write them all (keys sorted, so the file diffs well)."""
+    text = json.dumps(baseline_document(findings, target), indent=2) + "\n"
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise BadBaseline(f"--write-baseline {path}: cannot write it ({err.strerror or err})") from None
+
+
+def compare(findings: Iterable[Finding], accepted_keys: frozenset[str]) -> Comparison:
+    """Split findings into new and accepted; list baseline keys that match no finding (stale)."""
+    findings = tuple(findings)
+    current = {f.key for f in findings}
+    return Comparison(
+        new=tuple(f for f in findings if f.key not in accepted_keys),
+        accepted=tuple(f for f in findings if f.key in accepted_keys),
+        stale=tuple(sorted(accepted_keys - current)),
+    )
+
+
+def exit_code(comparison: Comparison, strict: bool = False) -> int:
+    """1 when a live-exception finding (with `strict`, any finding) is not accepted by the baseline."""
+    failing = comparison.new if strict else comparison.new_exceptions
+    return 1 if failing else 0
+
+
+# ---- output -----------------------------------------------------------------------------------------
+
+
+def findings_table(result: AuditResult, comparison: Comparison, title: str, with_status: bool) -> Table:
+    table = Table(title=title)
+    for column in ("file", "line", "function", "level", "argument", "kind", *(("baseline",) if with_status else ())):
+        table.add_column(column, overflow="fold")
+    accepted = {f.key for f in comparison.accepted}
+    for f in result.findings:  # Text cells: `layers[i]` is source, not rich markup
+        kind = Text(f.kind, style="bold red" if f.kind == EXCEPTION else "")
+        status = (Text("accepted" if f.key in accepted else "new", style="" if f.key in accepted else "bold"),)
+        cells = (f.file, str(f.line), f.qualname, f.level, f.argument)
+        table.add_row(*(Text(c) for c in cells), kind, *(status if with_status else ()))
+    return table
+
+
+def summary_line(result: AuditResult, comparison: Comparison) -> str:
+    new, stale = len(comparison.new_exceptions), len(comparison.stale)
+    return (
+        f"{len(result.findings)} finding(s), {len(result.exceptions)} live exception(s): {new} new, "
+        f"{len(result.exceptions) - new} accepted by the baseline; "
+        f"{stale} stale baseline entr{'y' if stale == 1 else 'ies'}; "
+        f"{result.files_scanned} files scanned ({result.files_parsed} parsed) in {result.seconds:.2f}s"
+    )
+
+
+def json_document(result: AuditResult, comparison: Comparison, target: str) -> dict[str, object]:
+    accepted = {f.key for f in comparison.accepted}
+    return {
+        "target": target,
+        "counts": {
+            "findings": len(result.findings),
+            "exceptions": len(result.exceptions),
+            "new": len(comparison.new),
+            "new_exceptions": len(comparison.new_exceptions),
+            "accepted": len(comparison.accepted),
+            "stale": len(comparison.stale),
+            "files_scanned": result.files_scanned,
+            "files_parsed": result.files_parsed,
+            "seconds": round(result.seconds, 3),
+        },
+        "findings": [{**f.to_json(), "accepted": f.key in accepted} for f in result.findings],
+        "stale": list(comparison.stale),
+    }
