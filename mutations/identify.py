@@ -7,8 +7,9 @@ the same operators reproduces that order, so mutant n is the n-th mutation of it
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import libcst as cst
@@ -17,6 +18,8 @@ from guards.errors import GuardError
 from guards.sites import DEFAULT_KERNEL_PATTERN, Site, handler_name, kernel_import, log_method, logging_calls
 from mutations.operators import PACKAGE, operator_of
 from mutations.seam import our_operators
+
+IDENTITIES = "identities.json"
 
 
 class MutantsUnaccounted(GuardError):
@@ -155,3 +158,27 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     yield node
     for child in node.children:
         yield from _walk(child)
+
+
+def write_identities(ws: Path, sites: list[Site], packages: Sequence[str]) -> Path:
+    """Name every mutant of the work directory `ws` into identities.json (kept: same ws, same mutants)."""
+    from mutmut.configuration import reset_config
+    from mutmut.utils.file_utils import change_cwd
+
+    out = ws / IDENTITIES
+    if out.is_file():
+        return out
+    identities = []
+    with change_cwd(ws):  # mutmut's generator reads its settings from the work directory's setup.cfg
+        reset_config()
+        try:
+            for file in sorted({site.file for site in sites if site.cached}):
+                source = (ws / file).read_text(encoding="utf-8")
+                found = identify_file(source, file, sites, packages)
+                identities += [asdict(identity) | {"site": identity.site.id} for identity in found]
+        finally:
+            reset_config()
+    partial = out.with_suffix(".partial")
+    partial.write_text(json.dumps(identities, indent=1), encoding="utf-8")
+    partial.replace(out)
+    return out

@@ -17,18 +17,26 @@ from guards.errors import NothingToCheck
 from guards.platforms import platform_sites, resolve_platform
 from guards.sites import Site, discover
 from mutations import collect, stage
+from mutations.identify import IDENTITIES, write_identities
 from mutations.operators import OPERATORS
 from mutations.report import print_table, write_report
 from mutations.report.npm import find_viewer
-from mutations.session import IDENTITIES
 from mutations.verdicts import GUARDED, SKIPPED, Operator, RunResult
 
 GATE_FAILED = 1
 
 
-def run_session(ws: stage.Workspace, run_id: str) -> int:
-    """mutmut in its own process (see mutations.session); its output streams to ours."""
-    return subprocess.run([sys.executable, "-m", "mutations.session", str(ws.dir), run_id], check=False).returncode
+def run_session(ws: stage.Workspace, run_id: str, sites: list[Site], packages: list[str]) -> int:
+    """mutmut in its own process (see mutations.session), its output streaming to ours; meanwhile this
+    process names the mutants (the other core is free while mutmut imports vLLM and runs the guards)."""
+    session = subprocess.Popen([sys.executable, "-m", "mutations.session", str(ws.dir), run_id])
+    try:
+        write_identities(ws.dir, sites, packages)
+    except BaseException:
+        session.kill()
+        session.wait()
+        raise
+    return session.wait()
 
 
 def collect_result(ws: stage.Workspace, target: targets.Target, run_id: str, started: float) -> RunResult:
@@ -107,7 +115,7 @@ def mutate(
         f"mutating {target.describe()}{via}: {len(guarded)} sites x {len(OPERATORS)} operators; work in {ws.dir}"
     )
     run_id = uuid.uuid4().hex
-    session_code = run_session(ws, run_id)
+    session_code = run_session(ws, run_id, sites, sorted(packages))
     if not (ws.dir / IDENTITIES).is_file():
         raise stage.StagingFailed(
             f"the mutmut session failed (exit code {session_code}) before naming its mutants; see above"

@@ -5,8 +5,8 @@
 mutmut reads setup.cfg from the current directory, changes sys.path, forks workers and calls exit(),
 so it gets a process to itself. There, with our operators swapped in (mutations.seam), mutmut
 generates the mutants, collects which guard covers which function, runs the clean guards (our
-baseline) and then every mutant in forked workers: vLLM is imported once. Afterwards the same
-process names every mutant (mutations.identify) into `identities.json`.
+baseline) and then every mutant in forked workers: vLLM is imported once. Meanwhile the parent
+names every mutant (mutations.identify) on the other core.
 """
 
 from __future__ import annotations
@@ -14,14 +14,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
-from guards.sites import Site
-from mutations.identify import identify_file
+from guards.errors import GuardError
 from mutations.seam import our_operators
-
-IDENTITIES = "identities.json"
 
 
 def _environment(ws: Path, run_id: str) -> None:
@@ -68,25 +64,17 @@ def complete_baseline(ws: Path) -> int:
         os.chdir(ws)
 
 
-def write_identities(ws: Path) -> int:
-    sites = [Site.from_json(d) for d in json.loads((ws / "sites.json").read_text(encoding="utf-8"))]
-    identities = []
-    for file in sorted({site.file for site in sites if site.cached}):
-        source = (ws / file).read_text(encoding="utf-8")
-        found = identify_file(source, file, sites, staged_packages(ws))
-        identities += [asdict(identity) | {"site": identity.site.id} for identity in found]
-    (ws / IDENTITIES).write_text(json.dumps(identities, indent=1), encoding="utf-8")
-    return len(identities)
-
-
 def main(argv: list[str]) -> int:
     ws, run_id = Path(argv[0]).resolve(), argv[1]
     os.chdir(ws)
     _environment(ws, run_id)
-    code = run_mutmut(staged_packages(ws))
+    try:
+        code = run_mutmut(staged_packages(ws))
+    except GuardError as err:  # e.g. the operator seam moved in a new mutmut
+        print(f"warnonce-guard: error: {err}", file=sys.stderr)
+        return err.exit_code
     if code != 0:
         complete_baseline(ws)
-    write_identities(ws)
     return code
 
 
