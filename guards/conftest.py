@@ -12,6 +12,7 @@ Settings come from options or, for runs that mutmut starts, from environment var
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -48,12 +49,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_TARGET] = target
 
 
+@functools.lru_cache(maxsize=4)
+def _sites_from_file(path: str, mtime_ns: int) -> tuple[Site, ...]:
+    """Sites read once per file version: mutmut forks a worker per mutant, each starting a pytest session."""
+    return tuple(Site.from_json(d) for d in json.loads(Path(path).read_text(encoding="utf-8")))
+
+
 def guarded_sites(config: pytest.Config) -> list[Site]:
     """The cached (`*_once`) sites to guard: from the sites file when given, else discovered now."""
     sites_file = config.getoption("sites_file")
     platform = config.getoption("platform")
     if sites_file:
-        sites = [Site.from_json(d) for d in json.loads(Path(sites_file).read_text(encoding="utf-8"))]
+        sites = list(_sites_from_file(sites_file, Path(sites_file).stat().st_mtime_ns))
     elif platform:
         sites = platform_sites(resolve_platform(platform))
     else:

@@ -85,8 +85,7 @@ def identify_file(
         mutant_id = get_mutant_name(Path(file), f"{mangled}__mutmut_{numbering[id(function)]}")
         package = next(p for p in packages if kernel_import(mutation.original_node, p, p, pattern))
         identity = _identity(mutant_id, mutation, function, class_name, file, sites, package, pattern)
-        mutated_source = module.deep_replace(mutation.original_node, mutation.mutated_node).code
-        found.append(_with_exact_text(identity, source, mutated_source))
+        found.append(_with_exact_text(identity, source, module, mutation))
     return found
 
 
@@ -95,10 +94,22 @@ def _offset(source: str, line: int, column: int) -> int:
     return sum(len(text) for text in lines[: line - 1]) + column
 
 
-def _with_exact_text(identity: MutantIdentity, source: str, mutated_source: str) -> MutantIdentity:
-    """The call's exact text before and after, cut from the whole files (indentation as in the file)."""
+def _with_exact_text(identity: MutantIdentity, source: str, module: cst.Module, mutation: object) -> MutantIdentity:
+    """The call's exact text before and after, indentation as in the file.
+
+    The calls were rendered on their own, so lines inside a multi-line call lack the block's indentation;
+    putting it back is exact when it reproduces the original text. Otherwise (an unusual layout) the whole
+    mutated module is rendered and cut, which is exact but costs a module copy per mutant.
+    """
     site = identity.site
     start, end = _offset(source, site.line, site.column), _offset(source, site.end_line, site.end_column)
+    line = source.splitlines()[site.line - 1]
+    indent = line[: len(line) - len(line.lstrip())]
+    if identity.original.replace("\n", "\n" + indent) == source[start:end]:
+        return replace(
+            identity, original=source[start:end], replacement=identity.replacement.replace("\n", "\n" + indent)
+        )
+    mutated_source = module.deep_replace(mutation.original_node, mutation.mutated_node).code  # type: ignore[attr-defined]
     tail = len(source) - end
     if source[:start] != mutated_source[:start] or source[end:] != mutated_source[len(mutated_source) - tail :]:
         raise MutantsUnaccounted(f"{identity.mutant_id}: the mutant changes code outside its site's call")
