@@ -8,6 +8,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from rich.console import Console
@@ -104,7 +105,10 @@ def mutate(
     target = targets.resolve(vllm_src)
     packages, extra, find_sites = plan(target, platform)
     ws = stage.workspace(target, work_dir, packages, extra)
-    sites = stage.cached_sites(ws) or find_sites()
+    with ThreadPoolExecutor(max_workers=1) as pool:  # copying is mostly waiting on the disk: overlap it
+        copying = pool.submit(stage.copy_packages, ws, packages)
+        sites = stage.cached_sites(ws) or find_sites()
+        copying.result()
     guarded = [site for site in sites if site.cached]
     if not guarded:
         raise NothingToCheck(f"no kernel-import site logs through a *_once call in {target.describe()}")

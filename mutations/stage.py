@@ -178,6 +178,16 @@ def cached_sites(ws: Workspace) -> list[Site] | None:
     return [Site.from_json(data) for data in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
 
 
+def copy_packages(ws: Workspace, packages: dict[str, Path]) -> None:
+    """Copy each package's sources into the work directory (once; the bulk of staging's time)."""
+    try:
+        ws.dir.mkdir(parents=True, exist_ok=True)
+        for name, folder in packages.items():
+            _copy_pristine(folder, ws.dir / name)
+    except OSError as err:
+        raise StagingFailed(f"cannot stage the target in {ws.dir}: {err}; pass --work-dir on a writable disk") from None
+
+
 def prepare(ws: Workspace, target: Target, sites: list[Site], packages: dict[str, Path] | None = None) -> None:
     """Create or refresh the work directory's contents: each package copied, then linked into mutants/."""
     packages = packages or {PACKAGE: target.package_dir}
