@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from guards import target as targets
-from guards.errors import NothingToCheck
+from guards.errors import GuardError, NothingToCheck
 from guards.outcome import GuardFailure
 from guards.platforms import platform_sites, resolve_platform
 from guards.sites import Site, discover
@@ -39,14 +39,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+_SITES = pytest.StashKey[list[Site]]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    target = targets.resolve(config.getoption("vllm_src"))
-    targets.activate(target)
-    targets.check_loaded(target)
-    expected = os.environ.get("WARNONCE_GUARD_EXPECT_VLLM")
-    if expected and target.package_dir.resolve() != Path(expected).resolve():
-        raise targets.TargetNotFound(f"the guards would import {target.package_dir}, not the staged copy {expected}")
-    config.stash[_TARGET] = target
+    """Resolve the target and its sites before collection; bad input is a one-line usage error."""
+    try:
+        target = targets.resolve(config.getoption("vllm_src"))
+        targets.activate(target)
+        targets.check_loaded(target)
+        expected = os.environ.get("WARNONCE_GUARD_EXPECT_VLLM")
+        if expected and target.package_dir.resolve() != Path(expected).resolve():
+            raise targets.TargetNotFound(
+                f"the guards would import {target.package_dir}, not the staged copy {expected}"
+            )
+        config.stash[_TARGET] = target
+        config.stash[_SITES] = guarded_sites(config)
+    except GuardError as err:
+        raise pytest.UsageError(f"warnonce-guard: {err}") from None
 
 
 @functools.lru_cache(maxsize=4)
@@ -74,7 +84,7 @@ def guarded_sites(config: pytest.Config) -> list[Site]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "site" in metafunc.fixturenames:
-        sites = guarded_sites(metafunc.config)
+        sites = metafunc.config.stash[_SITES]
         metafunc.parametrize("site", sites, ids=[site.test_id for site in sites])
 
 

@@ -71,7 +71,17 @@ def cmd_guards(args: argparse.Namespace, console: Console) -> int:
 
     target = targets.resolve(args.vllm_src)  # validates --vllm-src before pytest starts
     console.print(f"guarding {target.describe()}")
-    pytest_args = [str(GUARDS_DIR), "-p", "no:cacheprovider", "--rootdir", str(GUARDS_DIR), *args.pytest_args]
+    pytest_args = [
+        str(GUARDS_DIR),
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(GUARDS_DIR),
+        # this process imported guards and mutations before pytest could rewrite their asserts (they have none)
+        "-W",
+        "ignore::pytest.PytestAssertRewriteWarning",
+        *args.pytest_args,
+    ]
     if args.vllm_src:
         pytest_args += ["--vllm-src", str(args.vllm_src)]
     if args.platform:

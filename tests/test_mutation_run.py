@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -154,3 +156,17 @@ def test_old_work_directories_are_pruned_but_the_current_one_kept(tmp_path: Path
 
     assert sorted(removed) == sorted(old[:3])
     assert sorted(p.name for p in work.iterdir()) == ["current", "old3", "old4"]
+
+
+def test_mutmut_results_and_show_work_on_the_run(tmp_path: Path) -> None:
+    run(make_tree(tmp_path / "tree"), tmp_path)
+    (ws,) = [p for p in (tmp_path / "work").iterdir() if p.is_dir()]
+    mutmut = [sys.executable, "-c", "from mutmut.__main__ import cli; cli()"]
+
+    results = subprocess.run([*mutmut, "results", "--all", "true"], cwd=ws, capture_output=True, text=True)
+    assert results.stdout.count(": killed") == 3, results.stdout + results.stderr
+
+    name = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1"
+    shown = subprocess.run([*mutmut, "show", name], cwd=ws, capture_output=True, text=True)
+    assert f"# {name}: killed" in shown.stdout
+    assert '+        logger.warning_once("Failed to import from vllm._C: %r", e)' in shown.stdout

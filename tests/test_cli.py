@@ -1,0 +1,78 @@
+"""The command line: bad input is one line on stderr naming the problem and the fix, and a non-zero exit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_mutation_run import INTERFACE, make_tree
+
+from guards.errors import NotAVllmTree, NothingToCheck, SourceDoesNotParse, TargetNotFound
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mutations.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def one_line_error(run: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
+    assert run.returncode == code, run.stdout + run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warnonce-guard: error: "), run.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+@pytest.mark.parametrize("command", ["sites", "mutate"])
+def test_a_missing_source_tree_is_named(command: str, tmp_path: Path) -> None:
+    one_line_error(cli(command, "--vllm-src", str(tmp_path / "nope")), TargetNotFound.exit_code, "no such directory")
+
+
+def test_a_directory_that_is_not_a_vllm_tree_is_named(tmp_path: Path) -> None:
+    one_line_error(cli("sites", "--vllm-src", str(tmp_path)), NotAVllmTree.exit_code, "not a vLLM tree")
+
+
+@pytest.mark.parametrize("extra", [(), ("--work-dir", "w", "--out", "r")], ids=["sites", "mutate"])
+def test_a_tree_without_sites_is_a_failure_not_a_pass(extra: tuple[str, ...], tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree", INTERFACE.replace("warning_once", "warning"))
+    command = "mutate" if extra else "sites"
+    run = cli(command, "--vllm-src", str(tree), *extra, cwd=tmp_path)
+    one_line_error(run, NothingToCheck.exit_code, "no kernel-import site logs through a *_once call")
+    assert not (tmp_path / "r").exists()  # no partial report
+
+
+def test_the_sites_of_a_tree_without_sites_are_still_listed_before_failing(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree", INTERFACE.replace("warning_once", "warning"))
+    run = cli("sites", "--vllm-src", str(tree), "--json")
+    assert '"cached": false' in run.stdout and run.returncode == NothingToCheck.exit_code
+
+
+def test_a_file_that_does_not_parse_is_named_with_its_line(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree", INTERFACE + "\ndef broken(:\n    pass\n")
+    line = len(INTERFACE.splitlines()) + 2  # after the source and one blank line
+    one_line_error(cli("sites", "--vllm-src", str(tree)), SourceDoesNotParse.exit_code, f"interface.py:{line}:")
+
+
+def test_guards_on_a_tree_without_sites_stop_with_a_usage_error(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree", INTERFACE.replace("warning_once", "warning"))
+    run = cli("guards", "--vllm-src", str(tree), "-q")
+    assert run.returncode == 4  # pytest's usage error: nothing ran, nothing passed
+    assert "warnonce-guard: no kernel-import site logs through a *_once call" in run.stderr
+    assert "passed" not in run.stdout
+
+
+def test_guards_name_a_platform_module_that_cannot_import(tmp_path: Path) -> None:
+    broken = "import missing_dependency\n" + INTERFACE
+    tree = make_tree(tmp_path / "tree", broken)
+    run = cli("guards", "--vllm-src", str(tree), "-q", "--tb=line")
+    assert run.returncode == 1
+    assert "no module named 'missing_dependency'; install it into the guard environment" in run.stdout
+    assert "Traceback" not in run.stdout
+
+
+def test_an_unknown_option_is_refused(tmp_path: Path) -> None:
+    run = cli("sites", "--bogus")
+    assert run.returncode == 2 and "unrecognized arguments: --bogus" in run.stderr
