@@ -13,6 +13,7 @@ Targets: (b) <= 3x (a); (b) at least 5x faster than (c); (d) under 100 ms per ad
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -24,26 +25,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "mutations.cli"]
 
-LOGGER = """
-import logging
-from functools import lru_cache
-from types import MethodType
+def _toy_logger_source() -> str:
+    """vLLM's logger in miniature, shared with the tests (tests/toy.py)."""
+    spec = importlib.util.spec_from_file_location("toy", ROOT / "tests" / "toy.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.LOGGER_SOURCE
 
 
-@lru_cache
-def _print_warning_once(logger, msg, *args):
-    logger.warning(msg, *args, stacklevel=3)
-
-
-def _warning_once(self, msg, *args):
-    _print_warning_once(self, msg, *args)
-
-
-def init_logger(name):
-    logger = logging.getLogger(name)
-    logger.warning_once = MethodType(_warning_once, logger)
-    return logger
-"""
+LOGGER = _toy_logger_source()
 
 PLATFORM_HEAD = """
 from vllm.logger import init_logger

@@ -10,32 +10,14 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from toy import LOGGER_SOURCE
 
 from mutations import stage
 from mutations.run import GATE_FAILED, mutate
 
 pytestmark = pytest.mark.slow
 
-LOGGER = """
-import logging
-from functools import lru_cache
-from types import MethodType
-
-
-@lru_cache
-def _print_warning_once(logger, msg, *args):
-    logger.warning(msg, *args, stacklevel=3)
-
-
-def _warning_once(self, msg, *args):
-    _print_warning_once(self, msg, *args)
-
-
-def init_logger(name):
-    logger = logging.getLogger(name)
-    logger.warning_once = MethodType(_warning_once, logger)
-    return logger
-"""
+LOGGER = LOGGER_SOURCE
 
 INTERFACE = """
 from vllm.logger import init_logger

@@ -157,49 +157,30 @@ def test_load_class_rejects_a_spec_without_a_class() -> None:
         load_class("justamodule")
 
 
-def test_the_mutation_run_targets_a_plugin_and_mutates_its_own_site(world: tuple[Path, Path], tmp_path: Path) -> None:
+def mutation_run(world: tuple[Path, Path], tmp_path: Path, spec: str) -> dict[str, list[dict[str, object]]]:
+    """`mutate --platform spec` over the toy world; the mutants of each file in the Stryker report."""
     tree, plugins = world
     out = tmp_path / "report"
-    run = cli(
-        tree,
-        plugins,
-        "mutate",
-        "--vllm-src",
-        str(tree),
-        "--platform",
-        "own_plugin.platform:OwnKernelsPlatform",
-        "--work-dir",
-        str(tmp_path / "work"),
-        "--out",
-        str(out),
-    )
+    args = ["mutate", "--vllm-src", str(tree), "--platform", spec, "--work-dir", str(tmp_path / "work")]
+    run = cli(tree, plugins, *args, "--out", str(out))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    files = json.loads((out / "mutation.json").read_text())["files"]
-    mutants = files["own_plugin/platform.py"]["mutants"]
+    return {name: f["mutants"] for name, f in json.loads((out / "mutation.json").read_text())["files"].items()}
+
+
+def test_the_mutation_run_targets_a_plugin_and_mutates_its_own_site(world: tuple[Path, Path], tmp_path: Path) -> None:
+    files = mutation_run(world, tmp_path, "own_plugin.platform:OwnKernelsPlatform")
+
+    mutants = files["own_plugin/platform.py"]
     assert sorted(m["mutatorName"] for m in mutants) == ["eager-repr-revert", "live-arg", "once-dropped"]
     assert {m["status"] for m in mutants} == {"Killed"}
-    assert (plugins / "own_plugin" / "platform.py").read_text().count("__mutmut") == 0
+    assert (world[1] / "own_plugin" / "platform.py").read_text().count("__mutmut") == 0
 
 
 def test_the_mutation_run_through_an_inheriting_plugin_mutates_the_base_site(
     world: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    tree, plugins = world
-    out = tmp_path / "report"
-    run = cli(
-        tree,
-        plugins,
-        "mutate",
-        "--vllm-src",
-        str(tree),
-        "--platform",
-        "inherit_plugin.platform:InheritingPlatform",
-        "--work-dir",
-        str(tmp_path / "work"),
-        "--out",
-        str(out),
-    )
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    (mutants,) = [f["mutants"] for f in json.loads((out / "mutation.json").read_text())["files"].values()]
+    files = mutation_run(world, tmp_path, "inherit_plugin.platform:InheritingPlatform")
+
+    (mutants,) = files.values()
     assert {m["status"] for m in mutants} == {"Killed"} and len(mutants) == 3
     assert all("via-inherit_plugin.platform.InheritingPlatform" in m["killedBy"][0] for m in mutants)

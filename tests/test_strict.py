@@ -15,66 +15,13 @@ import textwrap
 import weakref
 
 import pytest
+from toy import LOGGER_SOURCE
 
 from guards.strict import Violation, offence, wrap
 
 pytest_plugins = ["pytester"]
 
-FAKE_LOGGER = '''
-"""Mimics vllm/logger.py: lru_cached printers, called by global name from methods patched onto a Logger."""
-import logging
-from functools import lru_cache
-from types import MethodType
-
-
-@lru_cache
-def _print_debug_once(logger, msg, *args):
-    logger.debug(msg, *args, stacklevel=3)
-
-
-@lru_cache
-def _print_info_once(logger, msg, *args):
-    logger.info(msg, *args, stacklevel=3)
-
-
-@lru_cache
-def _print_warning_once(logger, msg, *args):
-    logger.warning(msg, *args, stacklevel=3)
-
-
-@lru_cache
-def _print_error_once(logger, msg, *args):
-    logger.error(msg, *args, stacklevel=3)
-
-
-class _VllmLogger(logging.Logger):
-    def debug_once(self, msg, *args, scope="local"):
-        _print_debug_once(self, msg, *args)
-
-    def info_once(self, msg, *args, scope="local"):
-        _print_info_once(self, msg, *args)
-
-    def warning_once(self, msg, *args, scope="local"):
-        _print_warning_once(self, msg, *args)
-
-    def error_once(self, msg, *args, scope="local"):
-        _print_error_once(self, msg, *args)
-
-
-_METHODS_TO_PATCH = {
-    "debug_once": _VllmLogger.debug_once,
-    "info_once": _VllmLogger.info_once,
-    "warning_once": _VllmLogger.warning_once,
-    "error_once": _VllmLogger.error_once,
-}
-
-
-def init_logger(name):
-    logger = logging.getLogger(name)
-    for method_name, method in _METHODS_TO_PATCH.items():
-        setattr(logger, method_name, MethodType(method, logger))
-    return logger
-'''
+FAKE_LOGGER = LOGGER_SOURCE  # mimics vllm/logger.py: lru_cached printers called by global name
 
 # The inner conftest proves the fake is the vllm in use (importing the package does not import vllm.logger).
 FAKE_CONFTEST = "import vllm\n\nassert vllm.FAKE\n"
