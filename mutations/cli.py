@@ -185,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra and args.command != "guards":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.pytest_args = extra
-    console = Console() if sys.stdout.isatty() else Console(width=160)
+    console = Console() if sys.stdout.isatty() else Console(width=200)  # CI logs: keep table rows whole
     try:
         return args.run(args, console)
     except GuardError as err:
