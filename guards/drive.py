@@ -208,7 +208,7 @@ def drive(site: Site, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTE
         with ExitStack() as stack:
             spy, capture = stack.enter_context(_spied_logger(module, site))
             try:
-                stack.enter_context(steered(site.conditions, module))
+                patches = stack.enter_context(steered(site.conditions, module))
             except CannotSteer as err:
                 raise CannotDrive(str(err)) from None
             blocker = stack.enter_context(
@@ -221,7 +221,7 @@ def drive(site: Site, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTE
         del target
         gc.collect()
     try:
-        obs.log_calls, obs.emitted = spy.calls, capture.texts
+        obs.log_calls, obs.emitted, obs.steered = spy.calls, capture.texts, dict(patches.calls)
         alive = blocker.alive()
         obs.exceptions_raised = len(blocker.raised)
         obs.exceptions_alive = len(alive)

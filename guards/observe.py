@@ -39,6 +39,7 @@ class Observation:
     owner_holders: list[str] = field(default_factory=list)
     expected_message: str | None = None
     expected_fragment: str | None = None  # the %r rendering the message must contain, when not literal
+    steered: dict[str, int] = field(default_factory=dict)  # branch tests patched -> times they were evaluated
 
     @property
     def reached(self) -> bool:

@@ -37,10 +37,11 @@ def check_site(site: Site, package: str = "vllm", pattern: str = DEFAULT_KERNEL_
     except CannotDrive as err:
         raise SiteUnreached(site, str(err)) from None
     if not obs.reached:
+        steered = ", ".join(f"{test} evaluated {n}x" for test, n in obs.steered.items()) or "no branch steered"
         raise SiteUnreached(
             site,
             f"no logging call from {site.function_name} while importing {site.kernel_module} was blocked "
-            f"({obs.exceptions_raised} blocked import(s)); the branch steering did not lead to the site",
+            f"({obs.exceptions_raised} blocked import(s); {steered}); the branch steering did not lead to the site",
         )
     found = findings(obs)
     if found:

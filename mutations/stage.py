@@ -51,11 +51,6 @@ class Workspace:
         return self.dir / "mutants"
 
     @property
-    def imported_package(self) -> Path:
-        """The package directory the guards must import during the run."""
-        return self.mutants / PACKAGE
-
-    @property
     def packages_file(self) -> Path:
         """The names of the packages staged (vllm first), for the mutmut session's operators."""
         return self.dir / "packages.json"

@@ -200,6 +200,7 @@ def test_branches_are_steered_both_ways_to_reach_each_site(toy: Toy, kernel: str
     assert len(obs.emitted) == 1
     assert obs.emitted[0].startswith(text)
     assert detectors.findings(obs) == []
+    assert obs.steered == {"Platform.has_avx2()": 2}  # evaluated once per call, both calls
 
 
 def test_steered_branch_test_is_put_back_after_the_drive(toy: Toy) -> None:
