@@ -4,6 +4,7 @@
     nox -s guards -- [--vllm X | --vllm-src PATH] [PYTEST ARGS]
     nox -s sites -- [--vllm X | --vllm-src PATH] [--json]
     nox -s mutation -- [--vllm X | --vllm-src PATH] [--out DIR] [--fail-under PERCENT]
+    nox -s audit -- [--vllm X | --vllm-src PATH] [--json] [--baseline FILE]
     nox -s replay                         the guards and the mutation run against vLLM 0.29.0 must fail
     nox -s lint
 
@@ -82,6 +83,14 @@ def mutation(session: nox.Session) -> None:
     _guard_env(session, version)
     session.run("python", "-m", "mutations.report.npm")  # the pinned HTML viewer, into .nox/npm
     session.run("warnonce-guard", "mutate", *args)
+
+
+@nox.session(python=PYTHON)
+def audit(session: nox.Session) -> None:
+    """Every *_once call of one vLLM that can carry a live object into the cache (`--baseline FILE` to ratchet)."""
+    version, args = _take_vllm(session.posargs)
+    _guard_env(session, version)
+    session.run("warnonce-guard", "audit", *args)
 
 
 @nox.session(python=PYTHON)
