@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from toy import purge, unique_package, write_toy
+from toy import EAGER_CALL, PLATFORM_SOURCE, purge, unique_package, write_toy
 
 from guards import detectors
 from guards.drive import drive, once_caches
@@ -19,22 +19,9 @@ from guards.observe import Observation
 from guards.outcome import LeakDetected, SiteUnreached, check_site
 from guards.sites import Site, discover
 
-PLATFORM = """
-from PKG.logger import init_logger
+PLATFORM = PLATFORM_SOURCE
 
-logger = init_logger(__name__)
-
-
-class Platform:
-    @classmethod
-    def import_kernels(cls) -> None:
-        try:
-            import PKG._C  # noqa: F401
-        except ImportError as e:
-            CALL
-"""
-
-EAGER = 'logger.warning_once("Failed to import from PKG._C: %s", repr(e))'
+EAGER = EAGER_CALL
 LIVE_REPR = 'logger.warning_once("Failed to import from PKG._C: %r", e)'
 LIVE_STR = 'logger.warning_once("Failed to import from PKG._C: %s", e)'
 PLAIN = 'logger.warning("Failed to import from PKG._C: %s", repr(e))'

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from toy import LOGGER_SOURCE
+from toy import EAGER_CALL, LOGGER_SOURCE, PLATFORM_SOURCE
 
 from mutations import stage
 from mutations.run import GATE_FAILED, mutate
@@ -19,20 +19,7 @@ pytestmark = pytest.mark.slow
 
 LOGGER = LOGGER_SOURCE
 
-INTERFACE = """
-from vllm.logger import init_logger
-
-logger = init_logger(__name__)
-
-
-class Platform:
-    @classmethod
-    def import_kernels(cls) -> None:
-        try:
-            import vllm._C  # noqa: F401
-        except ImportError as e:
-            logger.warning_once("Failed to import from vllm._C: %s", repr(e))
-"""
+INTERFACE = PLATFORM_SOURCE.replace("CALL", EAGER_CALL).replace("PKG", "vllm")
 
 
 def make_tree(root: Path, interface: str = INTERFACE) -> Path:

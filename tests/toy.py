@@ -69,6 +69,24 @@ def init_logger(name):
     return logger
 """
 
+# A platform module with one kernel-import site; PKG is the package, CALL the handler's logging call.
+PLATFORM_SOURCE = """
+from PKG.logger import init_logger
+
+logger = init_logger(__name__)
+
+
+class Platform:
+    @classmethod
+    def import_kernels(cls) -> None:
+        try:
+            import PKG._C  # noqa: F401
+        except ImportError as e:
+            CALL
+"""
+
+EAGER_CALL = 'logger.warning_once("Failed to import from PKG._C: %s", repr(e))'
+
 _names = itertools.count()
 
 
