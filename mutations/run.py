@@ -51,7 +51,7 @@ def collect_result(ws: stage.Workspace, target: targets.Target, run_id: str, sta
     return RunResult(
         vllm_version=target.version,
         vllm_commit=target.commit,
-        target=target.describe(),
+        target=f"{target.origin} at {target.package_dir}",
         sources={file: (ws.dir / file).read_text(encoding="utf-8") for file in files},
         operators=[Operator(name, op.description) for name, op in OPERATORS.items()],
         baselines=site_baselines,

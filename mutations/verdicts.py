@@ -70,7 +70,7 @@ class RunResult:
 
     vllm_version: str
     vllm_commit: str | None
-    target: str  # a description of where the target came from
+    target: str  # where the target came from, e.g. "installed at /.../site-packages/vllm"
     sources: dict[str, str]  # file (as in Site.file) -> original source text
     operators: list[Operator]
     baselines: list[SiteBaseline]
