@@ -11,6 +11,8 @@ from test_mutation_run import INTERFACE, make_tree
 
 from guards.errors import NotAVllmTree, NothingToCheck, SourceDoesNotParse, TargetNotFound
 
+pytestmark = pytest.mark.slow  # runs the command line in subprocesses
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -42,6 +42,8 @@ class OwnKernelsPlatform(Platform):
             logger.warning_once("Failed to import own_plugin._own_C: {args})
 """
 
+pytestmark = pytest.mark.slow  # runs the command line in subprocesses
+
 EAGER, LIVE = '%s", repr(err)', '%r", err'
 
 
