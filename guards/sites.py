@@ -379,16 +379,18 @@ def sites_in_source(
     source: str, file: str, module: str, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTERN
 ) -> list[Site]:
     """Every site in one file's source text."""
-    if not might_hold_site(source, pattern) or not _logs_a_caught_exception(source):
+    if not might_hold_site(source, pattern) or not _logs_a_caught_exception(source, pattern):
         return []
     finder = _SiteFinder(parse(source, file), file, module, package, pattern)
     finder.walk(finder.module_node.body, _Scope())
     return finder.sites
 
 
-# From `from`/`import`/`import_module` to the end of the line, or past a parenthesised part spanning lines:
-# `from vllm._C import ops` names the kernel before `import`, `from vllm import (\n    _C,\n)` after a newline.
-_IMPORT_LINE = re.compile(r"(?:\bfrom\b|\bimport\b|\bimport_module\b)([^\n(]*(?:\([^)]*\)[^\n]*)?)")
+# Module names a file may import, found by two regexes that start with a literal (fast to scan for):
+# `from vllm._C import ops` names the kernel before `import`; `import vllm._C`, `from vllm import (\n _C,\n)`
+# and `import_module(\n "vllm._C")` after it, possibly past a parenthesised part spanning lines.
+_FROM_MODULE = re.compile(r"from[ \t]+([\w.]+)[ \t]+import")
+_IMPORTED = re.compile(r"import(?:_module)?\b([^\n(]*(?:\([^)]*\)[^\n]*)?)")
 _TOKEN = re.compile(r"[A-Za-z_][\w.]*")
 
 
@@ -396,32 +398,54 @@ def might_hold_site(source: str, pattern: str = DEFAULT_KERNEL_PATTERN) -> bool:
     """Cheap text test that lets most files skip the libcst parse: an `except` and a kernel-ish import."""
     if "except" not in source:
         return False
-    for match in _IMPORT_LINE.finditer(source):
-        for token in _TOKEN.findall(match.group(1)):
-            if re.search(pattern, token.rsplit(".", 1)[-1]):
-                return True
+    for regex in (_FROM_MODULE, _IMPORTED):
+        for match in regex.finditer(source):
+            for token in _TOKEN.findall(match.group(1)):
+                if re.search(pattern, token.rsplit(".", 1)[-1]):
+                    return True
     return False
 
 
-def _logs_a_caught_exception(source: str) -> bool:
-    """A second, structural prefilter with the stdlib parser (far faster than libcst): some handler
-    `except ... as NAME` logs NAME through a logger method. A file `ast` cannot parse goes on to libcst,
-    which reports where."""
+def _ast_imported_names(statements: list[ast.stmt]) -> Iterator[str]:
+    for node in (n for stmt in statements for n in ast.walk(stmt)):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield node.module or ""
+            yield from (alias.name for alias in node.names)
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            yield node.args[0].value  # importlib.import_module("...") and look-alikes: a superset is fine
+
+
+def _logs_a_caught_exception(source: str, pattern: str = DEFAULT_KERNEL_PATTERN) -> bool:
+    """A second, structural prefilter with the stdlib parser (far faster than libcst): some `try` imports a
+    kernel-looking module and a handler `except ... as NAME` logs NAME through a logger method. A file
+    `ast` cannot parse goes on to libcst, which reports where."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return True
     methods = ONCE_METHODS | PLAIN_METHODS
-    for handler in ast.walk(tree):
-        if isinstance(handler, ast.ExceptHandler) and handler.name:
-            for node in ast.walk(ast.Module(body=handler.body, type_ignores=[])):
-                if (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in methods
-                    and any(isinstance(n, ast.Name) and n.id == handler.name for a in node.args for n in ast.walk(a))
-                ):
-                    return True
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try) or not any(
+            re.search(pattern, name.rsplit(".", 1)[-1]) for name in _ast_imported_names(node.body)
+        ):
+            continue
+        for handler in node.handlers:
+            if handler.name and any(
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr in methods
+                and any(isinstance(n, ast.Name) and n.id == handler.name for a in call.args for n in ast.walk(a))
+                for stmt in handler.body
+                for call in ast.walk(stmt)
+            ):
+                return True
     return False
 
 

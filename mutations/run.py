@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from rich.console import Console
@@ -105,7 +106,8 @@ def mutate(
     target = targets.resolve(vllm_src)
     packages, extra, find_sites = plan(target, platform)
     ws = stage.workspace(target, work_dir, packages, extra)
-    with ThreadPoolExecutor(max_workers=1) as pool:  # copying is mostly waiting on the disk: overlap it
+    # Staging needs no sites: a forked process copies while this one parses (two cores, no shared GIL).
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
         copying = pool.submit(stage.copy_packages, ws, packages)
         sites = stage.cached_sites(ws) or find_sites()
         copying.result()

@@ -35,7 +35,9 @@ from guards.target import PACKAGE, Target
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 GUARD_TEST_FILES = ("conftest.py", "test_kernel_import_sites.py")
 TOOL_DIRS = ("guards", "mutations")
-_SKIP = shutil.ignore_patterns("*.so", "*.pyd", "*.pyc", "__pycache__")
+# Compiled modules stay behind (the guards block them). Bytecode comes along: copies keep their sources'
+# mtimes, so the .pyc files stay valid and the one import of vLLM does not compile it from source.
+_SKIP = shutil.ignore_patterns("*.so", "*.pyd")
 
 
 class StagingFailed(GuardError):
@@ -127,20 +129,31 @@ def _copy_pristine(source: Path, destination: Path) -> None:
     partial.rename(destination)
 
 
-def _link_unmutated(ws: Workspace, name: str, site_files: set[str]) -> None:
-    """Fill mutants/<name> with hard links to every pristine file mutmut does not own (done once)."""
+def _link_all(ws: Workspace, name: str) -> None:
+    """Fill mutants/<name> with hard links to every pristine file (done once per work directory)."""
     marker = ws.mutants / f".{name}.linked"
     if marker.exists():
         return
     for path in (ws.dir / name).rglob("*"):
-        relative = path.relative_to(ws.dir)
-        if path.is_dir() or relative.as_posix() in site_files:
+        if path.is_dir():
             continue
-        destination = ws.mutants / relative
+        destination = ws.mutants / path.relative_to(ws.dir)
         destination.parent.mkdir(parents=True, exist_ok=True)
         if not destination.exists():
             os.link(path, destination)
     marker.touch()
+
+
+def _unlink_site_files(ws: Workspace, site_files: set[str]) -> None:
+    """mutmut owns the site files under mutants/: it copies them there and writes the mutants into them.
+
+    A hard link left in place would be skipped by its copy and then written through, into the pristine
+    copy. A file mutmut already wrote (another inode) is kept: it is mutmut's cache.
+    """
+    for file in site_files:
+        linked = ws.mutants / file
+        if linked.exists() and os.path.samefile(linked, ws.dir / file):
+            linked.unlink()
 
 
 def _copy_guard_tests(ws: Workspace) -> None:
@@ -174,23 +187,25 @@ def cached_sites(ws: Workspace) -> list[Site] | None:
 
 
 def copy_packages(ws: Workspace, packages: dict[str, Path]) -> None:
-    """Copy each package's sources into the work directory (once; the bulk of staging's time)."""
+    """Copy each package into the work directory and link it into mutants/ (once; most of staging's time).
+
+    Needs no sites, so it can run while discovery does.
+    """
     try:
         ws.dir.mkdir(parents=True, exist_ok=True)
         for name, folder in packages.items():
             _copy_pristine(folder, ws.dir / name)
+            _link_all(ws, name)
     except OSError as err:
         raise StagingFailed(f"cannot stage the target in {ws.dir}: {err}; pass --work-dir on a writable disk") from None
 
 
 def prepare(ws: Workspace, target: Target, sites: list[Site], packages: dict[str, Path] | None = None) -> None:
-    """Create or refresh the work directory's contents: each package copied, then linked into mutants/."""
+    """Create or refresh the work directory's contents for these sites."""
     packages = packages or {PACKAGE: target.package_dir}
+    copy_packages(ws, packages)
     try:
-        ws.dir.mkdir(parents=True, exist_ok=True)
-        for name, folder in packages.items():
-            _copy_pristine(folder, ws.dir / name)
-            _link_unmutated(ws, name, {site.file for site in sites})
+        _unlink_site_files(ws, {site.file for site in sites})
         ws.packages_file.write_text(json.dumps(sorted(packages)), encoding="utf-8")
         _copy_guard_tests(ws)
         write_mutmut_config(ws, sites)

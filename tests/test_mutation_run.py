@@ -64,6 +64,10 @@ def test_guards_import_the_staged_copy_and_the_tree_is_left_as_it_was(tmp_path: 
     (ws,) = [p for p in work.iterdir() if p.is_dir()]
     mutated = (ws / "mutants" / "vllm" / "platforms" / "interface.py").read_text()
     assert "__mutmut_1" in mutated  # what the guards imported carries the mutants
+    pristine = ws / "vllm" / "platforms" / "interface.py"  # mutmut wrote its copy, not through a link
+    assert pristine.read_text() == INTERFACE
+    assert not os.path.samefile(pristine, ws / "mutants" / "vllm" / "platforms" / "interface.py")
+    assert os.path.samefile(ws / "vllm" / "logger.py", ws / "mutants" / "vllm" / "logger.py")
     records = [json.loads(line) for f in (ws / "attribution").glob("*.jsonl") for line in f.read_text().splitlines()]
     assert records and all(r["outcome"] in ("passed", "failed") for r in records)
 
