@@ -9,9 +9,12 @@ as not cached. The frozen `Site` record is the vocabulary everything downstream 
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
 
 import libcst as cst
@@ -249,6 +252,13 @@ class _SiteFinder:
         self.current_package = module if file.endswith("__init__.py") else module.rpartition(".")[0]
         self.sites: list[Site] = []
 
+    @classmethod
+    def run(cls, source: str, file: str, module: str, package: str, pattern: str) -> list[Site]:
+        """Parse one file and walk it for sites."""
+        finder = cls(parse(source, file), file, module, package, pattern)
+        finder.walk(finder.module_node.body, _Scope())
+        return finder.sites
+
     def code(self, node: cst.CSTNode) -> str:
         return self.module_node.code_for_node(node).strip()
 
@@ -381,9 +391,7 @@ def sites_in_source(
     """Every site in one file's source text."""
     if not might_hold_site(source, pattern) or not _logs_a_caught_exception(source, pattern):
         return []
-    finder = _SiteFinder(parse(source, file), file, module, package, pattern)
-    finder.walk(finder.module_node.body, _Scope())
-    return finder.sites
+    return _SiteFinder.run(source, file, module, package, pattern)
 
 
 # Module names a file may import, found by two regexes that start with a literal (fast to scan for):
@@ -456,11 +464,26 @@ def module_name(relative: Path) -> str:
     return ".".join(parts)
 
 
+def _sites_of(job: tuple[str, str, str, str, str]) -> list[Site]:
+    source, file, module, package, pattern = job
+    return _SiteFinder.run(source, file, module, package, pattern)
+
+
 def discover(root: Path, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTERN) -> list[Site]:
-    """Every site under `root/package`, sorted by file and line."""
-    found: list[Site] = []
+    """Every site under `root/package`, sorted by file and line.
+
+    Cheap prefilters pick the few files worth a libcst parse; those are parsed on every core.
+    """
+    jobs = []
     for path in sorted((root / package).rglob("*.py")):
-        relative = path.relative_to(root)
         source = path.read_text(encoding="utf-8", errors="replace")
-        found.extend(sites_in_source(source, relative.as_posix(), module_name(relative), package, pattern))
-    return sorted(found, key=lambda s: (s.file, s.line))
+        if might_hold_site(source, pattern) and _logs_a_caught_exception(source, pattern):
+            relative = path.relative_to(root)
+            jobs.append((source, relative.as_posix(), module_name(relative), package, pattern))
+    if len(jobs) > 1:
+        workers = min(len(jobs), os.cpu_count() or 1)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+            results = list(pool.map(_sites_of, jobs))
+    else:
+        results = [_sites_of(job) for job in jobs]
+    return sorted((site for found in results for site in found), key=lambda s: (s.file, s.line))

@@ -33,12 +33,23 @@ def run_session(ws: stage.Workspace, run_id: str, sites: list[Site], packages: l
     process names the mutants (the other core is free while mutmut imports vLLM and runs the guards)."""
     session = subprocess.Popen([sys.executable, "-m", "mutations.session", str(ws.dir), run_id])
     try:
+        _wait_for_generation(ws, sites, session)
         write_identities(ws.dir, sites, packages)
     except BaseException:
         session.kill()
         session.wait()
         raise
     return session.wait()
+
+
+def _wait_for_generation(ws: stage.Workspace, sites: list[Site], session: subprocess.Popen[bytes]) -> None:
+    """Until mutmut has written its mutants (a .meta per site file) or stopped: mutmut generates on both
+    cores, then imports vLLM on one, which is when naming the mutants costs no time."""
+    if (ws.dir / IDENTITIES).is_file():
+        return
+    metas = [ws.mutants / f"{file}.meta" for file in {site.file for site in sites if site.cached}]
+    while session.poll() is None and not all(meta.is_file() for meta in metas):
+        time.sleep(0.05)
 
 
 def collect_result(ws: stage.Workspace, target: targets.Target, run_id: str, started: float) -> RunResult:
