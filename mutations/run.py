@@ -133,6 +133,12 @@ def mutate(
     )
     run_id = uuid.uuid4().hex
     session_code = run_session(ws, run_id, sites, sorted(packages))
+    missing = [file for file in sorted({s.file for s in guarded}) if not (ws.mutants / f"{file}.meta").is_file()]
+    if missing:
+        raise stage.StagingFailed(
+            f"the mutmut session ended (exit code {session_code}) before writing mutants for {', '.join(missing)}; "
+            "see its output above"
+        )
     if not (ws.dir / IDENTITIES).is_file():
         raise stage.StagingFailed(
             f"the mutmut session failed (exit code {session_code}) before naming its mutants; see above"

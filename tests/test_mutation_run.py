@@ -143,3 +143,14 @@ def test_mutmut_results_and_show_work_on_the_run(tmp_path: Path) -> None:
     shown = subprocess.run([*mutmut, "show", name], cwd=ws, capture_output=True, text=True)
     assert f"# {name}: killed" in shown.stdout
     assert '+        logger.warning_once("Failed to import from vllm._C: %r", e)' in shown.stdout
+
+
+def test_a_session_that_dies_before_generating_is_an_error_not_a_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mutations import run as run_module
+
+    monkeypatch.setattr(run_module, "run_session", lambda *args: 7)
+    with pytest.raises(stage.StagingFailed, match=r"exit code 7\) before writing mutants for vllm/platforms"):
+        run(make_tree(tmp_path / "tree"), tmp_path)
+    assert not (tmp_path / "report").exists()
