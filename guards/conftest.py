@@ -7,7 +7,8 @@ Settings come from options or, for runs that mutmut starts, from environment var
 - `--sites-file` / WARNONCE_GUARD_SITES: sites discovered beforehand, so a mutated copy is never re-parsed;
 - WARNONCE_GUARD_ATTRIBUTION: a directory where each guard records its outcome and the detectors that
   fired, for the mutation report;
-- WARNONCE_GUARD_EXPECT_VLLM: the package directory the guards must import (the staged copy).
+- WARNONCE_GUARD_EXPECT_VLLM: the package directory the guards must import (the staged copy);
+- WARNONCE_GUARD_EVIDENCE=0: leave out the referrer chains in findings (the mutation run, for speed).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ def _environment(ws: Path, run_id: str) -> None:
         WARNONCE_GUARD_ATTRIBUTION=str(ws / "attribution"),
         WARNONCE_GUARD_EXPECT_VLLM=str(ws / "mutants" / "vllm"),
         WARNONCE_GUARD_RUN_ID=run_id,
+        WARNONCE_GUARD_EVIDENCE="0",  # verdicts and detectors only: no referrer chains (see guards.drive)
     )
     os.environ.pop("WARNONCE_GUARD_VLLM_SRC", None)
 

@@ -283,6 +283,18 @@ def test_records_held_by_a_handler_up_the_tree_are_not_mistaken_for_retention(to
     assert len(obs.emitted) == 2  # still seen: the warning repeats
 
 
+def test_without_evidence_the_leak_is_still_found_only_the_chains_are_left_out(
+    toy: Toy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package, (site,) = toy(call=LIVE_REPR)
+    monkeypatch.setattr("guards.drive._EVIDENCE", False)
+
+    obs = drive(site, package=package)
+
+    assert obs.exceptions_alive == 2 and obs.owners_alive == 2
+    assert obs.exception_holders == [] and obs.owner_holders == []
+
+
 def test_drive_leaves_no_trace(toy: Toy) -> None:
     package, (site,) = toy(call=LIVE_REPR)
     module = importlib.import_module(site.module)
