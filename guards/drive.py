@@ -25,6 +25,7 @@ from guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, blocking, stubbin
 from guards.errors import PlatformImportFailed
 from guards.formatting import placeholder_for_arg, with_conversion
 from guards.observe import LoggerSpy, Observation, RecordCapture
+from guards.platforms import PlatformNotFound, load_class
 from guards.sites import DEFAULT_KERNEL_PATTERN, Site, is_kernel_module
 from guards.steering import CannotSteer, steered
 
@@ -52,9 +53,8 @@ def import_platform_module(
     """Import a platform module once; kernel modules it imports at module level are stubbed meanwhile."""
     if name in sys.modules:
         return sys.modules[name]
-    packages = (package, *more_packages)
     try:
-        with stubbing(lambda module: any(is_kernel_module(module, p, pattern) for p in packages)):
+        with stubbing(kernel_modules_of((package, *more_packages), pattern)):
             return importlib.import_module(name)
     except ImportError as err:
         if isinstance(err, ModuleNotFoundError) and err.name:
@@ -66,15 +66,9 @@ def import_platform_module(
         raise PlatformImportFailed(f"importing {name} failed: {err}; fix the guard environment") from None
 
 
-def _driver_class(spec: str) -> type:
-    module_name, _, class_name = spec.partition(":")
-    try:
-        owner: Any = importlib.import_module(module_name)
-        for part in class_name.split("."):
-            owner = getattr(owner, part)
-    except (ImportError, AttributeError) as err:
-        raise CannotDrive(f"platform {spec} cannot be loaded: {err}") from None
-    return owner
+def kernel_modules_of(packages: tuple[str, ...], pattern: str) -> Callable[[str], bool]:
+    """Whether a module name is a kernel module of any of `packages` (what is stubbed, then blocked)."""
+    return lambda name: any(is_kernel_module(name, package, pattern) for package in packages)
 
 
 def site_callable(site: Site, module: types.ModuleType) -> Callable[[], Any]:
@@ -83,7 +77,10 @@ def site_callable(site: Site, module: types.ModuleType) -> Callable[[], Any]:
     A site with a `driver` is called through that platform class (which inherits or overrides it).
     """
     if site.driver:
-        return getattr(_driver_class(site.driver), site.function_name)
+        try:
+            return getattr(load_class(site.driver), site.function_name)
+        except PlatformNotFound as err:
+            raise CannotDrive(str(err)) from None
     if site.qualname == "<module>":
         raise CannotDrive("the site runs at import time, not in a function")
     owner: Any = module
@@ -215,9 +212,7 @@ def drive(site: Site, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTE
                 patches = stack.enter_context(steered(site.conditions, module))
             except CannotSteer as err:
                 raise CannotDrive(str(err)) from None
-            blocker = stack.enter_context(
-                blocking(lambda name: any(is_kernel_module(name, p, pattern) for p in packages))
-            )
+            blocker = stack.enter_context(blocking(kernel_modules_of(packages, pattern)))
             for _ in range(calls):
                 owner = LLMStandIn(target)
                 owners.append(weakref.ref(owner))

@@ -125,7 +125,7 @@ def is_kernel_module(name: str, package: str, pattern: str = DEFAULT_KERNEL_PATT
 
 def imported_modules(stmt: cst.CSTNode, current_package: str) -> Iterator[str]:
     """Dotted names a statement imports, including `importlib.import_module("x")` calls."""
-    for node in _walk(stmt):
+    for node in walk(stmt):
         if isinstance(node, cst.Import):
             for alias in node.names:
                 name = dotted(alias.name)
@@ -168,7 +168,7 @@ def handler_name(handler: cst.ExceptHandler) -> str | None:
 
 
 def references(node: cst.CSTNode, name: str) -> bool:
-    return any(isinstance(n, cst.Name) and n.value == name for n in _walk(node))
+    return any(isinstance(n, cst.Name) and n.value == name for n in walk(node))
 
 
 def arg_form(expr: cst.BaseExpression, name: str) -> str | None:
@@ -213,7 +213,7 @@ def logging_calls(handler: cst.ExceptHandler, name: str) -> list[cst.Call]:
     """Logger calls in a handler body that pass (something made of) the exception `name`."""
     return [
         node
-        for node in _walk(handler.body)
+        for node in walk(handler.body)
         if isinstance(node, cst.Call)
         and log_method(node) is not None
         and any(references(arg.value, name) for arg in node.args[1:] if arg.keyword is None)
@@ -229,10 +229,11 @@ def kernel_import(try_node: cst.Try, package: str, current_package: str, pattern
     return None
 
 
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and every node below it, in source order (pre-order)."""
     yield node
     for child in node.children:
-        yield from _walk(child)
+        yield from walk(child)
 
 
 # ---- discovery ----------------------------------------------------------------------------------
@@ -346,7 +347,7 @@ class _SiteFinder:
 
         def descend(body: Sequence[cst.CSTNode], acc: tuple[Condition, ...]) -> bool:
             for stmt in body:
-                if any(node is call for node in _walk(stmt)):
+                if any(node is call for node in walk(stmt)):
                     if isinstance(stmt, cst.If):
                         return descend_if(stmt, acc)
                     found.extend(acc)
@@ -355,7 +356,7 @@ class _SiteFinder:
 
         def descend_if(stmt: cst.If, acc: tuple[Condition, ...]) -> bool:
             test = self.code(stmt.test)
-            if any(node is call for node in _walk(stmt.body)):
+            if any(node is call for node in walk(stmt.body)):
                 return descend(stmt.body.body, (*acc, Condition(test, True, True)))
             negated = (*acc, Condition(test, False, True))
             if isinstance(stmt.orelse, cst.If):

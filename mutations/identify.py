@@ -15,7 +15,15 @@ from pathlib import Path
 import libcst as cst
 
 from guards.errors import GuardError
-from guards.sites import DEFAULT_KERNEL_PATTERN, Site, handler_name, kernel_import, log_method, logging_calls
+from guards.sites import (
+    DEFAULT_KERNEL_PATTERN,
+    Site,
+    handler_name,
+    kernel_import,
+    log_method,
+    logging_calls,
+    walk,
+)
 from mutations.operators import PACKAGE, operator_of
 from mutations.seam import our_operators
 
@@ -129,7 +137,7 @@ def _identity(
     original, mutated = mutation.original_node, mutation.mutated_node  # type: ignore[attr-defined]
     operator = operator_of(original, mutated, package, pattern)
     before = list(_calls(original, package, pattern))
-    after = [n for n in _walk(mutated) if isinstance(n, cst.Call) and log_method(n)]
+    after = [n for n in walk(mutated) if isinstance(n, cst.Call) and log_method(n)]
     empty = cst.Module([])
     changed = next((i for i, call in enumerate(before) if i >= len(after) or not call.deep_equals(after[i])), None)
     if operator is None or changed is None:
@@ -155,20 +163,15 @@ def _identity(
 def _kernel_of(call: cst.Call, function: cst.FunctionDef, package: str, pattern: str) -> str | None:
     """The kernel module of the innermost kernel-import `try` whose handler holds `call`."""
     owner = None
-    for node in _walk(function):
+    for node in walk(function):
         if (
             isinstance(node, cst.Try)
             and kernel_import(node, package, package, pattern)
-            and any(n is call for handler in node.handlers for n in _walk(handler))
+            and any(n is call for handler in node.handlers for n in walk(handler))
         ):
             owner = node
     return kernel_import(owner, package, package, pattern) if owner is not None else None
 
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
 def write_identities(ws: Path, sites: list[Site], packages: Sequence[str]) -> Path:

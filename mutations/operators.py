@@ -26,6 +26,7 @@ from guards.sites import (
     kernel_import,
     log_method,
     logging_calls,
+    walk,
 )
 
 PACKAGE = "vllm"
@@ -60,7 +61,7 @@ def current_package_for(try_node: cst.Try, package: str) -> str:
     (`from . import _C`, `from .. import _C`) is taken to point inside `package`, which is all
     `is_kernel_module` asks of a name besides its last component.
     """
-    depth = max((len(n.relative) for n in _walk(try_node.body) if isinstance(n, cst.ImportFrom)), default=1)
+    depth = max((len(n.relative) for n in walk(try_node.body) if isinstance(n, cst.ImportFrom)), default=1)
     return ".".join([package] + ["_"] * (depth - 1))
 
 
@@ -287,7 +288,7 @@ def apply_operator(name: str, source: str, package: str = PACKAGE, pattern: str 
     operator = OPERATORS[name].function
     module = cst.parse_module(source)
     mutants = []
-    for try_node in (node for node in _walk(module) if isinstance(node, cst.Try)):
+    for try_node in (node for node in walk(module) if isinstance(node, cst.Try)):
         for mutated in operator(try_node, package, pattern):
             replaced = module.deep_replace(try_node, mutated)
             assert isinstance(replaced, cst.Module)
@@ -314,8 +315,3 @@ def _changed_line(before: str, after: str) -> tuple[str, str]:
             return old.strip(), new.strip()
     raise ValueError("the example does not change any line")
 
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield node
-    for child in node.children:
-        yield from _walk(child)
