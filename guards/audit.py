@@ -53,7 +53,7 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from guards.errors import GuardError, SourceDoesNotParse
+from guards.errors import ExitCode, GuardError, SourceDoesNotParse
 from guards.sites import ONCE_METHODS
 
 PREFILTER = "_once("
@@ -85,7 +85,7 @@ _KINDS: tuple[tuple[type[ast.AST] | tuple[type[ast.AST], ...], str], ...] = (
 class BadBaseline(GuardError):
     """The baseline file is missing, unreadable, not JSON or not a baseline; or it cannot be written."""
 
-    exit_code = 7
+    exit_code = ExitCode.BAD_BASELINE
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ Settings come from options or, for runs that mutmut starts, from environment var
 - `--platform` / WARNONCE_GUARD_PLATFORM: a platform class (module:Class) whose import_kernels sites are
   guarded through it;
 - `--sites-file` / WARNONCE_GUARD_SITES: sites discovered beforehand, so a mutated copy is never re-parsed;
-- WARNONCE_GUARD_ATTRIBUTION: a directory where each guard records its outcome and the detectors that
-  fired, for the mutation report;
+- WARNONCE_GUARD_ATTRIBUTION: a directory where each finished session writes its guards' outcomes and
+  the detectors that fired (`guards.records`), for the mutation report;
 - WARNONCE_GUARD_EXPECT_VLLM: the package directory the guards must import (the staged copy);
 - WARNONCE_GUARD_EVIDENCE=0: leave out the referrer chains in findings (the mutation run, for speed).
 """
@@ -24,6 +24,7 @@ from guards import target as targets
 from guards.errors import GuardError, NothingToCheck
 from guards.outcome import GuardFailure
 from guards.platforms import platform_sites, resolve_platform
+from guards.records import FINISHED_STATUSES, GuardRecord, GuardSession, RecordKind, write_session
 from guards.sites import Site, discover
 
 _TARGET = pytest.StashKey[targets.Target]()
@@ -102,30 +103,40 @@ def _site_of(item: pytest.Item) -> str | None:
     return site.id if isinstance(site, Site) else None
 
 
+_RECORDS = pytest.StashKey[list[GuardRecord]]()
+
+
+def guard_record(item: pytest.Item, phase: str, error: BaseException | None) -> GuardRecord:
+    """A guard's outcome in one phase as a typed record (`guards.records`)."""
+    if error is None:
+        return GuardRecord(item.nodeid, _site_of(item), phase, RecordKind.PASSED)
+    kind = error.kind if isinstance(error, GuardFailure) else RecordKind.ERROR
+    detectors = error.detectors if isinstance(error, GuardFailure) else ()
+    message = (str(error).splitlines() or [type(error).__name__])[0]
+    if kind is RecordKind.ERROR:
+        message = f"{type(error).__name__}: {message}"
+    return GuardRecord(item.nodeid, _site_of(item), phase, kind, tuple(detectors), message)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     report = yield
-    out = os.environ.get("WARNONCE_GUARD_ATTRIBUTION")
-    if out and (report.failed or report.when == "call"):
+    if os.environ.get("WARNONCE_GUARD_ATTRIBUTION") and (report.failed or report.when == "call"):
         error = call.excinfo.value if call.excinfo is not None else None
-        if error is None:
-            detectors: list[str] = []
-        elif isinstance(error, GuardFailure):
-            detectors = list(error.detectors)
-        else:
-            detectors = [f"error: {type(error).__name__}"]
-        record = {
-            "run": os.environ.get("WARNONCE_GUARD_RUN_ID", ""),
-            "mutant": os.environ.get("MUTANT_UNDER_TEST", ""),
-            "test": item.nodeid,
-            "site": _site_of(item),
-            "outcome": report.outcome,
-            "phase": report.when,
-            "detectors": detectors,
-            "message": (str(error).splitlines() or [type(error).__name__])[0] if error is not None else "",
-        }
-        path = Path(out) / f"{record['mutant'] or 'baseline'}.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record) + "\n")
+        item.config.stash.setdefault(_RECORDS, []).append(guard_record(item, report.when, error))
     return report
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Write the session's records, whole, when every guard ran; a session cut short writes nothing."""
+    folder = os.environ.get("WARNONCE_GUARD_ATTRIBUTION")
+    if not folder or int(exitstatus) not in FINISHED_STATUSES:
+        return
+    records = session.config.stash.get(_RECORDS, [])
+    run = GuardSession(
+        os.environ.get("WARNONCE_GUARD_RUN_ID", ""),
+        os.environ.get("MUTANT_UNDER_TEST", ""),
+        int(exitstatus),
+        tuple(records),
+    )
+    write_session(Path(folder), run)

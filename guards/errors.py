@@ -1,39 +1,161 @@
-"""The few specific errors deep code raises; the CLI turns each into one line and an exit code."""
+"""The exit-code table and the few specific errors deep code raises; the CLI turns each into one line.
+
+Every non-zero exit of `warnonce-guard` is one row of `ExitCode`: a run that checked and failed (1)
+is never confused with bad input (2-19), a bug of our own (70) or an interrupt (130, 143). Each
+`GuardError` subclass names its row; the CLI prints `warnonce-guard: error: <message>` and exits with it.
+"""
 
 from __future__ import annotations
 
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """What the exit status of `warnonce-guard` means (one value per kind of outcome)."""
+
+    OK = 0  # the check ran and passed
+    # the check ran and failed: score below --fail-under, a site exposed or unreached, a guard failed, a new finding
+    CHECK_FAILED = 1
+    USAGE = 2  # the command line is wrong: unknown option, a value out of range (--fail-under nan)
+    TARGET_NOT_FOUND = 3  # no vLLM installed, or --vllm-src does not exist
+    NOT_A_VLLM_TREE = 4  # --vllm-src exists but holds no vllm/ package with vllm/platforms/
+    SOURCE_DOES_NOT_PARSE = 5  # a Python file of the target does not parse
+    PLATFORM_NOT_FOUND = 6  # --platform cannot be imported or is not a platform class
+    PLATFORM_IMPORT_FAILED = 7  # a platform module fails to import in the guard environment
+    NOTHING_TO_CHECK = 8  # no *_once kernel-import site (or no mutant): never a vacuous pass
+    PATH_REFUSED = 9  # --out or --work-dir would replace or delete something warnonce-guard did not create
+    PATH_UNUSABLE = 10  # --out, --work-dir or --viewer-js is missing, not a directory/file, or not writable
+    WORK_DIR_BUSY = 11  # another run holds the work directory
+    STAGING_FAILED = 12  # the target cannot be copied into the work directory
+    ENGINE_FAILED = 13  # mutmut is missing, another version, moved its internals, or its session died
+    MUTANTS_UNACCOUNTED = 14  # mutmut and warnonce-guard disagree on which mutants exist
+    VIEWER_MISSING = 15  # the HTML report viewer bundle is not installed
+    REPORT_FAILED = 16  # the report cannot be written
+    BAD_BASELINE = 17  # the audit baseline cannot be read or written
+    NPM_FAILED = 18  # installing the pinned npm packages failed
+    INTERNAL_ERROR = 70  # a bug in warnonce-guard (an invariant it broke itself): the traceback is kept
+    INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT); complete verdicts are kept, the rest re-tested next run
+    TERMINATED = 143  # stopped by SIGTERM; as for Ctrl-C
+
+
+def exit_code_table() -> str:
+    """The table for `--help` and README: one line per code."""
+    meanings = {
+        ExitCode.OK: "the check ran and passed",
+        ExitCode.CHECK_FAILED: "the check ran and failed (score, exposed/unreached site, failed guard, new finding)",
+        ExitCode.USAGE: "bad command line (unknown option, value out of range)",
+        ExitCode.TARGET_NOT_FOUND: "no vLLM installed, or --vllm-src does not exist",
+        ExitCode.NOT_A_VLLM_TREE: "--vllm-src holds no vllm/ package with vllm/platforms/",
+        ExitCode.SOURCE_DOES_NOT_PARSE: "a Python file of the target does not parse",
+        ExitCode.PLATFORM_NOT_FOUND: "--platform cannot be loaded or is not a platform class",
+        ExitCode.PLATFORM_IMPORT_FAILED: "a platform module fails to import in this environment",
+        ExitCode.NOTHING_TO_CHECK: "no *_once kernel-import site, or no mutant: nothing was checked",
+        ExitCode.PATH_REFUSED: "--out/--work-dir would replace something warnonce-guard did not create",
+        ExitCode.PATH_UNUSABLE: "--out/--work-dir/--viewer-js missing, of the wrong kind, or not writable",
+        ExitCode.WORK_DIR_BUSY: "another run holds the work directory",
+        ExitCode.STAGING_FAILED: "the target cannot be copied into the work directory",
+        ExitCode.ENGINE_FAILED: "mutmut missing, another version, or its session died",
+        ExitCode.MUTANTS_UNACCOUNTED: "mutmut and warnonce-guard disagree on the mutants",
+        ExitCode.VIEWER_MISSING: "the HTML report viewer is not installed",
+        ExitCode.REPORT_FAILED: "the report cannot be written",
+        ExitCode.BAD_BASELINE: "the audit baseline cannot be read or written",
+        ExitCode.NPM_FAILED: "installing the pinned npm packages failed",
+        ExitCode.INTERNAL_ERROR: "a bug in warnonce-guard (traceback printed)",
+        ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+        ExitCode.TERMINATED: "terminated (SIGTERM)",
+    }
+    return "\n".join(f"  {code.value:>3}  {meanings[code]}" for code in ExitCode)
+
 
 class GuardError(Exception):
-    """Base class: a problem with the input, reported as one line naming the problem and the fix."""
+    """Base class: a problem with the input, reported as one line naming the problem and the fix.
 
-    exit_code = 2
+    Abstract: every concrete error names its own row of `ExitCode`.
+    """
+
+    exit_code: ExitCode
+
+
+class UsageError(GuardError):
+    """An option's value is not acceptable (caught before any work)."""
+
+    exit_code = ExitCode.USAGE
 
 
 class TargetNotFound(GuardError):
     """The vLLM to check is not there (not installed, or the path does not exist)."""
 
-    exit_code = 3
+    exit_code = ExitCode.TARGET_NOT_FOUND
 
 
 class NotAVllmTree(GuardError):
     """A path was given but it holds no `vllm` package."""
 
-    exit_code = 3
+    exit_code = ExitCode.NOT_A_VLLM_TREE
 
 
 class SourceDoesNotParse(GuardError):
     """A Python file of the target does not parse; names file and line."""
 
-    exit_code = 4
+    exit_code = ExitCode.SOURCE_DOES_NOT_PARSE
 
 
 class PlatformImportFailed(GuardError):
     """A platform module failed to import for a reason other than a blocked kernel."""
 
-    exit_code = 5
+    exit_code = ExitCode.PLATFORM_IMPORT_FAILED
 
 
 class NothingToCheck(GuardError):
     """Discovery found no site (or the run made no mutant): a failure, never a vacuous pass."""
 
-    exit_code = 6
+    exit_code = ExitCode.NOTHING_TO_CHECK
+
+
+class PathRefused(GuardError):
+    """An output path holds something this tool did not create (or is the target, or the work directory)."""
+
+    exit_code = ExitCode.PATH_REFUSED
+
+
+class PathUnusable(GuardError):
+    """An input or output path is missing, of the wrong kind, or not writable."""
+
+    exit_code = ExitCode.PATH_UNUSABLE
+
+
+class WorkDirBusy(GuardError):
+    """Another run holds the work directory's lock."""
+
+    exit_code = ExitCode.WORK_DIR_BUSY
+
+
+class StagingFailed(GuardError):
+    """The target cannot be copied into the work directory (disk full, permissions)."""
+
+    exit_code = ExitCode.STAGING_FAILED
+
+
+class EngineFailed(GuardError):
+    """The mutation engine (mutmut) is missing, another version, moved its internals, or died."""
+
+    exit_code = ExitCode.ENGINE_FAILED
+
+
+class ReportFailed(GuardError):
+    """The report cannot be written where --out points."""
+
+    exit_code = ExitCode.REPORT_FAILED
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM reached the run; `exit_code` says which (raised by the CLI's signal handlers).
+
+    A KeyboardInterrupt, so code that stops cleanly on Ctrl-C (pytest, concurrent.futures) does so on
+    SIGTERM too. `detail` is what the interrupted command wants said about what it leaves behind.
+    """
+
+    def __init__(self, exit_code: ExitCode, detail: str = "") -> None:
+        super().__init__(exit_code.name.lower())
+        self.exit_code = exit_code
+        self.detail = detail

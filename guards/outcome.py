@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from guards.detectors import Finding, findings
 from guards.drive import CannotDrive, drive
+from guards.records import RecordKind
 from guards.sites import DEFAULT_KERNEL_PATTERN, Site
 
 
 class GuardFailure(AssertionError):
-    """Base of a guard's failure; `detectors` names what fired, for the report's attribution."""
+    """Base of a guard's failure; `kind` and `detectors` say what happened, for the report's attribution."""
 
+    kind: RecordKind = RecordKind.LEAK
     detectors: tuple[str, ...] = ()
 
 
@@ -23,7 +25,7 @@ class LeakDetected(GuardFailure):
 
 
 class SiteUnreached(GuardFailure):
-    detectors = ("unreached",)
+    kind = RecordKind.UNREACHED
 
     def __init__(self, site: Site, reason: str):
         self.site, self.reason = site, reason

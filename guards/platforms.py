@@ -14,7 +14,7 @@ import inspect
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from guards.errors import GuardError, NothingToCheck
+from guards.errors import ExitCode, GuardError, NothingToCheck
 from guards.sites import DEFAULT_KERNEL_PATTERN, Site, sites_in_source
 
 ENTRY_POINT_GROUP = "vllm.platform_plugins"
@@ -22,7 +22,9 @@ METHOD = "import_kernels"
 
 
 class PlatformNotFound(GuardError):
-    exit_code = 3
+    """`--platform` cannot be imported, or is not a platform class."""
+
+    exit_code = ExitCode.PLATFORM_NOT_FOUND
 
 
 @dataclass(frozen=True)

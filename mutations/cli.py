@@ -1,4 +1,4 @@
-"""`warnonce-guard`: the command line. The only place that prints errors and picks exit codes.
+"""`warnonce-guard`: the command line. The only place that prints errors and turns them into exit codes.
 
     warnonce-guard sites  [--vllm-src PATH] [--json]       list kernel-import sites
     warnonce-guard guards [--vllm-src PATH] [--platform MODULE:CLASS] [PYTEST ARGS]
@@ -12,15 +12,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import signal
 import sys
+import tempfile
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
+from typing import NoReturn
 
 from rich.console import Console
 from rich.table import Table
 
 from guards import target as targets
-from guards.errors import GuardError, NothingToCheck
+from guards.errors import ExitCode, GuardError, Interrupted, NothingToCheck, exit_code_table
 from guards.platforms import ENTRY_POINT_GROUP, platform_sites, registered_platforms, resolve_platform
 from guards.sites import Site, discover
 
@@ -66,11 +72,36 @@ def cmd_sites(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+# pytest's exit statuses, as rows of our table.
+PYTEST_EXIT = {
+    0: ExitCode.OK,
+    1: ExitCode.CHECK_FAILED,
+    2: ExitCode.INTERRUPTED,
+    3: ExitCode.INTERNAL_ERROR,
+    4: ExitCode.USAGE,
+    5: ExitCode.NOTHING_TO_CHECK,
+}
+
+
 def cmd_guards(args: argparse.Namespace, console: Console) -> int:
     import pytest
 
-    target = targets.resolve(args.vllm_src)  # validates --vllm-src before pytest starts
+    target, sites = _target_sites(args)  # bad input and "nothing to check" stop here, before pytest starts
+    if not any(site.cached for site in sites):
+        raise NothingToCheck(
+            f"no kernel-import site logs through a *_once call in {target.describe()}; nothing to guard"
+        )
     console.print(f"guarding {target.describe()}")
+    with tempfile.TemporaryDirectory(prefix="warnonce-guard-") as folder:
+        sites_file = Path(folder) / "sites.json"
+        sites_file.write_text(json.dumps([site.to_json() for site in sites]), encoding="utf-8")
+        code = pytest.main(_pytest_args(args, sites_file))
+    if code == pytest.ExitCode.INTERRUPTED and _STOPPED_BY:
+        raise Interrupted(_STOPPED_BY[-1])
+    return PYTEST_EXIT.get(int(code), ExitCode.INTERNAL_ERROR)
+
+
+def _pytest_args(args: argparse.Namespace, sites_file: Path) -> list[str]:
     pytest_args = [
         str(GUARDS_DIR),
         "-p",
@@ -81,12 +112,14 @@ def cmd_guards(args: argparse.Namespace, console: Console) -> int:
         "-W",
         "ignore::pytest.PytestAssertRewriteWarning",
         *args.pytest_args,
+        "--sites-file",
+        str(sites_file),
     ]
     if args.vllm_src:
         pytest_args += ["--vllm-src", str(args.vllm_src)]
     if args.platform:
         pytest_args += ["--platform", args.platform]
-    return int(pytest.main(pytest_args))
+    return pytest_args
 
 
 def cmd_platforms(args: argparse.Namespace, console: Console) -> int:
@@ -120,7 +153,7 @@ def cmd_audit(args: argparse.Namespace, console: Console) -> int:
             console.print(f"stale baseline entry (matches no finding): {key}", markup=False)
         if args.write_baseline:
             console.print(f"wrote {len(result.findings)} accepted finding(s) to {args.write_baseline}")
-    return 0 if args.write_baseline else audit.exit_code(comparison, strict=args.strict)
+    return ExitCode.OK if args.write_baseline else audit.exit_code(comparison, strict=args.strict)
 
 
 def cmd_mutate(args: argparse.Namespace, console: Console) -> int:
@@ -137,9 +170,34 @@ def cmd_mutate(args: argparse.Namespace, console: Console) -> int:
     )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad command line reported as one line and `ExitCode.USAGE`."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"warnonce-guard: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        sys.exit(ExitCode.USAGE)
+
+
+def percent(text: str) -> float:
+    """`--fail-under`: a finite number from 0 to 100."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a percentage from 0 to 100") from None
+    if not math.isfinite(value) or not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text} is not a percentage from 0 to 100")
+    return value
+
+
+EPILOG = "exit codes:\n" + exit_code_table()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="warnonce-guard", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = Parser(
+        prog="warnonce-guard", description=__doc__.splitlines()[0], epilog=EPILOG, formatter_class=formatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     target_help = "root of a vLLM source tree (default: the installed vLLM)"
     platform_help = "a platform class (e.g. a plugin's): the sites its import_kernels runs, called through it"
 
@@ -149,22 +207,34 @@ def build_parser() -> argparse.ArgumentParser:
     sites.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
     sites.set_defaults(run=cmd_sites)
 
-    guards = sub.add_parser("guards", help="run the guards against the target")
+    guards = sub.add_parser("guards", help="run the guards against the target", formatter_class=formatter)
     guards.add_argument("--vllm-src", metavar="PATH", help=target_help)
     guards.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
-    guards.epilog = "Other arguments are passed on to pytest."
+    guards.epilog = "Other arguments are passed on to pytest.\n\n" + EPILOG
     guards.set_defaults(run=cmd_guards)
 
     platforms = sub.add_parser("platforms", help="list platform plugins registered with vLLM")
     platforms.set_defaults(run=cmd_platforms)
 
-    mutate = sub.add_parser("mutate", help="mutation run: baseline, mutants, guards, score, report")
-    mutate.add_argument("--vllm-src", metavar="PATH", help=target_help)
-    mutate.add_argument("--out", default="mutation-report", help="report directory (default: %(default)s)")
-    mutate.add_argument(
-        "--work-dir", default=".warnonce-work", help="where the staged copy and mutmut's state live"
+    mutate = sub.add_parser(
+        "mutate",
+        help="mutation run: baseline, mutants, guards, score, report",
+        epilog=EPILOG,
+        formatter_class=formatter,
     )
-    mutate.add_argument("--fail-under", type=float, default=100.0, metavar="PERCENT", help="minimum score")
+    mutate.add_argument("--vllm-src", metavar="PATH", help=target_help)
+    mutate.add_argument(
+        "--out",
+        default="mutation-report",
+        help="report directory, replaced whole: it must be new, empty or an earlier report (default: %(default)s)",
+    )
+    mutate.add_argument(
+        "--work-dir",
+        default=".warnonce-work",
+        help="where staged copies and mutmut's state live: new, empty or an earlier work directory "
+        "(default: %(default)s)",
+    )
+    mutate.add_argument("--fail-under", type=percent, default=100.0, metavar="PERCENT", help="minimum score (0-100)")
     mutate.add_argument("--viewer-js", metavar="FILE", help="mutation-testing-elements bundle for index.html")
     mutate.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
     mutate.set_defaults(run=cmd_mutate)
@@ -179,6 +249,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_STOPPED_BY: list[ExitCode] = []  # the signals that reached this process, as exit codes
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    code = ExitCode.INTERRUPTED if signum == signal.SIGINT else ExitCode.TERMINATED
+    _STOPPED_BY.append(code)
+    raise Interrupted(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -186,11 +265,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.pytest_args = extra
     console = Console() if sys.stdout.isatty() else Console(width=200)  # CI logs: keep table rows whole
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return args.run(args, console)
+        return int(args.run(args, console))
     except GuardError as err:
         print(f"warnonce-guard: error: {err}", file=sys.stderr)
-        return err.exit_code
+        return int(err.exit_code)
+    except Interrupted as stop:
+        detail = f"; {stop.detail}" if stop.detail else ""
+        print(f"warnonce-guard: {stop.exit_code.name.lower()}{detail}", file=sys.stderr)
+        return int(stop.exit_code)
+    except KeyboardInterrupt:
+        print("warnonce-guard: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except Exception:
+        traceback.print_exc()
+        print(
+            "warnonce-guard: internal error: the traceback above is a bug in warnonce-guard, not a problem with "
+            "your input; please report it",
+            file=sys.stderr,
+        )
+        return int(ExitCode.INTERNAL_ERROR)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

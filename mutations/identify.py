@@ -7,14 +7,16 @@ the same operators reproduces that order, so mutant n is the n-th mutation of it
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
 
-from guards.errors import GuardError
+from guards.errors import ExitCode, GuardError
 from guards.sites import (
     DEFAULT_KERNEL_PATTERN,
     Site,
@@ -24,16 +26,16 @@ from guards.sites import (
     logging_calls,
     walk,
 )
+from mutations.engine.state import BadState, write_atomic
 from mutations.operators import PACKAGE, operator_of
 from mutations.seam import our_operators
-
-IDENTITIES = "identities.json"
+from mutations.workspace import Workspace
 
 
 class MutantsUnaccounted(GuardError):
     """A mutant mutmut made that no site and operator explain (or the other way round)."""
 
-    exit_code = 7
+    exit_code = ExitCode.MUTANTS_UNACCOUNTED
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,31 @@ class MutantIdentity:
     operator: str
     original: str  # the call's source before
     replacement: str  # and after
+
+    def named(self) -> NamedMutant:
+        return NamedMutant(self.mutant_id, self.site.id, self.operator, self.original, self.replacement)
+
+
+@dataclass(frozen=True)
+class NamedMutant:
+    """A mutant as identities.json stores it: mutmut's name, its site's id, the operator and the text change."""
+
+    mutant_id: str
+    site_id: str
+    operator: str
+    original: str
+    replacement: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> NamedMutant:
+        if not isinstance(data, dict) or set(data) != _NAMED_FIELDS:
+            raise BadState("not a named mutant")
+        if not all(isinstance(v, str) for v in data.values()):
+            raise BadState("a named mutant's field is not text")
+        return cls(**data)
+
+
+_NAMED_FIELDS = frozenset({"mutant_id", "site_id", "operator", "original", "replacement"})
 
 
 def _calls(node: cst.CSTNode, package: str, pattern: str) -> Iterator[cst.Call]:
@@ -174,25 +201,34 @@ def _kernel_of(call: cst.Call, function: cst.FunctionDef, package: str, pattern:
 
 
 
-def write_identities(ws: Path, sites: list[Site], packages: Sequence[str]) -> Path:
-    """Name every mutant of the work directory `ws` into identities.json (kept: same ws, same mutants)."""
+def write_identities(ws: Workspace, sites: list[Site], packages: Sequence[str]) -> list[NamedMutant]:
+    """Name every mutant of the workspace into identities.json (kept while it validates: same ws, same mutants)."""
     from mutmut.configuration import reset_config
     from mutmut.utils.file_utils import change_cwd
 
-    out = ws / IDENTITIES
-    if out.is_file():
-        return out
-    identities = []
-    with change_cwd(ws):  # mutmut's generator reads its settings from the work directory's setup.cfg
+    with contextlib.suppress(BadState):
+        return read_identities(ws)
+    named: list[NamedMutant] = []
+    with change_cwd(ws.dir):  # mutmut's generator reads its settings from the work directory's setup.cfg
         reset_config()
         try:
             for file in sorted({site.file for site in sites if site.cached}):
-                source = (ws / file).read_text(encoding="utf-8")
-                found = identify_file(source, file, sites, packages)
-                identities += [asdict(identity) | {"site": identity.site.id} for identity in found]
+                source = (ws.dir / file).read_text(encoding="utf-8")
+                named += [identity.named() for identity in identify_file(source, file, sites, packages)]
         finally:
             reset_config()
-    partial = out.with_suffix(".partial")
-    partial.write_text(json.dumps(identities, indent=1), encoding="utf-8")
-    partial.replace(out)
-    return out
+    write_atomic(ws.identities_file, json.dumps([asdict(n) for n in named], indent=1))
+    return named
+
+
+def read_identities(ws: Workspace) -> list[NamedMutant]:
+    """The named mutants of a workspace; `BadState` if the file is missing or does not validate."""
+    if not ws.identities_file.is_file():
+        raise BadState("missing")
+    try:
+        data = json.loads(ws.identities_file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise BadState("not valid JSON") from None
+    if not isinstance(data, list):
+        raise BadState("not a list of named mutants")
+    return [NamedMutant.from_json(item) for item in data]

@@ -1,65 +1,149 @@
-"""`warnonce-guard mutate`: discover -> stage -> mutmut (baseline + mutants) -> verdicts -> report -> gate."""
+"""`warnonce-guard mutate`: check paths -> lock -> discover + stage -> heal -> mutmut -> verdicts -> report -> gate."""
 
 from __future__ import annotations
 
-import json
+import contextlib
 import multiprocessing
+import os
+import signal
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
 from guards import target as targets
-from guards.errors import NothingToCheck
+from guards.errors import EngineFailed, ExitCode, Interrupted, NothingToCheck
 from guards.platforms import platform_sites, resolve_platform
+from guards.records import baseline_sessions as read_baseline_sessions
+from guards.records import mutant_session_path, read_session
 from guards.sites import Site, discover
-from mutations import collect, stage
-from mutations.identify import IDENTITIES, write_identities
+from mutations import ownership, results, stage
+from mutations.engine import state
+from mutations.identify import NamedMutant, read_identities, write_identities
 from mutations.operators import OPERATORS
 from mutations.report import print_table, write_report
 from mutations.report.npm import find_viewer
-from mutations.verdicts import GUARDED, SKIPPED, Operator, RunResult
+from mutations.session import PARENT_ENV
+from mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, Operator, RunResult
+from mutations.workspace import WorkRoot, Workspace
 
-GATE_FAILED = 1
+STOP_GRACE_S = 5.0  # how long the session gets to exit after SIGTERM before SIGKILL
 
 
-def run_session(ws: stage.Workspace, run_id: str, sites: list[Site], packages: list[str]) -> int:
-    """mutmut in its own process (see mutations.session), its output streaming to ours; meanwhile this
-    process names the mutants (the other core is free while mutmut imports vLLM and runs the guards)."""
-    session = subprocess.Popen([sys.executable, "-m", "mutations.session", str(ws.dir), run_id])
+@dataclass(frozen=True)
+class Paths:
+    """The run's checked paths (absolute): nothing is written before all of them pass."""
+
+    out: Path
+    work_root: WorkRoot
+    viewer_js: Path
+
+
+def check_paths(out_dir: Path, work_dir: Path, viewer_js: Path | None, protected: list[ownership.Protected]) -> Paths:
+    """Refuse bad `--out`, `--work-dir` and `--viewer-js` with one line each, before any work."""
+    report = ownership.Protected("the report directory (--out)", out_dir)
+    work = ownership.check_work_root(work_dir, [*protected, report])
+    out = ownership.check_out_dir(out_dir, [*protected, ownership.Protected("the work directory (--work-dir)", work)])
+    viewer = ownership.check_readable_file(viewer_js, "--viewer-js") if viewer_js else find_viewer()
+    return Paths(out, WorkRoot(work), viewer)
+
+
+def protected_paths(target: targets.Target, packages: dict[str, Path]) -> list[ownership.Protected]:
+    """What --out and --work-dir must keep clear of: each staged package, and the target's root."""
+    kept = [ownership.Protected(f"the target package {name}/", folder) for name, folder in packages.items()]
+    return [*kept, ownership.Protected("the target tree", target.root, inside_ok=True)]
+
+
+def stop_group(session: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the session's process group, SIGKILL it after a grace period, and reap the session."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(session.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        session.wait(timeout=STOP_GRACE_S)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(session.pid, signal.SIGKILL)
+    session.wait()
+
+
+def run_session(ws: Workspace, run_id: str, sites: list[Site], packages: list[str], files: list[str]) -> int:
+    """mutmut in its own process group (see mutations.session), its output in the workspace's log;
+    meanwhile this process names the mutants (the other core is free while mutmut imports vLLM)."""
+    env = dict(os.environ, **{PARENT_ENV: str(os.getpid())})
+    with ws.log_file.open("ab") as log:
+        session = subprocess.Popen(
+            [sys.executable, "-m", "mutations.session", str(ws.dir), run_id, *files],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
     try:
-        _wait_for_generation(ws, sites, session)
-        write_identities(ws.dir, sites, packages)
-    except BaseException:
-        session.kill()
-        session.wait()
-        raise
-    return session.wait()
+        if _wait_for_generation(ws, run_id, session):
+            write_identities(ws, sites, packages)
+        return session.wait()
+    finally:
+        if session.poll() is None:
+            stop_group(session)
 
 
-def _wait_for_generation(ws: stage.Workspace, sites: list[Site], session: subprocess.Popen[bytes]) -> None:
-    """Until mutmut has written its mutants (a .meta per site file) or stopped: mutmut generates on both
-    cores, then imports vLLM on one, which is when naming the mutants costs no time."""
-    if (ws.dir / IDENTITIES).is_file():
-        return
-    metas = [ws.mutants / f"{file}.meta" for file in {site.file for site in sites if site.cached}]
-    while session.poll() is None and not all(meta.is_file() for meta in metas):
+def _wait_for_generation(ws: Workspace, run_id: str, session: subprocess.Popen[bytes]) -> bool:
+    """Until the session has recorded this run's generation (True) or ended without it (False)."""
+    while True:
+        with contextlib.suppress(state.BadState):
+            if state.read_generation(ws)[0] == run_id:
+                return True
+        if session.poll() is not None:
+            return False
         time.sleep(0.05)
 
 
-def collect_result(ws: stage.Workspace, target: targets.Target, run_id: str, started: float) -> RunResult:
-    sites = [s for s in (stage.cached_sites(ws) or []) if s.cached]
-    records = collect.read_records(ws.attribution)
-    site_baselines = collect.baselines(sites, records, run_id)
+def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
+    """Before a session: discard mutmut state that does not validate, and clear exit codes no record backs."""
+    for discarded in state.validate(ws, files):
+        say(f"{discarded}; it is made again")
+    if ws.identities_file.exists():
+        try:
+            read_identities(ws)
+        except state.BadState as err:
+            say(f"discarded {ws.identities_file} ({err}); the mutants are named again")
+            ws.identities_file.unlink()
+    try:
+        codes, _ = state.read_exit_codes(ws, [f for f in files if ws.meta(f).exists()])
+    except state.BadState as err:  # validate() left only valid files: a change under our feet
+        raise EngineFailed(f"{err}; remove {ws.dir} and run again") from None
+    sessions = {name: s for name in codes if (s := read_session(mutant_session_path(ws.attribution, name)))}
+    stale = results.retest(codes, sessions)
+    cleared = state.reset(ws, [f for f in files if ws.meta(f).exists()], stale)
+    if cleared:
+        say(f"{cleared} mutant result(s) had no finished guard record behind them (an interrupted run): testing again")
+    for name, code in codes.items():  # whatever mutmut tests now must leave a record of its own
+        if code is None or name in stale:
+            mutant_session_path(ws.attribution, name).unlink(missing_ok=True)
+
+
+def collect_result(
+    ws: Workspace, target: targets.Target, run_id: str, sites: list[Site], named: list[NamedMutant], started: float
+) -> RunResult:
     files = sorted({site.file for site in sites})
-    codes, durations = collect.read_exit_codes(ws.mutants, files)
-    identities = json.loads((ws.dir / IDENTITIES).read_text(encoding="utf-8"))
-    mutants = collect.verdicts(identities, sites, site_baselines, codes, durations, records)
+    try:
+        codes, durations = state.read_exit_codes(ws, files)
+    except state.BadState as err:
+        raise EngineFailed(f"{err}; run again (the workspace is checked and repaired first)") from None
+    sessions = {m.mutant_id: s for m in named if (s := read_session(mutant_session_path(ws.attribution, m.mutant_id)))}
+    site_baselines = results.site_baselines(sites, read_baseline_sessions(ws.attribution, run_id))
+    made, known = set(codes), {m.mutant_id for m in named}
+    if made != known:
+        from mutations.identify import MutantsUnaccounted
+
+        raise MutantsUnaccounted(
+            f"mutmut's mutants and ours differ: only mutmut {sorted(made - known)}, only ours {sorted(known - made)}"
+        )
     return RunResult(
         vllm_version=target.version,
         vllm_commit=target.commit,
@@ -67,7 +151,7 @@ def collect_result(ws: stage.Workspace, target: targets.Target, run_id: str, sta
         sources={file: (ws.dir / file).read_text(encoding="utf-8") for file in files},
         operators=[Operator(name, op.description) for name, op in OPERATORS.items()],
         baselines=site_baselines,
-        mutants=mutants,
+        mutants=results.verdicts(named, sites, site_baselines, codes, durations, sessions),
         duration_s=time.monotonic() - started,
     )
 
@@ -77,9 +161,13 @@ def gate(result: RunResult, fail_under: float) -> list[str]:
     problems = []
     for baseline in result.baselines:
         if baseline.status != GUARDED:
-            problems.append(f"{baseline.site.id} is {baseline.status}: {', '.join(baseline.detectors)}")
+            why = ", ".join(baseline.detectors) or baseline.detail
+            problems.append(f"{baseline.site.id} is {baseline.status}: {why}")
     if not result.mutants:
         problems.append("no mutant was made: nothing was checked")
+    not_run = result.count(NOT_RUN)
+    if not_run:
+        problems.append(f"{not_run} mutant(s) have no finished run (tested again by the next run)")
     skipped = result.count(SKIPPED)
     if skipped and not problems:
         problems.append(f"{skipped} mutant(s) were not run")
@@ -92,7 +180,7 @@ def gate(result: RunResult, fail_under: float) -> list[str]:
 
 
 def plan(target: targets.Target, platform: str | None) -> tuple[dict[str, Path], str, Callable[[], list[Site]]]:
-    """What to stage (package name -> directory), what else keys the work directory, and how to find sites."""
+    """What to stage (package name -> directory), what else keys the workspace, and how to find sites."""
     packages = {targets.PACKAGE: target.package_dir}
     if not platform:
         return packages, "", lambda: discover(target.root)
@@ -101,6 +189,16 @@ def plan(target: targets.Target, platform: str | None) -> tuple[dict[str, Path],
     if chosen.package != targets.PACKAGE:
         packages[chosen.package] = chosen.root / chosen.package
     return packages, chosen.spec, lambda: platform_sites(chosen)
+
+
+def _sites(ws: Workspace, find_sites: Callable[[], list[Site]], say: Callable[[str], None]) -> list[Site]:
+    """The sites recorded in the workspace by an earlier run, else discovered now."""
+    try:
+        return stage.read_sites(ws)
+    except state.BadState as err:
+        if ws.sites_file.exists():
+            say(f"discarded {ws.sites_file} ({err}); discovering again")
+        return find_sites()
 
 
 def mutate(
@@ -113,41 +211,69 @@ def mutate(
     platform: str | None = None,
 ) -> int:
     started = time.monotonic()
-    viewer_js = viewer_js or find_viewer()  # fail before the run, not after it
+
+    def say(line: str) -> None:
+        console.print(f"warnonce-guard: {line}", markup=False, highlight=False)
+
     target = targets.resolve(vllm_src)
     packages, extra, find_sites = plan(target, platform)
-    ws = stage.workspace(target, work_dir, packages, extra)
+    paths = check_paths(out_dir, work_dir, viewer_js, protected_paths(target, packages))
+    with paths.work_root.claimed() as root:
+        ws = root.workspace(stage.fingerprint(target, packages, extra))
+        try:
+            result = _run(ws, root, target, packages, find_sites, platform, console, say, started)
+        except Interrupted as stop:
+            stop.detail = f"finished verdicts are kept in {ws.dir}; the next run tests the rest"
+            raise
+    write_report(result, paths.out, paths.viewer_js)
+    print_table(result, console)
+    console.print(f"report: {paths.out}; mutmut's log: {ws.log_file}", markup=False, highlight=False)
+    problems = gate(result, fail_under)
+    for problem in problems:
+        console.print(f"[red]gate:[/] {problem}")
+    return ExitCode.CHECK_FAILED if problems else ExitCode.OK
+
+
+def _run(
+    ws: Workspace,
+    root: WorkRoot,
+    target: targets.Target,
+    packages: dict[str, Path],
+    find_sites: Callable[[], list[Site]],
+    platform: str | None,
+    console: Console,
+    say: Callable[[str], None],
+    started: float,
+) -> RunResult:
+    ws.create()
     # Staging needs no sites: a forked process copies while this one parses (two cores, no shared GIL).
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
         copying = pool.submit(stage.copy_packages, ws, packages)
-        sites = stage.cached_sites(ws) or find_sites()
-        copying.result()
+        sites = _sites(ws, find_sites, say)
+        for line in copying.result():
+            say(line)
     guarded = [site for site in sites if site.cached]
     if not guarded:
         raise NothingToCheck(f"no kernel-import site logs through a *_once call in {target.describe()}")
     stage.prepare(ws, target, sites, packages)
-    stage.prune(ws)
+    root.prune(ws)
+    files = sorted({site.file for site in guarded})
+    heal(ws, files, say)
     via = f" through {platform}" if platform else ""
     console.print(
-        f"mutating {target.describe()}{via}: {len(guarded)} sites x {len(OPERATORS)} operators; work in {ws.dir}"
+        f"mutating {target.describe()}{via}: {len(guarded)} sites x {len(OPERATORS)} operators; work in {ws.dir}",
+        markup=False,
+        highlight=False,
     )
     run_id = uuid.uuid4().hex
-    session_code = run_session(ws, run_id, sites, sorted(packages))
-    missing = [file for file in sorted({s.file for s in guarded}) if not (ws.mutants / f"{file}.meta").is_file()]
-    if missing:
-        raise stage.StagingFailed(
-            f"the mutmut session ended (exit code {session_code}) before writing mutants for {', '.join(missing)}; "
-            "see its output above"
+    session_code = run_session(ws, run_id, sites, sorted(packages), files)
+    try:
+        generated_by = state.read_generation(ws)[0]
+    except state.BadState:
+        generated_by = ""
+    if generated_by != run_id:
+        raise EngineFailed(
+            f"the mutmut session ended (exit code {session_code}) before generating its mutants; see {ws.log_file}"
         )
-    if not (ws.dir / IDENTITIES).is_file():
-        raise stage.StagingFailed(
-            f"the mutmut session failed (exit code {session_code}) before naming its mutants; see above"
-        )
-    result = collect_result(ws, target, run_id, started)
-    paths = write_report(result, out_dir, viewer_js)
-    print_table(result, console)
-    console.print(f"mutmut exited {session_code}; report: {', '.join(str(p) for p in paths)}")
-    problems = gate(result, fail_under)
-    for problem in problems:
-        console.print(f"[red]gate:[/] {problem}")
-    return GATE_FAILED if problems else 0
+    named = write_identities(ws, sites, sorted(packages))
+    return collect_result(ws, target, run_id, guarded, named, started)

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 
-from guards.errors import GuardError
+from guards.errors import EngineFailed
 from guards.sites import DEFAULT_KERNEL_PATTERN
 from mutations.operators import PACKAGE, operators_for
 
@@ -21,10 +21,8 @@ SEAM_MODULE = "mutmut.mutation.file_mutation"
 SEAM_ATTRIBUTE = "mutation_operators"
 
 
-class SeamMismatch(GuardError):
+class SeamMismatch(EngineFailed):
     """mutmut is not the version whose internals the operator seam was written against."""
-
-    exit_code = 7
 
 
 def check_seam() -> None:

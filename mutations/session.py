@@ -1,53 +1,98 @@
-"""The mutmut run itself, in a process of its own inside the work directory.
+"""The mutmut run itself, in a process of its own inside the workspace.
 
     python -m mutations.session WORK_DIR RUN_ID
 
 mutmut reads setup.cfg from the current directory, changes sys.path, forks workers and calls exit(),
-so it gets a process to itself. There, with our operators swapped in (mutations.seam), mutmut
-generates the mutants, collects which guard covers which function, runs the clean guards (our
-baseline) and then every mutant in forked workers: vLLM is imported once. Meanwhile the parent
-names every mutant (mutations.identify) on the other core.
+so it gets a process to itself, in a process group of its own that the parent kills on Ctrl-C or
+SIGTERM. It dies with its parent even on SIGKILL (PR_SET_PDEATHSIG), and so does every process it
+forks. There, with our operators swapped in (mutations.seam) and mutmut's `.meta` files written
+atomically, mutmut generates the mutants (then `generation.json` records them), collects which guard
+covers which function, runs the clean guards (our baseline) and then every mutant in forked workers:
+vLLM is imported once. Meanwhile the parent names every mutant (mutations.identify) on the other core.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from guards.errors import GuardError
+from mutations.engine import state
 from mutations.seam import our_operators
+from mutations.workspace import Workspace
+
+_PR_SET_PDEATHSIG = 1
 
 
-def _environment(ws: Path, run_id: str) -> None:
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask Linux to send `sig` to this process when its parent dies (a no-op elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+
+
+PARENT_ENV = "WARNONCE_GUARD_PARENT_PID"
+
+
+def bind_to_parent() -> None:
+    """Die with the process that started this session; exit at once if it is already gone."""
+    die_with_parent()
+    expected = os.environ.get(PARENT_ENV)
+    if expected and os.getppid() != int(expected):
+        os._exit(1)  # the parent died while this interpreter was starting
+
+
+def _environment(ws: Workspace, run_id: str) -> None:
     os.environ.update(
-        WARNONCE_GUARD_SITES=str(ws / "sites.json"),
-        WARNONCE_GUARD_ATTRIBUTION=str(ws / "attribution"),
-        WARNONCE_GUARD_EXPECT_VLLM=str(ws / "mutants" / "vllm"),
+        WARNONCE_GUARD_SITES=str(ws.sites_file),
+        WARNONCE_GUARD_ATTRIBUTION=str(ws.attribution),
+        WARNONCE_GUARD_EXPECT_VLLM=str(ws.mutants / "vllm"),
         WARNONCE_GUARD_RUN_ID=run_id,
         WARNONCE_GUARD_EVIDENCE="0",  # verdicts and detectors only: no referrer chains (see guards.drive)
     )
     os.environ.pop("WARNONCE_GUARD_VLLM_SRC", None)
 
 
-def staged_packages(ws: Path) -> list[str]:
-    return json.loads((ws / "packages.json").read_text(encoding="utf-8"))
+def staged_packages(ws: Workspace) -> list[str]:
+    return json.loads(ws.packages_file.read_text(encoding="utf-8"))
 
 
-def run_mutmut(packages: list[str]) -> int:
+def record_generation(ws: Workspace, run_id: str, files: list[str]) -> Callable[[Callable[..., Any]], Any]:
+    """Wrap mutmut's `create_mutants` so that `generation.json` is written once it has returned."""
+
+    def wrap(create_mutants: Callable[..., Any]) -> Callable[..., Any]:
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            stats = create_mutants(*args, **kwargs)
+            state.write_generation(ws, run_id, files)
+            return stats
+
+        return recorded
+
+    return wrap
+
+
+def run_mutmut(ws: Workspace, run_id: str, packages: list[str], files: list[str]) -> int:
     """mutmut's `run` with our operators; its exit code (mutmut exits 1 when the clean guards fail)."""
-    from mutmut.__main__ import _run
+    import mutmut.__main__ as mutmut_main
 
+    state.atomic_meta_save()
+    mutmut_main.create_mutants = record_generation(ws, run_id, files)(mutmut_main.create_mutants)
     with our_operators(packages):
         try:
-            _run([], max_children=None)
+            mutmut_main._run([], max_children=None)
         except SystemExit as stop:
             return stop.code if isinstance(stop.code, int) else 1
     return 0
 
 
-def complete_baseline(ws: Path) -> int:
+def complete_baseline(ws: Workspace) -> int:
     """Run every guard once on the unmutated code, without stopping at the first failure.
 
     mutmut stops at the first failing guard when the target itself leaks (its stats and clean runs
@@ -58,22 +103,24 @@ def complete_baseline(ws: Path) -> int:
     from mutmut.mutation.trampoline import set_mutant_under_test
 
     set_mutant_under_test("")
-    os.chdir(ws / "mutants")
+    os.chdir(ws.mutants)
     try:
         return int(pytest.main(["guard_tests", "-q", "-p", "no:cacheprovider", "--rootdir=.", "--tb=no"]))
     finally:
-        os.chdir(ws)
+        os.chdir(ws.dir)
 
 
 def main(argv: list[str]) -> int:
-    ws, run_id = Path(argv[0]).resolve(), argv[1]
-    os.chdir(ws)
+    ws, run_id, files = Workspace(Path(argv[0]).resolve()), argv[1], argv[2:]
+    bind_to_parent()
+    os.register_at_fork(after_in_child=die_with_parent)  # mutmut's workers die with this process
+    os.chdir(ws.dir)
     _environment(ws, run_id)
     try:
-        code = run_mutmut(staged_packages(ws))
+        code = run_mutmut(ws, run_id, staged_packages(ws), files)
     except GuardError as err:  # e.g. the operator seam moved in a new mutmut
         print(f"warnonce-guard: error: {err}", file=sys.stderr)
-        return err.exit_code
+        return int(err.exit_code)
     if code != 0:
         complete_baseline(ws)
     return code

@@ -1,20 +1,14 @@
-"""The work directory of a mutation run: a staged copy of the target's sources, never the installed files.
+"""Staging: a pristine copy of the target's sources in a workspace, never the installed files.
 
-Layout of `<work root>/<fingerprint>/`:
-
-    vllm/              pristine copy of the target's Python sources and data (no compiled modules)
-    <plugin>/          the same for a platform plugin's package, when its own sites are mutated
-    mutants/vllm/      what the guards import: mutmut writes the mutated site files here, the rest are
-                       hard links to the pristine copy (mutmut never writes them)
-    packages.json      the staged package names
-    guard_tests/       the guard tests, copied from the `guards` package
-    setup.cfg          mutmut's settings: the project's [mutmut] section plus this target's paths
-    sites.json         the sites discovered in the pristine copy
-    attribution/       one JSON line per guard outcome, written by the guards' conftest
+What goes where is `mutations.workspace`'s business; this module copies, links and writes the run's
+settings. A package's copy becomes visible only when complete: it is built in a `.partial` sibling,
+renamed into place, and then recorded in `staged.json` with a digest of its file list. A copy whose
+listing does not match (a run killed between the rename and the record, or files removed since) is
+discarded and made again.
 
 The fingerprint covers the target's files (path, size, mtime), this tool's own code and mutmut's
 version: mutmut caches verdicts by function source only, so a change of operators, guards or target
-gets a fresh directory and stale verdicts are never reused.
+gets a fresh workspace and stale verdicts are never reused.
 """
 
 from __future__ import annotations
@@ -24,13 +18,15 @@ import hashlib
 import json
 import os
 import shutil
-from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
-from guards.errors import GuardError
+from guards.errors import StagingFailed
 from guards.sites import Site
 from guards.target import PACKAGE, Target
+from mutations.engine.state import BadState, write_atomic
+from mutations.workspace import Workspace
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 GUARD_TEST_FILES = ("conftest.py", "test_kernel_import_sites.py")
@@ -38,32 +34,6 @@ TOOL_DIRS = ("guards", "mutations")
 # Compiled modules stay behind (the guards block them). Bytecode comes along: copies keep their sources'
 # mtimes, so the .pyc files stay valid and the one import of vLLM does not compile it from source.
 _SKIP = shutil.ignore_patterns("*.so", "*.pyd")
-
-
-class StagingFailed(GuardError):
-    exit_code = 7
-
-
-@dataclass(frozen=True)
-class Workspace:
-    dir: Path
-
-    @property
-    def mutants(self) -> Path:
-        return self.dir / "mutants"
-
-    @property
-    def packages_file(self) -> Path:
-        """The names of the packages staged (vllm first), for the mutmut session's operators."""
-        return self.dir / "packages.json"
-
-    @property
-    def sites_file(self) -> Path:
-        return self.dir / "sites.json"
-
-    @property
-    def attribution(self) -> Path:
-        return self.dir / "attribution"
 
 
 def _tree_signature(root: Path, pattern: str = "*.py") -> list[tuple[str, int, int]]:
@@ -117,24 +87,56 @@ def write_mutmut_config(ws: Workspace, sites: list[Site]) -> None:
         "also_copy =\n    guard_tests/\n"
         "pytest_add_cli_args_test_selection =\n    guard_tests/\n"
     )
-    (ws.dir / "setup.cfg").write_text(text, encoding="utf-8")
+    write_atomic(ws.setup_cfg, text)
 
 
-def _copy_pristine(source: Path, destination: Path) -> None:
-    if destination.is_dir():
-        return
+def listing_digest(folder: Path) -> str:
+    """A digest of every file under `folder`: relative path and size."""
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            digest.update(f"{os.path.relpath(path, folder)}\0{os.path.getsize(path)}\n".encode())
+    return digest.hexdigest()
+
+
+def _staged(ws: Workspace) -> dict[str, Any]:
+    try:
+        data = json.loads(ws.staged_manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _copy_pristine(ws: Workspace, name: str, source: Path) -> str | None:
+    """The package's pristine copy, made (or remade) unless a complete one is recorded in staged.json;
+    returns what was discarded, if anything."""
+    destination = ws.pristine(name)
+    recorded = _staged(ws).get(name)
+    if destination.is_dir() and recorded == listing_digest(destination):
+        return None
+    discarded = None
+    if destination.exists():  # a copy never recorded, or changed since: make it again, links included
+        discarded = f"discarded {destination} (an incomplete or changed copy); it is made again"
+        shutil.rmtree(destination)
+        shutil.rmtree(ws.mutants / name, ignore_errors=True)
+        ws.linked_marker(name).unlink(missing_ok=True)
     partial = destination.with_name(f".{destination.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     shutil.copytree(source, partial, ignore=_SKIP)
+    digest = listing_digest(partial)
     partial.rename(destination)
+    write_atomic(ws.staged_manifest, json.dumps(_staged(ws) | {name: digest}, indent=1))
+    return discarded
 
 
 def _link_all(ws: Workspace, name: str) -> None:
-    """Fill mutants/<name> with hard links to every pristine file (done once per work directory)."""
-    marker = ws.mutants / f".{name}.linked"
+    """Fill mutants/<name> with hard links to every pristine file (done once per workspace)."""
+    marker = ws.linked_marker(name)
     if marker.exists():
         return
-    for path in (ws.dir / name).rglob("*"):
+    for path in ws.pristine(name).rglob("*"):
         if path.is_dir():
             continue
         destination = ws.mutants / path.relative_to(ws.dir)
@@ -157,47 +159,38 @@ def _unlink_site_files(ws: Workspace, site_files: set[str]) -> None:
 
 
 def _copy_guard_tests(ws: Workspace) -> None:
-    folder = ws.dir / "guard_tests"
+    folder = ws.guard_tests
     folder.mkdir(exist_ok=True)
     for name in GUARD_TEST_FILES:
         shutil.copy2(PROJECT_ROOT / "guards" / name, folder / name)
 
 
-def workspace(target: Target, work_root: Path, packages: dict[str, Path] | None = None, extra: str = "") -> Workspace:
-    """The work directory for this target (and any plugin package staged with it) and this tool version."""
-    return Workspace(work_root.resolve() / fingerprint(target, packages or {PACKAGE: target.package_dir}, extra))
-
-
-def prune(ws: Workspace, keep: int = 3) -> list[Path]:
-    """Remove all but the `keep` most recently used work directories beside `ws` (never `ws` itself)."""
-    if ws.dir.is_dir():
-        os.utime(ws.dir)
-    siblings = [p for p in ws.dir.parent.iterdir() if p.is_dir() and p != ws.dir] if ws.dir.parent.is_dir() else []
-    stale = sorted(siblings, key=lambda p: p.stat().st_mtime, reverse=True)[max(0, keep - 1) :]
-    for path in stale:
-        shutil.rmtree(path, ignore_errors=True)
-    return stale
-
-
-def cached_sites(ws: Workspace) -> list[Site] | None:
-    """Sites discovered by an earlier run in the same work directory (same fingerprint)."""
+def read_sites(ws: Workspace) -> list[Site]:
+    """Sites discovered by an earlier run in the same workspace; `BadState` if missing or invalid."""
     if not ws.sites_file.is_file():
-        return None
-    return [Site.from_json(data) for data in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
+        raise BadState("missing")
+    try:
+        data = json.loads(ws.sites_file.read_text(encoding="utf-8"))
+        return [Site.from_json(item) for item in data]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise BadState(f"not a list of sites ({type(err).__name__})") from None
 
 
-def copy_packages(ws: Workspace, packages: dict[str, Path]) -> None:
+def copy_packages(ws: Workspace, packages: dict[str, Path]) -> list[str]:
     """Copy each package into the work directory and link it into mutants/ (once; most of staging's time).
 
     Needs no sites, so it can run while discovery does.
     """
+    discarded = []
     try:
-        ws.dir.mkdir(parents=True, exist_ok=True)
+        ws.create()
         for name, folder in packages.items():
-            _copy_pristine(folder, ws.dir / name)
+            if (said := _copy_pristine(ws, name, folder)) is not None:
+                discarded.append(said)
             _link_all(ws, name)
     except OSError as err:
         raise StagingFailed(f"cannot stage the target in {ws.dir}: {err}; pass --work-dir on a writable disk") from None
+    return discarded
 
 
 def prepare(ws: Workspace, target: Target, sites: list[Site], packages: dict[str, Path] | None = None) -> None:
@@ -206,9 +199,9 @@ def prepare(ws: Workspace, target: Target, sites: list[Site], packages: dict[str
     copy_packages(ws, packages)
     try:
         _unlink_site_files(ws, {site.file for site in sites})
-        ws.packages_file.write_text(json.dumps(sorted(packages)), encoding="utf-8")
+        write_atomic(ws.packages_file, json.dumps(sorted(packages)))
         _copy_guard_tests(ws)
         write_mutmut_config(ws, sites)
-        ws.sites_file.write_text(json.dumps([site.to_json() for site in sites], indent=1), encoding="utf-8")
+        write_atomic(ws.sites_file, json.dumps([site.to_json() for site in sites], indent=1))
     except OSError as err:
         raise StagingFailed(f"cannot stage the target in {ws.dir}: {err}; pass --work-dir on a writable disk") from None

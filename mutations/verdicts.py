@@ -6,21 +6,33 @@ Everything downstream (score, reports) reads only these; nothing here knows mutm
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from guards.sites import Site
 
-# Mutant statuses (lowercase here; the Stryker report maps them to its own names).
-KILLED = "killed"
-SURVIVED = "survived"
-TIMEOUT = "timeout"
-CRASHED = "crashed"  # the test process died (segfault, out of memory, a crash of the runner itself)
-NO_TESTS = "no tests"  # no guard covers the mutated function
-SKIPPED = "skipped"  # not run: its site is exposed or unreached at baseline
 
-# Site statuses at baseline (guards run on the unmutated target).
-GUARDED = "guarded"  # the guard passes: the site is eager and reached
-EXPOSED = "exposed"  # the guard fails: the bug is live in the target
-UNREACHED = "unreached"  # no guard could drive execution to the site
+class MutantStatus(StrEnum):
+    """What happened to one mutant (the Stryker report maps these to its own names)."""
+
+    KILLED = "killed"  # a guard's detectors fired with the mutant in place
+    SURVIVED = "survived"  # every guard passed with the mutant in place
+    TIMEOUT = "timeout"  # the guards ran past their time limit
+    CRASHED = "crashed"  # the guard run ended without a guard's verdict (segfault, error in a guard, ...)
+    NO_TESTS = "no tests"  # no guard covers the mutated function
+    SKIPPED = "skipped"  # not counted: its site is exposed or unreached at baseline
+    NOT_RUN = "not run"  # no finished run of it yet (interrupted, or mutmut stopped first): re-tested next run
+
+
+class SiteStatus(StrEnum):
+    """A site's guard on the unmutated target."""
+
+    GUARDED = "guarded"  # the guard passes: the site is eager and reached
+    EXPOSED = "exposed"  # the guard fails: the bug is live in the target
+    UNREACHED = "unreached"  # no guard could drive execution to the site
+
+
+KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN = MutantStatus
+GUARDED, EXPOSED, UNREACHED = SiteStatus
 
 
 @dataclass(frozen=True)
@@ -36,7 +48,7 @@ class Location:
 @dataclass(frozen=True)
 class SiteBaseline:
     site: Site
-    status: str  # GUARDED, EXPOSED or UNREACHED
+    status: SiteStatus
     guard: str  # the guard's pytest node id
     detectors: tuple[str, ...] = ()  # what fired, when EXPOSED
     detail: str = ""  # the guard's failure message, when not GUARDED
@@ -47,7 +59,7 @@ class MutantVerdict:
     mutant_id: str  # mutmut's name, e.g. vllm.platforms.cpu.xǁCpuPlatformǁimport_kernels__mutmut_3
     site: Site
     operator: str  # e.g. "eager-repr-revert"
-    status: str  # KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS or SKIPPED
+    status: MutantStatus
     location: Location  # of the replaced code in the original file
     original: str  # source text that was replaced
     replacement: str  # source text it was replaced with
@@ -77,13 +89,13 @@ class RunResult:
     mutants: list[MutantVerdict] = field(default_factory=list)
     duration_s: float = 0.0
 
-    def count(self, status: str) -> int:
+    def count(self, status: MutantStatus) -> int:
         return sum(1 for m in self.mutants if m.status == status)
 
     @property
     def scored(self) -> list[MutantVerdict]:
-        """The mutants the score counts: every one that ran (skipped ones did not)."""
-        return [m for m in self.mutants if m.status != SKIPPED]
+        """The mutants the score counts: every one that ran (skipped and not-run ones did not)."""
+        return [m for m in self.mutants if m.status not in (SKIPPED, NOT_RUN)]
 
     @property
     def score(self) -> float | None:
@@ -93,5 +105,5 @@ class RunResult:
             return None
         return 100.0 * sum(1 for m in scored if m.status == KILLED) / len(scored)
 
-    def sites_with(self, status: str) -> list[SiteBaseline]:
+    def sites_with(self, status: SiteStatus) -> list[SiteBaseline]:
         return [b for b in self.baselines if b.status == status]

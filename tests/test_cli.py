@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_mutation_run import INTERFACE, make_tree
+from toy import INTERFACE, make_tree
 
-from guards.errors import NotAVllmTree, NothingToCheck, SourceDoesNotParse, TargetNotFound
+from guards.errors import ExitCode, NotAVllmTree, NothingToCheck, SourceDoesNotParse, TargetNotFound
 
 pytestmark = pytest.mark.slow  # runs the command line in subprocesses
 
@@ -58,11 +58,10 @@ def test_a_file_that_does_not_parse_is_named_with_its_line(tmp_path: Path) -> No
     one_line_error(cli("sites", "--vllm-src", str(tree)), SourceDoesNotParse.exit_code, f"interface.py:{line}:")
 
 
-def test_guards_on_a_tree_without_sites_stop_with_a_usage_error(tmp_path: Path) -> None:
+def test_guards_on_a_tree_without_sites_stop_before_pytest_as_nothing_to_check(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree", INTERFACE.replace("warning_once", "warning"))
     run = cli("guards", "--vllm-src", str(tree), "-q")
-    assert run.returncode == 4  # pytest's usage error: nothing ran, nothing passed
-    assert "warnonce-guard: no kernel-import site logs through a *_once call" in run.stderr
+    one_line_error(run, ExitCode.NOTHING_TO_CHECK, "no kernel-import site logs through a *_once call")
     assert "passed" not in run.stdout
 
 
@@ -75,6 +74,12 @@ def test_guards_name_a_platform_module_that_cannot_import(tmp_path: Path) -> Non
     assert "Traceback" not in run.stdout
 
 
-def test_an_unknown_option_is_refused(tmp_path: Path) -> None:
-    run = cli("sites", "--bogus")
-    assert run.returncode == 2 and "unrecognized arguments: --bogus" in run.stderr
+def test_an_unknown_option_is_one_line_and_a_usage_error(tmp_path: Path) -> None:
+    one_line_error(cli("sites", "--bogus"), ExitCode.USAGE, "unrecognized arguments: --bogus", "--help")
+
+
+def test_help_prints_the_exit_code_table() -> None:
+    shown = cli("mutate", "--help")
+    assert shown.returncode == 0
+    for code in ExitCode:
+        assert f"{code.value:>3}  " in shown.stdout

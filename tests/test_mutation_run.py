@@ -10,27 +10,15 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from toy import EAGER_CALL, LOGGER_SOURCE, PLATFORM_SOURCE
+from toy import INTERFACE, make_tree
 
+from guards.errors import EngineFailed, ExitCode
+from guards.target import source_tree
+from mutations import run as run_module
 from mutations import stage
-from mutations.run import GATE_FAILED, mutate
+from mutations.run import mutate
 
 pytestmark = pytest.mark.slow
-
-LOGGER = LOGGER_SOURCE
-
-INTERFACE = PLATFORM_SOURCE.replace("CALL", EAGER_CALL).replace("PKG", "vllm")
-
-
-def make_tree(root: Path, interface: str = INTERFACE) -> Path:
-    package = root / "vllm"
-    (package / "platforms").mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "_version.py").write_text("__version__ = version = '9.9.9'\n__commit_id__ = commit_id = 'gtoy'\n")
-    (package / "logger.py").write_text(LOGGER)
-    (package / "platforms" / "__init__.py").write_text("")
-    (package / "platforms" / "interface.py").write_text(interface)
-    return root
 
 
 def run(tree: Path, tmp_path: Path) -> tuple[int, Path, Path]:
@@ -39,11 +27,21 @@ def run(tree: Path, tmp_path: Path) -> tuple[int, Path, Path]:
     return code, out, work
 
 
+def workspace_of(work: Path) -> Path:
+    (ws,) = [p for p in work.iterdir() if p.is_dir()]
+    return ws
+
+
+def statuses(out: Path) -> list[str]:
+    report = json.loads((out / "mutation.json").read_text())
+    return sorted(m["status"] for f in report["files"].values() for m in f["mutants"])
+
+
 def test_every_operator_is_killed_with_its_guard_and_detectors_named(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree")
     code, out, _ = run(tree, tmp_path)
 
-    assert code == 0
+    assert code == ExitCode.OK
     report = json.loads((out / "mutation.json").read_text())
     mutants = report["files"]["vllm/platforms/interface.py"]["mutants"]
     assert sorted(m["mutatorName"] for m in mutants) == ["eager-repr-revert", "live-arg", "once-dropped"]
@@ -59,81 +57,53 @@ def test_guards_import_the_staged_copy_and_the_tree_is_left_as_it_was(tmp_path: 
     before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
     code, _, work = run(tree, tmp_path)
 
-    assert code == 0
+    assert code == ExitCode.OK
     assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == before  # no __pycache__ either
-    (ws,) = [p for p in work.iterdir() if p.is_dir()]
+    ws = workspace_of(work)
     mutated = (ws / "mutants" / "vllm" / "platforms" / "interface.py").read_text()
     assert "__mutmut_1" in mutated  # what the guards imported carries the mutants
     pristine = ws / "vllm" / "platforms" / "interface.py"  # mutmut wrote its copy, not through a link
     assert pristine.read_text() == INTERFACE
     assert not os.path.samefile(pristine, ws / "mutants" / "vllm" / "platforms" / "interface.py")
     assert os.path.samefile(ws / "vllm" / "logger.py", ws / "mutants" / "vllm" / "logger.py")
-    records = [json.loads(line) for f in (ws / "attribution").glob("*.jsonl") for line in f.read_text().splitlines()]
-    assert records and all(r["outcome"] in ("passed", "failed") for r in records)
+    sessions = [json.loads(f.read_text()) for f in (ws / "attribution" / "mutants").glob("*.json")]
+    assert len(sessions) == 3 and all(s["exit_status"] == 1 for s in sessions)
 
 
 def test_a_leaking_tree_is_exposed_and_fails_the_gate(tmp_path: Path) -> None:
     leaking = INTERFACE.replace('%s", repr(e)', '%r", e')
     code, out, _ = run(make_tree(tmp_path / "tree", leaking), tmp_path)
 
-    assert code == GATE_FAILED
+    assert code == ExitCode.CHECK_FAILED
     summary = (out / "summary.md").read_text()
     assert "exposed" in summary and "owner pinned" in summary
-    assert not any(
-        m["status"] == "Killed"
-        for f in json.loads((out / "mutation.json").read_text())["files"].values()
-        for m in f["mutants"]
-    )
+    assert "Killed" not in statuses(out)
 
 
 def test_a_second_run_with_nothing_changed_retests_no_mutant(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree")
     run(tree, tmp_path)
-    (ws,) = [p for p in (tmp_path / "work").iterdir() if p.is_dir()]
-    records_before = len(list((ws / "attribution").glob("*__mutmut_*.jsonl")))
-    mtimes = {f: f.stat().st_mtime_ns for f in (ws / "attribution").glob("*__mutmut_*.jsonl")}
+    ws = workspace_of(tmp_path / "work")
+    mtimes = {f: f.stat().st_mtime_ns for f in (ws / "attribution" / "mutants").glob("*.json")}
 
     code, out, _ = run(tree, tmp_path)
 
-    assert code == 0 and records_before == 3
-    assert {f: f.stat().st_mtime_ns for f in (ws / "attribution").glob("*__mutmut_*.jsonl")} == mtimes
-    statuses = [
-        m["status"] for f in json.loads((out / "mutation.json").read_text())["files"].values() for m in f["mutants"]
-    ]
-    assert statuses.count("Killed") == 3
+    assert code == ExitCode.OK and len(mtimes) == 3
+    assert {f: f.stat().st_mtime_ns for f in (ws / "attribution" / "mutants").glob("*.json")} == mtimes
+    assert statuses(out) == ["Killed"] * 3
 
 
-def test_a_change_of_target_gets_a_fresh_work_directory(tmp_path: Path) -> None:
+def test_a_change_of_target_gets_a_fresh_workspace(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree")
-    first = stage.workspace(stage_target(tree), tmp_path / "work")
+    packages = {"vllm": tree / "vllm"}
+    first = stage.fingerprint(source_tree(tree), packages)
     (tree / "vllm" / "platforms" / "interface.py").write_text(INTERFACE + "\n# changed\n")
-    assert stage.workspace(stage_target(tree), tmp_path / "work") != first
-
-
-def stage_target(tree: Path):
-    from guards.target import source_tree
-
-    return source_tree(tree)
-
-
-def test_old_work_directories_are_pruned_but_the_current_one_kept(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    old = [work / f"old{i}" for i in range(5)]
-    for i, path in enumerate(old):
-        path.mkdir(parents=True)
-        os.utime(path, (1000 + i, 1000 + i))
-    current = stage.Workspace(work / "current")
-    current.dir.mkdir()
-
-    removed = stage.prune(current, keep=3)
-
-    assert sorted(removed) == sorted(old[:3])
-    assert sorted(p.name for p in work.iterdir()) == ["current", "old3", "old4"]
+    assert stage.fingerprint(source_tree(tree), packages) != first
 
 
 def test_mutmut_results_and_show_work_on_the_run(tmp_path: Path) -> None:
     run(make_tree(tmp_path / "tree"), tmp_path)
-    (ws,) = [p for p in (tmp_path / "work").iterdir() if p.is_dir()]
+    ws = workspace_of(tmp_path / "work")
     mutmut = [sys.executable, "-c", "from mutmut.__main__ import cli; cli()"]
 
     results = subprocess.run([*mutmut, "results", "--all", "true"], cwd=ws, capture_output=True, text=True)
@@ -148,9 +118,7 @@ def test_mutmut_results_and_show_work_on_the_run(tmp_path: Path) -> None:
 def test_a_session_that_dies_before_generating_is_an_error_not_a_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mutations import run as run_module
-
     monkeypatch.setattr(run_module, "run_session", lambda *args: 7)
-    with pytest.raises(stage.StagingFailed, match=r"exit code 7\) before writing mutants for vllm/platforms"):
+    with pytest.raises(EngineFailed, match=r"exit code 7\) before generating its mutants; see .*mutmut\.log"):
         run(make_tree(tmp_path / "tree"), tmp_path)
     assert not (tmp_path / "report").exists()

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_mutation_run import INTERFACE, make_tree
+from toy import INTERFACE, make_tree
 
 from guards.errors import NothingToCheck
 from guards.platforms import PlatformNotFound, load_class

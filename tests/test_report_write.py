@@ -9,6 +9,8 @@ import pytest
 from test_report_support import sample_result
 
 import mutations.report as report
+from guards.errors import PathRefused
+from mutations.ownership import MARKER
 from mutations.report import junit, write_report
 
 
@@ -28,6 +30,7 @@ def test_writes_the_four_files_and_returns_their_paths(tmp_path: Path, viewer: P
     paths = write_report(sample_result(), out, viewer)
     assert [p.name for p in paths] == ["mutation.json", "index.html", "summary.md", "junit.xml"]
     assert all(p.parent == out and p.stat().st_size > 0 for p in paths)
+    assert (out / MARKER).is_file()  # a later run may replace it: it is ours
     assert json.loads((out / "mutation.json").read_text(encoding="utf-8"))["schemaVersion"] == "2"
     assert "stand-in for mutation-test-elements.js" in (out / "index.html").read_text(encoding="utf-8")
     assert leftovers(tmp_path, out.name) == []
@@ -35,11 +38,36 @@ def test_writes_the_four_files_and_returns_their_paths(tmp_path: Path, viewer: P
 
 def test_an_old_report_is_replaced_whole(tmp_path: Path, viewer: Path) -> None:
     out = tmp_path / "mutation-report"
-    out.mkdir()
+    write_report(sample_result(), out, viewer)
     (out / "stale.txt").write_text("from an older run", encoding="utf-8")
     write_report(sample_result(), out, viewer)
-    assert sorted(p.name for p in out.iterdir()) == sorted(report.FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*report.FILES, MARKER])
     assert leftovers(tmp_path, out.name) == []
+
+
+def test_a_directory_it_did_not_write_is_refused_and_left_as_it_was(tmp_path: Path, viewer: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "keep.txt").write_text("precious", encoding="utf-8")
+    with pytest.raises(PathRefused, match="holds files warnonce-guard did not create"):
+        write_report(sample_result(), out, viewer)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"] and (out / "keep.txt").read_text() == "precious"
+    assert leftovers(tmp_path, out.name) == []
+
+
+def test_leftovers_of_a_swap_killed_halfway_are_swept_but_only_marked_ones(tmp_path: Path, viewer: Path) -> None:
+    out = tmp_path / "mutation-report"
+    write_report(sample_result(), out, viewer)
+    ours = tmp_path / ".mutation-report.tmp-1-abcd"
+    ours.mkdir()
+    (ours / MARKER).write_text('{"tool": "warnonce-guard", "kind": "report"}')
+    foreign = tmp_path / ".mutation-report.tmp-2-user"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("precious")
+
+    write_report(sample_result(), out, viewer)
+
+    assert not ours.exists() and (foreign / "keep.txt").read_text() == "precious"
 
 
 def test_a_failing_writer_leaves_the_old_report_untouched_and_no_temp_dir(

@@ -129,18 +129,3 @@ def test_check_loaded_is_quiet_before_vllm_is_imported(tmp_path: Path, monkeypat
     monkeypatch.delitem(sys.modules, "vllm", raising=False)
 
     check_loaded(source_tree(fake_tree(tmp_path)))
-
-
-def test_errors_carry_distinct_exit_codes() -> None:
-    codes = {
-        cls.exit_code
-        for cls in (
-            errors.TargetNotFound,
-            errors.SourceDoesNotParse,
-            errors.PlatformImportFailed,
-            errors.NothingToCheck,
-        )
-    }
-
-    assert len(codes) == 4
-    assert errors.NotAVllmTree.exit_code == errors.TargetNotFound.exit_code

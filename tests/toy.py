@@ -116,3 +116,19 @@ def purge(package: str) -> None:
     """Forget every module of `package`, so no later test imports a stale copy."""
     for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
         del sys.modules[name]
+
+
+# The miniature vLLM a mutation run works on (no torch): a logger and one platform module with one eager site.
+INTERFACE = PLATFORM_SOURCE.replace("CALL", EAGER_CALL).replace("PKG", "vllm")
+
+
+def make_tree(root: Path, interface: str = INTERFACE) -> Path:
+    """`root/vllm/` shaped like vLLM: _version.py, logger.py and platforms/interface.py (`interface`)."""
+    package = root / "vllm"
+    (package / "platforms").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "_version.py").write_text("__version__ = version = '9.9.9'\n__commit_id__ = commit_id = 'gtoy'\n")
+    (package / "logger.py").write_text(LOGGER_SOURCE)
+    (package / "platforms" / "__init__.py").write_text("")
+    (package / "platforms" / "interface.py").write_text(interface)
+    return root

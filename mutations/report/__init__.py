@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from guards.errors import ReportFailed
+from mutations import ownership
 from mutations.report import atomic, html, junit, stryker, summary
 from mutations.report.terminal import print_table
 from mutations.verdicts import RunResult
@@ -21,19 +23,27 @@ FILES = ("mutation.json", "index.html", "summary.md", "junit.xml")
 def write_report(result: RunResult, out_dir: Path, viewer_js: Path | None = None) -> list[Path]:
     """Write mutation.json, index.html, summary.md and junit.xml into `out_dir`, replacing it whole.
 
+    `out_dir` must be missing, empty or an earlier report (its marker present): anything else is refused
+    (`PathRefused`) and left as it was.
+
     `viewer_js` is mutation-testing-elements' `dist/mutation-test-elements.js`; by default the one
     `python -m mutations.report.npm` installs under `.nox/npm` (`ViewerMissing` if absent). Nothing
     is written until every file has been rendered into a temporary sibling of `out_dir`.
     """
     from mutations.report import npm  # here, so `python -m mutations.report.npm` runs it without a double import
 
-    out_dir = Path(out_dir)
+    out_dir = ownership.check_out_dir(Path(out_dir), ())  # again at the last moment: replace only what is ours
     bundle = (viewer_js if viewer_js is not None else npm.find_viewer()).read_text(encoding="utf-8")
     report = stryker.build(result)
     title = f"warnonce-guard mutation report: vLLM {result.vllm_version}"
-    with atomic.replace_dir(out_dir) as building:
-        (building / "mutation.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", "utf-8")
-        (building / "index.html").write_text(html.render(report, bundle, title, stryker.score_note(result)), "utf-8")
-        (building / "summary.md").write_text(summary.render(result), "utf-8")
-        (building / "junit.xml").write_bytes(junit.render(result))
+    try:
+        with atomic.replace_dir(out_dir) as building:
+            (building / "mutation.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", "utf-8")
+            page = html.render(report, bundle, title, stryker.score_note(result))
+            (building / "index.html").write_text(page, "utf-8")
+            (building / "summary.md").write_text(summary.render(result), "utf-8")
+            (building / "junit.xml").write_bytes(junit.render(result))
+    except OSError as err:
+        why = err.strerror or err
+        raise ReportFailed(f"--out {out_dir}: cannot write the report ({why}); pass a writable path") from None
     return [out_dir / name for name in FILES]

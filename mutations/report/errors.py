@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from guards.errors import GuardError
+from guards.errors import ExitCode, GuardError
 
 
 class ViewerMissing(GuardError):
     """The mutation-testing-elements bundle the HTML report inlines is not installed."""
 
-    exit_code = 7
+    exit_code = ExitCode.VIEWER_MISSING
 
 
 class NpmInstallFailed(GuardError):
     """`npm ci` of the pinned report packages failed, or npm is not on PATH."""
 
-    exit_code = 8
+    exit_code = ExitCode.NPM_FAILED
 
 
-class SourceMissing(GuardError):
-    """A site's file has no source text in the run result, so the report cannot show its mutants."""
-
-    exit_code = 9
+class SourceMissing(RuntimeError):
+    """A site's file has no source text in the run result: a bug of this tool (an invariant it broke), not bad input."""

@@ -1,6 +1,7 @@
 """The run as a Stryker mutation-testing report (schemaVersion 2), the JSON the HTML viewer reads.
 
-Statuses map one to one (crashed -> RuntimeError, "no tests" -> NoCoverage, skipped -> Ignored).
+Statuses map one to one (crashed -> RuntimeError, "no tests" -> NoCoverage, skipped -> Ignored,
+"not run" -> Pending).
 Stryker scores differently from `RunResult.score`: it counts Timeout as detected and leaves
 RuntimeError out, while this project counts only kills. `viewer_score` gives the viewer's number so
 other reports can say when the two differ.
@@ -28,6 +29,7 @@ from mutations.verdicts import (
     EXPOSED,
     KILLED,
     NO_TESTS,
+    NOT_RUN,
     SKIPPED,
     SURVIVED,
     TIMEOUT,
@@ -47,6 +49,7 @@ STATUS = {
     CRASHED: "RuntimeError",
     NO_TESTS: "NoCoverage",
     SKIPPED: "Ignored",
+    NOT_RUN: "Pending",
 }
 
 

@@ -11,6 +11,7 @@ from mutations.verdicts import (
     GUARDED,
     KILLED,
     NO_TESTS,
+    NOT_RUN,
     SKIPPED,
     SURVIVED,
     TIMEOUT,
@@ -19,7 +20,7 @@ from mutations.verdicts import (
     RunResult,
 )
 
-MUTANT_STATUSES = (KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED)
+MUTANT_STATUSES = (KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN)
 SITE_STATUSES = (GUARDED, EXPOSED, UNREACHED)
 
 

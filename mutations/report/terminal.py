@@ -19,6 +19,7 @@ STYLES = {
     "crashed": "magenta",
     "no tests": "red",
     "skipped": "dim",
+    "not run": "yellow",
     "exposed": "bold red",
     "unreached": "yellow",
 }

@@ -1,0 +1,234 @@
+"""mutmut's state in a workspace, read back with suspicion: validated, and discarded when it does not validate.
+
+mutmut 3.8.1 keeps, per mutated file, `mutants/<file>` (the mutants) and `mutants/<file>.meta` (JSON: an
+exit code per mutant, and more), and `mutants/mutmut-stats.json`. It writes them in place, so a run
+killed at the wrong moment leaves a truncated file that breaks every later run. Here:
+
+- the session writes `.meta` files atomically (`atomic_meta_save`, installed in the session process);
+- once mutmut has generated every mutant, the session records a `generation.json` manifest: per site
+  file, the hash of mutmut's mutated file and the names of its mutants;
+- before a session starts, `validate` checks every site file's mutmut state against that manifest and
+  discards (deletes) what does not match, so mutmut regenerates it; `reset` clears the exit codes that
+  no finished guard record backs, so mutmut tests those mutants again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mutations.workspace import Workspace
+
+META_KEYS = frozenset(
+    {
+        "exit_code_by_key",
+        "hash_by_function_name",
+        "type_check_error_by_key",
+        "durations_by_key",
+        "estimated_durations_by_key",
+    }
+)
+
+
+class BadState(ValueError):
+    """A state file that does not validate; the message says why."""
+
+
+@dataclass(frozen=True)
+class Meta:
+    """The part of a `.meta` file a verdict needs."""
+
+    exit_codes: dict[str, int | None]
+    durations: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Discarded:
+    """A piece of state thrown away, and why (printed as one line)."""
+
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"discarded {self.path} ({self.reason})"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a file whole or not at all: a temporary sibling renamed over it."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BadState("not UTF-8 text") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise BadState("empty" if not text.strip() else f"not valid JSON: {err.msg}") from None
+
+
+def parse_meta(data: Any) -> Meta:
+    """Validate a `.meta` document (mutmut 3.8.1's keys and types)."""
+    if not isinstance(data, dict) or set(data) != META_KEYS:
+        raise BadState("not a mutmut 3.8.1 .meta document")
+    codes, durations = data["exit_code_by_key"], data["durations_by_key"]
+    if not isinstance(codes, dict) or not all(
+        isinstance(k, str) and (v is None or type(v) is int) for k, v in codes.items()
+    ):
+        raise BadState("exit_code_by_key is not a map of mutant names to exit codes")
+    if not isinstance(durations, dict) or not all(
+        isinstance(k, str) and isinstance(v, (int, float)) for k, v in durations.items()
+    ):
+        raise BadState("durations_by_key is not a map of mutant names to seconds")
+    return Meta(dict(codes), {k: float(v) for k, v in durations.items()})
+
+
+def read_meta(ws: Workspace, file: str) -> Meta:
+    """The `.meta` of one site file; `BadState` if it is missing or does not validate."""
+    path = ws.meta(file)
+    if not path.is_file():
+        raise BadState("missing")
+    return parse_meta(_load_json(path))
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_generation(ws: Workspace, run: str, files: Iterable[str]) -> None:
+    """Record what mutmut generated for each site file (called in the session, after generation)."""
+    entry = {
+        file: {"sha256": file_digest(ws.mutated(file)), "mutants": sorted(read_meta(ws, file).exit_codes)}
+        for file in sorted(files)
+    }
+    write_atomic(ws.generation_file, json.dumps({"run": run, "files": entry}, indent=1))
+
+
+def read_generation(ws: Workspace) -> tuple[str, dict[str, dict[str, Any]]]:
+    """(run id, per-file entries) of the generation manifest; `BadState` if missing or invalid."""
+    if not ws.generation_file.is_file():
+        raise BadState("missing")
+    data = _load_json(ws.generation_file)
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(data.get("run"), str) or not isinstance(files, dict):  # type: ignore[union-attr]
+        raise BadState("not a generation manifest")
+    for file, entry in files.items():
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("sha256"), str)
+            or not isinstance(entry.get("mutants"), list)
+        ):
+            raise BadState(f"bad entry for {file}")
+    return data["run"], files
+
+
+def _mutmut_owns(ws: Workspace, file: str) -> bool:
+    """mutmut has written its own copy of the site file (not a hard link to the pristine copy)."""
+    mutated = ws.mutated(file)
+    pristine = ws.dir / file
+    return mutated.is_file() and not (pristine.exists() and os.path.samefile(mutated, pristine))
+
+
+def _problem(ws: Workspace, file: str, generation: dict[str, dict[str, Any]] | None) -> tuple[Path, str] | None:
+    owned, has_meta = _mutmut_owns(ws, file), ws.meta(file).exists()
+    if not owned and not has_meta:
+        return None  # never generated: nothing to check
+    if not owned:
+        return ws.meta(file), "its mutants file is missing"
+    if generation is None or file not in generation:
+        return ws.mutated(file), "mutant generation did not finish"
+    try:
+        meta = read_meta(ws, file)
+    except BadState as err:
+        return ws.meta(file), str(err)
+    entry = generation[file]
+    if file_digest(ws.mutated(file)) != entry["sha256"]:
+        return ws.mutated(file), "it differs from what mutmut generated"
+    if sorted(meta.exit_codes) != entry["mutants"]:
+        return ws.meta(file), "its mutants differ from what mutmut generated"
+    return None
+
+
+def validate(ws: Workspace, files: Iterable[str]) -> list[Discarded]:
+    """Discard the mutmut state of every site file that does not match the generation manifest."""
+    try:
+        _, generation = read_generation(ws)
+    except BadState:
+        generation = None
+    discarded = []
+    for file in sorted(set(files)):
+        problem = _problem(ws, file, generation)
+        if problem is None:
+            continue
+        discarded.append(Discarded(*problem))
+        for path in (ws.mutated(file), ws.meta(file), ws.spans(file)):
+            path.unlink(missing_ok=True)
+    if ws.stats.exists():
+        try:
+            _load_json(ws.stats)
+        except BadState as err:
+            discarded.append(Discarded(ws.stats, str(err)))
+            ws.stats.unlink()
+    if discarded:
+        ws.generation_file.unlink(missing_ok=True)
+        ws.identities_file.unlink(missing_ok=True)
+    return discarded
+
+
+def read_exit_codes(ws: Workspace, files: Iterable[str]) -> tuple[dict[str, int | None], dict[str, float]]:
+    """Every mutant's exit code and duration, from validated `.meta` files (`BadState` names the bad one)."""
+    codes: dict[str, int | None] = {}
+    durations: dict[str, float] = {}
+    for file in sorted(set(files)):
+        try:
+            meta = read_meta(ws, file)
+        except BadState as err:
+            raise BadState(f"{ws.meta(file)}: {err}") from None
+        codes.update(meta.exit_codes)
+        durations.update(meta.durations)
+    return codes, durations
+
+
+def reset(ws: Workspace, files: Iterable[str], mutants: Mapping[str, object]) -> int:
+    """Clear the exit codes of `mutants` (mutmut tests them again); returns how many were cleared."""
+    cleared = 0
+    for file in sorted(set(files)):
+        path = ws.meta(file)
+        data = _load_json(path)
+        parse_meta(data)
+        codes = data["exit_code_by_key"]
+        hit = [name for name in codes if name in mutants and codes[name] is not None]
+        if not hit:
+            continue
+        for name in hit:
+            codes[name] = None
+            data["durations_by_key"].pop(name, None)
+        write_atomic(path, json.dumps(data, indent=4))
+        cleared += len(hit)
+    return cleared
+
+
+def atomic_meta_save() -> None:
+    """Make mutmut write its `.meta` files atomically (in this process and its forks)."""
+    from mutmut.mutation.data import SourceFileMutationData
+
+    def save(self: Any) -> None:
+        document = {
+            "exit_code_by_key": self.exit_code_by_key,
+            "hash_by_function_name": self.hash_by_function_name,
+            "type_check_error_by_key": self.type_check_error_by_key,
+            "durations_by_key": self.durations_by_key,
+            "estimated_durations_by_key": self.estimated_time_of_tests_by_mutant,
+        }
+        write_atomic(Path(self.meta_path), json.dumps(document, indent=4))
+
+    SourceFileMutationData.save = save

@@ -1,0 +1,51 @@
+"""mutmut's exit codes and what they mean, copied from `mutmut.stats.status_by_exit_code` (3.8.1).
+
+A test pins `EXIT_CODE_STATUS` and `DEFAULT_STATUS` to mutmut's own table, so a new mutmut that adds or
+changes a code fails loudly instead of being misread. `mutations.results` decides what each means for
+a verdict (with the guards' records); this module only names them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class EngineStatus(StrEnum):
+    """mutmut's status names, exactly as it spells them."""
+
+    KILLED = "killed"
+    SURVIVED = "survived"
+    NO_TESTS = "no tests"
+    INTERRUPTED = "check was interrupted by user"
+    NOT_CHECKED = "not checked"
+    SKIPPED = "skipped"
+    SUSPICIOUS = "suspicious"
+    TIMEOUT = "timeout"
+    TYPE_CHECK = "caught by type check"
+    SEGFAULT = "segfault"
+
+
+EXIT_CODE_STATUS: dict[int | None, EngineStatus] = {
+    1: EngineStatus.KILLED,
+    3: EngineStatus.KILLED,  # mutmut: "internal error in pytest means a kill"
+    0: EngineStatus.SURVIVED,
+    5: EngineStatus.NO_TESTS,
+    2: EngineStatus.INTERRUPTED,
+    None: EngineStatus.NOT_CHECKED,
+    33: EngineStatus.NO_TESTS,
+    34: EngineStatus.SKIPPED,
+    35: EngineStatus.SUSPICIOUS,
+    36: EngineStatus.TIMEOUT,
+    37: EngineStatus.TYPE_CHECK,
+    -24: EngineStatus.TIMEOUT,  # SIGXCPU
+    24: EngineStatus.TIMEOUT,
+    152: EngineStatus.TIMEOUT,
+    255: EngineStatus.TIMEOUT,
+    -11: EngineStatus.SEGFAULT,
+    -9: EngineStatus.SEGFAULT,
+}
+DEFAULT_STATUS = EngineStatus.SUSPICIOUS  # any other code
+
+
+def engine_status(code: int | None) -> EngineStatus:
+    return EXIT_CODE_STATUS.get(code, DEFAULT_STATUS)

@@ -1,0 +1,138 @@
+"""Own only what you create: marker files, and the checks that refuse a path before any work is done.
+
+`warnonce-guard mutate` writes into two places a user names: `--out` (the report directory, replaced
+whole) and `--work-dir` (staged copies, mutmut's state, old runs pruned). Each directory it creates
+gets a marker file saying so. It replaces or deletes only a directory that carries its marker (or is
+missing, or is empty); anything else is refused with one line, before the run starts:
+
+- `--out`: an existing file; a non-empty directory without the report marker; a target package
+  (`vllm/`, a plugin's), a directory inside it or above it; the target's root (a checkout) or above
+  it (a new directory inside a checkout, beside `vllm/`, is fine); the work directory, inside or
+  above it; the current directory or one above it.
+- `--work-dir`: the same, with the report directory in place of the work directory.
+- `--viewer-js`: must be a readable file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from guards.errors import PathRefused, PathUnusable
+
+MARKER = ".warnonce-guard"
+TOOL = "warnonce-guard"
+
+
+class Kind(StrEnum):
+    """What a marked directory is."""
+
+    REPORT = "report"  # an --out directory
+    WORK_ROOT = "work-root"  # a --work-dir directory
+    WORKSPACE = "workspace"  # one run's directory inside a work root (pruned when old)
+
+
+def mark(directory: Path, kind: Kind) -> None:
+    """Write the marker that says `directory` is ours (as `kind`)."""
+    (directory / MARKER).write_text(json.dumps({"tool": TOOL, "kind": kind.value}) + "\n", encoding="utf-8")
+
+
+def marked(directory: Path, kind: Kind) -> bool:
+    """Whether `directory` carries our marker for `kind` (a directory, not a symlink to one)."""
+    if directory.is_symlink() or not directory.is_dir():
+        return False
+    try:
+        data = json.loads((directory / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("tool") == TOOL and data.get("kind") == kind.value
+
+
+@dataclass(frozen=True)
+class Protected:
+    """A directory an output path must keep away from: itself and above it always, inside it unless `inside_ok`."""
+
+    label: str  # e.g. "the target package"
+    path: Path
+    inside_ok: bool = False
+
+    def clashes(self, candidate: Path) -> bool:
+        mine = Path(os.path.abspath(self.path))
+        return mine.is_relative_to(candidate) or (not self.inside_ok and candidate.is_relative_to(mine))
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _writable_parent(path: Path, option: str) -> None:
+    """The directory that would hold `path` exists (or can be made) and is writable."""
+    base = _nearest_existing(path.parent)
+    if not base.is_dir():
+        raise PathUnusable(f"{option} {path}: {base} is not a directory; pass a path under a directory")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise PathUnusable(f"{option} {path}: {base} is not writable; pass a path on a writable disk")
+
+
+def _empty_or_ours(path: Path, kind: Kind, option: str, what: str) -> None:
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise PathRefused(f"{option} {path}: a file is there, not a {what} directory; pass a new or empty directory")
+    if not path.is_dir():
+        return
+    if marked(path, kind):
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PathUnusable(f"{option} {path}: not writable; pass a path on a writable disk")
+        return
+    try:
+        empty = next(path.iterdir(), None) is None
+    except OSError as err:
+        raise PathUnusable(f"{option} {path}: cannot list it ({err.strerror}); pass another directory") from None
+    if not empty:
+        raise PathRefused(
+            f"{option} {path}: holds files warnonce-guard did not create (no {MARKER} marker); "
+            "pass a new or empty directory"
+        )
+
+
+def _keep_clear(path: Path, option: str, protected: Iterable[Protected]) -> None:
+    for guarded in protected:
+        if guarded.clashes(path):
+            where = "or above it" if guarded.inside_ok else "inside it or above it"
+            raise PathRefused(f"{option} {path}: is {guarded.label}, {where}; pass a directory of its own")
+
+
+def check_out_dir(out: Path, protected: Iterable[Protected], cwd: Path | None = None) -> Path:
+    """The absolute `--out` directory, or `PathRefused`/`PathUnusable` with the reason; nothing is written."""
+    out = Path(os.path.abspath(out))
+    _keep_clear(out, "--out", protected)
+    here = Path(os.path.abspath(cwd or Path.cwd()))
+    if here.is_relative_to(out):
+        raise PathRefused(f"--out {out}: is the current directory or above it; pass a directory of its own")
+    _empty_or_ours(out, Kind.REPORT, "--out", "report")
+    _writable_parent(out, "--out")
+    return out
+
+
+def check_work_root(work: Path, protected: Iterable[Protected]) -> Path:
+    """The absolute `--work-dir`, or `PathRefused`/`PathUnusable` with the reason; nothing is written."""
+    work = Path(os.path.abspath(work))
+    _keep_clear(work, "--work-dir", protected)
+    _empty_or_ours(work, Kind.WORK_ROOT, "--work-dir", "work")
+    _writable_parent(work, "--work-dir")
+    return work
+
+
+def check_readable_file(path: Path, option: str) -> Path:
+    """`path` as an absolute path, if it is a readable file."""
+    path = Path(os.path.abspath(path))
+    if not path.is_file():
+        raise PathUnusable(f"{option} {path}: no such file; pass the path of an existing file")
+    if not os.access(path, os.R_OK):
+        raise PathUnusable(f"{option} {path}: not readable; check its permissions")
+    return path

@@ -1,0 +1,179 @@
+"""Where a mutation run keeps its state: a work root the user names, one workspace per fingerprint inside it.
+
+    <work root>/                  --work-dir (default .warnonce-work), marked as ours
+        .warnonce-guard           the marker (mutations.ownership)
+        .warnonce-guard.lock      held by the one run using this root (filelock); a second run is refused
+        <fingerprint>/            one Workspace, marked; old ones are pruned, but only marked ones
+            <package>/            pristine copy of a staged package (vllm, a plugin's), no compiled modules
+            staged.json           manifest of the pristine copies: a copy is used only if it matches
+            mutants/              what the guards import: mutmut's mutated site files, hard links to the rest
+            packages.json         the staged package names, vllm first
+            guard_tests/          the guard tests, copied from the guards package
+            setup.cfg             mutmut's settings for this run
+            sites.json            the sites discovered in the pristine copy
+            generation.json       written by the session once mutmut has generated every mutant
+            identities.json       site and operator of every mutant (mutations.identify)
+            attribution/          one file per finished guard session (guards.records)
+            mutmut.log            mutmut's own output
+            result.json           the verdicts of the last complete run (a rerun with nothing changed reuses them)
+
+`Workspace` is the only place that knows this layout; every other module asks it for a path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from guards.errors import StagingFailed, WorkDirBusy
+from mutations import ownership
+
+LOCK_NAME = ".warnonce-guard.lock"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """One run's directory inside a work root."""
+
+    dir: Path
+
+    def pristine(self, package: str) -> Path:
+        return self.dir / package
+
+    @property
+    def staged_manifest(self) -> Path:
+        return self.dir / "staged.json"
+
+    @property
+    def mutants(self) -> Path:
+        return self.dir / "mutants"
+
+    def mutated(self, file: str) -> Path:
+        """mutmut's copy of a site file, holding its mutants."""
+        return self.mutants / file
+
+    def meta(self, file: str) -> Path:
+        """mutmut's state for one site file: an exit code per mutant."""
+        return self.mutants / f"{file}.meta"
+
+    def spans(self, file: str) -> Path:
+        return self.mutants / f"{file}.spans"
+
+    @property
+    def stats(self) -> Path:
+        return self.mutants / "mutmut-stats.json"
+
+    def linked_marker(self, package: str) -> Path:
+        return self.mutants / f".{package}.linked"
+
+    @property
+    def packages_file(self) -> Path:
+        return self.dir / "packages.json"
+
+    @property
+    def guard_tests(self) -> Path:
+        return self.dir / "guard_tests"
+
+    @property
+    def setup_cfg(self) -> Path:
+        return self.dir / "setup.cfg"
+
+    @property
+    def sites_file(self) -> Path:
+        return self.dir / "sites.json"
+
+    @property
+    def generation_file(self) -> Path:
+        return self.dir / "generation.json"
+
+    @property
+    def identities_file(self) -> Path:
+        return self.dir / "identities.json"
+
+    @property
+    def attribution(self) -> Path:
+        return self.dir / "attribution"
+
+    @property
+    def result_file(self) -> Path:
+        return self.dir / "result.json"
+
+    @property
+    def log_file(self) -> Path:
+        return self.dir / "mutmut.log"
+
+    def create(self) -> None:
+        """Make the directory (marked as ours) if it is not there."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            if not ownership.marked(self.dir, ownership.Kind.WORKSPACE):
+                ownership.mark(self.dir, ownership.Kind.WORKSPACE)
+        except OSError as err:
+            why = err.strerror or err
+            raise StagingFailed(f"cannot create {self.dir}: {why}; pass --work-dir on a writable disk") from None
+
+
+@dataclass(frozen=True)
+class WorkRoot:
+    """The `--work-dir` directory: checked by `ownership.check_work_root` before it is claimed."""
+
+    dir: Path
+
+    def workspace(self, fingerprint: str) -> Workspace:
+        return Workspace(self.dir / fingerprint)
+
+    @contextlib.contextmanager
+    def claimed(self) -> Iterator[WorkRoot]:
+        """Create and mark the root, and hold its lock for the block; `WorkDirBusy` if another run holds it."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            if not ownership.marked(self.dir, ownership.Kind.WORK_ROOT):
+                ownership.mark(self.dir, ownership.Kind.WORK_ROOT)
+        except OSError as err:
+            raise StagingFailed(f"cannot create --work-dir {self.dir}: {err.strerror or err}") from None
+        lock = FileLock(self.dir / LOCK_NAME, timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise WorkDirBusy(
+                f"--work-dir {self.dir}: another warnonce-guard run is using it; wait for it to finish "
+                "or pass another --work-dir"
+            ) from None
+        try:
+            yield self
+        finally:
+            lock.release()
+
+    def prune(self, current: Workspace, keep: int = 3) -> list[Path]:
+        """Remove all but the `keep` most recently used workspaces (never `current`, never an unmarked directory)."""
+        if current.dir.is_dir():
+            os.utime(current.dir)
+        ours = [
+            path
+            for path in self.dir.iterdir()
+            if path != current.dir and ownership.marked(path, ownership.Kind.WORKSPACE)
+        ]
+        stale = sorted(ours, key=lambda p: p.stat().st_mtime, reverse=True)[max(0, keep - 1) :]
+        for path in stale:
+            remove_marked(path)
+        return stale
+
+
+def remove_marked(directory: Path) -> None:
+    """Delete a directory of ours, its marker last: a removal cut short leaves it marked, so it is finished later."""
+    for child in directory.iterdir():
+        if child.name == ownership.MARKER:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+    (directory / ownership.MARKER).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        directory.rmdir()

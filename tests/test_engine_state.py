@@ -1,0 +1,101 @@
+"""mutmut's state in a workspace: validated against the generation manifest, discarded when it does not match."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mutations.engine import state
+from mutations.engine.status import DEFAULT_STATUS, EXIT_CODE_STATUS
+from mutations.workspace import Workspace
+
+FILE = "vllm/platforms/interface.py"
+M1, M2 = "vllm.platforms.interface.xǁPǁf__mutmut_1", "vllm.platforms.interface.xǁPǁf__mutmut_2"
+
+
+def meta_document(codes: dict[str, int | None]) -> dict[str, object]:
+    return {
+        "exit_code_by_key": codes,
+        "hash_by_function_name": {},
+        "type_check_error_by_key": {},
+        "durations_by_key": {k: 0.5 for k, v in codes.items() if v is not None},
+        "estimated_durations_by_key": {},
+    }
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """A workspace as a finished generation leaves it: pristine file, mutmut's copy, .meta, manifest."""
+    ws = Workspace(tmp_path / "ws")
+    (ws.dir / FILE).parent.mkdir(parents=True)
+    (ws.dir / FILE).write_text("def f(): pass\n")
+    ws.mutated(FILE).parent.mkdir(parents=True)
+    ws.mutated(FILE).write_text("# mutants\n")
+    ws.meta(FILE).write_text(json.dumps(meta_document({M1: 1, M2: None})))
+    state.write_generation(ws, "run1", [FILE])
+    return ws
+
+
+def test_a_complete_generation_validates_and_keeps_everything(ws: Workspace) -> None:
+    assert state.validate(ws, [FILE]) == []
+    assert state.read_exit_codes(ws, [FILE]) == ({M1: 1, M2: None}, {M1: 0.5})
+
+
+@pytest.mark.parametrize("text", ["", '{"exit_code_by_key": {', "[]", '{"exit_code_by_key": {}}'])
+def test_a_truncated_or_foreign_meta_is_discarded_with_its_mutants(ws: Workspace, text: str) -> None:
+    ws.meta(FILE).write_text(text)
+    (discarded,) = state.validate(ws, [FILE])
+    assert discarded.path == ws.meta(FILE)
+    assert not ws.meta(FILE).exists() and not ws.mutated(FILE).exists() and not ws.generation_file.exists()
+
+
+def test_a_deleted_meta_is_discarded_and_made_again(ws: Workspace) -> None:
+    ws.meta(FILE).unlink()
+    (discarded,) = state.validate(ws, [FILE])
+    assert "missing" in discarded.reason and not ws.mutated(FILE).exists()
+
+
+def test_a_mutants_file_that_changed_since_generation_is_discarded(ws: Workspace) -> None:
+    ws.mutated(FILE).write_text("# mut")  # truncated while mutmut wrote it
+    (discarded,) = state.validate(ws, [FILE])
+    assert discarded.path == ws.mutated(FILE) and "differs" in discarded.reason
+
+
+def test_without_a_finished_generation_nothing_of_mutmut_is_trusted(ws: Workspace) -> None:
+    ws.generation_file.unlink()
+    (discarded,) = state.validate(ws, [FILE])
+    assert "did not finish" in discarded.reason
+
+
+def test_a_corrupt_stats_file_is_discarded(ws: Workspace) -> None:
+    ws.stats.write_text('{"tests_by_mangled_function_name": {')
+    (discarded,) = state.validate(ws, [FILE])
+    assert discarded.path == ws.stats and not ws.stats.exists()
+
+
+def test_reset_clears_only_the_named_exit_codes_atomically(ws: Workspace) -> None:
+    assert state.reset(ws, [FILE], {M1: "interrupted"}) == 1
+    assert state.read_exit_codes(ws, [FILE]) == ({M1: None, M2: None}, {})
+    assert sorted(p.name for p in ws.meta(FILE).parent.iterdir()) == ["interface.py", "interface.py.meta"]
+
+
+def test_meta_saves_are_atomic_in_the_session(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mutmut.mutation.data import SourceFileMutationData
+
+    monkeypatch.setattr(SourceFileMutationData, "save", SourceFileMutationData.save)
+    monkeypatch.chdir(ws.dir)
+    state.atomic_meta_save()
+    data = SourceFileMutationData(path=FILE)
+    data.load()
+    data.exit_code_by_key[M2] = 0
+    data.save()
+    assert state.read_exit_codes(ws, [FILE])[0] == {M1: 1, M2: 0}
+
+
+def test_the_exit_code_table_is_mutmuts_own() -> None:
+    from mutmut.stats import status_by_exit_code
+
+    assert {code: str(status) for code, status in EXIT_CODE_STATUS.items()} == dict(status_by_exit_code.items())
+    assert status_by_exit_code.default_factory() == str(DEFAULT_STATUS)

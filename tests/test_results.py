@@ -1,0 +1,101 @@
+"""The verdict rule: killed or survived only with mutmut's exit code and a finished guard record that agree."""
+
+from __future__ import annotations
+
+import pytest
+
+from guards.records import GuardRecord, GuardSession, RecordKind
+from mutations.engine.status import EXIT_CODE_STATUS
+from mutations.results import INTERRUPTED_CODES, judge, retest, site_baselines
+from mutations.verdicts import (
+    CRASHED,
+    EXPOSED,
+    GUARDED,
+    KILLED,
+    NO_TESTS,
+    NOT_RUN,
+    SURVIVED,
+    TIMEOUT,
+    UNREACHED,
+)
+
+SITE_A, SITE_B = "a.py::f::vllm._C#0", "a.py::f::vllm._C#1"
+LEAK = GuardRecord("t[a]", SITE_A, "call", RecordKind.LEAK, ("exception retained",), "a: 1 detector(s) fired")
+PASS = GuardRecord("t[a]", SITE_A, "call", RecordKind.PASSED)
+UNREACH = GuardRecord("t[a]", SITE_A, "call", RecordKind.UNREACHED, (), "a unreached: no logging call")
+ERROR = GuardRecord("t[a]", SITE_A, "call", RecordKind.ERROR, (), "ImportError: boom")
+
+
+def session(status: int, *records: GuardRecord, mutant: str = "m__mutmut_1") -> GuardSession:
+    return GuardSession("run", mutant, status, records)
+
+
+def test_a_kill_needs_the_exit_code_and_a_finished_session_with_a_detector() -> None:
+    judged = judge(1, session(1, PASS, LEAK))
+    assert (judged.status, judged.killer) == (KILLED, LEAK)
+    assert judged.reason == LEAK.message
+
+
+def test_a_survivor_needs_the_exit_code_and_a_finished_passing_session() -> None:
+    assert judge(0, session(0, PASS)).status is SURVIVED
+
+
+@pytest.mark.parametrize("code", [0, 1])
+def test_an_exit_code_without_a_finished_session_is_not_a_verdict(code: int) -> None:
+    judged = judge(code, None)
+    assert judged.status is NOT_RUN and "no finished guard record" in judged.reason
+
+
+def test_an_exit_code_the_session_contradicts_is_not_a_verdict() -> None:
+    # the Ctrl-C case: mutmut stored 0 for a mutant whose last finished session failed
+    judged = judge(0, session(1, LEAK))
+    assert judged.status is NOT_RUN and "says 1" in judged.reason
+
+
+@pytest.mark.parametrize("code", sorted(INTERRUPTED_CODES | {2}))
+def test_a_run_stopped_from_outside_is_tested_again(code: int) -> None:
+    assert judge(code, session(1, LEAK)).status is NOT_RUN
+
+
+def test_a_failure_without_a_detector_is_a_crash_not_a_kill() -> None:
+    for record in (UNREACH, ERROR):
+        judged = judge(1, session(1, record))
+        assert judged.status is CRASHED and record.message in judged.reason and judged.killer is None
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [(None, NOT_RUN), (36, TIMEOUT), (-24, TIMEOUT), (5, NO_TESTS), (33, NO_TESTS), (3, CRASHED), (-11, CRASHED)],
+)
+def test_other_exit_codes(code: int | None, status: str) -> None:
+    assert judge(code, session(1, LEAK)).status == status
+
+
+def test_every_exit_code_mutmut_knows_gets_a_status() -> None:
+    for code in EXIT_CODE_STATUS:
+        assert judge(code, session(1, LEAK)).status in set(type(KILLED))
+
+
+def test_retest_lists_codes_no_verdict_stands_on_and_leaves_the_rest() -> None:
+    codes = {"m1": 1, "m2": 0, "m3": None, "m4": 1, "m5": 36}
+    sessions = {"m1": session(1, LEAK), "m2": session(1, LEAK), "m4": session(1, LEAK)}
+    del sessions["m4"]
+    assert sorted(retest(codes, sessions)) == ["m2", "m4"]
+
+
+class FakeSite:
+    def __init__(self, id: str) -> None:
+        self.id = id
+
+
+def test_baselines_guarded_exposed_and_unreached() -> None:
+    sites = [FakeSite(SITE_A), FakeSite(SITE_B), FakeSite("c")]
+    unreached_b = GuardRecord("t[b]", SITE_B, "call", RecordKind.UNREACHED, (), "b unreached")
+    sessions = [session(1, PASS, unreached_b, mutant=""), session(1, LEAK, mutant="stats")]
+
+    got = {b.site.id: (b.status, b.detectors, b.detail) for b in site_baselines(sites, sessions)}  # type: ignore[arg-type]
+
+    assert got[SITE_A] == (EXPOSED, ("exception retained",), LEAK.message)  # a failure anywhere wins
+    assert got[SITE_B] == (UNREACHED, (), "b unreached")
+    assert got["c"][0] is UNREACHED and "did not run" in got["c"][2]
+    assert site_baselines([FakeSite(SITE_A)], [session(0, PASS, mutant="")])[0].status is GUARDED  # type: ignore[list-item]

@@ -1,0 +1,80 @@
+"""The work root: one run at a time (a lock), and pruning that removes only workspaces it made."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from guards.errors import WorkDirBusy
+from mutations.ownership import MARKER, Kind, mark, marked
+from mutations.workspace import WorkRoot, remove_marked
+
+
+def test_a_second_claim_of_the_same_root_is_refused_while_the_first_holds_it(tmp_path: Path) -> None:
+    root = WorkRoot(tmp_path / "work")
+    with root.claimed():
+        holder = (
+            "import sys; from pathlib import Path; from mutations.workspace import WorkRoot\n"
+            "with WorkRoot(Path(sys.argv[1])).claimed(): pass\n"
+        )
+        other = subprocess.run([sys.executable, "-c", holder, str(root.dir)], capture_output=True, text=True)
+        assert "WorkDirBusy" in other.stderr and "another warnonce-guard run is using it" in other.stderr
+    with root.claimed():  # released: claimable again
+        assert marked(root.dir, Kind.WORK_ROOT)
+
+
+def test_the_lock_of_a_killed_holder_is_released(tmp_path: Path) -> None:
+    root = WorkRoot(tmp_path / "work")
+    holder = (
+        "import sys, time; from pathlib import Path; from mutations.workspace import WorkRoot\n"
+        "with WorkRoot(Path(sys.argv[1])).claimed():\n    print('held', flush=True); time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", holder, str(root.dir)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    with pytest.raises(WorkDirBusy), root.claimed():
+        pass
+    proc.kill()
+    proc.wait()
+    with root.claimed():
+        pass
+
+
+def test_pruning_keeps_the_current_and_newest_and_never_touches_unmarked_directories(tmp_path: Path) -> None:
+    root = WorkRoot(tmp_path / "work")
+    root.dir.mkdir()
+    ours = []
+    for i in range(5):
+        path = root.dir / f"old{i}"
+        path.mkdir()
+        mark(path, Kind.WORKSPACE)
+        (path / "state").write_text("x")
+        os.utime(path, (1000 + i, 1000 + i))
+        ours.append(path)
+    users = [root.dir / f"p{i}" for i in range(3)]
+    for path in users:
+        path.mkdir()
+        (path / "keep.txt").write_text("precious")
+        os.utime(path, (1, 1))
+    current = root.workspace("current")
+    current.create()
+
+    removed = root.prune(current, keep=3)
+
+    assert sorted(removed) == sorted(ours[:3])
+    assert sorted(p.name for p in root.dir.iterdir()) == ["current", "old3", "old4", "p0", "p1", "p2"]
+    assert all((p / "keep.txt").read_text() == "precious" for p in users)
+
+
+def test_a_removal_cut_short_keeps_the_marker_so_it_is_finished_later(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "deep" / "er").mkdir(parents=True)
+    mark(ws, Kind.WORKSPACE)
+    remove_marked(ws)
+    assert not ws.exists()
+    ws.mkdir()
+    (ws / MARKER).write_text("not json")  # a marker that does not parse is not ours: nothing removed
+    assert not marked(ws, Kind.WORKSPACE)
