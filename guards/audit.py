@@ -9,30 +9,12 @@ calls (vLLM's own `_print_warning_once(...)`, the cache itself) are not audited.
 argument is checked, the message included (a string literal is safe anyway), and every keyword
 argument but `scope=`.
 
-Kinds, the first that applies:
-  exception   references a live exception: a name bound by an enclosing `except ... as NAME` (also
-              inside nested functions and lambdas, which close over it) or a name assigned from one
-              (`err = e`), reaching the call other than through a string conversion: `e`,
-              `e.__traceback__`, `e.args`, `(e, 1)`. A name re-bound to something without the
-              exception (`e = str(e)`) no longer counts; a re-binding inside a branch does not
-              clear it after the branch (either path may run).
-  name        a variable (`x`)
-  attribute   `x.y`
-  subscript   `x[i]`
-  call        a call not known to return a primitive (`foo(x)`, `type(x)`, `sep.join(xs)`)
-  container   a list/set/dict/comprehension, or a tuple with an element that is not safe
-  starred     `*args`, `**kwargs`
-  lambda      a lambda
-  expression  anything else (`a + b` on non-safe operands, `x if c else y`, `await f()`, ...)
-
-Provably safe (conservative: a false "safe" would hide a leak, a false finding costs a look):
-literals, f-strings, `repr/str/ascii/format/hex/oct/bin/chr(...)`,
-`len/int/float/bool/ord/id/hash/isinstance/issubclass/callable/hasattr(...)`, `<str>.format(...)`
-and `<str>.join(...)` on a string literal, f-string or str-producing call, `<str> % ...`,
-`type(x).__name__` and `type(x).__qualname__`, `not x`, `x is/is not/in/not in y`, and operators,
-comparisons, `and`/`or`, conditional expressions and tuples whose operands are all safe. NOT safe:
-`x.__name__` and `x.__class__.__name__` (an attribute can be a property returning anything;
-`type(x)` cannot be overridden). Shadowed builtins (`str = ...`) are not detected.
+What is live, and of which kind, is `guards.liveness`'s policy (shared with site discovery); this
+module finds the calls and tracks which names hold a live exception where: a name bound by an
+enclosing `except ... as NAME` (also inside nested functions and lambdas, which close over it) or a
+name assigned from one (`err = e`). A name re-bound to something without the exception
+(`e = str(e)`) no longer counts; a re-binding inside a branch does not clear it after the branch
+(either path may run).
 
 A finding's `key` (file, qualified function, level, argument text, occurrence index among findings
 with the same four) has no line number, so a baseline of accepted findings survives line shifts. The
@@ -54,33 +36,11 @@ from rich.table import Table
 from rich.text import Text
 
 from guards.errors import ExitCode, GuardError, SourceDoesNotParse
+from guards.liveness import EXCEPTION, IGNORED_KEYWORDS, carries, classify, params
 from guards.sites import ONCE_METHODS
 
 PREFILTER = "_once("
-IGNORED_KEYWORDS = frozenset({"scope"})
-EXCEPTION = "exception"
 BASELINE_VERSION = 1
-
-_STR_BUILTINS = frozenset({"repr", "str", "ascii", "format", "hex", "oct", "bin", "chr"})
-_PRIMITIVE_BUILTINS = _STR_BUILTINS | frozenset(
-    {"len", "int", "float", "bool", "ord", "id", "hash", "isinstance", "issubclass", "callable", "hasattr"}
-)
-_STR_METHODS = frozenset({"format", "join"})
-_TYPE_NAME_ATTRS = frozenset({"__name__", "__qualname__"})
-_BOOL_COMPARISONS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
-_KINDS: tuple[tuple[type[ast.AST] | tuple[type[ast.AST], ...], str], ...] = (
-    (ast.Name, "name"),
-    (ast.Attribute, "attribute"),
-    (ast.Subscript, "subscript"),
-    (ast.Call, "call"),
-    (
-        (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp),
-        "container",
-    ),
-    (ast.Starred, "starred"),
-    (ast.Lambda, "lambda"),
-)
-
 
 class BadBaseline(GuardError):
     """The baseline file is missing, unreadable, not JSON or not a baseline; or it cannot be written."""
@@ -136,81 +96,6 @@ class Comparison:
         return tuple(f for f in self.new if f.kind == EXCEPTION)
 
 
-# ---- classifying one argument ---------------------------------------------------------------------
-
-
-def _builtin_name(call: ast.Call) -> str | None:
-    return call.func.id if isinstance(call.func, ast.Name) else None
-
-
-def is_str(node: ast.expr) -> bool:
-    """Provably a str: a string literal, an f-string, or a call that always returns one."""
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, str)
-    if isinstance(node, ast.JoinedStr):
-        return True
-    if isinstance(node, ast.Call):
-        if _builtin_name(node) in _STR_BUILTINS:
-            return True
-        func = node.func
-        return isinstance(func, ast.Attribute) and func.attr in _STR_METHODS and is_str(func.value)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-        return is_str(node.left)
-    return False
-
-
-def is_safe(node: ast.expr) -> bool:
-    """Provably an immutable primitive (or a tuple of them): nothing live can reach the cache through it."""
-    if isinstance(node, (ast.Constant, ast.JoinedStr)) or is_str(node):
-        return True
-    if isinstance(node, ast.Call):
-        return _builtin_name(node) in _PRIMITIVE_BUILTINS
-    if isinstance(node, ast.Attribute):
-        value = node.value
-        return (
-            node.attr in _TYPE_NAME_ATTRS
-            and isinstance(value, ast.Call)
-            and _builtin_name(value) == "type"
-            and len(value.args) == 1
-            and not value.keywords
-        )
-    if isinstance(node, ast.Tuple):
-        return all(is_safe(el) for el in node.elts)
-    if isinstance(node, ast.UnaryOp):
-        return isinstance(node.op, ast.Not) or is_safe(node.operand)
-    if isinstance(node, ast.BinOp):
-        return is_safe(node.left) and is_safe(node.right)
-    if isinstance(node, ast.BoolOp):
-        return all(is_safe(v) for v in node.values)
-    if isinstance(node, ast.Compare):
-        return all(isinstance(op, _BOOL_COMPARISONS) for op in node.ops) or all(
-            is_safe(n) for n in (node.left, *node.comparators)
-        )
-    if isinstance(node, ast.IfExp):
-        return is_safe(node.body) and is_safe(node.orelse)
-    return False
-
-
-def carries(node: ast.AST, live: frozenset[str] | set[str]) -> bool:
-    """Whether a live-exception name reaches the expression's value (not through a safe sub-expression)."""
-    if not live or (isinstance(node, ast.expr) and is_safe(node)):
-        return False
-    if isinstance(node, ast.Name):
-        return node.id in live
-    if isinstance(node, ast.Lambda):
-        return carries(node.body, set(live) - _params(node.args))
-    return any(carries(child, live) for child in ast.iter_child_nodes(node))
-
-
-def classify(node: ast.expr, live: frozenset[str] | set[str] = frozenset()) -> str | None:
-    """None for a safe argument, else its kind (`exception` first: see the module docstring)."""
-    if is_safe(node):
-        return None
-    if carries(node, live):
-        return EXCEPTION
-    return next((kind for types, kind in _KINDS if isinstance(node, types)), "expression")
-
-
 # ---- finding the calls ----------------------------------------------------------------------------
 
 
@@ -234,11 +119,6 @@ def call_arguments(call: ast.Call) -> Iterator[tuple[str, ast.expr]]:
             yield f"**{text}", ast.Starred(kw.value, ast.Load())
         else:
             yield f"{kw.arg}={text}", kw.value
-
-
-def _params(args: ast.arguments) -> set[str]:
-    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-    return {a.arg for a in every if a is not None}
 
 
 def _stored_names(target: ast.AST) -> set[str]:
@@ -278,7 +158,7 @@ class _Scanner:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defaults = [d for d in (*stmt.args.defaults, *stmt.args.kw_defaults) if d is not None]
             self.exprs([*stmt.decorator_list, *defaults], names, live)
-            self.block(stmt.body, (*names, stmt.name), set(live) - _params(stmt.args))  # closure sees live
+            self.block(stmt.body, (*names, stmt.name), set(live) - params(stmt.args))  # closure sees live
         elif isinstance(stmt, ast.ClassDef):
             self.exprs([*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords)], names, live)
             self.block(stmt.body, (*names, stmt.name), set(live))
@@ -345,7 +225,7 @@ class _Scanner:
     def calls(self, node: ast.AST, names: tuple[str, ...], live: frozenset[str]) -> None:
         """Every `*_once` call inside an expression, lambdas included (their parameters shadow)."""
         if isinstance(node, ast.Lambda):
-            live = live - _params(node.args)
+            live = live - params(node.args)
         elif isinstance(node, ast.Call):
             level = once_level(node)
             if level is not None:

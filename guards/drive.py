@@ -8,7 +8,6 @@ site's kernel import, steers the branches, swaps the module's logger for a spy, 
 
 from __future__ import annotations
 
-import ast
 import gc
 import importlib
 import inspect
@@ -23,7 +22,6 @@ from typing import Any
 
 from guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, blocking, stubbing
 from guards.errors import PlatformImportFailed
-from guards.formatting import placeholder_for_arg, with_conversion
 from guards.observe import LoggerSpy, Observation, RecordCapture
 from guards.platforms import PlatformNotFound, load_class
 from guards.sites import DEFAULT_KERNEL_PATTERN, Site, is_kernel_module
@@ -98,29 +96,29 @@ def site_callable(site: Site, module: types.ModuleType) -> Callable[[], Any]:
     return getattr(owner, name)
 
 
+# What evaluating a site's arguments may call: the formatting builtins the liveness policy knows.
+_FORMATTING_BUILTINS = {f.__name__: f for f in (repr, str, ascii, format, type, len, int, float, bool, tuple)}
+
+
 def expected_text(site: Site) -> tuple[str | None, str]:
-    """The message as the fix renders it (the exception as `%r`), and the fragment it must contain."""
-    exc_repr = repr(BlockedKernelImport(BLOCK_MESSAGE.format(name=site.kernel_module)))
-    if site.message is None:
-        return None, exc_repr
-    fmt = site.message
-    placeholder = placeholder_for_arg(fmt, site.exc_arg_index)
-    if placeholder is None:
-        return None, exc_repr
-    fmt = with_conversion(fmt, placeholder, "s")
-    values: list[Any] = []
-    for index, arg in enumerate(site.args):
-        if index == site.exc_arg_index:
-            values.append(exc_repr)
-            continue
-        try:
-            values.append(ast.literal_eval(arg))
-        except ValueError:
-            return None, exc_repr
+    """The message the site's own code renders for the blocked exception, and a fragment it must contain.
+
+    The message and arguments are evaluated as written, with the exception bound to a blocked import
+    like the guard's (`"...: %s", repr(e)`, `f"...: {e!r}"`, `"...: %r", e` all render its repr). When
+    they use more than the exception and the formatting builtins, only the fragment is checked: the
+    blocked import's own message, which every rendering of the exception contains.
+    """
+    error = BlockedKernelImport(BLOCK_MESSAGE.format(name=site.kernel_module), name=site.kernel_module)
+    fragment = str(error)
+    namespace: dict[str, Any] = {"__builtins__": _FORMATTING_BUILTINS, site.exc_name: error}
     try:
-        return fmt % tuple(values), exc_repr
-    except (TypeError, ValueError):
-        return None, exc_repr
+        message = eval(site.message_source, namespace)  # the target's own source, as the guard imports it
+        values = tuple(eval(arg, namespace) for arg in site.args)
+        return (str(message) % values if values else str(message)), fragment
+    except Exception:  # a name the guard cannot bind, or a format that does not apply
+        return None, fragment
+    finally:
+        del error, namespace
 
 
 def once_caches(*packages: str) -> list[Any]:

@@ -2,8 +2,10 @@
 
 A site is a `try:` that imports a kernel module (`import vllm._C`, `from vllm import _C`,
 `importlib.import_module("vllm._C")`) with an `except ImportError as NAME:` handler whose body logs
-NAME through a logger method. `*_once` calls are cached (and guarded); plain `warning` & co. are listed
-as not cached. The frozen `Site` record is the vocabulary everything downstream speaks.
+NAME through a logger method, in any argument (the message included: `f"...: {e!r}"`). `*_once` calls
+are cached (and guarded); plain `warning` & co. are listed as not cached. A site is `live` when the
+liveness policy (`guards.liveness`, shared with the audit) says an argument carries the exception
+itself, else `eager`. The frozen `Site` record is the vocabulary everything downstream speaks.
 """
 
 from __future__ import annotations
@@ -21,14 +23,13 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from guards.errors import SourceDoesNotParse
+from guards.liveness import EXCEPTION, IGNORED_KEYWORDS, classify_source
 
 ONCE_METHODS = frozenset({"debug_once", "info_once", "warning_once", "error_once"})
 PLAIN_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 # A kernel module's last component has a `C` token: _C, _C_AVX2, _moe_C_stable_libtorch, fs_io_C.
 DEFAULT_KERNEL_PATTERN = r"(?:^|_)C(?:_|$)"
-_STRING_FUNCS = frozenset({"repr", "str", "format", "ascii"})
-_STRING_ATTRS = frozenset({"msg", "name", "path", "strerror"})
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,9 @@ class Site:
     form: str  # "eager" (formatted before the call) or "live" (the exception reaches the call)
     exc_name: str
     message: str | None  # the format string, when it is a literal
-    args: tuple[str, ...]  # source of the arguments after the message
-    exc_arg_index: int  # which of `args` carries the exception
+    message_source: str  # the source of the first argument (a literal, an f-string, a name, ...)
+    args: tuple[str, ...]  # source of the positional arguments after the message
+    exc_arg_index: int  # which of `args` references the exception (-1: only the message or a keyword does)
     receiver: str  # the logger expression the call goes through, e.g. `logger`
     conditions: tuple[Condition, ...] = field(default=())
     driver: str | None = None  # `module:Class` whose import_kernels the guard calls (a platform plugin)
@@ -171,33 +173,14 @@ def references(node: cst.CSTNode, name: str) -> bool:
     return any(isinstance(n, cst.Name) and n.value == name for n in walk(node))
 
 
-def arg_form(expr: cst.BaseExpression, name: str) -> str | None:
-    """`live` if `expr` can carry the exception object itself, `eager` if it is a string, None if unrelated."""
-    if not references(expr, name):
-        return None
-    if isinstance(expr, cst.Call) and (dotted(expr.func) or "") in _STRING_FUNCS:
-        return "eager"
-    if (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Attribute)
-        and expr.func.attr.value
-        in {
-            "format",
-            "join",
-        }
-    ):
-        return "eager"
-    if isinstance(expr, cst.FormattedString):
-        return "eager"
-    if (
-        isinstance(expr, cst.BinaryOperation)
-        and isinstance(expr.operator, cst.Modulo)
-        and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString))
-    ):
-        return "eager"
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.attr.value in _STRING_ATTRS:
-        return "eager"
-    return "live"
+def liveness(expr: cst.BaseExpression, name: str) -> str | None:
+    """The liveness policy's kind for one argument, with `name` bound to the live exception (`guards.liveness`)."""
+    return classify_source(cst.Module([]).code_for_node(expr), {name})
+
+
+def checked_arguments(call: cst.Call) -> list[cst.Arg]:
+    """The arguments that reach a logger method's cache: all positionals (the message too) and keywords but `scope=`."""
+    return [arg for arg in call.args if not (arg.keyword is not None and arg.keyword.value in IGNORED_KEYWORDS)]
 
 
 def log_method(call: cst.Call) -> str | None:
@@ -210,13 +193,13 @@ def log_method(call: cst.Call) -> str | None:
 
 
 def logging_calls(handler: cst.ExceptHandler, name: str) -> list[cst.Call]:
-    """Logger calls in a handler body that pass (something made of) the exception `name`."""
+    """Logger calls in a handler body that pass (something made of) the exception `name`, in any argument."""
     return [
         node
         for node in walk(handler.body)
         if isinstance(node, cst.Call)
         and log_method(node) is not None
-        and any(references(arg.value, name) for arg in node.args[1:] if arg.keyword is None)
+        and any(references(arg.value, name) for arg in checked_arguments(node))
     ]
 
 
@@ -315,8 +298,8 @@ class _SiteFinder:
             else None
         )
         rest = [arg.value for arg in call.args[1:] if arg.keyword is None]
-        forms = [arg_form(arg, name) for arg in rest]
-        exc_index = next(i for i, form in enumerate(forms) if form is not None)
+        exc_index = next((i for i, arg in enumerate(rest) if references(arg, name)), -1)
+        live = any(liveness(arg.value, name) == EXCEPTION for arg in checked_arguments(call))
         occurrence = sum(
             1 for s in self.sites if (s.qualname, s.kernel_module) == (".".join(scope.names) or "<module>", kernel)
         )
@@ -332,9 +315,10 @@ class _SiteFinder:
             end_column=self.positions[call].end.column,
             import_line=import_line,
             log_method=log_method(call) or "",
-            form="live" if "live" in forms else "eager",
+            form="live" if live else "eager",
             exc_name=name,
             message=message,
+            message_source=self.code(first) if first is not None else "",
             args=tuple(self.code(arg) for arg in rest),
             exc_arg_index=exc_index,
             receiver=self.code(call.func.value) if isinstance(call.func, cst.Attribute) else "",

@@ -78,7 +78,10 @@ def test_safe_argument_is_not_reported(arg: str) -> None:
     [
         ("e", "exception"),
         ("e.__traceback__", "exception"),
-        ("e.args", "exception"),
+        ("e.args", "attribute"),
+        ("type(e)", "call"),
+        ("e.with_traceback(None)", "exception"),
+        ("foo(e)", "exception"),
         ("(e, 1)", "exception"),
         ("e.__class__.__name__", "exception"),
         ("x", "name"),

@@ -72,20 +72,24 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Toy]:
     packages: list[str] = []
     monkeypatch.syspath_prepend(str(tmp_path))
 
-    def make(source: str = PLATFORM, call: str = EAGER) -> tuple[str, list[Site]]:
+    def make(source: str = PLATFORM, call: str = EAGER, runs: str | None = None) -> tuple[str, list[Site]]:
+        """Sites discovered with `call`; the module then runs `runs` instead (a mutant), if given."""
         package = unique_package()
         packages.append(package)
         write_toy(tmp_path, package, {"interface": source.replace("CALL", call)})
+        sites = discover(tmp_path, package=package)
+        if runs is not None:
+            write_toy(tmp_path, package, {"interface": source.replace("CALL", runs)})
         importlib.invalidate_caches()
-        return package, discover(tmp_path, package=package)
+        return package, sites
 
     yield make
     for package in packages:
         purge(package)
 
 
-def observe(toy: Toy, call: str) -> Observation:
-    package, (site,) = toy(call=call)
+def observe(toy: Toy, call: str, runs: str | None = None) -> Observation:
+    package, (site,) = toy(call=call, runs=runs)
     return drive(site, package=package)
 
 
@@ -148,8 +152,8 @@ def test_plain_warning_repeats_without_retaining(toy: Toy) -> None:
     assert detector_names(caught.value) == {detectors.WARNING_REPEATED}
 
 
-def test_str_of_live_exception_changes_the_message_and_is_retained(toy: Toy) -> None:
-    package, (site,) = toy(call=LIVE_STR)
+def test_a_mutant_passing_the_exception_to_percent_s_changes_the_message_and_is_retained(toy: Toy) -> None:
+    package, (site,) = toy(call=EAGER, runs=LIVE_STR)
 
     with pytest.raises(LeakDetected) as caught:
         check_site(site, package=package)
@@ -164,15 +168,36 @@ def test_str_of_live_exception_changes_the_message_and_is_retained(toy: Toy) -> 
         (detectors.owner_pinned, LIVE_REPR),
         (detectors.warning_repeated, LIVE_REPR),
         (detectors.warning_repeated, PLAIN),
-        (detectors.message_changed, LIVE_STR),
+        (detectors.message_changed, (EAGER, LIVE_STR)),
     ],
     ids=["retained-live", "pinned-live", "repeated-live", "repeated-plain", "changed-str"],
 )
 def test_each_detector_fires_on_a_leaking_site_and_stays_quiet_on_an_eager_one(
-    toy: Toy, detector: Callable[[Observation], detectors.Finding | None], leaking: str
+    toy: Toy, detector: Callable[[Observation], detectors.Finding | None], leaking: str | tuple[str, str]
 ) -> None:
-    assert detector(observe(toy, leaking)) is not None
+    discovered, runs = leaking if isinstance(leaking, tuple) else (leaking, None)
+    assert detector(observe(toy, discovered, runs)) is not None
     assert detector(observe(toy, EAGER)) is None
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        'logger.warning_once("Failed to import from PKG._C: %s", str(e))',
+        'logger.warning_once(f"Failed to import from PKG._C: {e!r}")',
+        'logger.warning_once(f"Failed to import from PKG._C: {e}")',
+        'logger.warning_once("Failed to import from PKG._C: " + repr(e))',
+    ],
+    ids=["str", "fstring-repr", "fstring-str", "concatenated"],
+)
+def test_every_eager_form_passes_its_guard_with_the_message_it_renders(toy: Toy, call: str) -> None:
+    package, (site,) = toy(call=call)
+    assert site.form == "eager"
+
+    obs = drive(site, package=package)
+
+    assert obs.expected_message is not None and obs.emitted == [obs.expected_message]
+    assert detectors.findings(obs) == []
 
 
 # ---- steering and reachability ----------------------------------------------------------------------

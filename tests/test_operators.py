@@ -115,7 +115,6 @@ ABSENT = {
         'logger.warning_once("x: %s", repr(e))', handler="except ValueError as e:"
     ),
     "another name formatted": kernel_try('logger.debug_once("x: %s", repr(other_var))'),
-    "exception only in the message": kernel_try("logger.warning_once(repr(e))"),
     "outside any try": 'import vllm._C\ne = ImportError("x")\nlogger.warning_once("x: %s", repr(e))\n',
     "in the try body, not the handler": (
         'try:\n    import vllm._C\n    logger.warning_once("x: %s", repr(e))\nexcept ImportError as e:\n    pass\n'

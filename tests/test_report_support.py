@@ -81,6 +81,7 @@ def make_site(file: str, qualname: str, kernel: str) -> Site:
         form="eager",
         exc_name="e",
         message=None,
+        message_source="MESSAGE",
         args=("e",),
         exc_arg_index=0,
         receiver="logger",

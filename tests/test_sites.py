@@ -293,14 +293,33 @@ def test_plain_logging_method_is_listed_but_not_cached(method: str) -> None:
     assert site.to_json()["cached"] is False
 
 
-@pytest.mark.parametrize("arg", ["repr(e)", "str(e)", 'f"{e}"', '"%s" % e', '"{}".format(e)', "e.msg", "e.name"])
-def test_exception_formatted_before_the_call_is_eager(arg: str) -> None:
+@pytest.mark.parametrize(
+    "arg",
+    ["repr(e)", "str(e)", 'f"{e}"', '"%s" % e', '"{}".format(e)', "e.msg", "e.name", "e.args", "type(e)"],
+)
+def test_exception_formatted_before_the_call_or_only_its_data_is_eager(arg: str) -> None:
     assert only(guarded("import vllm._C", f'logger.warning_once("Failed: %s", {arg})')).form == "eager"
 
 
-@pytest.mark.parametrize("arg", ["e", "e.__traceback__", "(e,)", "e.args"])
+@pytest.mark.parametrize("arg", ["e", "e.__traceback__", "(e,)", "foo(e)", "e.with_traceback(None)"])
 def test_exception_object_reaching_the_call_is_live(arg: str) -> None:
     assert only(guarded("import vllm._C", f'logger.warning_once("Failed: %s", {arg})')).form == "live"
+
+
+@pytest.mark.parametrize(
+    ("call", "form"),
+    [
+        ('logger.warning_once(f"Failed to import from vllm._C: {e!r}")', "eager"),
+        ('logger.warning_once("Failed: " + repr(e))', "eager"),
+        ("logger.warning_once(e)", "live"),
+        ('logger.warning_once("Failed: %s", repr(e), exc_info=e)', "live"),
+        ('logger.warning_once("Failed: %s", repr(e), scope="local")', "eager"),
+    ],
+    ids=["fstring-message", "concatenated-message", "exception-as-message", "exc-info-keyword", "scope-keyword"],
+)
+def test_the_exception_in_the_message_or_a_keyword_makes_a_site_with_the_policys_form(call: str, form: str) -> None:
+    site = only(guarded("import vllm._C", call))
+    assert (site.form, site.exc_arg_index) == (form, 0 if "repr(e)," in call else -1)
 
 
 def test_one_live_argument_makes_the_site_live() -> None:
@@ -320,7 +339,6 @@ def test_one_live_argument_makes_the_site_live() -> None:
         guarded("import vllm._C").replace("except ImportError", "except ValueError"),
         guarded("import vllm._C", 'logger.warning_once("Failed to import vllm._C")'),
         guarded("import vllm._C", 'logger.warning_once("Failed: %s", other)'),
-        guarded("import vllm._C", 'logger.warning("Failed", exc_info=e)'),
         guarded("import vllm._C", 'print("Failed: %s" % e)'),
         "import vllm._C\nlogger.warning_once('%r', e)\n",
         "def f():\n    import vllm._C\n    logger.warning_once('%r', e)\n",
@@ -333,7 +351,6 @@ def test_one_live_argument_makes_the_site_live() -> None:
         "catches-value-error",
         "no-exception-argument",
         "other-name",
-        "exception-only-as-keyword",
         "not-a-logger-call",
         "module-level-outside-try",
         "function-outside-try",

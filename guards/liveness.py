@@ -1,0 +1,174 @@
+"""One liveness policy: what an argument to a `*_once` call can keep alive in its lru_cache.
+
+Both site discovery (`guards.sites`: is a site `live` or `eager`?) and the audit (`guards.audit`: which
+arguments are findings, of which kind?) ask `classify`; neither decides on its own. The answer for one
+argument expression (an `ast.expr`), given the names that hold a live exception there:
+
+- None: provably an immutable primitive (str, int, float, bool, None, bytes, or a tuple of those):
+  nothing can be kept alive through it.
+- `exception`: the exception object itself (and with it its traceback, every frame on it and their
+  locals) can reach the cache: `e`, `e.__traceback__`, `(e, 1)`, `foo(e)`, `e.with_traceback(None)`.
+- any other kind (`name`, `attribute`, `call`, ...): not provably primitive, but it carries no live
+  exception: `x`, `e.args` (the exception's arguments, not the exception), `type(e)` (its class).
+
+Reading the exception's data does not carry it: `e.args`, `e.name`, `e.msg`, `e.path` and the other
+attributes in `EXCEPTION_DATA` hold what the exception was made with, and `type(e)` is its class. Any
+other attribute (`e.__traceback__`, `e.__cause__`, `e.__dict__`, `e.request`, a property) is assumed to
+carry it. Formatting first is safe: `repr(e)`, `str(e)`, `f"{e!r}"`, `"%s" % e`, `"{}".format(e)`.
+
+Provably safe (conservative: a false "safe" would hide a leak, a false finding costs a look): literals,
+f-strings, `repr/str/ascii/format/hex/oct/bin/chr(...)`,
+`len/int/float/bool/ord/id/hash/isinstance/issubclass/callable/hasattr(...)`, `<str>.format(...)` and
+`<str>.join(...)` on a string literal, f-string or str-producing call, `<str> % ...`,
+`type(x).__name__` and `type(x).__qualname__`, `not x`, `x is/is not/in/not in y`, and operators,
+comparisons, `and`/`or`, conditional expressions and tuples whose operands are all safe. NOT safe:
+`x.__name__` and `x.__class__.__name__` (an attribute can be a property returning anything; `type(x)`
+cannot be overridden). Shadowed builtins (`str = ...`) are not detected.
+
+`EXAMPLES` is the policy as a table; one test checks every row, and the README shows it.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import NamedTuple
+
+EXCEPTION = "exception"
+# vLLM's `*_once(msg, *args, scope=...)`: every argument reaches the cache but `scope`, which only picks a process.
+IGNORED_KEYWORDS = frozenset({"scope"})
+# Attributes of an exception that hold its data (primitives, or the values it was made with), never itself.
+EXCEPTION_DATA = frozenset(
+    {"args", "name", "path", "msg", "errno", "strerror", "filename", "filename2", "winerror", "characters_written"}
+)
+
+_STR_BUILTINS = frozenset({"repr", "str", "ascii", "format", "hex", "oct", "bin", "chr"})
+_PRIMITIVE_BUILTINS = _STR_BUILTINS | frozenset(
+    {"len", "int", "float", "bool", "ord", "id", "hash", "isinstance", "issubclass", "callable", "hasattr"}
+)
+_STR_METHODS = frozenset({"format", "join"})
+_TYPE_NAME_ATTRS = frozenset({"__name__", "__qualname__"})
+_BOOL_COMPARISONS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+_KINDS: tuple[tuple[type[ast.AST] | tuple[type[ast.AST], ...], str], ...] = (
+    (ast.Name, "name"),
+    (ast.Attribute, "attribute"),
+    (ast.Subscript, "subscript"),
+    (ast.Call, "call"),
+    (
+        (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp),
+        "container",
+    ),
+    (ast.Starred, "starred"),
+    (ast.Lambda, "lambda"),
+)
+
+
+class Example(NamedTuple):
+    """One row of the policy: an argument, with `e` bound to a live exception, and its kind (None: safe)."""
+
+    argument: str
+    kind: str | None
+
+
+EXAMPLES: tuple[Example, ...] = (
+    Example("repr(e)", None),
+    Example("str(e)", None),
+    Example('f"{e!r}"', None),
+    Example('"%s" % e', None),
+    Example('"{}".format(e)', None),
+    Example("type(e).__name__", None),
+    Example("e", EXCEPTION),
+    Example("e.__traceback__", EXCEPTION),
+    Example("(e, 1)", EXCEPTION),
+    Example("foo(e)", EXCEPTION),
+    Example("e.with_traceback(None)", EXCEPTION),
+    Example("e.__class__.__name__", EXCEPTION),
+    Example("e.args", "attribute"),
+    Example("e.name", "attribute"),
+    Example("e.args[0]", "subscript"),
+    Example("type(e)", "call"),
+    Example("x", "name"),
+)
+
+
+def _builtin_name(call: ast.Call) -> str | None:
+    return call.func.id if isinstance(call.func, ast.Name) else None
+
+
+def is_str(node: ast.expr) -> bool:
+    """Provably a str: a string literal, an f-string, or a call that always returns one."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.Call):
+        if _builtin_name(node) in _STR_BUILTINS:
+            return True
+        func = node.func
+        return isinstance(func, ast.Attribute) and func.attr in _STR_METHODS and is_str(func.value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        return is_str(node.left)
+    return False
+
+
+def _is_type_call(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and _builtin_name(node) == "type" and len(node.args) == 1 and not node.keywords
+
+
+def is_safe(node: ast.expr) -> bool:
+    """Provably an immutable primitive (or a tuple of them): nothing live can reach the cache through it."""
+    if isinstance(node, (ast.Constant, ast.JoinedStr)) or is_str(node):
+        return True
+    if isinstance(node, ast.Call):
+        return _builtin_name(node) in _PRIMITIVE_BUILTINS
+    if isinstance(node, ast.Attribute):
+        return node.attr in _TYPE_NAME_ATTRS and _is_type_call(node.value)
+    if isinstance(node, ast.Tuple):
+        return all(is_safe(el) for el in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.Not) or is_safe(node.operand)
+    if isinstance(node, ast.BinOp):
+        return is_safe(node.left) and is_safe(node.right)
+    if isinstance(node, ast.BoolOp):
+        return all(is_safe(v) for v in node.values)
+    if isinstance(node, ast.Compare):
+        return all(isinstance(op, _BOOL_COMPARISONS) for op in node.ops) or all(
+            is_safe(n) for n in (node.left, *node.comparators)
+        )
+    if isinstance(node, ast.IfExp):
+        return is_safe(node.body) and is_safe(node.orelse)
+    return False
+
+
+def params(args: ast.arguments) -> set[str]:
+    """The names a function's or lambda's parameters bind."""
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return {a.arg for a in every if a is not None}
+
+
+def carries(node: ast.AST, live: frozenset[str] | set[str]) -> bool:
+    """Whether a live exception named in `live` can reach the expression's value (not through a safe part)."""
+    if not live or (isinstance(node, ast.expr) and is_safe(node)):
+        return False
+    if isinstance(node, ast.Name):
+        return node.id in live
+    if isinstance(node, ast.Attribute) and node.attr in EXCEPTION_DATA:
+        return False  # the exception's data, not the exception
+    if _is_type_call(node):  # type(e): the class
+        return False
+    if isinstance(node, ast.Lambda):
+        return carries(node.body, set(live) - params(node.args))
+    return any(carries(child, live) for child in ast.iter_child_nodes(node))
+
+
+def classify(node: ast.expr, live: frozenset[str] | set[str] = frozenset()) -> str | None:
+    """None for a safe argument, else its kind (`exception` first: see the module docstring)."""
+    if is_safe(node):
+        return None
+    if carries(node, live):
+        return EXCEPTION
+    return next((kind for types, kind in _KINDS if isinstance(node, types)), "expression")
+
+
+def classify_source(argument: str, live: frozenset[str] | set[str]) -> str | None:
+    """`classify` for an argument given as source text (as libcst renders it)."""
+    return classify(ast.parse(f"({argument})", mode="eval").body, live)
