@@ -36,8 +36,7 @@ from rich.table import Table
 from rich.text import Text
 
 from guards.errors import ExitCode, GuardError, SourceDoesNotParse
-from guards.liveness import EXCEPTION, IGNORED_KEYWORDS, carries, classify, params
-from guards.sites import ONCE_METHODS
+from guards.liveness import EXCEPTION, IGNORED_KEYWORDS, ONCE_METHODS, carries, classify, params
 
 PREFILTER = "_once("
 BASELINE_VERSION = 1

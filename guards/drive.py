@@ -24,7 +24,8 @@ from guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, blocking, stubbin
 from guards.errors import PlatformImportFailed
 from guards.observe import LoggerSpy, Observation, RecordCapture
 from guards.platforms import PlatformNotFound, load_class
-from guards.sites import DEFAULT_KERNEL_PATTERN, Site, is_kernel_module
+from guards.site_rule import DEFAULT_KERNEL_PATTERN, is_kernel_module
+from guards.sites import Site
 from guards.steering import CannotSteer, steered
 
 CALLS = 2

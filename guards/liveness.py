@@ -34,6 +34,8 @@ import ast
 from typing import NamedTuple
 
 EXCEPTION = "exception"
+# vLLM's cached logger methods (`vllm.logger`): what they are passed, their lru_cache keeps.
+ONCE_METHODS = frozenset({"debug_once", "info_once", "warning_once", "error_once"})
 # vLLM's `*_once(msg, *args, scope=...)`: every argument reaches the cache but `scope`, which only picks a process.
 IGNORED_KEYWORDS = frozenset({"scope"})
 # Attributes of an exception that hold its data (primitives, or the values it was made with), never itself.

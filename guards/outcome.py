@@ -5,7 +5,8 @@ from __future__ import annotations
 from guards.detectors import Finding, findings
 from guards.drive import CannotDrive, drive
 from guards.records import RecordKind
-from guards.sites import DEFAULT_KERNEL_PATTERN, Site
+from guards.site_rule import DEFAULT_KERNEL_PATTERN
+from guards.sites import Site
 
 
 class GuardFailure(AssertionError):

@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from guards.errors import ExitCode, GuardError, NothingToCheck
-from guards.sites import DEFAULT_KERNEL_PATTERN, Site, sites_in_source
+from guards.site_rule import DEFAULT_KERNEL_PATTERN
+from guards.sites import Site, sites_in_source
 
 ENTRY_POINT_GROUP = "vllm.platform_plugins"
 METHOD = "import_kernels"

@@ -1,11 +1,12 @@
 """Site discovery: every kernel-import site of a target, found by parsing its source with libcst.
 
-A site is a `try:` that imports a kernel module (`import vllm._C`, `from vllm import _C`,
-`importlib.import_module("vllm._C")`) with an `except ImportError as NAME:` handler whose body logs
-NAME through a logger method, in any argument (the message included: `f"...: {e!r}"`). `*_once` calls
-are cached (and guarded); plain `warning` & co. are listed as not cached. A site is `live` when the
-liveness policy (`guards.liveness`, shared with the audit) says an argument carries the exception
-itself, else `eager`. The frozen `Site` record is the vocabulary everything downstream speaks.
+What a site is, is `guards.site_rule`'s to say (a logger call passing NAME in the handler
+`except ImportError as NAME:` of a `try:` that imports a kernel module); this module walks a file for
+them and records what the guards need: where each is, the `if` tests on the way to it, its message
+and arguments. `*_once` calls are cached (and guarded); plain `warning` & co. are listed as not cached.
+A site is `live` when the liveness policy (`guards.liveness`, shared with the audit) says an argument
+carries the exception itself, else `eager`. The frozen `Site` record is the vocabulary everything
+downstream speaks.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -23,13 +24,18 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from guards.errors import SourceDoesNotParse
-from guards.liveness import EXCEPTION, IGNORED_KEYWORDS, classify_source
-
-ONCE_METHODS = frozenset({"debug_once", "info_once", "warning_once", "error_once"})
-PLAIN_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})
-IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
-# A kernel module's last component has a `C` token: _C, _C_AVX2, _moe_C_stable_libtorch, fs_io_C.
-DEFAULT_KERNEL_PATTERN = r"(?:^|_)C(?:_|$)"
+from guards.site_rule import (
+    DEFAULT_KERNEL_PATTERN,
+    ONCE_METHODS,
+    PLAIN_METHODS,
+    anchor,
+    is_live,
+    kernel_import,
+    log_method,
+    references,
+    site_calls,
+    walk,
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,7 @@ class Site:
     args: tuple[str, ...]  # source of the positional arguments after the message
     exc_arg_index: int  # which of `args` references the exception (-1: only the message or a keyword does)
     receiver: str  # the logger expression the call goes through, e.g. `logger`
+    anchor: str = ""  # digest of the enclosing `try` statement's source (`site_rule.anchor`)
     conditions: tuple[Condition, ...] = field(default=())
     driver: str | None = None  # `module:Class` whose import_kernels the guard calls (a platform plugin)
 
@@ -86,6 +93,16 @@ class Site:
         return self.log_method in ONCE_METHODS
 
     @property
+    def current_package(self) -> str:
+        """The package the site's module imports relative to (`from . import _C`)."""
+        return self.module if self.file.endswith("__init__.py") else self.module.rpartition(".")[0]
+
+    @property
+    def mutable(self) -> bool:
+        """A cached site in a function or method mutmut can run (not at module level): the operators' targets."""
+        return self.cached and self.qualname != "<module>"
+
+    @property
     def class_name(self) -> str | None:
         parts = self.qualname.split(".")
         return parts[-2] if len(parts) > 1 else None
@@ -105,118 +122,6 @@ class Site:
         fields["args"] = tuple(fields["args"])  # type: ignore[arg-type]
         fields["conditions"] = tuple(Condition(**c) for c in fields["conditions"])  # type: ignore[arg-type,union-attr]
         return cls(**fields)  # type: ignore[arg-type]
-
-
-# ---- node predicates, shared with the mutators -------------------------------------------------
-
-
-def dotted(node: cst.BaseExpression | cst.ImportFrom | None) -> str | None:
-    """`a.b.c` for a Name/Attribute chain, else None."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
-
-
-def is_kernel_module(name: str, package: str, pattern: str = DEFAULT_KERNEL_PATTERN) -> bool:
-    """A module inside `package` whose last component names a compiled kernel."""
-    return name.startswith(package + ".") and re.search(pattern, name.rsplit(".", 1)[-1]) is not None
-
-
-def imported_modules(stmt: cst.CSTNode, current_package: str) -> Iterator[str]:
-    """Dotted names a statement imports, including `importlib.import_module("x")` calls."""
-    for node in walk(stmt):
-        if isinstance(node, cst.Import):
-            for alias in node.names:
-                name = dotted(alias.name)
-                if name:
-                    yield name
-        elif isinstance(node, cst.ImportFrom):
-            base = dotted(node.module) or ""
-            if node.relative:
-                parts = current_package.split(".")
-                up = len(node.relative) - 1
-                anchor = ".".join(parts[: len(parts) - up] if up else parts)
-                base = f"{anchor}.{base}" if base else anchor
-            yield base
-            if not isinstance(node.names, cst.ImportStar):
-                for alias in node.names:
-                    name = dotted(alias.name)
-                    if name:
-                        yield f"{base}.{name}"
-        elif (
-            isinstance(node, cst.Call)
-            and (dotted(node.func) or "").endswith("import_module")
-            and node.args
-            and isinstance(node.args[0].value, cst.SimpleString)
-        ):
-            yield str(node.args[0].value.evaluated_value)
-
-
-def catches_import_error(handler: cst.ExceptHandler) -> bool:
-    """`except ImportError as e` (or a tuple or base class that includes it)."""
-    if handler.type is None:
-        return False
-    types = [el.value for el in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
-    return any((dotted(t) or "").rsplit(".", 1)[-1] in IMPORT_ERRORS for t in types)
-
-
-def handler_name(handler: cst.ExceptHandler) -> str | None:
-    if handler.name is not None and isinstance(handler.name.name, cst.Name):
-        return handler.name.name.value
-    return None
-
-
-def references(node: cst.CSTNode, name: str) -> bool:
-    return any(isinstance(n, cst.Name) and n.value == name for n in walk(node))
-
-
-def liveness(expr: cst.BaseExpression, name: str) -> str | None:
-    """The liveness policy's kind for one argument, with `name` bound to the live exception (`guards.liveness`)."""
-    return classify_source(cst.Module([]).code_for_node(expr), {name})
-
-
-def checked_arguments(call: cst.Call) -> list[cst.Arg]:
-    """The arguments that reach a logger method's cache: all positionals (the message too) and keywords but `scope=`."""
-    return [arg for arg in call.args if not (arg.keyword is not None and arg.keyword.value in IGNORED_KEYWORDS)]
-
-
-def log_method(call: cst.Call) -> str | None:
-    """The logger method a call invokes (`logger.warning_once(...)` -> warning_once)."""
-    if isinstance(call.func, cst.Attribute):
-        method = call.func.attr.value
-        if method in ONCE_METHODS or method in PLAIN_METHODS:
-            return method
-    return None
-
-
-def logging_calls(handler: cst.ExceptHandler, name: str) -> list[cst.Call]:
-    """Logger calls in a handler body that pass (something made of) the exception `name`, in any argument."""
-    return [
-        node
-        for node in walk(handler.body)
-        if isinstance(node, cst.Call)
-        and log_method(node) is not None
-        and any(references(arg.value, name) for arg in checked_arguments(node))
-    ]
-
-
-def kernel_import(try_node: cst.Try, package: str, current_package: str, pattern: str) -> str | None:
-    """The first kernel module the `try` body imports, or None."""
-    for stmt in try_node.body.body:
-        for name in imported_modules(stmt, current_package):
-            if is_kernel_module(name, package, pattern):
-                return name
-    return None
-
-
-def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """`node` and every node below it, in source order (pre-order)."""
-    yield node
-    for child in node.children:
-        yield from walk(child)
 
 
 # ---- discovery ----------------------------------------------------------------------------------
@@ -281,12 +186,9 @@ class _SiteFinder:
         if kernel is None:
             return
         import_line = self.positions[stmt.body.body[0]].start.line
-        for handler in stmt.handlers:
-            name = handler_name(handler)
-            if name is None or not catches_import_error(handler):
-                continue
-            for call in logging_calls(handler, name):
-                self.sites.append(self.site(call, kernel, import_line, name, scope, handler))
+        digest = anchor(stmt)
+        for call, handler, name in site_calls(stmt, self.package, self.current_package, self.pattern):
+            self.sites.append(replace(self.site(call, kernel, import_line, name, scope, handler), anchor=digest))
 
     def site(
         self, call: cst.Call, kernel: str, import_line: int, name: str, scope: _Scope, handler: cst.ExceptHandler
@@ -299,7 +201,6 @@ class _SiteFinder:
         )
         rest = [arg.value for arg in call.args[1:] if arg.keyword is None]
         exc_index = next((i for i, arg in enumerate(rest) if references(arg, name)), -1)
-        live = any(liveness(arg.value, name) == EXCEPTION for arg in checked_arguments(call))
         occurrence = sum(
             1 for s in self.sites if (s.qualname, s.kernel_module) == (".".join(scope.names) or "<module>", kernel)
         )
@@ -315,7 +216,7 @@ class _SiteFinder:
             end_column=self.positions[call].end.column,
             import_line=import_line,
             log_method=log_method(call) or "",
-            form="live" if live else "eager",
+            form="live" if is_live(call, name) else "eager",
             exc_name=name,
             message=message,
             message_source=self.code(first) if first is not None else "",

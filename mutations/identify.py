@@ -1,39 +1,37 @@
-"""Which site and operator each mutmut mutant is, by re-running mutmut's own generator under our seam.
+"""Which site and operator each mutmut mutant is: by the position of the call it changes.
 
 mutmut names a mutant `<module>.<mangled function>__mutmut_<n>`, numbering the mutations of one
 function in the order its generator yields them. Running the same generator (`create_mutations`) with
-the same operators reproduces that order, so mutant n is the n-th mutation of its function.
+the same operators, anchored on the same sites, reproduces that order, so mutant n is the n-th mutation
+of its function. The site is the discovered one whose call starts where the mutant's changed call
+starts (line and column in the pristine file): naming re-derives nothing discovery already knew. A
+mutant whose call is no discovered site's is kept, marked unattributed with the reason, and reported
+as such (the run goes on: it is a bug of the site rule, shown, not an abort).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from guards.errors import ExitCode, GuardError
-from guards.sites import (
-    DEFAULT_KERNEL_PATTERN,
-    Site,
-    handler_name,
-    kernel_import,
-    log_method,
-    logging_calls,
-    walk,
-)
+from guards.site_rule import DEFAULT_KERNEL_PATTERN, log_method, walk
+from guards.sites import Site
 from mutations.engine.state import BadState, write_atomic
-from mutations.operators import PACKAGE, operator_of
+from mutations.operators import PACKAGE, anchors_of, operator_of
 from mutations.seam import our_operators
 from mutations.workspace import Workspace
 
 
 class MutantsUnaccounted(GuardError):
-    """A mutant mutmut made that no site and operator explain (or the other way round)."""
+    """mutmut's mutants and ours differ (a mutant only one side knows)."""
 
     exit_code = ExitCode.MUTANTS_UNACCOUNTED
 
@@ -41,13 +39,17 @@ class MutantsUnaccounted(GuardError):
 @dataclass(frozen=True)
 class MutantIdentity:
     mutant_id: str
-    site: Site
+    site: Site  # the discovered site, or for an unattributed mutant a stand-in at its call's position
     operator: str
     original: str  # the call's source before
     replacement: str  # and after
+    unattributed: str = ""  # why no discovered site explains the mutant ("" when one does)
 
     def named(self) -> NamedMutant:
-        return NamedMutant(self.mutant_id, self.site.id, self.operator, self.original, self.replacement)
+        orphan = self.site.to_json() if self.unattributed else None
+        return NamedMutant(
+            self.mutant_id, self.site.id, self.operator, self.original, self.replacement, self.unattributed, orphan
+        )
 
 
 @dataclass(frozen=True)
@@ -59,28 +61,28 @@ class NamedMutant:
     operator: str
     original: str
     replacement: str
+    unattributed: str = ""  # why no discovered site explains it
+    orphan: dict[str, Any] | None = None  # the stand-in site of an unattributed mutant
+
+    @property
+    def orphan_site(self) -> Site | None:
+        return Site.from_json(self.orphan) if self.orphan is not None else None
 
     @classmethod
     def from_json(cls, data: Any) -> NamedMutant:
         if not isinstance(data, dict) or set(data) != _NAMED_FIELDS:
             raise BadState("not a named mutant")
-        if not all(isinstance(v, str) for v in data.values()):
-            raise BadState("a named mutant's field is not text")
+        orphan = data["orphan"]
+        if not all(isinstance(data[k], str) for k in _NAMED_FIELDS - {"orphan"}) or not (
+            orphan is None or isinstance(orphan, dict)
+        ):
+            raise BadState("a named mutant's field has the wrong type")
         return cls(**data)
 
 
-_NAMED_FIELDS = frozenset({"mutant_id", "site_id", "operator", "original", "replacement"})
-
-
-def _calls(node: cst.CSTNode, package: str, pattern: str) -> Iterator[cst.Call]:
-    """Cached logging calls at kernel-import sites under `node`, in source order (as discovery sees them)."""
-    if isinstance(node, cst.Try) and kernel_import(node, package, package, pattern):
-        for handler in node.handlers:
-            name = handler_name(handler)
-            if name:
-                yield from logging_calls(handler, name)
-    for child in node.children:
-        yield from _calls(child, package, pattern)
+_NAMED_FIELDS = frozenset(
+    {"mutant_id", "site_id", "operator", "original", "replacement", "unattributed", "orphan"}
+)
 
 
 def _function_key(function: cst.FunctionDef, module: cst.Module) -> tuple[str | None, str]:
@@ -94,6 +96,16 @@ def _function_key(function: cst.FunctionDef, module: cst.Module) -> tuple[str | 
     return None, function.name.value
 
 
+def changed_call(original: cst.CSTNode, mutated: cst.CSTNode) -> tuple[cst.Call, cst.Call] | None:
+    """The first logger call (pre-order) that differs between a mutation's original and mutated nodes."""
+    for before, after in zip(walk(original), walk(mutated), strict=False):
+        if isinstance(before, cst.Call) and log_method(before) is not None and not before.deep_equals(after):
+            return before, after if isinstance(after, cst.Call) else before
+        if type(before) is not type(after):
+            return None
+    return None
+
+
 def identify_file(
     source: str,
     file: str,
@@ -101,27 +113,70 @@ def identify_file(
     packages: Sequence[str] = (PACKAGE,),
     pattern: str = DEFAULT_KERNEL_PATTERN,
 ) -> list[MutantIdentity]:
-    """Every mutant mutmut makes of one site file, named as mutmut names it (same operator table)."""
+    """Every mutant mutmut makes of one site file, named as mutmut names it (same operators, same anchors)."""
     from mutmut.mutation.file_mutation import create_mutations
     from mutmut.mutation.trampoline_templates import mangle_function_name
     from mutmut.utils.format_utils import get_mutant_name
 
-    with our_operators(packages, pattern):
+    anchors = anchors_of(sites)
+    with our_operators(packages, pattern, anchors):
         module, mutations, _, _ = create_mutations(file, source)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    at = {(site.line, site.column): site for site in sites if site.file == file and site.mutable}
     numbering: dict[int, int] = {}
     found: list[MutantIdentity] = []
     for mutation in mutations:
         function = mutation.contained_by_top_level_function
-        if not isinstance(function, cst.FunctionDef):
-            raise MutantsUnaccounted(f"{file}: a mutation outside any function or method; mutmut cannot run it")
-        class_name, name = _function_key(function, module)
+        class_name, name = _function_key(function, module) if function is not None else (None, "<module>")
         numbering[id(function)] = numbering.get(id(function), 0) + 1
         mangled = mangle_function_name(name=name, class_name=class_name)
         mutant_id = get_mutant_name(Path(file), f"{mangled}__mutmut_{numbering[id(function)]}")
-        package = next(p for p in packages if kernel_import(mutation.original_node, p, p, pattern))
-        identity = _identity(mutant_id, mutation, function, class_name, file, sites, package, pattern)
-        found.append(_with_exact_text(identity, source, module, mutation))
+        qualname = f"{class_name}.{name}" if class_name else name
+        pair = changed_call(mutation.original_node, mutation.mutated_node)
+        if pair is None:
+            raise MutantsUnaccounted(f"{mutant_id}: the mutant changes no logger call; mutmut and the operators differ")
+        call, mutated_call = pair
+        where = positions[call]
+        operator = next(
+            (
+                op
+                for p in packages
+                if (op := operator_of(mutation.original_node, mutation.mutated_node, p, pattern, anchors))
+            ),
+            "unknown",
+        )
+        site = at.get((where.start.line, where.start.column))
+        why = "" if site is not None else f"{file}:{where.start.line}: {qualname} changes a call no discovered site has"
+        if site is None:
+            site = _stand_in(file, qualname, where, call)
+        identity = MutantIdentity(mutant_id, site, operator, "", "", why)
+        found.append(_with_exact_text(identity, source, where, call, mutated_call, module, mutation))
     return found
+
+
+def _stand_in(file: str, qualname: str, where: CodeRange, call: cst.Call) -> Site:
+    """A site record at an unattributed mutant's call, so that the report can show it where it is."""
+    module = ".".join(Path(file).with_suffix("").parts)
+    return Site(
+        file=file,
+        module=module,
+        qualname=qualname,
+        kernel_module=f"unattributed@{where.start.line}",
+        occurrence=0,
+        line=where.start.line,
+        end_line=where.end.line,
+        column=where.start.column,
+        end_column=where.end.column,
+        import_line=where.start.line,
+        log_method=log_method(call) or "",
+        form="unknown",
+        exc_name="",
+        message=None,
+        message_source="",
+        args=(),
+        exc_arg_index=-1,
+        receiver="",
+    )
 
 
 def _offset(source: str, line: int, column: int) -> int:
@@ -129,76 +184,34 @@ def _offset(source: str, line: int, column: int) -> int:
     return sum(len(text) for text in lines[: line - 1]) + column
 
 
-def _with_exact_text(identity: MutantIdentity, source: str, module: cst.Module, mutation: object) -> MutantIdentity:
+def _with_exact_text(
+    identity: MutantIdentity,
+    source: str,
+    where: CodeRange,
+    call: cst.Call,
+    mutated_call: cst.Call,
+    module: cst.Module,
+    mutation: Any,
+) -> MutantIdentity:
     """The call's exact text before and after, indentation as in the file.
 
-    The calls were rendered on their own, so lines inside a multi-line call lack the block's indentation;
+    The calls are rendered on their own, so lines inside a multi-line call lack the block's indentation;
     putting it back is exact when it reproduces the original text. Otherwise (an unusual layout) the whole
-    mutated module is rendered and cut, which is exact but costs a module copy per mutant.
+    mutated module is rendered and cut, which is exact but costs a module copy.
     """
-    site = identity.site
-    start, end = _offset(source, site.line, site.column), _offset(source, site.end_line, site.end_column)
-    line = source.splitlines()[site.line - 1]
-    indent = line[: len(line) - len(line.lstrip())]
-    if identity.original.replace("\n", "\n" + indent) == source[start:end]:
-        return replace(
-            identity, original=source[start:end], replacement=identity.replacement.replace("\n", "\n" + indent)
-        )
-    mutated_source = module.deep_replace(mutation.original_node, mutation.mutated_node).code  # type: ignore[attr-defined]
+    start = _offset(source, where.start.line, where.start.column)
+    end = _offset(source, where.end.line, where.end.column)
+    before = source[start:end]
+    line = source.splitlines()[where.start.line - 1]
+    indent = "\n" + line[: len(line) - len(line.lstrip())]
+    empty = cst.Module([])
+    if empty.code_for_node(call).replace("\n", indent) == before:
+        return replace(identity, original=before, replacement=empty.code_for_node(mutated_call).replace("\n", indent))
+    mutated_source = module.deep_replace(mutation.original_node, mutation.mutated_node).code
     tail = len(source) - end
     if source[:start] != mutated_source[:start] or source[end:] != mutated_source[len(mutated_source) - tail :]:
-        raise MutantsUnaccounted(f"{identity.mutant_id}: the mutant changes code outside its site's call")
-    return replace(identity, original=source[start:end], replacement=mutated_source[start : len(mutated_source) - tail])
-
-
-def _identity(
-    mutant_id: str,
-    mutation: object,
-    function: cst.FunctionDef,
-    class_name: str | None,
-    file: str,
-    sites: list[Site],
-    package: str,
-    pattern: str,
-) -> MutantIdentity:
-    original, mutated = mutation.original_node, mutation.mutated_node  # type: ignore[attr-defined]
-    operator = operator_of(original, mutated, package, pattern)
-    before = list(_calls(original, package, pattern))
-    after = [n for n in walk(mutated) if isinstance(n, cst.Call) and log_method(n)]
-    empty = cst.Module([])
-    changed = next((i for i, call in enumerate(before) if i >= len(after) or not call.deep_equals(after[i])), None)
-    if operator is None or changed is None:
-        raise MutantsUnaccounted(f"{mutant_id}: no operator or changed call explains this mutant")
-    call = before[changed]
-    kernel = kernel_import(original, package, package, pattern)
-    in_function = [c for c in _calls(function, package, pattern) if _kernel_of(c, function, package, pattern) == kernel]
-    occurrence = next(i for i, c in enumerate(in_function) if c is call)
-    qualname = f"{class_name}.{function.name.value}" if class_name else function.name.value
-    site = next(
-        (
-            s
-            for s in sites
-            if (s.file, s.qualname, s.kernel_module, s.occurrence) == (file, qualname, kernel, occurrence)
-        ),
-        None,
-    )
-    if site is None:
-        raise MutantsUnaccounted(f"{mutant_id}: mutates {qualname} ({kernel} #{occurrence}), not a discovered site")
-    return MutantIdentity(mutant_id, site, operator, empty.code_for_node(call), empty.code_for_node(after[changed]))
-
-
-def _kernel_of(call: cst.Call, function: cst.FunctionDef, package: str, pattern: str) -> str | None:
-    """The kernel module of the innermost kernel-import `try` whose handler holds `call`."""
-    owner = None
-    for node in walk(function):
-        if (
-            isinstance(node, cst.Try)
-            and kernel_import(node, package, package, pattern)
-            and any(n is call for handler in node.handlers for n in walk(handler))
-        ):
-            owner = node
-    return kernel_import(owner, package, package, pattern) if owner is not None else None
-
+        raise MutantsUnaccounted(f"{identity.mutant_id}: the mutant changes code outside its call")
+    return replace(identity, original=before, replacement=mutated_source[start : len(mutated_source) - tail])
 
 
 def write_identities(ws: Workspace, sites: list[Site], packages: Sequence[str]) -> list[NamedMutant]:

@@ -1,33 +1,26 @@
 """Mutation operators that put the warning_once leak back, only at kernel-import sites.
 
 Each operator has mutmut's shape: a function of one libcst node yielding replacement nodes. All anchor
-on `libcst.Try`: they fire only where the try body imports a kernel module (`guards.sites.kernel_import`)
-and a handler `except ImportError as NAME:` logs NAME through a `*_once` method; each yielded node is the
-whole Try with exactly one such call changed. Operators carry their own before/after examples
-(cosmic-ray style); one generic test runs them and `describe_operators()` feeds the README table.
+on `libcst.Try` and change only the `*_once` calls the site rule (`guards.site_rule.site_calls`) says
+belong to that try; each yielded node is the whole Try with exactly one such call changed. In a
+mutation run they are bound to the anchors of the discovered sites (`Anchors`: the digest of each
+site's try, with the package its module imports relative to), so they fire exactly where discovery
+found a site and resolve relative imports as discovery did. Operators carry their own before/after
+examples (cosmic-ray style); one generic test runs them and `describe_operators()` feeds the README table.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import NamedTuple
 
 import libcst as cst
 
 from guards.formatting import placeholder_for_arg, with_conversion
-from guards.sites import (
-    DEFAULT_KERNEL_PATTERN,
-    ONCE_METHODS,
-    catches_import_error,
-    dotted,
-    handler_name,
-    kernel_import,
-    log_method,
-    logging_calls,
-    walk,
-)
+from guards.site_rule import DEFAULT_KERNEL_PATTERN, ONCE_METHODS, anchor, dotted, log_method, site_calls, walk
+from guards.sites import Site
 
 PACKAGE = "vllm"
 # What each `*_once` method becomes when `once-dropped` removes the cache.
@@ -35,7 +28,7 @@ PLAIN_OF_ONCE = {method: method.removesuffix("_once") for method in ONCE_METHODS
 # Calls that turn the exception into a string and that `live-arg` strips off again.
 _STRINGIFIERS = frozenset({"repr", "str"})
 
-OperatorFunction = Callable[[cst.Try, str, str], Iterator[cst.Try]]
+OperatorFunction = Callable[..., Iterator[cst.Try]]  # (try_node, package, pattern, anchors) -> mutated tries
 
 
 class Example(NamedTuple):
@@ -53,29 +46,40 @@ class Operator(NamedTuple):
 
 # ---- where the operators may fire -----------------------------------------------------------------
 
+# Digest of a discovered site's try statement -> the package its module imports relative to.
+Anchors = Mapping[str, str]
+
 
 def current_package_for(try_node: cst.Try, package: str) -> str:
-    """A stand-in for the importing module's package, deep enough for every relative import to stay inside it.
+    """Without anchors: a stand-in for the importing module's package, deep enough for every relative import.
 
-    The operator sees one node, not its file. Absolute imports need no current package; a relative one
-    (`from . import _C`, `from .. import _C`) is taken to point inside `package`, which is all
-    `is_kernel_module` asks of a name besides its last component.
+    A relative import (`from . import _C`, `from .. import _C`) is then taken to point inside `package`,
+    which is all `is_kernel_module` asks of a name besides its last component.
     """
     depth = max((len(n.relative) for n in walk(try_node.body) if isinstance(n, cst.ImportFrom)), default=1)
     return ".".join([package] + ["_"] * (depth - 1))
 
 
-def once_calls(try_node: cst.Try, package: str, pattern: str) -> Iterator[tuple[cst.Call, str]]:
-    """(call, NAME) for every `*_once` call that logs NAME in an `except ImportError as NAME` of a kernel try."""
-    if kernel_import(try_node, package, current_package_for(try_node, package), pattern) is None:
-        return
-    for handler in try_node.handlers:
-        name = handler_name(handler)
-        if name is None or not catches_import_error(handler):
-            continue
-        for call in logging_calls(handler, name):
-            if log_method(call) in ONCE_METHODS:
-                yield call, name
+def once_calls(
+    try_node: cst.Try, package: str, pattern: str, anchors: Anchors | None = None
+) -> Iterator[tuple[cst.Call, str]]:
+    """(call, NAME) for every `*_once` site call of this try, by the site rule; with `anchors`, only in a
+    try discovery recorded."""
+    if anchors is None:
+        current = current_package_for(try_node, package)
+    else:
+        found = anchors.get(anchor(try_node))
+        if found is None:
+            return
+        current = found
+    for call, _, name in site_calls(try_node, package, current, pattern):
+        if log_method(call) in ONCE_METHODS:
+            yield call, name
+
+
+def anchors_of(sites: Iterable[Site]) -> dict[str, str]:
+    """The anchors of the sites the operators may mutate (cached, in a function mutmut can run)."""
+    return {site.anchor: site.current_package for site in sites if site.mutable and site.anchor}
 
 
 def stringified_arg(call: cst.Call, name: str, funcs: Iterable[str]) -> int | None:
@@ -179,10 +183,10 @@ def retarget_placeholder(message: cst.BaseExpression, arg_index: int, old: str, 
 
 
 def eager_repr_revert(
-    try_node: cst.Try, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN
+    try_node: cst.Try, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN, anchors: Anchors | None = None
 ) -> Iterator[cst.Try]:
     """`"...: %s", repr(e)` -> `"...: %r", e`: the original bug, message unchanged."""
-    for call, name in once_calls(try_node, package, pattern):
+    for call, name in once_calls(try_node, package, pattern, anchors):
         index = stringified_arg(call, name, {"repr"})
         if index is None:
             continue
@@ -194,17 +198,21 @@ def eager_repr_revert(
         yield try_node.deep_replace(call, mutated)
 
 
-def live_arg(try_node: cst.Try, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN) -> Iterator[cst.Try]:
+def live_arg(
+    try_node: cst.Try, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN, anchors: Anchors | None = None
+) -> Iterator[cst.Try]:
     """`repr(e)` (or `str(e)`) -> `e`, placeholder kept: the exception object reaches the cache again."""
-    for call, name in once_calls(try_node, package, pattern):
+    for call, name in once_calls(try_node, package, pattern, anchors):
         index = stringified_arg(call, name, _STRINGIFIERS)
         if index is not None:
             yield try_node.deep_replace(call, replace_arg(call, index, cst.Name(name)))
 
 
-def once_dropped(try_node: cst.Try, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN) -> Iterator[cst.Try]:
+def once_dropped(
+    try_node: cst.Try, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN, anchors: Anchors | None = None
+) -> Iterator[cst.Try]:
     """`warning_once(...)` -> `warning(...)`: nothing cached, but the warning repeats."""
-    for call, _ in once_calls(try_node, package, pattern):
+    for call, _ in once_calls(try_node, package, pattern, anchors):
         func = call.func
         assert isinstance(func, cst.Attribute)  # log_method only names methods of an Attribute
         plain = func.with_changes(attr=func.attr.with_changes(value=PLAIN_OF_ONCE[func.attr.value]))
@@ -267,9 +275,14 @@ OPERATORS: dict[str, Operator] = {
 }
 
 
-def operators_for(package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN) -> list[tuple[type, Callable]]:
-    """mutmut-shaped (node type, operator) pairs, in `OPERATORS` order, bound to `package` and `pattern`."""
-    return [(cst.Try, functools.partial(op.function, package=package, pattern=pattern)) for op in OPERATORS.values()]
+def operators_for(
+    package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN, anchors: Anchors | None = None
+) -> list[tuple[type, Callable]]:
+    """mutmut-shaped (node type, operator) pairs, in `OPERATORS` order, bound to `package`, `pattern` and `anchors`."""
+    return [
+        (cst.Try, functools.partial(op.function, package=package, pattern=pattern, anchors=anchors))
+        for op in OPERATORS.values()
+    ]
 
 
 def describe_operators() -> list[tuple[str, str, str]]:
@@ -297,13 +310,17 @@ def apply_operator(name: str, source: str, package: str = PACKAGE, pattern: str 
 
 
 def operator_of(
-    original: cst.CSTNode, mutated: cst.CSTNode, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN
+    original: cst.CSTNode,
+    mutated: cst.CSTNode,
+    package: str = PACKAGE,
+    pattern: str = DEFAULT_KERNEL_PATTERN,
+    anchors: Anchors | None = None,
 ) -> str | None:
     """The name of the operator that turns `original` into `mutated` (e.g. a mutmut `Mutation`'s nodes), or None."""
     if not isinstance(original, cst.Try):
         return None
     for name, op in OPERATORS.items():
-        if any(candidate.deep_equals(mutated) for candidate in op.function(original, package, pattern)):
+        if any(candidate.deep_equals(mutated) for candidate in op.function(original, package, pattern, anchors)):
             return name
     return None
 

@@ -31,6 +31,7 @@ from mutations.verdicts import (
     SKIPPED,
     SURVIVED,
     TIMEOUT,
+    UNATTRIBUTED,
     UNREACHED,
     Location,
     MutantStatus,
@@ -129,11 +130,15 @@ def verdicts(
     status_of_site = {b.site.id: b for b in site_baselines}
     out = []
     for mutant in named:
-        site = by_id[mutant.site_id]
+        orphan = mutant.orphan_site
+        site = orphan if orphan is not None else by_id[mutant.site_id]
         session = sessions.get(mutant.mutant_id)
-        baseline = status_of_site[site.id]
-        if baseline.status != GUARDED:
-            judgement = Judgement(SKIPPED, f"not counted: the site is {baseline.status} at baseline")
+        baseline = status_of_site.get(site.id)
+        if mutant.unattributed:
+            judgement = Judgement(UNATTRIBUTED, f"not counted: {mutant.unattributed}")
+        elif baseline is None or baseline.status != GUARDED:
+            status = baseline.status if baseline else "not guarded"
+            judgement = Judgement(SKIPPED, f"not counted: the site is {status} at baseline")
         else:
             judgement = judge(codes.get(mutant.mutant_id), session)
         killer = judgement.killer

@@ -30,7 +30,7 @@ from mutations.operators import OPERATORS
 from mutations.report import print_table, write_report
 from mutations.report.npm import find_viewer
 from mutations.session import PARENT_ENV
-from mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, Operator, RunResult
+from mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, Operator, RunResult
 from mutations.workspace import WorkRoot, Workspace
 
 STOP_GRACE_S = 5.0  # how long the session gets to exit after SIGTERM before SIGKILL
@@ -165,6 +165,9 @@ def gate(result: RunResult, fail_under: float) -> list[str]:
             problems.append(f"{baseline.site.id} is {baseline.status}: {why}")
     if not result.mutants:
         problems.append("no mutant was made: nothing was checked")
+    unattributed = result.count(UNATTRIBUTED)
+    if unattributed:
+        problems.append(f"{unattributed} mutant(s) change a call no discovered site has (a bug of the site rule)")
     not_run = result.count(NOT_RUN)
     if not_run:
         problems.append(f"{not_run} mutant(s) have no finished run (tested again by the next run)")

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from importlib import metadata
 
 from guards.errors import EngineFailed
-from guards.sites import DEFAULT_KERNEL_PATTERN
-from mutations.operators import PACKAGE, operators_for
+from guards.site_rule import DEFAULT_KERNEL_PATTERN
+from mutations.operators import PACKAGE, Anchors, operators_for
 
 PINNED_MUTMUT = "3.8.1"
 SEAM_MODULE = "mutmut.mutation.file_mutation"
@@ -47,18 +47,20 @@ def check_seam() -> None:
 
 @contextmanager
 def our_operators(
-    package: str | Sequence[str] = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN
+    package: str | Sequence[str] = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN, anchors: Anchors | None = None
 ) -> Iterator[None]:
     """Within the block, mutmut makes only our mutants (stock operators off); restored on exit.
 
     Several packages (vLLM and a platform plugin) give one block of operators each, in that order.
+    With `anchors` (`operators.anchors_of(sites)`) they fire only in the tries of those sites.
     """
     check_seam()
     from mutmut.mutation import file_mutation
 
     packages = (package,) if isinstance(package, str) else tuple(package)
     stock = getattr(file_mutation, SEAM_ATTRIBUTE)
-    setattr(file_mutation, SEAM_ATTRIBUTE, [pair for p in packages for pair in operators_for(p, pattern)])
+    table = [pair for p in packages for pair in operators_for(p, pattern, anchors)]
+    setattr(file_mutation, SEAM_ATTRIBUTE, table)
     try:
         yield
     finally:

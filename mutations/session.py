@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from guards.errors import GuardError
+from guards.sites import Site
 from mutations.engine import state
+from mutations.operators import anchors_of
 from mutations.seam import our_operators
 from mutations.workspace import Workspace
 
@@ -79,12 +81,14 @@ def record_generation(ws: Workspace, run_id: str, files: list[str]) -> Callable[
 
 
 def run_mutmut(ws: Workspace, run_id: str, packages: list[str], files: list[str]) -> int:
-    """mutmut's `run` with our operators; its exit code (mutmut exits 1 when the clean guards fail)."""
+    """mutmut's `run` with our operators, anchored on the workspace's sites; its exit code (mutmut exits 1
+    when the clean guards fail)."""
     import mutmut.__main__ as mutmut_main
 
     state.atomic_meta_save()
     mutmut_main.create_mutants = record_generation(ws, run_id, files)(mutmut_main.create_mutants)
-    with our_operators(packages):
+    sites = [Site.from_json(data) for data in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
+    with our_operators(packages, anchors=anchors_of(sites)):
         try:
             mutmut_main._run([], max_children=None)
         except SystemExit as stop:

@@ -21,6 +21,7 @@ class MutantStatus(StrEnum):
     NO_TESTS = "no tests"  # no guard covers the mutated function
     SKIPPED = "skipped"  # not counted: its site is exposed or unreached at baseline
     NOT_RUN = "not run"  # no finished run of it yet (interrupted, or mutmut stopped first): re-tested next run
+    UNATTRIBUTED = "unattributed"  # no discovered site explains it: a bug of the site rule, never counted
 
 
 class SiteStatus(StrEnum):
@@ -31,7 +32,7 @@ class SiteStatus(StrEnum):
     UNREACHED = "unreached"  # no guard could drive execution to the site
 
 
-KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN = MutantStatus
+KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN, UNATTRIBUTED = MutantStatus
 GUARDED, EXPOSED, UNREACHED = SiteStatus
 
 
@@ -95,7 +96,7 @@ class RunResult:
     @property
     def scored(self) -> list[MutantVerdict]:
         """The mutants the score counts: every one that ran (skipped and not-run ones did not)."""
-        return [m for m in self.mutants if m.status not in (SKIPPED, NOT_RUN)]
+        return [m for m in self.mutants if m.status not in (SKIPPED, NOT_RUN, UNATTRIBUTED)]
 
     @property
     def score(self) -> float | None:

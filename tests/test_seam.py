@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from mutmut import configuration
+from conftest import mutmut_settings
 from mutmut.mutation import file_mutation
 from mutmut.mutation.file_mutation import Mutation
 
@@ -30,31 +28,20 @@ def _platforms() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "platforms"
 
 
-@contextmanager
-def _mutmut_config(directory: Path) -> Iterator[None]:
-    """A throwaway mutmut config: `create_mutations` reads one (for its do_not_mutate patterns)."""
-    (directory / "setup.cfg").write_text("[mutmut]\nsource_paths = src\n")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(directory)
-        patch.setattr(configuration, "_config", None)
-        yield
-
-
 @pytest.fixture(scope="module")
 def platforms() -> Path:
     return _platforms()
 
 
 @pytest.fixture(autouse=True)
-def mutmut_config(tmp_path: Path) -> Iterator[None]:
-    with _mutmut_config(tmp_path):
-        yield
+def _settings(mutmut_config: Path) -> None:
+    """Every test here runs with a throwaway mutmut config current."""
 
 
 @pytest.fixture(scope="module")
 def seam_mutations(platforms: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Mutation]]:
     """What mutmut makes of each platform file with our operators in (parsed once per module: libcst is slow)."""
-    with _mutmut_config(tmp_path_factory.mktemp("mutmut")), our_operators():
+    with mutmut_settings(tmp_path_factory.mktemp("mutmut")), our_operators():
         return {file: mutations_of(platforms / file) for file in SITES_PER_FILE}
 
 

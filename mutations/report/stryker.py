@@ -33,6 +33,7 @@ from mutations.verdicts import (
     SKIPPED,
     SURVIVED,
     TIMEOUT,
+    UNATTRIBUTED,
     UNREACHED,
     MutantVerdict,
     RunResult,
@@ -50,6 +51,7 @@ STATUS = {
     NO_TESTS: "NoCoverage",
     SKIPPED: "Ignored",
     NOT_RUN: "Pending",
+    UNATTRIBUTED: "Ignored",
 }
 
 

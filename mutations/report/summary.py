@@ -6,22 +6,18 @@ from collections.abc import Iterable, Sequence
 
 from mutations.report.stryker import baseline_reason, score_note
 from mutations.verdicts import (
-    CRASHED,
-    EXPOSED,
     GUARDED,
     KILLED,
-    NO_TESTS,
-    NOT_RUN,
     SKIPPED,
-    SURVIVED,
-    TIMEOUT,
     UNREACHED,
+    MutantStatus,
     MutantVerdict,
     RunResult,
+    SiteStatus,
 )
 
-MUTANT_STATUSES = (KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN)
-SITE_STATUSES = (GUARDED, EXPOSED, UNREACHED)
+MUTANT_STATUSES = tuple(MutantStatus)
+SITE_STATUSES = tuple(SiteStatus)
 
 
 def percent(score: float | None) -> str:

@@ -20,6 +20,7 @@ STYLES = {
     "no tests": "red",
     "skipped": "dim",
     "not run": "yellow",
+    "unattributed": "bold magenta",
     "exposed": "bold red",
     "unreached": "yellow",
 }
