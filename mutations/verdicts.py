@@ -54,6 +54,15 @@ class SiteBaseline:
     detectors: tuple[str, ...] = ()  # what fired, when EXPOSED
     detail: str = ""  # the guard's failure message, when not GUARDED
 
+    @property
+    def reason(self) -> str:
+        """One line: why the site has no counted mutants (every report says it the same way)."""
+        if self.status == EXPOSED:
+            return f"site exposed at baseline: {', '.join(self.detectors) or self.detail or 'the guard failed'}"
+        if self.status == UNREACHED:
+            return f"site unreached at baseline: {self.detail or 'no guard could drive execution to it'}"
+        return "site guarded at baseline"
+
 
 @dataclass(frozen=True)
 class MutantVerdict:
@@ -108,3 +117,26 @@ class RunResult:
 
     def sites_with(self, status: SiteStatus) -> list[SiteBaseline]:
         return [b for b in self.baselines if b.status == status]
+
+    @property
+    def viewer_score(self) -> float | None:
+        """The score the Stryker viewer shows: (Killed + Timeout) / (those + Survived + NoCoverage)."""
+        detected = self.count(KILLED) + self.count(TIMEOUT)
+        valid = detected + self.count(SURVIVED) + self.count(NO_TESTS)
+        return 100.0 * detected / valid if valid else None
+
+    @property
+    def score_note(self) -> str | None:
+        """A sentence for when the viewer's score differs from the run's, else None."""
+        ours, shown = self.score, self.viewer_score
+        if ours is None or shown is None or abs(ours - shown) < 0.005:
+            return None
+        return (
+            f"The mutation score is {ours:.2f}% (killed / mutants run). The Stryker viewer shows {shown:.2f}%:"
+            " it counts timeouts as detected and leaves crashes out."
+        )
+
+
+def percent(score: float | None) -> str:
+    """A score as every report prints it: `66.67%`, or `n/a` when nothing was scored."""
+    return "n/a" if score is None else f"{score:.2f}%"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from test_report_support import CPU, CUDA, npm_prefix, sample_result
 
-from mutations.report import html, npm, stryker, write_report
+from mutations.report import html, npm, write_report
 from mutations.report.errors import ViewerMissing
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -136,7 +136,7 @@ def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @needs_chromium
 def test_viewer_renders_the_score_and_every_file_offline(report_dir: Path, tmp_path: Path) -> None:
     text = rendered_text(report_dir / "index.html", tmp_path)
-    shown = f"{stryker.viewer_score(sample_result()):.2f}"  # the viewer's own score: 66.67
+    shown = f"{sample_result().viewer_score:.2f}"  # the viewer's own score: 66.67
     # Rows of the drawn file table: name, score of total, score of covered, killed, survived, timeout, ...
     assert f"All files {shown} {shown} 1 1 1 0 4" in text
     assert f"{Path(CPU).name} {shown} {shown} 1 1 1 0 0" in text

@@ -104,7 +104,7 @@ def test_exposed_site_shows_as_an_ignored_baseline_mutant_that_does_not_count() 
     assert entry["status"] == "Ignored" and entry["mutatorName"] == "baseline"
     assert entry["statusReason"] == "site exposed at baseline: exception retained, owner pinned"
     assert entry["location"]["start"] == {"line": CUDA_SITE.line, "column": CUDA_SITE.column + 1}
-    assert stryker.viewer_score(result) == pytest.approx(200 / 3)  # killed + timeout of three; Ignored left out
+    assert result.viewer_score == pytest.approx(200 / 3)  # killed + timeout of three; Ignored left out
 
 
 def test_unreached_site_says_so() -> None:
@@ -124,10 +124,10 @@ def test_a_site_without_source_text_is_an_error_naming_the_file() -> None:
 
 
 def test_score_note_appears_only_when_the_viewer_would_disagree() -> None:
-    assert "33.33%" in (stryker.score_note(sample_result()) or "")
+    assert "33.33%" in (sample_result().score_note or "")
     agreeing = sample_result()
     agreeing.mutants = [m for m in agreeing.mutants if m.status != "timeout"]
-    assert stryker.score_note(agreeing) is None
+    assert agreeing.score_note is None
 
 
 def test_schema_file_comes_from_the_pinned_package() -> None:

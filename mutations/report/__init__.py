@@ -39,7 +39,7 @@ def write_report(result: RunResult, out_dir: Path, viewer_js: Path | None = None
     try:
         with atomic.replace_dir(out_dir) as building:
             (building / "mutation.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", "utf-8")
-            page = html.render(report, bundle, title, stryker.score_note(result))
+            page = html.render(report, bundle, title, result.score_note)
             (building / "index.html").write_text(page, "utf-8")
             (building / "summary.md").write_text(summary.render(result), "utf-8")
             (building / "junit.xml").write_bytes(junit.render(result))

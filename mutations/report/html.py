@@ -6,7 +6,7 @@ text can close the script element or open an HTML comment. The bundle is inlined
 holds no `<script` or `</script` (true of 3.9.0, as of Stryker's own HTML reporter); otherwise it goes
 in as a base64 `data:` URL, which no content can break out of.
 
-When the viewer's score differs from the run's (see `stryker.score_note`), a banner above the viewer
+When the viewer's score differs from the run's (see `RunResult.score_note`), a banner above the viewer
 says both numbers and why.
 """
 

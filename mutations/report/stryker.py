@@ -3,7 +3,7 @@
 Statuses map one to one (crashed -> RuntimeError, "no tests" -> NoCoverage, skipped -> Ignored,
 "not run" -> Pending).
 Stryker scores differently from `RunResult.score`: it counts Timeout as detected and leaves
-RuntimeError out, while this project counts only kills. `viewer_score` gives the viewer's number so
+RuntimeError out, while this project counts only kills. `RunResult.viewer_score` gives the viewer's number so
 other reports can say when the two differ.
 
 Sites that are exposed or unreached at baseline had no mutant run. Each becomes one extra mutant with
@@ -114,13 +114,6 @@ def mutant(verdict: MutantVerdict, description: str | None) -> dict[str, Any]:
     return data
 
 
-def baseline_reason(baseline: SiteBaseline) -> str:
-    """One line: why the site has no mutants (shared by every report)."""
-    if baseline.status == EXPOSED:
-        return f"site exposed at baseline: {', '.join(baseline.detectors) or baseline.detail or 'the guard failed'}"
-    return f"site unreached at baseline: {baseline.detail or 'no guard could drive execution to it'}"
-
-
 def baseline_mutant(baseline: SiteBaseline) -> dict[str, Any]:
     """The site's whole logging call, marked Ignored with the baseline's reason."""
     site = baseline.site
@@ -132,7 +125,7 @@ def baseline_mutant(baseline: SiteBaseline) -> dict[str, Any]:
             "end": {"line": site.end_line, "column": site.end_column + 1},
         },
         "status": "Ignored",
-        "statusReason": baseline_reason(baseline),
+        "statusReason": baseline.reason,
         "description": "no mutant run: "
         + ("the guard fails on the unmutated target" if baseline.status == EXPOSED else "no guard reaches the site"),
         "coveredBy": [baseline.guard],
@@ -171,21 +164,3 @@ def system() -> dict[str, Any]:
         "os": {"platform": sys.platform, "description": platform.platform(), "version": platform.release()},
         "cpu": {"logicalCores": os.cpu_count() or 1},
     }
-
-
-def score_note(result: RunResult) -> str | None:
-    """A sentence for when the viewer's score differs from the run's, else None."""
-    ours, shown = result.score, viewer_score(result)
-    if ours is None or shown is None or abs(ours - shown) < 0.005:
-        return None
-    return (
-        f"The mutation score is {ours:.2f}% (killed / mutants run). The Stryker viewer shows {shown:.2f}%:"
-        " it counts timeouts as detected and leaves crashes out."
-    )
-
-
-def viewer_score(result: RunResult) -> float | None:
-    """The score the Stryker viewer shows: (Killed + Timeout) / (those + Survived + NoCoverage)."""
-    detected = result.count(KILLED) + result.count(TIMEOUT)
-    valid = detected + result.count(SURVIVED) + result.count(NO_TESTS)
-    return 100.0 * detected / valid if valid else None

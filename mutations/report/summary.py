@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from mutations.report.stryker import baseline_reason, score_note
 from mutations.verdicts import (
     GUARDED,
     KILLED,
@@ -14,14 +13,11 @@ from mutations.verdicts import (
     MutantVerdict,
     RunResult,
     SiteStatus,
+    percent,
 )
 
 MUTANT_STATUSES = tuple(MutantStatus)
 SITE_STATUSES = tuple(SiteStatus)
-
-
-def percent(score: float | None) -> str:
-    return "n/a" if score is None else f"{score:.2f}%"
 
 
 def cell(text: str) -> str:
@@ -50,7 +46,7 @@ def render(result: RunResult) -> str:
         f"**Mutation score:** {percent(result.score)} ({result.count(KILLED)} killed of {scored} mutants run)",
         "",
     ]
-    note = score_note(result)
+    note = result.score_note
     if note:
         out += [f"> {note}", ""]
     out += table(["Status", "Mutants"], [(s, str(result.count(s))) for s in MUTANT_STATUSES])
@@ -64,7 +60,7 @@ def render(result: RunResult) -> str:
                 code(b.site.id),
                 str(b.site.line),
                 b.status if b.status == GUARDED else f"**{b.status}**",
-                cell(", ".join(b.detectors)) if b.status != UNREACHED else cell(baseline_reason(b)),
+                cell(", ".join(b.detectors)) if b.status != UNREACHED else cell(b.reason),
             )
             for b in result.baselines
         ),

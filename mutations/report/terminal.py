@@ -9,8 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from guards.sites import Site
-from mutations.report.summary import percent
-from mutations.verdicts import EXPOSED, KILLED, UNREACHED, RunResult
+from mutations.verdicts import EXPOSED, KILLED, UNREACHED, RunResult, percent
 
 STYLES = {
     "killed": "green",
