@@ -38,9 +38,9 @@ class ExitCode(enum.IntEnum):
     TERMINATED = 143  # stopped by SIGTERM; as for Ctrl-C
 
 
-def exit_code_table() -> str:
-    """The table for `--help` and README: one line per code."""
-    meanings = {
+def exit_code_meanings() -> dict[ExitCode, str]:
+    """What each exit code means, in a few words (for `--help` and README)."""
+    return {
         ExitCode.OK: "the check ran and passed",
         ExitCode.CHECK_FAILED: "the check ran and failed (score, exposed/unreached site, failed guard, new finding)",
         ExitCode.USAGE: "bad command line (unknown option, value out of range)",
@@ -64,6 +64,11 @@ def exit_code_table() -> str:
         ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
         ExitCode.TERMINATED: "terminated (SIGTERM)",
     }
+
+
+def exit_code_table() -> str:
+    """The table for `--help`: one line per code."""
+    meanings = exit_code_meanings()
     return "\n".join(f"  {code.value:>3}  {meanings[code]}" for code in ExitCode)
 
 

@@ -1,38 +1,23 @@
-"""The four detectors on hand-made observations: each fires on a leak, with evidence, and is quiet on a clean run."""
+"""The detectors on hand-made observations: each fires on its example leak with evidence, quiet on a clean run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import pytest
 
 from guards import detectors
-from guards.detectors import Finding, findings
-from guards.observe import LogCall, Observation
+from guards.detectors import DETECTORS, OBSERVATION_FIELDS, Detector, Finding, clean_observation, example_leak, findings
+from guards.observe import Observation
 
-TEXT = "Failed to import from vllm._C: BlockedKernelImport(\"No module named 'vllm._C'\")"
-FRAGMENT = "BlockedKernelImport(\"No module named 'vllm._C'\")"
-
-
-def clean() -> Observation:
-    """What an eagerly formatted `warning_once` site yields when driven twice."""
-    call = LogCall("warning_once", ("str",), passes_exception=False, text=TEXT)
-    return Observation(
-        "vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0",
-        calls=2,
-        log_calls=[call, call],
-        emitted=[TEXT],
-        exceptions_raised=2,
-        expected_message=TEXT,
-        expected_fragment=FRAGMENT,
-    )
+TEXT = clean_observation().expected_message
+IDS = [d.name for d in DETECTORS]
 
 
 def leaking() -> Observation:
     """What `warning_once("...: %r", e)` yields: both exceptions and owners survive, the warning repeats."""
     return replace(
-        clean(),
+        clean_observation(),
         emitted=[TEXT, TEXT],
         exceptions_alive=2,
         exception_holders=["tuple", "_lru_cache_wrapper vllm.logger._print_warning_once"],
@@ -42,10 +27,31 @@ def leaking() -> Observation:
 
 
 def test_clean_observation_has_no_finding() -> None:
-    assert findings(clean()) == []
+    assert findings(clean_observation()) == []
 
 
-def test_leaking_observation_is_reported_by_every_detector_it_trips_in_order() -> None:
+@pytest.mark.parametrize("detector", DETECTORS, ids=IDS)
+def test_each_detector_fires_on_its_example_leak_and_is_quiet_on_a_clean_run(detector: Detector) -> None:
+    found = detector(example_leak(detector))
+    assert found is not None and found.detector == detector.name and found.evidence
+    assert detector(clean_observation()) is None
+    assert [f.detector for f in findings(example_leak(detector))] == [detector.name]  # its leak alone trips it
+
+
+@pytest.mark.parametrize("detector", DETECTORS, ids=IDS)
+def test_each_detector_reads_and_leaks_only_observation_fields(detector: Detector) -> None:
+    assert set(detector.reads) <= OBSERVATION_FIELDS and set(detector.leak) <= set(detector.reads)
+    assert detector.description and detector.name == detector.name.lower()
+
+
+def test_detector_names_are_distinct_and_every_observation_field_is_filled_or_read() -> None:
+    assert len({d.name for d in DETECTORS}) == len(DETECTORS)
+    read = {name for d in DETECTORS for name in d.reads}
+    plain = {f.name for f in fields(Observation)} - read
+    assert plain == {"site_id", "log_calls", "steered"}  # facts for `reached` and the unreached message
+
+
+def test_a_leaking_observation_is_reported_by_every_detector_it_trips_in_order() -> None:
     assert [f.detector for f in findings(leaking())] == [
         detectors.EXCEPTION_RETAINED,
         detectors.OWNER_PINNED,
@@ -53,18 +59,8 @@ def test_leaking_observation_is_reported_by_every_detector_it_trips_in_order() -
     ]
 
 
-@pytest.mark.parametrize(
-    "detector",
-    [detectors.exception_retained, detectors.owner_pinned, detectors.warning_repeated, detectors.message_changed],
-)
-def test_each_detector_is_quiet_on_a_clean_observation(detector: Callable[[Observation], Finding | None]) -> None:
-    assert detector(clean()) is None
-
-
 def test_exception_retained_names_counts_and_holders() -> None:
-    found = detectors.exception_retained(leaking())
-
-    assert found == Finding(
+    assert detectors.exception_retained(leaking()) == Finding(
         detectors.EXCEPTION_RETAINED,
         "2 of 2 ImportError instances still alive after gc.collect(); "
         "held by tuple <- _lru_cache_wrapper vllm.logger._print_warning_once",
@@ -72,7 +68,7 @@ def test_exception_retained_names_counts_and_holders() -> None:
 
 
 def test_exception_retained_without_a_known_holder_still_fires() -> None:
-    found = detectors.exception_retained(replace(clean(), exceptions_alive=1))
+    found = detectors.exception_retained(replace(clean_observation(), exceptions_alive=1))
 
     assert found is not None
     assert found.evidence == "1 of 2 ImportError instances still alive after gc.collect()"
@@ -82,42 +78,40 @@ def test_owner_pinned_names_counts_and_the_referrer_chain() -> None:
     found = detectors.owner_pinned(leaking())
 
     assert found is not None
-    assert found.detector == detectors.OWNER_PINNED
     assert found.evidence.startswith("2 of 2 LLM stand-ins still alive after del + gc.collect()")
     assert "held by frame LLMStandIn.__init__ <- frame Platform.import_kernels <- traceback" in found.evidence
 
 
 def test_warning_repeated_names_the_count_and_the_text() -> None:
-    found = detectors.warning_repeated(replace(clean(), emitted=[TEXT, TEXT]))
+    found = detectors.warning_repeated(replace(clean_observation(), emitted=[TEXT, TEXT]))
 
     assert found is not None
     assert found.evidence == f"emitted 2 times over 2 calls: {TEXT!r}"
 
 
-def test_message_changed_fires_when_the_text_differs() -> None:
+def test_message_changed_names_both_texts() -> None:
     got = "Failed to import from vllm._C: No module named 'vllm._C'"
 
-    found = detectors.message_changed(replace(clean(), emitted=[got]))
+    found = detectors.message_changed(replace(clean_observation(), emitted=[got]))
 
     assert found is not None
-    assert found.detector == detectors.MESSAGE_CHANGED
     assert repr(TEXT) in found.evidence and repr(got) in found.evidence
 
 
 def test_message_changed_fires_when_nothing_was_emitted() -> None:
-    found = detectors.message_changed(replace(clean(), emitted=[]))
+    found = detectors.message_changed(replace(clean_observation(), emitted=[]))
 
     assert found is not None
     assert found.evidence == "no log record emitted over 2 calls (expected one)"
 
 
-def test_message_without_a_literal_must_contain_the_exception_repr() -> None:
-    unknown = replace(clean(), expected_message=None)
+def test_message_without_a_known_text_must_contain_the_fragment() -> None:
+    unknown = replace(clean_observation(), expected_message=None)
+    fragment = unknown.expected_fragment
 
-    assert detectors.message_changed(replace(unknown, emitted=[f"kernels: {FRAGMENT}"])) is None
-    found = detectors.message_changed(replace(unknown, emitted=["kernels: No module named 'vllm._C'"]))
-    assert found is not None
-    assert repr(FRAGMENT) in found.evidence
+    assert detectors.message_changed(replace(unknown, emitted=[f"kernels: {fragment}"])) is None
+    found = detectors.message_changed(replace(unknown, emitted=["kernels: missing"]))
+    assert found is not None and repr(fragment) in found.evidence
 
 
 def test_finding_reads_as_detector_and_evidence() -> None:
@@ -125,5 +119,5 @@ def test_finding_reads_as_detector_and_evidence() -> None:
 
 
 def test_observation_is_reached_only_when_the_site_logged() -> None:
-    assert clean().reached
-    assert not replace(clean(), log_calls=[]).reached
+    assert clean_observation().reached
+    assert not replace(clean_observation(), log_calls=[]).reached

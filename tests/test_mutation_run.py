@@ -16,6 +16,7 @@ from guards.errors import EngineFailed, ExitCode
 from guards.target import source_tree
 from mutations import run as run_module
 from mutations import stage
+from mutations.operators import OPERATORS
 from mutations.run import mutate
 
 pytestmark = pytest.mark.slow
@@ -44,7 +45,7 @@ def test_every_operator_is_killed_with_its_guard_and_detectors_named(tmp_path: P
     assert code == ExitCode.OK
     report = json.loads((out / "mutation.json").read_text())
     mutants = report["files"]["vllm/platforms/interface.py"]["mutants"]
-    assert sorted(m["mutatorName"] for m in mutants) == ["eager-repr-revert", "live-arg", "once-dropped"]
+    assert sorted(m["mutatorName"] for m in mutants) == sorted(OPERATORS)  # the toy site fits every operator
     assert {m["status"] for m in mutants} == {"Killed"}
     assert all(m["killedBy"] and "interface-Platform.import_kernels" in m["killedBy"][0] for m in mutants)
     summary = (out / "summary.md").read_text()
@@ -67,7 +68,7 @@ def test_guards_import_the_staged_copy_and_the_tree_is_left_as_it_was(tmp_path: 
     assert not os.path.samefile(pristine, ws / "mutants" / "vllm" / "platforms" / "interface.py")
     assert os.path.samefile(ws / "vllm" / "logger.py", ws / "mutants" / "vllm" / "logger.py")
     sessions = [json.loads(f.read_text()) for f in (ws / "attribution" / "mutants").glob("*.json")]
-    assert len(sessions) == 3 and all(s["exit_status"] == 1 for s in sessions)
+    assert len(sessions) == len(OPERATORS) and all(s["exit_status"] == 1 for s in sessions)
 
 
 def test_a_leaking_tree_is_exposed_and_fails_the_gate(tmp_path: Path) -> None:
@@ -88,9 +89,9 @@ def test_a_second_run_with_nothing_changed_retests_no_mutant(tmp_path: Path) -> 
 
     code, out, _ = run(tree, tmp_path)
 
-    assert code == ExitCode.OK and len(mtimes) == 3
+    assert code == ExitCode.OK and len(mtimes) == len(OPERATORS)
     assert {f: f.stat().st_mtime_ns for f in (ws / "attribution" / "mutants").glob("*.json")} == mtimes
-    assert statuses(out) == ["Killed"] * 3
+    assert statuses(out) == ["Killed"] * len(OPERATORS)
 
 
 def test_a_change_of_target_gets_a_fresh_workspace(tmp_path: Path) -> None:
@@ -107,7 +108,7 @@ def test_mutmut_results_and_show_work_on_the_run(tmp_path: Path) -> None:
     mutmut = [sys.executable, "-c", "from mutmut.__main__ import cli; cli()"]
 
     results = subprocess.run([*mutmut, "results", "--all", "true"], cwd=ws, capture_output=True, text=True)
-    assert results.stdout.count(": killed") == 3, results.stdout + results.stderr
+    assert results.stdout.count(": killed") == len(OPERATORS), results.stdout + results.stderr
 
     name = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1"
     shown = subprocess.run([*mutmut, "show", name], cwd=ws, capture_output=True, text=True)

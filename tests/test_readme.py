@@ -1,28 +1,38 @@
-"""README.md states what the code does: its operator table and its two commands."""
+"""README.md states what the code does: its generated tables and its two commands."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from guards.liveness import EXAMPLES
-from mutations.operators import describe_operators
+import pytest
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-CI = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text(encoding="utf-8")
+from mutations import readme
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
-def test_readme_operator_table_lists_every_operator_with_its_example() -> None:
-    table = README.split("<!-- operators:start")[1].split("<!-- operators:end -->")[0]
-    rows = [line for line in table.splitlines() if line.startswith("| `")]
-    assert rows == [f"| `{name}` | {text} | `{example}` |" for name, text, example in describe_operators()]
+def test_every_generated_block_is_up_to_date() -> None:
+    assert readme.stale_blocks(README) == []  # else run `python -m mutations.readme`
+
+
+@pytest.mark.parametrize("name", list(readme.BLOCKS))
+def test_a_block_out_of_step_with_its_registry_is_reported(name: str) -> None:
+    start = README.index(f"<!-- {name}:start")
+    body = README.index("\n", start) + 1
+    tampered = README[:body] + "| stale row |\n" + README[body:]
+    assert readme.stale_blocks(tampered) == [name]
+
+
+def test_check_mode_exits_1_on_a_stale_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "README.md"
+    copy.write_text(README.replace("| `once-dropped` |", "| `dropped` |"), encoding="utf-8")
+    monkeypatch.setattr(readme, "README", copy)
+    assert readme.main(["--check"]) == 1
+    assert readme.main([]) == 0 and readme.main(["--check"]) == 0
 
 
 def test_ci_runs_the_readme_test_command_and_the_main_job() -> None:
     assert "python3 -m nox -s tests" in README and "python3 -m nox -s tests" in CI
     assert "python3 -m nox -s mutation" in README and "python3 -m nox -s mutation" in CI
-
-
-def test_readme_liveness_table_is_the_policys_examples() -> None:
-    table = README.split("<!-- liveness:start")[1].split("<!-- liveness:end -->")[0]
-    rows = [line for line in table.splitlines() if line.startswith("| `")]
-    assert rows == [f"| `{e.argument}` | {e.kind or 'safe: no finding'} |" for e in EXAMPLES]
