@@ -28,7 +28,7 @@ PLAIN_OF_ONCE = {method: method.removesuffix("_once") for method in ONCE_METHODS
 # Calls that turn the exception into a string and that `live-arg` strips off again.
 _STRINGIFIERS = frozenset({"repr", "str"})
 
-OperatorFunction = Callable[..., Iterator[cst.Try]]  # (try_node, package, pattern, anchors) -> mutated tries
+CallRewrite = Callable[[cst.Call, str], "cst.Call | None"]  # (site call, exception name) -> mutated call
 
 
 class Example(NamedTuple):
@@ -39,7 +39,7 @@ class Example(NamedTuple):
 
 
 class Operator(NamedTuple):
-    function: OperatorFunction
+    function: CallRewrite
     description: str
     examples: tuple[Example, ...]
 
@@ -179,44 +179,74 @@ def retarget_placeholder(message: cst.BaseExpression, arg_index: int, old: str, 
     return None
 
 
-# ---- the operators ------------------------------------------------------------------------------
+# ---- the operators: each rewrites one site call, or returns None where it does not apply ------------
 
 
-def eager_repr_revert(
-    try_node: cst.Try, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN, anchors: Anchors | None = None
-) -> Iterator[cst.Try]:
+def eager_repr_revert(call: cst.Call, name: str) -> cst.Call | None:
     """`"...: %s", repr(e)` -> `"...: %r", e`: the original bug, message unchanged."""
-    for call, name in once_calls(try_node, package, pattern, anchors):
-        index = stringified_arg(call, name, {"repr"})
-        if index is None:
-            continue
-        message = retarget_placeholder(call.args[0].value, index, "s", "r")
-        if message is None:
-            continue
-        mutated = replace_arg(call, index, cst.Name(name))
-        mutated = mutated.with_changes(args=[mutated.args[0].with_changes(value=message), *mutated.args[1:]])
-        yield try_node.deep_replace(call, mutated)
+    index = stringified_arg(call, name, {"repr"})
+    if index is None:
+        return None
+    message = retarget_placeholder(call.args[0].value, index, "s", "r")
+    if message is None:
+        return None
+    mutated = replace_arg(call, index, cst.Name(name))
+    return mutated.with_changes(args=[mutated.args[0].with_changes(value=message), *mutated.args[1:]])
 
 
-def live_arg(
-    try_node: cst.Try, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN, anchors: Anchors | None = None
-) -> Iterator[cst.Try]:
+def live_arg(call: cst.Call, name: str) -> cst.Call | None:
     """`repr(e)` (or `str(e)`) -> `e`, placeholder kept: the exception object reaches the cache again."""
-    for call, name in once_calls(try_node, package, pattern, anchors):
-        index = stringified_arg(call, name, _STRINGIFIERS)
-        if index is not None:
-            yield try_node.deep_replace(call, replace_arg(call, index, cst.Name(name)))
+    index = stringified_arg(call, name, _STRINGIFIERS)
+    return replace_arg(call, index, cst.Name(name)) if index is not None else None
 
 
-def once_dropped(
-    try_node: cst.Try, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN, anchors: Anchors | None = None
-) -> Iterator[cst.Try]:
+def once_dropped(call: cst.Call, name: str) -> cst.Call | None:
     """`warning_once(...)` -> `warning(...)`: nothing cached, but the warning repeats."""
-    for call, _ in once_calls(try_node, package, pattern, anchors):
-        func = call.func
-        assert isinstance(func, cst.Attribute)  # log_method only names methods of an Attribute
-        plain = func.with_changes(attr=func.attr.with_changes(value=PLAIN_OF_ONCE[func.attr.value]))
-        yield try_node.deep_replace(call, call.with_changes(func=plain))
+    func = call.func
+    assert isinstance(func, cst.Attribute)  # log_method only names methods of an Attribute
+    return call.with_changes(func=func.with_changes(attr=func.attr.with_changes(value=PLAIN_OF_ONCE[func.attr.value])))
+
+
+def fstring_revert(call: cst.Call, name: str) -> cst.Call | None:
+    """`f"...: {e!r}"` -> `"...: %r", e`: the f-string fix undone, the exception passed to the cache again.
+
+    Applies to a message that is a plain f-string (no format spec, no nested quotes of its own kind)
+    whose fields are the exception name or other simple expressions: each `{x!r}` becomes `%r`, each
+    `{x}` or `{x!s}` `%s`, and the fields are passed as arguments, in order, the exception itself among them.
+    """
+    if not call.args or call.args[0].keyword is not None or len(call.args) > 1:
+        return None
+    message = call.args[0].value
+    if not isinstance(message, cst.FormattedString) or "b" in message.prefix.lower():
+        return None
+    text, values = "", []
+    for part in message.parts:
+        if isinstance(part, cst.FormattedStringText):
+            text += part.value.replace("%", "%%")
+            continue
+        if part.format_spec is not None or part.conversion not in (None, "r", "s"):
+            return None
+        text += "%r" if part.conversion == "r" else "%s"
+        values.append(part.expression)
+    if not any(isinstance(v, cst.Name) and v.value == name for v in values):
+        return None
+    prefix = message.prefix.lower().replace("f", "")
+    literal = cst.SimpleString(f"{prefix}{message.start[len(message.prefix):]}{text}{message.end}")
+    return call.with_changes(args=[cst.Arg(literal), *(cst.Arg(v) for v in values)])
+
+
+def mutate_try(
+    rewrite: CallRewrite,
+    try_node: cst.Try,
+    package: str = PACKAGE,
+    pattern: str = DEFAULT_KERNEL_PATTERN,
+    anchors: Anchors | None = None,
+) -> Iterator[cst.Try]:
+    """The try with one of its site calls rewritten, once per call the rewrite applies to (mutmut's shape)."""
+    for call, name in once_calls(try_node, package, pattern, anchors):
+        mutated = rewrite(call, name)
+        if mutated is not None:
+            yield try_node.deep_replace(call, mutated)
 
 
 _SIMPLE = """\
@@ -233,6 +263,12 @@ except ImportError as e:
         logger.warning_once(
             "Failed to import from vllm._C_AVX2: %s", repr(e)
         )
+"""
+_FSTRING = """\
+try:
+    import vllm._C
+except ImportError as e:
+    logger.warning_once(f"Failed to import {e!r}")
 """
 _PLAIN_WARNING = """\
 try:
@@ -272,6 +308,19 @@ OPERATORS: dict[str, Operator] = {
             Example(_PLAIN_WARNING, None),
         ),
     ),
+    "fstring-revert": Operator(
+        fstring_revert,
+        "Undoes an f-string fix: the f-string becomes a %-format message and the exception is passed.",
+        (
+            Example(_FSTRING, _FSTRING.replace('f"Failed to import {e!r}"', '"Failed to import %r", e')),
+            Example(
+                _FSTRING.replace("{e!r}", "{e} (100%)"),
+                _FSTRING.replace('f"Failed to import {e!r}"', '"Failed to import %s (100%%)", e'),
+            ),
+            Example(_FSTRING.replace("{e!r}", "{e!r:>10}"), None),
+            Example(_SIMPLE, None),
+        ),
+    ),
 }
 
 
@@ -280,7 +329,7 @@ def operators_for(
 ) -> list[tuple[type, Callable]]:
     """mutmut-shaped (node type, operator) pairs, in `OPERATORS` order, bound to `package`, `pattern` and `anchors`."""
     return [
-        (cst.Try, functools.partial(op.function, package=package, pattern=pattern, anchors=anchors))
+        (cst.Try, functools.partial(mutate_try, op.function, package=package, pattern=pattern, anchors=anchors))
         for op in OPERATORS.values()
     ]
 
@@ -298,11 +347,11 @@ def describe_operators() -> list[tuple[str, str, str]]:
 
 def apply_operator(name: str, source: str, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN) -> list[str]:
     """Every mutant one operator makes of a module: the full mutated source per yielded node, in source order."""
-    operator = OPERATORS[name].function
+    rewrite = OPERATORS[name].function
     module = cst.parse_module(source)
     mutants = []
     for try_node in (node for node in walk(module) if isinstance(node, cst.Try)):
-        for mutated in operator(try_node, package, pattern):
+        for mutated in mutate_try(rewrite, try_node, package, pattern):
             replaced = module.deep_replace(try_node, mutated)
             assert isinstance(replaced, cst.Module)
             mutants.append(replaced.code)
@@ -320,7 +369,7 @@ def operator_of(
     if not isinstance(original, cst.Try):
         return None
     for name, op in OPERATORS.items():
-        if any(candidate.deep_equals(mutated) for candidate in op.function(original, package, pattern, anchors)):
+        if any(c.deep_equals(mutated) for c in mutate_try(op.function, original, package, pattern, anchors)):
             return name
     return None
 
