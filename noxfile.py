@@ -4,7 +4,7 @@
     nox -s guards -- [--vllm X | --vllm-src PATH] [PYTEST ARGS]
     nox -s sites -- [--vllm X | --vllm-src PATH] [--json]
     nox -s mutation -- [--vllm X | --vllm-src PATH] [--out DIR] [--fail-under PERCENT]
-    nox -s audit -- [--vllm X | --vllm-src PATH] [--json] [--baseline FILE]
+    nox -s audit -- [--vllm X | --vllm-src PATH | PATH ...] [--format FORMAT] [--baseline FILE]
     nox -s replay                         the guards and the mutation run against vLLM 0.29.0 must fail
     nox -s lint
 

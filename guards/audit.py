@@ -16,6 +16,12 @@ name assigned from one (`err = e`). A name re-bound to something without the exc
 (`e = str(e)`) no longer counts; a re-binding inside a branch does not clear it after the branch
 (either path may run).
 
+The target is a vLLM tree (`audit`), or any files and package directories (`audit_paths`): a platform
+plugin, or the files pre-commit passes. Each finding has a stable code per kind (`CODES`: WOG001 is a
+live exception). `# warnonce: ok <reason>` on one of a call's lines accepts its findings (they move to
+`AuditResult.suppressed`); without a reason the pragma accepts nothing. Standard library only: the
+audit runs wherever vLLM's own checks run.
+
 A finding's `key` (file, qualified function, level, argument text, occurrence index among findings
 with the same four) has no line number, so a baseline of accepted findings survives line shifts. The
 argument text is `ast.unparse`d, so re-wrapping or re-quoting a call does not change it either.
@@ -26,20 +32,32 @@ from __future__ import annotations
 import ast
 import bisect
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rich.table import Table
-from rich.text import Text
-
-from guards.errors import ExitCode, GuardError, SourceDoesNotParse
+from guards.errors import ExitCode, GuardError, SourceDoesNotParse, TargetNotFound
 from guards.liveness import EXCEPTION, IGNORED_KEYWORDS, ONCE_METHODS, carries, classify, params
 
 PREFILTER = "_once("
 BASELINE_VERSION = 1
+# Stable codes per kind (`path:line:col: WOG001 ...`, SARIF rule ids); WOG001 is the leak itself.
+CODES = {
+    EXCEPTION: "WOG001",
+    "name": "WOG002",
+    "attribute": "WOG003",
+    "subscript": "WOG004",
+    "call": "WOG005",
+    "container": "WOG006",
+    "starred": "WOG007",
+    "lambda": "WOG008",
+    "expression": "WOG009",
+}
+# `# warnonce: ok <reason>` on any line of the call accepts its findings; the reason is required.
+PRAGMA = re.compile(r"#\s*warnonce:\s*ok\b[ \t:]*(?P<reason>[^\n]*)")
 
 class BadBaseline(GuardError):
     """The baseline file is missing, unreadable, not JSON or not a baseline; or it cannot be written."""
@@ -51,31 +69,57 @@ class BadBaseline(GuardError):
 class Finding:
     """One argument of one `*_once` call that can keep a live object in the cache."""
 
-    file: str  # posix path relative to the target root, e.g. vllm/platforms/cpu.py
+    file: str  # posix path as shown: relative to the target root or the current directory, e.g. vllm/platforms/cpu.py
     line: int  # line of the argument (for display; not part of the key)
     qualname: str  # CpuPlatform.import_kernels, or <module>
     level: str  # the method called: warning_once, info_once, ...
     argument: str  # the argument's source, ast.unparse'd; `*x`, `**x` and `name=x` for those forms
-    kind: str  # see the module docstring
+    kind: str  # the liveness policy's kind (guards.liveness)
     occurrence: int = 0  # index among findings with the same file, qualname, level and argument
+    column: int = 1  # 1-based column of the argument
+    end_line: int = 0  # where the argument ends (1-based, end column exclusive)
+    end_column: int = 0
+    suppressed: str | None = None  # the reason of a `# warnonce: ok <reason>` pragma on the call
 
     @property
     def key(self) -> str:
         """Identity stable across line shifts: what a baseline stores."""
         return f"{self.file}::{self.qualname}::{self.level}::{self.argument}#{self.occurrence}"
 
+    @property
+    def code(self) -> str:
+        return CODES[self.kind]
+
+    @property
+    def message(self) -> str:
+        """One line for a human: what reaches the cache and what to do."""
+        call = f"logger.{self.level}(...)"
+        if self.kind == EXCEPTION:
+            return (
+                f"{call} passes `{self.argument}`, a live exception: the lru_cache keeps it, its traceback and every "
+                'frame on it for the life of the process; format it first ("%s", repr(e))'
+            )
+        return (
+            f"{call} passes `{self.argument}` ({self.kind}), not provably an immutable primitive: the lru_cache "
+            "keeps whatever it is; pass a str, number or a tuple of those"
+        )
+
     def to_json(self) -> dict[str, object]:
-        return {**asdict(self), "key": self.key}
+        return {**asdict(self), "key": self.key, "code": self.code}
 
 
 @dataclass(frozen=True)
 class AuditResult:
-    """All findings of one target, sorted by file and line, with what was scanned and how long it took."""
+    """All findings of one target, sorted by file and line, with what was scanned and how long it took.
+
+    `findings` excludes those a pragma accepts; they are in `suppressed`.
+    """
 
     findings: tuple[Finding, ...]
     files_scanned: int  # every *.py file of the package
     files_parsed: int  # those that passed the text prefilter
     seconds: float
+    suppressed: tuple[Finding, ...] = ()
 
     @property
     def exceptions(self) -> tuple[Finding, ...]:
@@ -129,6 +173,7 @@ class _Scanner:
 
     def __init__(self, file: str, source: str) -> None:
         self.file = file
+        self.lines = source.split("\n")
         self.raw: list[Finding] = []
         # Lines holding `_once`: code spanning none of them holds no call to look at (a 2x speed-up).
         self.once_lines = [n for n, text in enumerate(source.split("\n"), 1) if "_once" in text]  # as ast counts lines
@@ -237,8 +282,29 @@ class _Scanner:
         for text, value in call_arguments(call):
             kind = classify(value, live)
             if kind is not None:
-                line = getattr(value, "lineno", call.lineno)
-                self.raw.append(Finding(self.file, line, qualname, level, text, kind))
+                at = value if hasattr(value, "lineno") else call
+                self.raw.append(
+                    Finding(
+                        self.file,
+                        at.lineno,
+                        qualname,
+                        level,
+                        text,
+                        kind,
+                        column=at.col_offset + 1,
+                        end_line=at.end_lineno or at.lineno,
+                        end_column=(at.end_col_offset or at.col_offset) + 1,
+                        suppressed=self.pragma(call),
+                    )
+                )
+
+    def pragma(self, call: ast.Call) -> str | None:
+        """The reason of a `# warnonce: ok <reason>` comment on one of the call's lines (None: none, or no reason)."""
+        for text in self.lines[call.lineno - 1 : (call.end_lineno or call.lineno)]:
+            found = PRAGMA.search(text)
+            if found and found.group("reason").strip():
+                return found.group("reason").strip()
+        return None
 
 
 def numbered(findings: Iterable[Finding]) -> list[Finding]:
@@ -274,18 +340,60 @@ def findings_in_source(source: str, file: str) -> list[Finding]:
 
 
 def audit(root: Path, package: str = "vllm") -> AuditResult:
-    """Every finding under `root/package`: all *.py files are read, those with `_once(` parsed."""
+    """Every finding under `root/package`, shown relative to `root`: all *.py files are read, those with `_once(`
+    parsed."""
+    return _audit_files((path, path.relative_to(root).as_posix()) for path in sorted((root / package).rglob("*.py")))
+
+
+class NoPythonFiles(TargetNotFound):
+    """A path given to the audit is missing, or holds no Python file."""
+
+
+def python_files(paths: Iterable[Path], cwd: Path | None = None) -> list[tuple[Path, str]]:
+    """(file, path as shown) for every Python file given or under a directory given, in order, without repeats.
+
+    A file is shown relative to the current directory when it is inside it (as pre-commit and linters
+    show paths), else absolute.
+    """
+    here = (cwd or Path.cwd()).resolve()
+    found: dict[Path, str] = {}
+    for given in paths:
+        if not given.exists():
+            raise NoPythonFiles(f"{given}: no such file or directory; pass Python files or package directories")
+        files = sorted(given.rglob("*.py")) if given.is_dir() else [given]
+        for path in files:
+            real = path.resolve()
+            shown = real.relative_to(here).as_posix() if real.is_relative_to(here) else real.as_posix()
+            found.setdefault(real, shown)
+    if not found:
+        raise NoPythonFiles(f"{', '.join(map(str, paths))}: no Python file there; pass Python files or directories")
+    return sorted(found.items(), key=lambda item: item[1])
+
+
+def audit_paths(paths: Iterable[Path], cwd: Path | None = None) -> AuditResult:
+    """Every finding in the Python files given, or under the directories given (any package, not only vLLM)."""
+    return _audit_files(python_files(list(paths), cwd))
+
+
+def _audit_files(files: Iterable[tuple[Path, str]]) -> AuditResult:
     start = time.perf_counter()
     found: list[Finding] = []
     scanned = parsed = 0
-    for path in sorted((root / package).rglob("*.py")):
+    for path, shown in files:
         scanned += 1
         data = path.read_bytes()
         if PREFILTER.encode() not in data:
             continue
         parsed += 1
-        found.extend(findings_in_source(data.decode("utf-8", errors="replace"), path.relative_to(root).as_posix()))
-    return AuditResult(tuple(numbered(found)), scanned, parsed, time.perf_counter() - start)
+        found.extend(findings_in_source(data.decode("utf-8", errors="replace"), shown))
+    every = numbered(found)
+    return AuditResult(
+        tuple(f for f in every if f.suppressed is None),
+        scanned,
+        parsed,
+        time.perf_counter() - start,
+        tuple(f for f in every if f.suppressed is not None),
+    )
 
 
 # ---- baseline ---------------------------------------------------------------------------------------
@@ -335,53 +443,11 @@ def compare(findings: Iterable[Finding], accepted_keys: frozenset[str]) -> Compa
     )
 
 
-def exit_code(comparison: Comparison, strict: bool = False) -> int:
-    """1 when a live-exception finding (with `strict`, any finding) is not accepted by the baseline."""
-    failing = comparison.new if strict else comparison.new_exceptions
-    return 1 if failing else 0
+def failing(comparison: Comparison, strict: bool = False) -> tuple[Finding, ...]:
+    """The findings that fail the audit: new live exceptions (with `strict`, every new finding)."""
+    return comparison.new if strict else comparison.new_exceptions
 
 
-# ---- output -----------------------------------------------------------------------------------------
-
-
-def findings_table(result: AuditResult, comparison: Comparison, title: str, with_status: bool) -> Table:
-    table = Table(title=title)
-    for column in ("file", "line", "function", "level", "argument", "kind", *(("baseline",) if with_status else ())):
-        table.add_column(column, overflow="fold")
-    accepted = {f.key for f in comparison.accepted}
-    for f in result.findings:  # Text cells: `layers[i]` is source, not rich markup
-        kind = Text(f.kind, style="bold red" if f.kind == EXCEPTION else "")
-        status = (Text("accepted" if f.key in accepted else "new", style="" if f.key in accepted else "bold"),)
-        cells = (f.file, str(f.line), f.qualname, f.level, f.argument)
-        table.add_row(*(Text(c) for c in cells), kind, *(status if with_status else ()))
-    return table
-
-
-def summary_line(result: AuditResult, comparison: Comparison) -> str:
-    new, stale = len(comparison.new_exceptions), len(comparison.stale)
-    return (
-        f"{len(result.findings)} finding(s), {len(result.exceptions)} live exception(s): {new} new, "
-        f"{len(result.exceptions) - new} accepted by the baseline; "
-        f"{stale} stale baseline entr{'y' if stale == 1 else 'ies'}; "
-        f"{result.files_scanned} files scanned ({result.files_parsed} parsed) in {result.seconds:.2f}s"
-    )
-
-
-def json_document(result: AuditResult, comparison: Comparison, target: str) -> dict[str, object]:
-    accepted = {f.key for f in comparison.accepted}
-    return {
-        "target": target,
-        "counts": {
-            "findings": len(result.findings),
-            "exceptions": len(result.exceptions),
-            "new": len(comparison.new),
-            "new_exceptions": len(comparison.new_exceptions),
-            "accepted": len(comparison.accepted),
-            "stale": len(comparison.stale),
-            "files_scanned": result.files_scanned,
-            "files_parsed": result.files_parsed,
-            "seconds": round(result.seconds, 3),
-        },
-        "findings": [{**f.to_json(), "accepted": f.key in accepted} for f in result.findings],
-        "stale": list(comparison.stale),
-    }
+def exit_code(comparison: Comparison, strict: bool = False) -> ExitCode:
+    """CHECK_FAILED when a live-exception finding (with `strict`, any finding) is not accepted by the baseline."""
+    return ExitCode.CHECK_FAILED if failing(comparison, strict) else ExitCode.OK

@@ -4,7 +4,8 @@
     warnonce-guard guards [--vllm-src PATH] [--platform MODULE:CLASS] [PYTEST ARGS]
     warnonce-guard platforms                              list vLLM platform plugins
     warnonce-guard mutate [--vllm-src PATH] [--out DIR]    baseline, mutate, run guards, score, report
-    warnonce-guard audit  [--vllm-src PATH] [--json] [--baseline FILE] [--write-baseline FILE] [--strict]
+    warnonce-guard audit  [PATH ...] [--vllm-src PATH] [--format text|json|github|sarif]
+                          [--baseline FILE] [--write-baseline FILE] [--strict]
                                                           every *_once call that can cache a live object
 """
 
@@ -26,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from guards import target as targets
-from guards.errors import ExitCode, GuardError, Interrupted, NothingToCheck, exit_code_table
+from guards.errors import ExitCode, GuardError, Interrupted, NothingToCheck, UsageError, exit_code_table
 from guards.platforms import ENTRY_POINT_GROUP, platform_sites, registered_platforms, resolve_platform
 from guards.sites import Site, discover
 
@@ -136,23 +137,23 @@ def cmd_platforms(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_audit(args: argparse.Namespace, console: Console) -> int:
-    from guards import audit
+    from guards import audit, audit_formats
 
-    target = targets.resolve(args.vllm_src)
+    if args.paths and args.vllm_src:
+        raise UsageError("audit: give PATHs or --vllm-src, not both (--vllm-src picks a vLLM tree to audit whole)")
     accepted = audit.load_baseline(args.baseline) if args.baseline else frozenset()  # bad input fails first
-    result = audit.audit(target.root)
+    if args.paths:
+        result = audit.audit_paths([Path(p) for p in args.paths])
+        described = ", ".join(args.paths)
+    else:
+        target = targets.resolve(args.vllm_src)
+        result, described = audit.audit(target.root), target.describe()
     comparison = audit.compare(result.findings, accepted)
     if args.write_baseline:
-        audit.write_baseline(args.write_baseline, result.findings, target.describe())
-    if args.json:
-        print(json.dumps(audit.json_document(result, comparison, target.describe()), indent=2))
-    else:
-        console.print(audit.findings_table(result, comparison, target.describe(), with_status=bool(args.baseline)))
-        console.print(audit.summary_line(result, comparison))
-        for key in comparison.stale:
-            console.print(f"stale baseline entry (matches no finding): {key}", markup=False)
-        if args.write_baseline:
-            console.print(f"wrote {len(result.findings)} accepted finding(s) to {args.write_baseline}")
+        audit.write_baseline(args.write_baseline, result.findings, described)
+        print(f"wrote {len(result.findings)} accepted finding(s) to {args.write_baseline}", file=sys.stderr)
+    write = audit_formats.writer(args.format, baseline=bool(args.baseline))
+    sys.stdout.write(write(result, comparison, described, args.strict))
     return ExitCode.OK if args.write_baseline else audit.exit_code(comparison, strict=args.strict)
 
 
@@ -239,9 +240,22 @@ def build_parser() -> argparse.ArgumentParser:
     mutate.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
     mutate.set_defaults(run=cmd_mutate)
 
-    audit = sub.add_parser("audit", help="list every *_once call whose arguments can cache a live object")
+    audit = sub.add_parser(
+        "audit",
+        help="every *_once call whose arguments can cache a live object",
+        epilog=EPILOG,
+        formatter_class=formatter,
+    )
+    audit.add_argument(
+        "paths", nargs="*", metavar="PATH", help="Python files or package directories (default: the target vLLM)"
+    )
     audit.add_argument("--vllm-src", metavar="PATH", help=target_help)
-    audit.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    audit.add_argument(
+        "--format",
+        choices=("text", "json", "github", "sarif"),
+        default="text",
+        help="text (path:line:col: CODE message), json, github (workflow annotations) or sarif (2.1.0)",
+    )
     audit.add_argument("--baseline", metavar="FILE", help="JSON file of accepted findings: only new ones fail")
     audit.add_argument("--write-baseline", metavar="FILE", help="accept every finding: write them to FILE, exit 0")
     audit.add_argument("--strict", action="store_true", help="fail on any new finding, not only live exceptions")

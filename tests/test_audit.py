@@ -268,7 +268,7 @@ def test_file_without_once_calls_is_not_parsed() -> None:
     assert find("def broken(:\n") == []
 
 
-# ---- the command: table, JSON, baseline ratchet -----------------------------------------------------
+# ---- the command: text, JSON, baseline ratchet ------------------------------------------------------
 
 
 LEAK = """\
@@ -303,7 +303,7 @@ def test_live_exception_fails_and_other_findings_do_not(tmp_path: Path, capsys: 
     code, out, _ = run(capsys, "--vllm-src", str(root))
     assert code == 1
     assert "2 finding(s), 1 live exception(s): 1 new, 0 accepted by the baseline" in out
-    assert "vllm/leak.py" in out and "import_kernels" in out
+    assert out.splitlines()[0].startswith("vllm/leak.py:5:43: WOG001 logger.warning_once(...) passes `e`")
 
 
 def test_strict_fails_on_any_new_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -313,10 +313,10 @@ def test_strict_fails_on_any_new_finding(tmp_path: Path, capsys: pytest.CaptureF
 
 def test_json_document_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tree(tmp_path, leak=LEAK, noise=NOISE)
-    code, out, _ = run(capsys, "--vllm-src", str(root), "--json")
+    code, out, _ = run(capsys, "--vllm-src", str(root), "--format", "json")
     doc = json.loads(out)
     assert code == 1
-    assert set(doc) == {"target", "counts", "findings", "stale"}
+    assert set(doc) == {"target", "counts", "findings", "suppressed", "stale"}
     assert doc["counts"]["findings"] == 2 and doc["counts"]["exceptions"] == 1
     assert doc["counts"]["files_scanned"] == 3 and doc["counts"]["files_parsed"] == 2
     leak = next(f for f in doc["findings"] if f["kind"] == "exception")
@@ -328,7 +328,12 @@ def test_json_document_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         "argument": "e",
         "kind": "exception",
         "occurrence": 0,
+        "column": 43,
+        "end_line": 5,
+        "end_column": 44,
+        "suppressed": None,
         "key": "vllm/leak.py::import_kernels::warning_once::e#0",
+        "code": "WOG001",
         "accepted": False,
     }
     assert "vLLM" in doc["target"]
@@ -339,14 +344,14 @@ def test_baseline_accepts_known_findings_and_fails_on_a_new_one(
 ) -> None:
     root = tree(tmp_path / "src", leak=LEAK, noise=NOISE)
     baseline = tmp_path / "baseline.json"
-    code, out, _ = run(capsys, "--vllm-src", str(root), "--write-baseline", str(baseline))
-    assert code == 0 and "wrote 2 accepted finding(s)" in out
+    code, _, err = run(capsys, "--vllm-src", str(root), "--write-baseline", str(baseline))
+    assert code == 0 and "wrote 2 accepted finding(s)" in err
 
     assert run(capsys, "--vllm-src", str(root), "--baseline", str(baseline))[0] == 0
 
     second = LEAK.replace("import_kernels", "import_more_kernels")
     tree(root, leak=LEAK + second)
-    code, out, _ = run(capsys, "--vllm-src", str(root), "--baseline", str(baseline), "--json")
+    code, out, _ = run(capsys, "--vllm-src", str(root), "--baseline", str(baseline), "--format", "json")
     counts = json.loads(out)["counts"]
     assert code == 1
     assert (counts["new_exceptions"], counts["accepted"], counts["stale"]) == (1, 2, 0)
@@ -364,7 +369,7 @@ def test_baseline_survives_line_shifts_and_lists_stale_entries(
     code, out, _ = run(capsys, "--vllm-src", str(root), "--baseline", str(baseline))
     assert code == 0
     assert "1 finding(s), 1 live exception(s): 0 new, 1 accepted by the baseline" in out
-    assert "vllm/leak.py" in out and "accepted" in out
+    assert "WOG001" not in out  # accepted: not reported again
     assert "1 stale baseline entry" in out
     assert "stale baseline entry (matches no finding): vllm/noise.py::helper::info_once::x#0" in out
 
