@@ -15,14 +15,17 @@ Choices:
 - Nothing is raised inside vLLM's code path (the code under test could swallow it). A violation is
   recorded, and the test's report for that phase (setup, call or teardown) is turned into a failure.
   Calls made outside any test (e.g. at collection) fail the session and are listed in its summary.
-- The offending call still goes through to the real cache, with each refused argument replaced by its
-  `repr()`: the message is still logged once, and strict mode itself pins nothing.
+- The offending call still goes through to the real cache, formatted first: the message is rendered
+  exactly as logging would have rendered the call (`msg % args`), and that string is what the cache
+  keeps. The record reads as it would have, and strict mode itself pins nothing.
 - vLLM may be imported at any time: the functions are wrapped at configure time if `vllm.logger` is
   already imported, by an import hook as soon as it is, and again at each test's setup if they are not.
   The originals are put back at unconfigure. `cache_info()`, `cache_clear()` and `cache_parameters()`
   of a wrapper are the real cache's.
-- Known side effect: the wrapper is one more frame between `warning_once` and the real function, so
-  the file:line a `*_once` log record shows (`stacklevel=3`) is `vllm/logger.py`'s, not the caller's.
+- Records keep the caller's file and line: vLLM's printers log with `stacklevel=3`, counted from their
+  own frame, and the wrapper is one frame more; so the printer is handed, in place of the logger, a
+  stand-in (one per logger, so cache keys stay stable) whose `debug/info/warning/error` add the two
+  frames (the wrapper's and the stand-in's) to `stacklevel`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -101,25 +105,72 @@ def _safe_repr(value: object) -> str:
         return f"<{type(value).__qualname__} object>"
 
 
+def rendered(args: tuple[object, ...]) -> str:
+    """`(msg, *values)` as logging renders a record's message (`LogRecord.getMessage`): `str(msg) % values`."""
+    msg, values = args[0] if args else "", args[1:]
+    try:
+        text = str(msg)
+        return text % values if values else text
+    except Exception:  # a format that does not fit: keep every part visible, as text
+        return " ".join(_safe_repr(part) for part in args)
+
+
+_FRAMES_ADDED = 2  # the wrapper's frame and the stand-in's, between the printer and vLLM's `*_once` method
+
+
+class _Located:
+    """Stands in for a logger inside the printer: its records keep the location the printer meant.
+
+    Each method calls the logger itself (no helper in between), so the frames added are exactly two.
+    """
+
+    def __init__(self, logger: Any) -> None:
+        self._logger = logger
+
+    def debug(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
+        self._logger.debug(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
+
+    def info(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
+        self._logger.info(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
+
+    def warning(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
+        self._logger.warning(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
+
+    def error(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
+        self._logger.error(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._logger, name)
+
+
 def wrap(original: Callable[..., object], record: Callable[[Violation], None]) -> Callable[..., object]:
     """`original` (an lru_cached `_print_*_once`) behind a check that records refused arguments."""
     method = original.__name__.removeprefix("_print_")
+    stand_ins: dict[int, tuple[object, _Located]] = {}
+
+    def located(logger: object) -> _Located:
+        known = stand_ins.get(id(logger))
+        if known is None or known[0] is not logger:
+            known = stand_ins[id(logger)] = (logger, _Located(logger))
+        return known[1]
 
     @functools.wraps(original)
     def strict_once(logger: object, *args: object, **kwargs: object) -> object:
-        checked = list(args)
+        refused = False
         for index, value in enumerate(args):
             what = offence(value)
             if what is not None:
                 position = "1 (msg)" if index == 0 else f"{index + 1} (args[{index - 1}])"
                 record(Violation(method, *_call_site(), position, what))
-                checked[index] = _safe_repr(value)
+                refused = True
         for name, value in kwargs.items():
             what = offence(value)
             if what is not None:
                 record(Violation(method, *_call_site(), repr(name), what))
                 kwargs[name] = _safe_repr(value)
-        return original(logger, *checked, **kwargs)
+        if refused:  # cache the message logging would have shown, not the objects
+            return original(located(logger), rendered(args), **kwargs)
+        return original(located(logger), *args, **kwargs)
 
     for name in ("cache_info", "cache_clear", "cache_parameters"):
         if hasattr(original, name):

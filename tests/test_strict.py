@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib
 import importlib.metadata
 import inspect
+import logging
 import textwrap
+import types
 import weakref
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from toy import LOGGER_SOURCE
+from toy import LOGGER_SOURCE, purge, unique_package, write
 
 from guards.strict import Violation, offence, wrap
 
@@ -323,4 +328,64 @@ def test_wrapper_records_the_violation_and_caches_the_repr_so_strict_mode_pins_n
         f"{__name__}.Boom",
     )
     assert (violation.filename, violation.lineno) == (__file__, call_line)
-    assert wrapped.__wrapped__.cache_info().currsize == 1  # the key holds the repr, a str
+    assert wrapped.__wrapped__.cache_info().currsize == 1  # the key holds the rendered message, a str
+
+
+@pytest.fixture
+def toy_logger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[types.ModuleType, list[Violation]]]:
+    """A toy `vllm.logger` imported under a unique name, its printers wrapped as strict mode wraps them."""
+    name = unique_package()
+    write(tmp_path, f"{name}/__init__.py", "")
+    write(tmp_path, f"{name}/logger.py", LOGGER_SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module(f"{name}.logger")
+    recorded: list[Violation] = []
+    for printer in ("_print_debug_once", "_print_info_once", "_print_warning_once", "_print_error_once"):
+        monkeypatch.setattr(module, printer, wrap(getattr(module, printer), recorded.append))
+    yield module, recorded
+    purge(name)
+
+
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.mark.parametrize("method", ["debug_once", "info_once", "warning_once", "error_once"])
+@pytest.mark.parametrize("arg", ["'text'", "ValueError('v')"], ids=["clean", "refused"])
+def test_records_keep_the_callers_location_and_the_text_logging_would_have_shown(
+    toy_logger: tuple[types.ModuleType, list[Violation]], method: str, arg: str
+) -> None:
+    module, recorded = toy_logger
+    logger = module.init_logger(f"strict.{method}")
+    logger.setLevel(logging.DEBUG)
+    capture = Records()
+    logger.addHandler(capture)
+    value = eval(arg)
+    getattr(logger, method)("x: %s, y: %r", value, value)
+    line = inspect.currentframe().f_lineno - 1  # type: ignore[union-attr]
+
+    (record,) = capture.records
+    assert (record.pathname, record.lineno, record.funcName) == (__file__, line, inspect.stack()[0].function)
+    assert record.getMessage() == f"x: {value!s}, y: {value!r}"  # %s renders str(), as without strict mode
+    assert len(recorded) == (2 if arg != "'text'" else 0)
+
+
+def test_a_refused_call_is_still_logged_once_and_keeps_nothing_alive(
+    toy_logger: tuple[types.ModuleType, list[Violation]],
+) -> None:
+    module, recorded = toy_logger
+    logger = module.init_logger("strict.once")
+    capture = Records()
+    logger.addHandler(capture)
+    exc = Boom("v")
+    alive = weakref.ref(exc)
+    for _ in range(2):
+        logger.warning_once("failed: %r", exc)  # the same object twice: one key, one record
+    del exc
+    gc.collect()
+    assert alive() is None and len(capture.records) == 1 and len(recorded) == 2
