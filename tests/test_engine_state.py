@@ -99,3 +99,12 @@ def test_the_exit_code_table_is_mutmuts_own() -> None:
 
     assert {code: str(status) for code, status in EXIT_CODE_STATUS.items()} == dict(status_by_exit_code.items())
     assert status_by_exit_code.default_factory() == str(DEFAULT_STATUS)
+
+
+@pytest.mark.parametrize("text", ["[]", "null", '"run1"', '{"run": 1, "files": {}}', '{"run": "run1", "files": []}'])
+def test_a_generation_manifest_of_another_shape_is_not_trusted_and_does_not_crash(ws: Workspace, text: str) -> None:
+    ws.generation_file.write_text(text)
+    with pytest.raises(state.BadState, match="not a generation manifest"):
+        state.read_generation(ws)
+    (discarded,) = state.validate(ws, [FILE])
+    assert "did not finish" in discarded.reason and not ws.generation_file.exists()

@@ -118,9 +118,9 @@ def read_generation(ws: Workspace) -> tuple[str, dict[str, dict[str, Any]]]:
     if not ws.generation_file.is_file():
         raise BadState("missing")
     data = _load_json(ws.generation_file)
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(data.get("run"), str) or not isinstance(files, dict):  # type: ignore[union-attr]
+    if not isinstance(data, dict) or not isinstance(data.get("run"), str) or not isinstance(data.get("files"), dict):
         raise BadState("not a generation manifest")
+    files = data["files"]
     for file, entry in files.items():
         if (
             not isinstance(entry, dict)
