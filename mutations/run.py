@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +29,41 @@ from mutations.identify import NamedMutant, read_identities, write_identities
 from mutations.operators import OPERATORS
 from mutations.report import print_table, write_report
 from mutations.report.npm import find_viewer
-from mutations.session import PARENT_ENV
+from mutations.session import PARENT_ENV, die_with_parent
 from mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, Operator, RunResult
 from mutations.workspace import WorkRoot, Workspace
 
 STOP_GRACE_S = 5.0  # how long the session gets to exit after SIGTERM before SIGKILL
+
+_helpers_of: int | None = None  # while staging and discovery fork helpers: the pid of the run forking them
+
+
+def _forked_helper() -> None:
+    """In a process forked by staging or discovery: Ctrl-C and SIGTERM end it quietly (the command line's
+    handlers would raise and print a traceback), and it dies with the run, even on SIGKILL."""
+    global _helpers_of
+    run_pid, _helpers_of = _helpers_of, None
+    if run_pid is None:
+        return
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent()
+    if os.getppid() != run_pid:
+        os._exit(1)  # the run died before this helper could ask to die with it
+
+
+os.register_at_fork(after_in_child=_forked_helper)
+
+
+@contextlib.contextmanager
+def _helpers_die_with_run() -> Iterator[None]:
+    """Processes forked in the block (staging's copier, discovery's parsers) are bound to this one."""
+    global _helpers_of
+    _helpers_of = os.getpid()
+    try:
+        yield
+    finally:
+        _helpers_of = None
 
 
 @dataclass(frozen=True)
@@ -247,7 +277,8 @@ def _run(
 ) -> RunResult:
     ws.create()
     # Staging needs no sites: a forked process copies while this one parses (two cores, no shared GIL).
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+    fork = multiprocessing.get_context("fork")
+    with _helpers_die_with_run(), ProcessPoolExecutor(max_workers=1, mp_context=fork) as pool:
         copying = pool.submit(stage.copy_packages, ws, packages)
         sites = _sites(ws, find_sites, say)
         for line in copying.result():
