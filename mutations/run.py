@@ -34,6 +34,7 @@ from mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, Operator, RunResult
 from mutations.workspace import WorkRoot, Workspace
 
 STOP_GRACE_S = 5.0  # how long the session gets to exit after SIGTERM before SIGKILL
+SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
 
 _helpers_of: int | None = None  # while staging and discovery fork helpers: the pid of the run forking them
 
@@ -305,6 +306,11 @@ def _run(
     if generated_by != run_id:
         raise EngineFailed(
             f"the mutmut session ended (exit code {session_code}) before generating its mutants; see {ws.log_file}"
+        )
+    if session_code not in SESSION_FINISHED:
+        raise EngineFailed(
+            f"the mutmut session failed (exit code {session_code}); see {ws.log_file} "
+            "(finished verdicts are kept: the next run tests the rest)"
         )
     named = write_identities(ws, sites, sorted(packages))
     return collect_result(ws, target, run_id, guarded, named, started)

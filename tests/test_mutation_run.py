@@ -122,3 +122,42 @@ def test_a_session_that_dies_before_generating_is_an_error_not_a_report(
     with pytest.raises(EngineFailed, match=r"exit code 7\) before generating its mutants; see .*mutmut\.log"):
         run(make_tree(tmp_path / "tree"), tmp_path)
     assert not (tmp_path / "report").exists()
+
+
+def test_a_session_that_fails_after_generating_is_an_error_not_a_report_of_unreached_sites(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = run_module.run_session
+
+    def crashed(*args: object) -> int:
+        real(*args)  # generates, and records what it can
+        return int(ExitCode.ENGINE_FAILED)  # as the session reports a crash of mutmut's
+
+    monkeypatch.setattr(run_module, "run_session", crashed)
+    with pytest.raises(EngineFailed, match=r"the mutmut session failed \(exit code 13\); see .*mutmut\.log"):
+        run(make_tree(tmp_path / "tree"), tmp_path)
+    assert not (tmp_path / "report").exists()
+
+
+CRASHING_SESSION = """
+import sys
+from mutations import session
+
+def crash(*args):
+    raise KeyError("tests_by_mangled_function_name")  # as mutmut's load_stats does on a stats file it cannot read
+
+session.run_mutmut = crash
+session.bind_to_parent = lambda: None
+sys.exit(session.main(sys.argv[1:]))
+"""
+
+
+def test_a_crash_inside_the_session_is_its_own_exit_code_not_mutmuts_clean_guards_failed(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "packages.json").write_text('["vllm"]')
+    done = subprocess.run(
+        [sys.executable, "-c", CRASHING_SESSION, str(ws), "run1"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == ExitCode.ENGINE_FAILED, done.stderr  # not 1: that means "the clean guards failed"
+    assert "KeyError: 'tests_by_mangled_function_name'" in done.stderr  # the traceback goes to mutmut.log
