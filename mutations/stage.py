@@ -171,9 +171,14 @@ def read_sites(ws: Workspace) -> list[Site]:
         raise BadState("missing")
     try:
         data = json.loads(ws.sites_file.read_text(encoding="utf-8"))
-        return [Site.from_json(item) for item in data]
+        sites = [Site.from_json(item) for item in data] if isinstance(data, list) else None
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise BadState(f"not a list of sites ({type(err).__name__})") from None
+    if sites is None:
+        raise BadState("not a list of sites")
+    if not any(site.cached for site in sites):  # a run writes the file only once it has a site to mutate
+        raise BadState("no *_once site in it")
+    return sites
 
 
 def copy_packages(ws: Workspace, packages: dict[str, Path]) -> list[str]:
