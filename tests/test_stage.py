@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,27 @@ def test_a_sites_file_of_uncached_sites_only_is_not_trusted(tmp_path: Path, ws: 
     ws.sites_file.write_text(json.dumps([site.to_json() for site in sites]))
     with pytest.raises(BadState, match="no \\*_once site"):
         stage.read_sites(ws)
+
+
+def test_a_link_that_went_missing_under_mutants_is_made_again(tmp_path: Path, ws: Workspace) -> None:
+    tree = make_tree(tmp_path / "tree")
+    stage.copy_packages(ws, {"vllm": tree / "vllm"})
+    linked = ws.mutants / "vllm" / "logger.py"
+    assert os.path.samefile(linked, ws.pristine("vllm") / "logger.py")
+    linked.unlink()  # the guards would import a vllm without its logger: the site "unreached", run after run
+
+    stage.copy_packages(ws, {"vllm": tree / "vllm"})
+
+    assert os.path.samefile(linked, ws.pristine("vllm") / "logger.py")
+
+
+def test_mutmuts_own_copy_of_a_site_file_is_kept(tmp_path: Path, ws: Workspace) -> None:
+    tree = make_tree(tmp_path / "tree")
+    stage.copy_packages(ws, {"vllm": tree / "vllm"})
+    mutated = ws.mutated("vllm/platforms/interface.py")
+    mutated.unlink()
+    mutated.write_text("# mutmut's mutants\n")
+
+    stage.copy_packages(ws, {"vllm": tree / "vllm"})
+
+    assert mutated.read_text() == "# mutmut's mutants\n"
