@@ -138,12 +138,9 @@ def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
     """Before a session: discard mutmut state that does not validate, and clear exit codes no record backs."""
     for discarded in state.validate(ws, files):
         say(f"{discarded}; it is made again")
-    if ws.identities_file.exists():
-        try:
-            read_identities(ws)
-        except state.BadState as err:
-            say(f"discarded {ws.identities_file} ({err}); the mutants are named again")
-            ws.identities_file.unlink()
+    if ws.identities_file.exists() and (problem := _identities_problem(ws)):
+        say(f"discarded {ws.identities_file} ({problem}); the mutants are named again")
+        ws.identities_file.unlink()
     try:
         codes, _ = state.read_exit_codes(ws, [f for f in files if ws.meta(f).exists()])
     except state.BadState as err:  # validate() left only valid files: a change under our feet
@@ -156,6 +153,22 @@ def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
     for name, code in codes.items():  # whatever mutmut tests now must leave a record of its own
         if code is None or name in stale:
             mutant_session_path(ws.attribution, name).unlink(missing_ok=True)
+
+
+def _identities_problem(ws: Workspace) -> str | None:
+    """Why identities.json cannot be reused: it does not validate, or names other mutants than mutmut made."""
+    try:
+        named = read_identities(ws)
+    except state.BadState as err:
+        return str(err)
+    try:
+        _, generation = state.read_generation(ws)
+    except state.BadState:
+        return "no finished generation to check it against"
+    made = sorted(name for entry in generation.values() for name in entry["mutants"])
+    if sorted(m.mutant_id for m in named) != made:
+        return "its mutants are not the ones mutmut generated"
+    return None
 
 
 def collect_result(
