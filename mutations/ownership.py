@@ -61,8 +61,12 @@ class Protected:
     inside_ok: bool = False
 
     def clashes(self, candidate: Path) -> bool:
-        mine = Path(os.path.abspath(self.path))
-        return mine.is_relative_to(candidate) or (not self.inside_ok and candidate.is_relative_to(mine))
+        """As written and as the filesystem resolves it: a symlinked parent must not lead inside the target."""
+        for resolve in (os.path.abspath, os.path.realpath):
+            mine, theirs = Path(resolve(self.path)), Path(resolve(candidate))
+            if mine.is_relative_to(theirs) or (not self.inside_ok and theirs.is_relative_to(mine)):
+                return True
+        return False
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -111,8 +115,8 @@ def check_out_dir(out: Path, protected: Iterable[Protected], cwd: Path | None = 
     """The absolute `--out` directory, or `PathRefused`/`PathUnusable` with the reason; nothing is written."""
     out = Path(os.path.abspath(out))
     _keep_clear(out, "--out", protected)
-    here = Path(os.path.abspath(cwd or Path.cwd()))
-    if here.is_relative_to(out):
+    here = Path(os.path.realpath(cwd or Path.cwd()))
+    if here.is_relative_to(out) or here.is_relative_to(os.path.realpath(out)):
         raise PathRefused(f"--out {out}: is the current directory or above it; pass a directory of its own")
     _empty_or_ours(out, Kind.REPORT, "--out", "report")
     _writable_parent(out, "--out")

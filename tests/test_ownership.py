@@ -120,3 +120,22 @@ def test_viewer_js_must_be_a_readable_file(tmp_path: Path) -> None:
 def test_the_marker_is_a_file_named_for_the_tool(tmp_path: Path) -> None:
     mark(tmp_path, Kind.REPORT)
     assert (tmp_path / MARKER).read_text().startswith('{"tool": "warnonce-guard"')
+
+
+@pytest.mark.parametrize("option", ["--out", "--work-dir"])
+def test_a_symlinked_parent_does_not_lead_inside_the_target(tmp_path: Path, tree: Path, option: str) -> None:
+    (tmp_path / "link").symlink_to(tree / "vllm")  # link/report is tree/vllm/report on disk
+    checks = {
+        "--out": lambda path: check_out_dir(path, protected(tree), cwd=Path("/")),
+        "--work-dir": lambda path: check_work_root(path, protected(tree)),
+    }
+    with pytest.raises(PathRefused, match="is the target package vllm/"):
+        checks[option](tmp_path / "link" / "report")
+
+
+def test_the_current_directory_reached_through_a_symlinked_parent_is_refused(tmp_path: Path) -> None:
+    here = tmp_path / "here"
+    here.mkdir()  # empty: without the check it would be accepted and swapped out for the report
+    (tmp_path / "l").symlink_to(tmp_path)
+    with pytest.raises(PathRefused, match="current directory"):
+        check_out_dir(tmp_path / "l" / "here", [], cwd=here)
