@@ -15,6 +15,7 @@ missing, or is empty); anything else is refused with one line, before the run st
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 from collections.abc import Iterable
@@ -132,11 +133,22 @@ def check_work_root(work: Path, protected: Iterable[Protected]) -> Path:
     return work
 
 
-def check_readable_file(path: Path, option: str) -> Path:
-    """`path` as an absolute path, if it is a readable file."""
+def check_readable_file(path: Path, option: str, utf8: bool = False) -> Path:
+    """`path` as an absolute path, if it is a readable file (and, with `utf8`, UTF-8 text throughout)."""
     path = Path(os.path.abspath(path))
     if not path.is_file():
         raise PathUnusable(f"{option} {path}: no such file; pass the path of an existing file")
     if not os.access(path, os.R_OK):
         raise PathUnusable(f"{option} {path}: not readable; check its permissions")
+    if utf8:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        try:
+            with path.open("rb") as file:
+                while chunk := file.read(1 << 20):
+                    decoder.decode(chunk)
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as err:
+            raise PathUnusable(f"{option} {path}: not UTF-8 text ({err.reason}); pass the text file itself") from None
+        except OSError as err:
+            raise PathUnusable(f"{option} {path}: cannot read it ({err.strerror or err})") from None
     return path

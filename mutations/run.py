@@ -81,7 +81,7 @@ def check_paths(out_dir: Path, work_dir: Path, viewer_js: Path | None, protected
     report = ownership.Protected("the report directory (--out)", out_dir)
     work = ownership.check_work_root(work_dir, [*protected, report])
     out = ownership.check_out_dir(out_dir, [*protected, ownership.Protected("the work directory (--work-dir)", work)])
-    viewer = ownership.check_readable_file(viewer_js, "--viewer-js") if viewer_js else find_viewer()
+    viewer = ownership.check_readable_file(viewer_js, "--viewer-js", utf8=True) if viewer_js else find_viewer()
     return Paths(out, WorkRoot(work), viewer)
 
 

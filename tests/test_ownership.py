@@ -139,3 +139,13 @@ def test_the_current_directory_reached_through_a_symlinked_parent_is_refused(tmp
     (tmp_path / "l").symlink_to(tmp_path)
     with pytest.raises(PathRefused, match="current directory"):
         check_out_dir(tmp_path / "l" / "here", [], cwd=here)
+
+
+def test_a_viewer_bundle_that_is_not_utf8_text_is_refused_before_any_work(tmp_path: Path) -> None:
+    bundle = tmp_path / "viewer.js"
+    bundle.write_bytes(b"/* bundle */" * 200_000 + b"\x8c")  # read whole only after the run, into index.html
+    with pytest.raises(PathUnusable, match="not UTF-8 text"):
+        check_readable_file(bundle, "--viewer-js", utf8=True)
+    assert check_readable_file(bundle, "--viewer-js") == bundle  # any readable file, when text is not needed
+    bundle.write_bytes("/* é, split across a read boundary */".encode() * 100_000)
+    assert check_readable_file(bundle, "--viewer-js", utf8=True) == bundle
