@@ -36,35 +36,46 @@ from mutations.workspace import WorkRoot, Workspace
 STOP_GRACE_S = 5.0  # how long the session gets to exit after SIGTERM before SIGKILL
 SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
 
-_helpers_of: int | None = None  # while staging and discovery fork helpers: the pid of the run forking them
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_helpers: tuple[int, set[signal.Signals]] | None = None  # in _helpers_bound_to_run: the run's pid, its old mask
 
 
 def _forked_helper() -> None:
-    """In a process forked by staging or discovery: Ctrl-C and SIGTERM end it quietly (the command line's
-    handlers would raise and print a traceback), and it dies with the run, even on SIGKILL."""
-    global _helpers_of
-    run_pid, _helpers_of = _helpers_of, None
-    if run_pid is None:
+    """In a process forked by staging or discovery (with SIGINT and SIGTERM held): Ctrl-C is left to the run,
+    SIGTERM ends it (as the pool stops a worker), and it dies with the run, even on SIGKILL."""
+    global _helpers
+    bound, _helpers = _helpers, None
+    if bound is None:
         return
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    run_pid, mask = bound
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     die_with_parent()
     if os.getppid() != run_pid:
         os._exit(1)  # the run died before this helper could ask to die with it
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 os.register_at_fork(after_in_child=_forked_helper)
 
 
 @contextlib.contextmanager
-def _helpers_die_with_run() -> Iterator[None]:
-    """Processes forked in the block (staging's copier, discovery's parsers) are bound to this one."""
-    global _helpers_of
-    _helpers_of = os.getpid()
+def _helpers_bound_to_run() -> Iterator[None]:
+    """Processes forked in the block (staging's copier, discovery's parsers) die with this one and stay quiet.
+
+    The command line's SIGINT/SIGTERM handlers raise; a helper inheriting them printed a traceback on Ctrl-C
+    (and one dying of it broke the pool, another traceback, in the run). So the two signals are held for the
+    block, helpers fork with them held and replace the handlers before letting them in, and in the run they
+    take effect when the block ends: staging and discovery take a second or two on vLLM.
+    """
+    global _helpers
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    _helpers = (os.getpid(), mask)
     try:
         yield
     finally:
-        _helpers_of = None
+        _helpers = None
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 @dataclass(frozen=True)
@@ -292,7 +303,7 @@ def _run(
     ws.create()
     # Staging needs no sites: a forked process copies while this one parses (two cores, no shared GIL).
     fork = multiprocessing.get_context("fork")
-    with _helpers_die_with_run(), ProcessPoolExecutor(max_workers=1, mp_context=fork) as pool:
+    with _helpers_bound_to_run(), ProcessPoolExecutor(max_workers=1, mp_context=fork) as pool:
         copying = pool.submit(stage.copy_packages, ws, packages)
         sites = _sites(ws, find_sites, say)
         for line in copying.result():

@@ -1,4 +1,4 @@
-"""Processes the run forks while staging and discovering die with it and stop quietly on Ctrl-C."""
+"""Processes the run forks while staging and discovering die with it and stay quiet on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -7,21 +7,25 @@ import json
 import os
 import signal
 
+import pytest
+
 from mutations import run
 
 _PR_GET_PDEATHSIG = 2
 
 
-def _child_report(read: int, write: int) -> dict[str, object]:
-    """Fork; the child reports its SIGINT/SIGTERM handlers and parent-death signal through a pipe."""
+def _child_report() -> dict[str, object]:
+    """Fork; the child reports its SIGINT/SIGTERM handlers, blocked signals and parent-death signal."""
+    read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read)
         sig = ctypes.c_int(0)
         ctypes.CDLL(None, use_errno=True).prctl(_PR_GET_PDEATHSIG, ctypes.byref(sig), 0, 0, 0)
         found = {
-            "sigint_default": signal.getsignal(signal.SIGINT) == signal.SIG_DFL,
-            "sigterm_default": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,
+            "sigint": str(signal.getsignal(signal.SIGINT)),
+            "sigterm": str(signal.getsignal(signal.SIGTERM)),
+            "blocked": sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])),
             "pdeathsig": sig.value,
         }
         os.write(write, json.dumps(found).encode())
@@ -37,15 +41,34 @@ def raising_handler(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # as the command line's handlers do
 
 
-def test_a_helper_forked_while_staging_dies_with_the_run_and_stops_quietly() -> None:
+@pytest.fixture
+def raising_handlers():
     previous = {sig: signal.signal(sig, raising_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with run._helpers_die_with_run():
-            inside = _child_report(*os.pipe())
-        outside = _child_report(*os.pipe())
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    yield
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
-    assert inside == {"sigint_default": True, "sigterm_default": True, "pdeathsig": int(signal.SIGKILL)}
-    assert outside == {"sigint_default": False, "sigterm_default": False, "pdeathsig": 0}  # only inside the block
+
+@pytest.mark.usefixtures("raising_handlers")
+def test_a_helper_forked_while_staging_dies_with_the_run_and_leaves_ctrl_c_to_it() -> None:
+    with run._helpers_bound_to_run():
+        inside = _child_report()
+    outside = _child_report()
+
+    assert inside == {
+        "sigint": str(signal.SIG_IGN),  # the run reports Ctrl-C, once
+        "sigterm": str(signal.SIG_DFL),  # how the pool stops its workers
+        "blocked": [],
+        "pdeathsig": int(signal.SIGKILL),
+    }
+    assert outside["sigint"] == str(raising_handler) and outside["pdeathsig"] == 0  # only inside the block
+
+
+@pytest.mark.usefixtures("raising_handlers")
+def test_ctrl_c_while_helpers_fork_takes_effect_when_the_block_ends() -> None:
+    done = []
+    with pytest.raises(KeyboardInterrupt), run._helpers_bound_to_run():
+        os.kill(os.getpid(), signal.SIGINT)  # lands while a helper could be between fork and its hook
+        done.append("the block finished")
+    assert done == ["the block finished"]
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # let in again
