@@ -115,10 +115,10 @@ def _keep_clear(path: Path, option: str, protected: Iterable[Protected]) -> None
 def check_out_dir(out: Path, protected: Iterable[Protected], cwd: Path | None = None) -> Path:
     """The absolute `--out` directory, or `PathRefused`/`PathUnusable` with the reason; nothing is written."""
     out = Path(os.path.abspath(out))
-    _keep_clear(out, "--out", protected)
     here = Path(os.path.realpath(cwd or Path.cwd()))
-    if here.is_relative_to(out) or here.is_relative_to(os.path.realpath(out)):
+    if here.is_relative_to(out) or here.is_relative_to(os.path.realpath(out)):  # first: `--out .` says so
         raise PathRefused(f"--out {out}: is the current directory or above it; pass a directory of its own")
+    _keep_clear(out, "--out", protected)
     _empty_or_ours(out, Kind.REPORT, "--out", "report")
     _writable_parent(out, "--out")
     return out

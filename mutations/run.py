@@ -89,9 +89,10 @@ class Paths:
 
 def check_paths(out_dir: Path, work_dir: Path, viewer_js: Path | None, protected: list[ownership.Protected]) -> Paths:
     """Refuse bad `--out`, `--work-dir` and `--viewer-js` with one line each, before any work."""
-    report = ownership.Protected("the report directory (--out)", out_dir)
-    work = ownership.check_work_root(work_dir, [*protected, report])
-    out = ownership.check_out_dir(out_dir, [*protected, ownership.Protected("the work directory (--work-dir)", work)])
+    # --out first: with `--out .` the default --work-dir is inside it, and the line must name --out
+    work_dir_itself = ownership.Protected("the work directory (--work-dir)", work_dir)
+    out = ownership.check_out_dir(out_dir, [*protected, work_dir_itself])
+    work = ownership.check_work_root(work_dir, [*protected, ownership.Protected("the report directory (--out)", out)])
     viewer = ownership.check_readable_file(viewer_js, "--viewer-js", utf8=True) if viewer_js else find_viewer()
     return Paths(out, WorkRoot(work), viewer)
 
