@@ -95,10 +95,13 @@ def _empty_or_ours(path: Path, kind: Kind, option: str, what: str) -> None:
             raise PathUnusable(f"{option} {path}: not writable; pass a path on a writable disk")
         return
     try:
-        empty = next(path.iterdir(), None) is None
+        entries = [child.name for child in path.iterdir()]
     except OSError as err:
         raise PathUnusable(f"{option} {path}: cannot list it ({err.strerror}); pass another directory") from None
-    if not empty:
+    # A marker left empty (the run was killed between creating and writing it) alone in its directory is ours
+    # and as good as empty; refusing it would leave a work directory no run can use.
+    cut_off = entries == [MARKER] and (path / MARKER).stat().st_size == 0
+    if entries and not cut_off:
         raise PathRefused(
             f"{option} {path}: holds files warnonce-guard did not create (no {MARKER} marker); "
             "pass a new or empty directory"

@@ -149,3 +149,18 @@ def test_a_viewer_bundle_that_is_not_utf8_text_is_refused_before_any_work(tmp_pa
     assert check_readable_file(bundle, "--viewer-js") == bundle  # any readable file, when text is not needed
     bundle.write_bytes("/* é, split across a read boundary */".encode() * 100_000)
     assert check_readable_file(bundle, "--viewer-js", utf8=True) == bundle
+
+
+def test_a_directory_holding_only_an_empty_marker_is_ours_to_use(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / MARKER).write_text("")  # a run killed between creating its marker and writing it
+    assert check_work_root(work, []) == work
+    assert check_out_dir(work, [], cwd=Path("/")) == work
+    (work / "keep.txt").write_text("precious")  # with anything else beside it, it is the user's
+    with pytest.raises(PathRefused, match="did not create"):
+        check_work_root(work, [])
+    (work / "keep.txt").unlink()
+    (work / MARKER).write_text("mine")  # a marker that says something else is not ours either
+    with pytest.raises(PathRefused, match="did not create"):
+        check_work_root(work, [])
