@@ -98,7 +98,8 @@ def listing_digest(folder: Path) -> str:
         dirs.sort()
         for name in sorted(files):
             path = os.path.join(root, name)
-            digest.update(f"{os.path.relpath(path, folder)}\0{os.path.getsize(path)}\n".encode())
+            # os.fsencode: a file name that is not UTF-8 (kept by Python as surrogates) hashes as its bytes
+            digest.update(os.fsencode(f"{os.path.relpath(path, folder)}\0{os.path.getsize(path)}\n"))
     return digest.hexdigest()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -65,3 +66,24 @@ def test_mutmuts_own_copy_of_a_site_file_is_kept(tmp_path: Path, ws: Workspace) 
     stage.copy_packages(ws, {"vllm": tree / "vllm"})
 
     assert mutated.read_text() == "# mutmut's mutants\n"
+
+
+def test_a_file_name_that_is_not_utf8_is_staged_and_its_copy_reused(tmp_path: Path, ws: Workspace) -> None:
+    tree = make_tree(tmp_path / "tree")
+    odd = os.fsdecode(b"\xffodd.txt")  # a name a Linux file system allows and UTF-8 does not
+    (tree / "vllm" / odd).write_bytes(b"x")
+
+    assert stage.copy_packages(ws, {"vllm": tree / "vllm"}) == []
+    assert stage.copy_packages(ws, {"vllm": tree / "vllm"}) == []  # recorded and matched: not copied again
+    assert (ws.pristine("vllm") / odd).read_bytes() == b"x"
+
+
+def test_the_listing_digest_of_utf8_names_is_unchanged(tmp_path: Path) -> None:
+    folder = make_tree(tmp_path / "tree") / "vllm"
+    before = hashlib.sha256()  # as a5d10fb computed it: the staged.json files it wrote stay valid
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            before.update(f"{os.path.relpath(path, folder)}\0{os.path.getsize(path)}\n".encode())
+    assert stage.listing_digest(folder) == before.hexdigest()
