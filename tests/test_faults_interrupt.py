@@ -15,6 +15,7 @@ passes without having interrupted that phase.
 from __future__ import annotations
 
 import json
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,8 +146,12 @@ def test_interrupt_then_rerun(
     assert not dirs.glob(".vllm.partial") and processes_mentioning(str(dirs.work)) == []
 
 
-def test_ctrl_c_while_discovery_parses_several_files_is_one_line(tmp_path: Path, small_viewer: Path) -> None:
-    """Discovery parses site files in forked workers beside staging's copier; Ctrl-C reaches all of them."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_group_signal_while_discovery_parses_several_files_is_one_line(
+    sig: signal.Signals, tmp_path: Path, small_viewer: Path
+) -> None:
+    """Discovery parses site files in forked workers beside staging's copier; a signal to the group reaches
+    all of them (Ctrl-C from a terminal, SIGTERM from a CI runner cancelling a job)."""
     shape = TreeShape(filler_files=3000, filler_functions=1500)
     tree = fault_tree(tmp_path / "user" / "tree", shape)
     for name in ("cpu", "cuda"):  # three files with a site: discovery forks a pool of parsers
@@ -159,14 +164,14 @@ def test_ctrl_c_while_discovery_parses_several_files_is_one_line(tmp_path: Path,
         parsing = lambda pid=started.proc.pid: len(children_of(pid)) >= 3  # noqa: E731 (copier + 2 parsers)
         forked = wait_until(parsing, started.proc)
         if forked:
-            send(started, signal.SIGINT)
+            os.killpg(started.proc.pid, sig)
         code = started.wait()
         assert survivors(dirs.work) == []
-        if forked and not dirs.glob("setup.cfg"):  # still staging and discovering when Ctrl-C landed
+        if forked and not dirs.glob("setup.cfg"):  # still staging and discovering when it landed
             break
         misses.append(f"exit {code}, {'after' if forked else 'before'} the parsers were seen")
         if len(misses) == ATTEMPTS:
-            pytest.skip(f"could not land Ctrl-C while discovery's parsers ran: {'; '.join(misses)}")
-    assert code == 130 and "Traceback" not in started.err, started.err
-    assert len(started.err.splitlines()) == 1 and started.err.startswith(SAYS[signal.SIGINT]), started.err
+            pytest.skip(f"could not land {sig.name} while discovery's parsers ran: {'; '.join(misses)}")
+    assert code == EXIT[sig] and "Traceback" not in started.err, started.err
+    assert len(started.err.splitlines()) == 1 and started.err.startswith(SAYS[sig]), started.err
     assert hash_tree(tree) == before
