@@ -4,6 +4,7 @@ nothing; the other ends with the clean run's verdicts; a run afterwards does too
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,11 @@ def then_a_rerun_retests_nothing(dirs: RunDirs, viewer: Path, clean: CleanRun) -
 
 
 def test_two_runs_started_together(
-    untouched_user_tree: Path, small_viewer: Path, clean_run: CleanRun, tmp_path: Path
+    untouched_user_tree: Path,
+    small_viewer: Path,
+    clean_run: CleanRun,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
     dirs = RunDirs(untouched_user_tree, tmp_path / "report", tmp_path / "work")  # the same --out too
     args = cli_args(dirs.tree, dirs.out, dirs.work, small_viewer)
@@ -59,10 +64,15 @@ def test_two_runs_started_together(
     assert read_verdicts(dirs.out) == clean_run.verdicts
     assert survivors(dirs.work) == []
     then_a_rerun_retests_nothing(dirs, small_viewer, clean_run)
+    record_property("outcome", f"exits {codes}; refused: {refused.err.strip()}")
 
 
 def test_a_run_started_while_another_tests_mutants_is_refused_at_once(
-    untouched_user_tree: Path, small_viewer: Path, clean_run: CleanRun, tmp_path: Path
+    untouched_user_tree: Path,
+    small_viewer: Path,
+    clean_run: CleanRun,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
     dirs = RunDirs(untouched_user_tree, tmp_path / "report", tmp_path / "work")
     first = start(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), tmp_path, tmp_path / "logs1")
@@ -78,5 +88,6 @@ def test_a_run_started_while_another_tests_mutants_is_refused_at_once(
     assert first.proc.poll() is None, "the first run ended before the second was refused: not a real overlap"
     assert refused_after < 5.0  # at once, not after waiting for the lock
     assert first.wait() == 0, first.err
+    record_property("outcome", f"second exit {second.returncode} after {refused_after:.2f} s; first exit 0")
     assert read_verdicts(dirs.out) == clean_run.verdicts
     then_a_rerun_retests_nothing(dirs, small_viewer, clean_run)

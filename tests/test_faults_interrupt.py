@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -34,6 +34,7 @@ from faults import (
     fresh_dirs,
     hash_tree,
     in_phase,
+    one_line_error,
     processes_mentioning,
     read_verdicts,
     run,
@@ -45,6 +46,7 @@ from faults import (
     wait_until,
 )
 
+from guards.errors import ExitCode
 from guards.records import mutant_session_path, read_session
 from mutations.results import judge
 from mutations.verdicts import KILLED, NOT_RUN
@@ -86,6 +88,7 @@ def interrupt(phase: str, sig: signal.Signals, dirs: RunDirs, viewer: Path) -> t
     assert left == [], f"alive 1 s after the run ended ({sig.name} in {phase}): {left}"
     if not reached:
         return started, f"the run ended (exit {code}) before {phase} was seen"
+    assert code == EXIT[sig], f"{sig.name} sent in {phase}, and the run did not stop on it (exit {code}): {started.err}"
     if not stopped_in(phase, dirs):
         return started, f"{sig.name} landed after {phase} was over (exit {code})"
     return started, None
@@ -113,6 +116,7 @@ def test_interrupt_then_rerun(
     report_viewer: Path,
     clean_run: CleanRun,
     tmp_path: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
     viewer = report_viewer if phase == "report" else small_viewer
     misses = []
@@ -124,8 +128,7 @@ def test_interrupt_then_rerun(
         if len(misses) == ATTEMPTS:
             pytest.skip(f"could not land {sig.name} in {phase} in {ATTEMPTS} attempts: {'; '.join(misses)}")
 
-    # The interrupted run: its exit status, at most one line, no traceback, no false verdict stored.
-    assert started.proc.returncode == EXIT[sig], started.err
+    # The interrupted run: at most one line, no traceback, no false verdict stored.
     assert "Traceback" not in started.err + started.out
     if sig == signal.SIGKILL:
         assert started.err == ""
@@ -143,12 +146,17 @@ def test_interrupt_then_rerun(
     assert "Traceback" not in rerun.stdout + rerun.stderr
     assert read_verdicts(dirs.out) == clean_run.verdicts
     assert sorted(p.name for p in dirs.out.parent.iterdir()) == ["logs", "report", "work"]
+    record_property(
+        "outcome",
+        f"exit {started.proc.returncode}, {len(started.err.splitlines())} stderr line(s), "
+        f"stored {sorted(stored.values())}, attempts {len(misses) + 1}; rerun exit {rerun.returncode}",
+    )
     assert not dirs.glob(".vllm.partial") and processes_mentioning(str(dirs.work)) == []
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
 def test_a_group_signal_while_discovery_parses_several_files_is_one_line(
-    sig: signal.Signals, tmp_path: Path, small_viewer: Path
+    sig: signal.Signals, tmp_path: Path, small_viewer: Path, record_property: Callable[[str, object], None]
 ) -> None:
     """Discovery parses site files in forked workers beside staging's copier; a signal to the group reaches
     all of them (Ctrl-C from a terminal, SIGTERM from a CI runner cancelling a job)."""
@@ -167,6 +175,7 @@ def test_a_group_signal_while_discovery_parses_several_files_is_one_line(
             os.killpg(started.proc.pid, sig)
         code = started.wait()
         assert survivors(dirs.work) == []
+        assert code == EXIT[sig] or not forked, f"{sig.name} sent, and the run did not stop on it: {started.err}"
         if forked and not dirs.glob("setup.cfg"):  # still staging and discovering when it landed
             break
         misses.append(f"exit {code}, {'after' if forked else 'before'} the parsers were seen")
@@ -175,3 +184,38 @@ def test_a_group_signal_while_discovery_parses_several_files_is_one_line(
     assert code == EXIT[sig] and "Traceback" not in started.err, started.err
     assert len(started.err.splitlines()) == 1 and started.err.startswith(SAYS[sig]), started.err
     assert hash_tree(tree) == before
+    record_property("outcome", f"exit {code}: {started.err.strip()}")
+
+
+@pytest.mark.parametrize("phase", ["baseline", "mutants"])
+def test_the_session_killed_alone_is_one_line_then_a_rerun_gives_the_clean_verdicts(
+    phase: str,
+    untouched_user_tree: Path,
+    small_viewer: Path,
+    clean_run: CleanRun,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
+) -> None:
+    """The OOM killer takes the mutmut session, not the command line: exit 13 naming mutmut's log, no report."""
+    misses = []
+    for dirs in fresh_dirs(tmp_path, untouched_user_tree, f"session-{phase}"):
+        started = start(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), tmp_path, dirs.work.parent / "logs")
+        reached = wait_until(lambda dirs=dirs: in_phase(phase, dirs), started.proc)
+        sessions = [pid for pid, cmd in processes_mentioning(str(dirs.work)) if "mutations.session" in cmd]
+        if reached and sessions:
+            os.kill(sessions[0], signal.SIGKILL)
+        code = started.wait()
+        assert survivors(dirs.work) == []  # the session's workers die with it
+        if reached and sessions and in_phase(phase, dirs):  # its state still shows the phase: killed in it
+            break
+        misses.append(f"exit {code}, {phase} {'over' if reached else 'not seen'}")
+        if len(misses) == ATTEMPTS:
+            pytest.skip(f"could not kill the session in {phase}: {'; '.join(misses)}")
+
+    assert code == ExitCode.ENGINE_FAILED, started.out + started.err
+    assert "mutmut.log" in one_line_error(started.err)
+    assert not dirs.out.exists()
+    rerun = run(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert read_verdicts(dirs.out) == clean_run.verdicts
+    record_property("outcome", f"exit {code}: {started.err.strip()}; rerun exit {rerun.returncode}")

@@ -231,7 +231,7 @@ def area(name: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch:
     return made
 
 
-def refused(area: Area, case: Case, call: Callable[[list[str]], tuple[int, str]]) -> None:
+def refused(area: Area, case: Case, call: Callable[[list[str]], tuple[int, str]]) -> str:
     """Run the case; assert its exit code, its one line, and that the user's area is exactly as it was."""
     options = case.setup(area)
     mine = [area.home, *([area.read_only] if area.read_only else [])]
@@ -240,6 +240,7 @@ def refused(area: Area, case: Case, call: Callable[[list[str]], tuple[int, str]]
     assert code == case.code, stderr
     assert case.says in one_line_error(stderr)
     assert hash_tree(*mine) == before  # nothing created, changed or removed
+    return f"exit {code}: {stderr.strip()}"
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -256,13 +257,15 @@ def test_bad_input_is_refused_before_any_work(name: str, area: Area, capsys: pyt
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
-def test_bad_input_is_refused_by_the_command_line(name: str, area: Area) -> None:
+def test_bad_input_is_refused_by_the_command_line(
+    name: str, area: Area, record_property: Callable[[str, object], None]
+) -> None:
     def command_line(argv: list[str]) -> tuple[int, str]:
         env = dict(os.environ, PYTHONPATH=str(ROOT))  # the current directory is the user's, not this checkout
         done = subprocess.run([sys.executable, "-m", "mutations.cli", *argv], capture_output=True, text=True, env=env)
         return done.returncode, done.stderr
 
-    refused(area, CASES[name], command_line)
+    record_property("outcome", refused(area, CASES[name], command_line))
 
 
 @pytest.mark.slow

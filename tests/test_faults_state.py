@@ -10,6 +10,7 @@ clean run's complete work directory, so all that differs is the one damaged file
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,13 @@ def damage(path: Path, name: str, how: str) -> None:
 
 @pytest.mark.parametrize(("name", "how"), CASES, ids=[f"{name}-{how}" for name, how in CASES])
 def test_damaged_state_then_rerun(
-    name: str, how: str, untouched_user_tree: Path, small_viewer: Path, clean_run: CleanRun, tmp_path: Path
+    name: str,
+    how: str,
+    untouched_user_tree: Path,
+    small_viewer: Path,
+    clean_run: CleanRun,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
     work = tmp_path / "work"
     subprocess.run(["cp", "-a", str(clean_run.work), str(work)], check=True)  # hard links kept
@@ -65,3 +72,5 @@ def test_damaged_state_then_rerun(
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert "Traceback" not in rerun.stdout + rerun.stderr
     assert read_verdicts(tmp_path / "report") == clean_run.verdicts
+    said = [line for line in rerun.stdout.splitlines() if line.startswith("warnonce-guard: ")]
+    record_property("outcome", f"rerun exit {rerun.returncode}; said {said}")
