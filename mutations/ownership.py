@@ -15,6 +15,7 @@ missing, or is empty); anything else is refused with one line, before the run st
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 from collections.abc import Iterable
@@ -61,8 +62,12 @@ class Protected:
     inside_ok: bool = False
 
     def clashes(self, candidate: Path) -> bool:
-        mine = Path(os.path.abspath(self.path))
-        return mine.is_relative_to(candidate) or (not self.inside_ok and candidate.is_relative_to(mine))
+        """As written and as the filesystem resolves it: a symlinked parent must not lead inside the target."""
+        for resolve in (os.path.abspath, os.path.realpath):
+            mine, theirs = Path(resolve(self.path)), Path(resolve(candidate))
+            if mine.is_relative_to(theirs) or (not self.inside_ok and theirs.is_relative_to(mine)):
+                return True
+        return False
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -90,10 +95,13 @@ def _empty_or_ours(path: Path, kind: Kind, option: str, what: str) -> None:
             raise PathUnusable(f"{option} {path}: not writable; pass a path on a writable disk")
         return
     try:
-        empty = next(path.iterdir(), None) is None
+        entries = [child.name for child in path.iterdir()]
     except OSError as err:
         raise PathUnusable(f"{option} {path}: cannot list it ({err.strerror}); pass another directory") from None
-    if not empty:
+    # A marker left empty (the run was killed between creating and writing it) alone in its directory is ours
+    # and as good as empty; refusing it would leave a work directory no run can use.
+    cut_off = entries == [MARKER] and (path / MARKER).stat().st_size == 0
+    if entries and not cut_off:
         raise PathRefused(
             f"{option} {path}: holds files warnonce-guard did not create (no {MARKER} marker); "
             "pass a new or empty directory"
@@ -110,10 +118,10 @@ def _keep_clear(path: Path, option: str, protected: Iterable[Protected]) -> None
 def check_out_dir(out: Path, protected: Iterable[Protected], cwd: Path | None = None) -> Path:
     """The absolute `--out` directory, or `PathRefused`/`PathUnusable` with the reason; nothing is written."""
     out = Path(os.path.abspath(out))
-    _keep_clear(out, "--out", protected)
-    here = Path(os.path.abspath(cwd or Path.cwd()))
-    if here.is_relative_to(out):
+    here = Path(os.path.realpath(cwd or Path.cwd()))
+    if here.is_relative_to(out) or here.is_relative_to(os.path.realpath(out)):  # first: `--out .` says so
         raise PathRefused(f"--out {out}: is the current directory or above it; pass a directory of its own")
+    _keep_clear(out, "--out", protected)
     _empty_or_ours(out, Kind.REPORT, "--out", "report")
     _writable_parent(out, "--out")
     return out
@@ -128,11 +136,22 @@ def check_work_root(work: Path, protected: Iterable[Protected]) -> Path:
     return work
 
 
-def check_readable_file(path: Path, option: str) -> Path:
-    """`path` as an absolute path, if it is a readable file."""
+def check_readable_file(path: Path, option: str, utf8: bool = False) -> Path:
+    """`path` as an absolute path, if it is a readable file (and, with `utf8`, UTF-8 text throughout)."""
     path = Path(os.path.abspath(path))
     if not path.is_file():
         raise PathUnusable(f"{option} {path}: no such file; pass the path of an existing file")
     if not os.access(path, os.R_OK):
         raise PathUnusable(f"{option} {path}: not readable; check its permissions")
+    if utf8:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        try:
+            with path.open("rb") as file:
+                while chunk := file.read(1 << 20):
+                    decoder.decode(chunk)
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as err:
+            raise PathUnusable(f"{option} {path}: not UTF-8 text ({err.reason}); pass the text file itself") from None
+        except OSError as err:
+            raise PathUnusable(f"{option} {path}: cannot read it ({err.strerror or err})") from None
     return path

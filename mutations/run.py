@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +29,53 @@ from mutations.identify import NamedMutant, read_identities, write_identities
 from mutations.operators import OPERATORS
 from mutations.report import print_table, write_report
 from mutations.report.npm import find_viewer
-from mutations.session import PARENT_ENV
+from mutations.session import PARENT_ENV, die_with_parent
 from mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, Operator, RunResult
 from mutations.workspace import WorkRoot, Workspace
 
 STOP_GRACE_S = 5.0  # how long the session gets to exit after SIGTERM before SIGKILL
+SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
+
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_helpers: tuple[int, set[signal.Signals]] | None = None  # in _helpers_bound_to_run: the run's pid, its old mask
+
+
+def _forked_helper() -> None:
+    """In a process forked by staging or discovery (with SIGINT and SIGTERM held): Ctrl-C is left to the run,
+    SIGTERM ends it (as the pool stops a worker), and it dies with the run, even on SIGKILL."""
+    global _helpers
+    bound, _helpers = _helpers, None
+    if bound is None:
+        return
+    run_pid, mask = bound
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent()
+    if os.getppid() != run_pid:
+        os._exit(1)  # the run died before this helper could ask to die with it
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+os.register_at_fork(after_in_child=_forked_helper)
+
+
+@contextlib.contextmanager
+def _helpers_bound_to_run() -> Iterator[None]:
+    """Processes forked in the block (staging's copier, discovery's parsers) die with this one and stay quiet.
+
+    The command line's SIGINT/SIGTERM handlers raise; a helper inheriting them printed a traceback on Ctrl-C
+    (and one dying of it broke the pool, another traceback, in the run). So the two signals are held for the
+    block, helpers fork with them held and replace the handlers before letting them in, and in the run they
+    take effect when the block ends: staging and discovery take a second or two on vLLM.
+    """
+    global _helpers
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    _helpers = (os.getpid(), mask)
+    try:
+        yield
+    finally:
+        _helpers = None
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 @dataclass(frozen=True)
@@ -47,10 +89,11 @@ class Paths:
 
 def check_paths(out_dir: Path, work_dir: Path, viewer_js: Path | None, protected: list[ownership.Protected]) -> Paths:
     """Refuse bad `--out`, `--work-dir` and `--viewer-js` with one line each, before any work."""
-    report = ownership.Protected("the report directory (--out)", out_dir)
-    work = ownership.check_work_root(work_dir, [*protected, report])
-    out = ownership.check_out_dir(out_dir, [*protected, ownership.Protected("the work directory (--work-dir)", work)])
-    viewer = ownership.check_readable_file(viewer_js, "--viewer-js") if viewer_js else find_viewer()
+    # --out first: with `--out .` the default --work-dir is inside it, and the line must name --out
+    work_dir_itself = ownership.Protected("the work directory (--work-dir)", work_dir)
+    out = ownership.check_out_dir(out_dir, [*protected, work_dir_itself])
+    work = ownership.check_work_root(work_dir, [*protected, ownership.Protected("the report directory (--out)", out)])
+    viewer = ownership.check_readable_file(viewer_js, "--viewer-js", utf8=True) if viewer_js else find_viewer()
     return Paths(out, WorkRoot(work), viewer)
 
 
@@ -107,12 +150,9 @@ def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
     """Before a session: discard mutmut state that does not validate, and clear exit codes no record backs."""
     for discarded in state.validate(ws, files):
         say(f"{discarded}; it is made again")
-    if ws.identities_file.exists():
-        try:
-            read_identities(ws)
-        except state.BadState as err:
-            say(f"discarded {ws.identities_file} ({err}); the mutants are named again")
-            ws.identities_file.unlink()
+    if ws.identities_file.exists() and (problem := _identities_problem(ws)):
+        say(f"discarded {ws.identities_file} ({problem}); the mutants are named again")
+        ws.identities_file.unlink()
     try:
         codes, _ = state.read_exit_codes(ws, [f for f in files if ws.meta(f).exists()])
     except state.BadState as err:  # validate() left only valid files: a change under our feet
@@ -125,6 +165,22 @@ def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
     for name, code in codes.items():  # whatever mutmut tests now must leave a record of its own
         if code is None or name in stale:
             mutant_session_path(ws.attribution, name).unlink(missing_ok=True)
+
+
+def _identities_problem(ws: Workspace) -> str | None:
+    """Why identities.json cannot be reused: it does not validate, or names other mutants than mutmut made."""
+    try:
+        named = read_identities(ws)
+    except state.BadState as err:
+        return str(err)
+    try:
+        _, generation = state.read_generation(ws)
+    except state.BadState:
+        return "no finished generation to check it against"
+    made = sorted(name for entry in generation.values() for name in entry["mutants"])
+    if sorted(m.mutant_id for m in named) != made:
+        return "its mutants are not the ones mutmut generated"
+    return None
 
 
 def collect_result(
@@ -250,7 +306,8 @@ def _run(
 ) -> RunResult:
     ws.create()
     # Staging needs no sites: a forked process copies while this one parses (two cores, no shared GIL).
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+    fork = multiprocessing.get_context("fork")
+    with _helpers_bound_to_run(), ProcessPoolExecutor(max_workers=1, mp_context=fork) as pool:
         copying = pool.submit(stage.copy_packages, ws, packages)
         sites = _sites(ws, find_sites, say)
         for line in copying.result():
@@ -277,6 +334,11 @@ def _run(
     if generated_by != run_id:
         raise EngineFailed(
             f"the mutmut session ended (exit code {session_code}) before generating its mutants; see {ws.log_file}"
+        )
+    if session_code not in SESSION_FINISHED:
+        raise EngineFailed(
+            f"the mutmut session failed (exit code {session_code}); see {ws.log_file} "
+            "(finished verdicts are kept: the next run tests the rest)"
         )
     named = write_identities(ws, sites, sorted(packages))
     return collect_result(ws, target, run_id, guarded, named, started)

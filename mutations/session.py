@@ -18,11 +18,12 @@ import json
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from guards.errors import GuardError
+from guards.errors import ExitCode, GuardError
 from guards.sites import Site
 from mutations.engine import state
 from mutations.operators import anchors_of
@@ -122,11 +123,14 @@ def main(argv: list[str]) -> int:
     _environment(ws, run_id)
     try:
         code = run_mutmut(ws, run_id, staged_packages(ws), files)
+        if code != 0:
+            complete_baseline(ws)
     except GuardError as err:  # e.g. the operator seam moved in a new mutmut
         print(f"warnonce-guard: error: {err}", file=sys.stderr)
         return int(err.exit_code)
-    if code != 0:
-        complete_baseline(ws)
+    except Exception:  # mutmut crashed: Python's own exit status (1) would read as "the clean guards failed"
+        traceback.print_exc()
+        return int(ExitCode.ENGINE_FAILED)
     return code
 
 

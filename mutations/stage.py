@@ -14,6 +14,7 @@ gets a fresh workspace and stale verdicts are never reused.
 from __future__ import annotations
 
 import configparser
+import contextlib
 import hashlib
 import json
 import os
@@ -97,7 +98,8 @@ def listing_digest(folder: Path) -> str:
         dirs.sort()
         for name in sorted(files):
             path = os.path.join(root, name)
-            digest.update(f"{os.path.relpath(path, folder)}\0{os.path.getsize(path)}\n".encode())
+            # os.fsencode: a file name that is not UTF-8 (kept by Python as surrogates) hashes as its bytes
+            digest.update(os.fsencode(f"{os.path.relpath(path, folder)}\0{os.path.getsize(path)}\n"))
     return digest.hexdigest()
 
 
@@ -121,7 +123,6 @@ def _copy_pristine(ws: Workspace, name: str, source: Path) -> str | None:
         discarded = f"discarded {destination} (an incomplete or changed copy); it is made again"
         shutil.rmtree(destination)
         shutil.rmtree(ws.mutants / name, ignore_errors=True)
-        ws.linked_marker(name).unlink(missing_ok=True)
     partial = destination.with_name(f".{destination.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     shutil.copytree(source, partial, ignore=_SKIP)
@@ -132,18 +133,15 @@ def _copy_pristine(ws: Workspace, name: str, source: Path) -> str | None:
 
 
 def _link_all(ws: Workspace, name: str) -> None:
-    """Fill mutants/<name> with hard links to every pristine file (done once per workspace)."""
-    marker = ws.linked_marker(name)
-    if marker.exists():
-        return
-    for path in ws.pristine(name).rglob("*"):
-        if path.is_dir():
-            continue
-        destination = ws.mutants / path.relative_to(ws.dir)
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        if not destination.exists():
-            os.link(path, destination)
-    marker.touch()
+    """Fill mutants/<name> with hard links to every pristine file; a link that went missing is made again
+    (every run checks: a file missing there would leave the guards importing an incomplete package)."""
+    pristine = ws.pristine(name)
+    for folder, _, files in os.walk(pristine):
+        linked = ws.mutants / name / os.path.relpath(folder, pristine)
+        linked.mkdir(parents=True, exist_ok=True)
+        for file in files:
+            with contextlib.suppress(FileExistsError):  # linked already, or mutmut's own copy of a site file
+                os.link(os.path.join(folder, file), linked / file)
 
 
 def _unlink_site_files(ws: Workspace, site_files: set[str]) -> None:
@@ -171,9 +169,14 @@ def read_sites(ws: Workspace) -> list[Site]:
         raise BadState("missing")
     try:
         data = json.loads(ws.sites_file.read_text(encoding="utf-8"))
-        return [Site.from_json(item) for item in data]
+        sites = [Site.from_json(item) for item in data] if isinstance(data, list) else None
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise BadState(f"not a list of sites ({type(err).__name__})") from None
+    if sites is None:
+        raise BadState("not a list of sites")
+    if not any(site.cached for site in sites):  # a run writes the file only once it has a site to mutate
+        raise BadState("no *_once site in it")
+    return sites
 
 
 def copy_packages(ws: Workspace, packages: dict[str, Path]) -> list[str]:

@@ -69,9 +69,6 @@ class Workspace:
     def stats(self) -> Path:
         return self.mutants / "mutmut-stats.json"
 
-    def linked_marker(self, package: str) -> Path:
-        return self.mutants / f".{package}.linked"
-
     @property
     def packages_file(self) -> Path:
         return self.dir / "packages.json"

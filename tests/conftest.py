@@ -1,4 +1,10 @@
-"""Fixtures shared by the test modules (helpers that build toy sources live in tests/toy.py)."""
+"""Fixtures shared by the test modules. Toy sources are built by tests/toy.py; the fault-injection
+tests' helpers are in tests/faults.py.
+
+mutmut: `mutmut_settings` / `mutmut_config` make a throwaway mutmut config current (its generator reads
+one). Faults: a module picks its tree by overriding `fault_shape`; `clean_run` is one uninterrupted run
+of that tree in a fresh work directory, made once per module, that every faulty run is compared with.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from faults import MUTANTS, CleanRun, TreeShape, cli_args, fault_tree, hash_tree, read_verdicts, run
 
 
 @contextmanager
@@ -32,3 +39,43 @@ def module_mutmut_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
     folder = tmp_path_factory.mktemp("mutmut")
     with mutmut_settings(folder):
         yield folder
+
+
+@pytest.fixture(scope="module")
+def fault_shape() -> TreeShape:
+    """The plain toy tree; a module that needs slower phases overrides this."""
+    return TreeShape()
+
+
+@pytest.fixture(scope="module")
+def user_tree(tmp_path_factory: pytest.TempPathFactory, fault_shape: TreeShape) -> Path:
+    """The user's vLLM tree (--vllm-src): no run may change a byte of it."""
+    return fault_tree(tmp_path_factory.mktemp("user") / "tree", fault_shape)
+
+
+@pytest.fixture(scope="module")
+def small_viewer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("viewer") / "viewer.js"
+    path.write_text("/* stand-in for mutation-test-elements.js */\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def clean_run(user_tree: Path, small_viewer: Path, tmp_path_factory: pytest.TempPathFactory) -> CleanRun:
+    """An uninterrupted run of the module's tree in a fresh work directory: the verdicts to get back."""
+    base = tmp_path_factory.mktemp("clean")
+    done = run(cli_args(user_tree, base / "report", base / "work", small_viewer), cwd=base)
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdicts = read_verdicts(base / "report")
+    # Not vacuous: every mutant killed, the site guarded at baseline.
+    assert len(verdicts.mutants) == MUTANTS and {v[0] for v in verdicts.mutants.values()} == {"Killed"}
+    assert [status for status, _ in verdicts.sites.values()] == ["guarded"]
+    return CleanRun(verdicts, base / "work")
+
+
+@pytest.fixture
+def untouched_user_tree(user_tree: Path) -> Iterator[Path]:
+    """The user's tree, hashed before the test and compared after it."""
+    before = hash_tree(user_tree)
+    yield user_tree
+    assert hash_tree(user_tree) == before, "a run changed the user's tree"

@@ -99,3 +99,47 @@ def test_the_exit_code_table_is_mutmuts_own() -> None:
 
     assert {code: str(status) for code, status in EXIT_CODE_STATUS.items()} == dict(status_by_exit_code.items())
     assert status_by_exit_code.default_factory() == str(DEFAULT_STATUS)
+
+
+@pytest.mark.parametrize("text", ["[]", "null", '"run1"', '{"run": 1, "files": {}}', '{"run": "run1", "files": []}'])
+def test_a_generation_manifest_of_another_shape_is_not_trusted_and_does_not_crash(ws: Workspace, text: str) -> None:
+    ws.generation_file.write_text(text)
+    with pytest.raises(state.BadState, match="not a generation manifest"):
+        state.read_generation(ws)
+    (discarded,) = state.validate(ws, [FILE])
+    assert "did not finish" in discarded.reason and not ws.generation_file.exists()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[]",
+        "null",
+        "{}",
+        '{"tests_by_mangled_function_name": {}}',
+        '{"tests_by_mangled_function_name": [], "duration_by_test": {}, "stats_time": 1.0}',
+        '{"tests_by_mangled_function_name": {}, "duration_by_test": {}, "stats_time": 1.0, "from_another_mutmut": 1}',
+    ],
+    ids=["list", "null", "empty-object", "missing-keys", "wrong-type", "unknown-key"],
+)
+def test_a_stats_file_mutmut_cannot_load_is_discarded(ws: Workspace, text: str) -> None:
+    ws.stats.write_text(text)  # mutmut's load_stats would crash on it in every later session
+    (discarded,) = state.validate(ws, [FILE])
+    assert discarded.path == ws.stats and not ws.stats.exists()
+
+
+def test_the_stats_keys_are_the_ones_mutmut_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mutmut.configuration import reset_config
+    from mutmut.stats import save_stats
+
+    (tmp_path / "mutants").mkdir()
+    (tmp_path / "setup.cfg").write_text("[mutmut]\nsource_paths = x\n")
+    monkeypatch.chdir(tmp_path)
+    reset_config()
+    try:
+        save_stats()
+    finally:
+        reset_config()
+    written = json.loads((tmp_path / "mutants" / "mutmut-stats.json").read_text())
+    assert set(written) == state.STATS_KEYS
+    state.parse_stats(written)

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from toy import INTERFACE, make_tree
+from toy import INTERFACE, fitting_operators, make_tree
 
 from guards.errors import EngineFailed, ExitCode
 from guards.target import source_tree
 from mutations import run as run_module
 from mutations import stage
-from mutations.operators import OPERATORS
 from mutations.run import mutate
 
 pytestmark = pytest.mark.slow
@@ -45,7 +44,7 @@ def test_every_operator_is_killed_with_its_guard_and_detectors_named(tmp_path: P
     assert code == ExitCode.OK
     report = json.loads((out / "mutation.json").read_text())
     mutants = report["files"]["vllm/platforms/interface.py"]["mutants"]
-    assert sorted(m["mutatorName"] for m in mutants) == sorted(OPERATORS)  # the toy site fits every operator
+    assert sorted(m["mutatorName"] for m in mutants) == fitting_operators(INTERFACE)
     assert {m["status"] for m in mutants} == {"Killed"}
     assert all(m["killedBy"] and "interface-Platform.import_kernels" in m["killedBy"][0] for m in mutants)
     summary = (out / "summary.md").read_text()
@@ -68,7 +67,7 @@ def test_guards_import_the_staged_copy_and_the_tree_is_left_as_it_was(tmp_path: 
     assert not os.path.samefile(pristine, ws / "mutants" / "vllm" / "platforms" / "interface.py")
     assert os.path.samefile(ws / "vllm" / "logger.py", ws / "mutants" / "vllm" / "logger.py")
     sessions = [json.loads(f.read_text()) for f in (ws / "attribution" / "mutants").glob("*.json")]
-    assert len(sessions) == len(OPERATORS) and all(s["exit_status"] == 1 for s in sessions)
+    assert len(sessions) == len(fitting_operators(INTERFACE)) and all(s["exit_status"] == 1 for s in sessions)
 
 
 def test_a_leaking_tree_is_exposed_and_fails_the_gate(tmp_path: Path) -> None:
@@ -89,9 +88,9 @@ def test_a_second_run_with_nothing_changed_retests_no_mutant(tmp_path: Path) -> 
 
     code, out, _ = run(tree, tmp_path)
 
-    assert code == ExitCode.OK and len(mtimes) == len(OPERATORS)
+    assert code == ExitCode.OK and len(mtimes) == len(fitting_operators(INTERFACE))
     assert {f: f.stat().st_mtime_ns for f in (ws / "attribution" / "mutants").glob("*.json")} == mtimes
-    assert statuses(out) == ["Killed"] * len(OPERATORS)
+    assert statuses(out) == ["Killed"] * len(fitting_operators(INTERFACE))
 
 
 def test_a_change_of_target_gets_a_fresh_workspace(tmp_path: Path) -> None:
@@ -108,7 +107,7 @@ def test_mutmut_results_and_show_work_on_the_run(tmp_path: Path) -> None:
     mutmut = [sys.executable, "-c", "from mutmut.__main__ import cli; cli()"]
 
     results = subprocess.run([*mutmut, "results", "--all", "true"], cwd=ws, capture_output=True, text=True)
-    assert results.stdout.count(": killed") == len(OPERATORS), results.stdout + results.stderr
+    assert results.stdout.count(": killed") == len(fitting_operators(INTERFACE)), results.stdout + results.stderr
 
     name = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1"
     shown = subprocess.run([*mutmut, "show", name], cwd=ws, capture_output=True, text=True)
@@ -123,3 +122,42 @@ def test_a_session_that_dies_before_generating_is_an_error_not_a_report(
     with pytest.raises(EngineFailed, match=r"exit code 7\) before generating its mutants; see .*mutmut\.log"):
         run(make_tree(tmp_path / "tree"), tmp_path)
     assert not (tmp_path / "report").exists()
+
+
+def test_a_session_that_fails_after_generating_is_an_error_not_a_report_of_unreached_sites(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = run_module.run_session
+
+    def crashed(*args: object) -> int:
+        real(*args)  # generates, and records what it can
+        return int(ExitCode.ENGINE_FAILED)  # as the session reports a crash of mutmut's
+
+    monkeypatch.setattr(run_module, "run_session", crashed)
+    with pytest.raises(EngineFailed, match=r"the mutmut session failed \(exit code 13\); see .*mutmut\.log"):
+        run(make_tree(tmp_path / "tree"), tmp_path)
+    assert not (tmp_path / "report").exists()
+
+
+CRASHING_SESSION = """
+import sys
+from mutations import session
+
+def crash(*args):
+    raise KeyError("tests_by_mangled_function_name")  # as mutmut's load_stats does on a stats file it cannot read
+
+session.run_mutmut = crash
+session.bind_to_parent = lambda: None
+sys.exit(session.main(sys.argv[1:]))
+"""
+
+
+def test_a_crash_inside_the_session_is_its_own_exit_code_not_mutmuts_clean_guards_failed(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "packages.json").write_text('["vllm"]')
+    done = subprocess.run(
+        [sys.executable, "-c", CRASHING_SESSION, str(ws), "run1"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == ExitCode.ENGINE_FAILED, done.stderr  # not 1: that means "the clean guards failed"
+    assert "KeyError: 'tests_by_mangled_function_name'" in done.stderr  # the traceback goes to mutmut.log

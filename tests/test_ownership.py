@@ -120,3 +120,47 @@ def test_viewer_js_must_be_a_readable_file(tmp_path: Path) -> None:
 def test_the_marker_is_a_file_named_for_the_tool(tmp_path: Path) -> None:
     mark(tmp_path, Kind.REPORT)
     assert (tmp_path / MARKER).read_text().startswith('{"tool": "warnonce-guard"')
+
+
+@pytest.mark.parametrize("option", ["--out", "--work-dir"])
+def test_a_symlinked_parent_does_not_lead_inside_the_target(tmp_path: Path, tree: Path, option: str) -> None:
+    (tmp_path / "link").symlink_to(tree / "vllm")  # link/report is tree/vllm/report on disk
+    checks = {
+        "--out": lambda path: check_out_dir(path, protected(tree), cwd=Path("/")),
+        "--work-dir": lambda path: check_work_root(path, protected(tree)),
+    }
+    with pytest.raises(PathRefused, match="is the target package vllm/"):
+        checks[option](tmp_path / "link" / "report")
+
+
+def test_the_current_directory_reached_through_a_symlinked_parent_is_refused(tmp_path: Path) -> None:
+    here = tmp_path / "here"
+    here.mkdir()  # empty: without the check it would be accepted and swapped out for the report
+    (tmp_path / "l").symlink_to(tmp_path)
+    with pytest.raises(PathRefused, match="current directory"):
+        check_out_dir(tmp_path / "l" / "here", [], cwd=here)
+
+
+def test_a_viewer_bundle_that_is_not_utf8_text_is_refused_before_any_work(tmp_path: Path) -> None:
+    bundle = tmp_path / "viewer.js"
+    bundle.write_bytes(b"/* bundle */" * 200_000 + b"\x8c")  # read whole only after the run, into index.html
+    with pytest.raises(PathUnusable, match="not UTF-8 text"):
+        check_readable_file(bundle, "--viewer-js", utf8=True)
+    assert check_readable_file(bundle, "--viewer-js") == bundle  # any readable file, when text is not needed
+    bundle.write_bytes("/* é, split across a read boundary */".encode() * 100_000)
+    assert check_readable_file(bundle, "--viewer-js", utf8=True) == bundle
+
+
+def test_a_directory_holding_only_an_empty_marker_is_ours_to_use(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / MARKER).write_text("")  # a run killed between creating its marker and writing it
+    assert check_work_root(work, []) == work
+    assert check_out_dir(work, [], cwd=Path("/")) == work
+    (work / "keep.txt").write_text("precious")  # with anything else beside it, it is the user's
+    with pytest.raises(PathRefused, match="did not create"):
+        check_work_root(work, [])
+    (work / "keep.txt").unlink()
+    (work / MARKER).write_text("mine")  # a marker that says something else is not ours either
+    with pytest.raises(PathRefused, match="did not create"):
+        check_work_root(work, [])

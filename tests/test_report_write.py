@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -102,3 +104,25 @@ def test_report_directory_gets_an_ordinary_mode(tmp_path: Path, viewer: Path) ->
     out = tmp_path / "mutation-report"
     write_report(sample_result(), out, viewer)
     assert out.stat().st_mode & 0o055  # readable by others (not mkdtemp's 0700) under the usual umask
+
+
+def test_ctrl_c_between_the_two_renames_of_a_swap_leaves_a_whole_report(
+    tmp_path: Path, viewer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "mutation-report"
+    write_report(sample_result(), out, viewer)
+    real_replace = os.replace
+
+    def replace_then_ctrl_c(source: object, destination: object) -> None:
+        real_replace(source, destination)
+        if Path(str(source)) == out:  # the old report was just moved aside: Ctrl-C lands now
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(os, "replace", replace_then_ctrl_c)
+    changed = sample_result()
+    changed.vllm_version = "9.9.9"
+    with pytest.raises(KeyboardInterrupt):
+        write_report(changed, out, viewer)
+
+    assert sorted(p.name for p in out.iterdir()) == sorted([*report.FILES, MARKER])  # never absent or half
+    assert "9.9.9" in (out / "summary.md").read_text(encoding="utf-8")

@@ -132,3 +132,10 @@ def make_tree(root: Path, interface: str = INTERFACE) -> Path:
     (package / "platforms" / "__init__.py").write_text("")
     (package / "platforms" / "interface.py").write_text(interface)
     return root
+
+
+def fitting_operators(source: str) -> list[str]:
+    """The operators (by name, sorted) that make a mutant of `source`: what a run of it must report."""
+    from mutations.operators import OPERATORS, apply_operator
+
+    return sorted(name for name in OPERATORS if apply_operator(name, source))

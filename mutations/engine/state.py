@@ -34,6 +34,17 @@ META_KEYS = frozenset(
     }
 )
 
+# mutmut-stats.json: what mutmut 3.8.1's save_stats writes; its load_stats needs the first three and
+# crashes on anything else (a KeyError, or an assertion on a key it does not know), run after run.
+STATS_REQUIRED = frozenset({"tests_by_mangled_function_name", "duration_by_test", "stats_time"})
+STATS_KEYS = STATS_REQUIRED | {
+    "function_hashes",
+    "function_dependencies",
+    "config_fingerprint",
+    "watched_file_hashes",
+    "git_commit",
+}
+
 
 class BadState(ValueError):
     """A state file that does not validate; the message says why."""
@@ -92,6 +103,14 @@ def parse_meta(data: Any) -> Meta:
     return Meta(dict(codes), {k: float(v) for k, v in durations.items()})
 
 
+def parse_stats(data: Any) -> None:
+    """Validate a `mutmut-stats.json` document (mutmut 3.8.1's keys and the types its loader relies on)."""
+    if not isinstance(data, dict) or not set(data) >= STATS_REQUIRED or not set(data) <= STATS_KEYS:
+        raise BadState("not a mutmut 3.8.1 stats document")
+    if not isinstance(data["tests_by_mangled_function_name"], dict) or not isinstance(data["duration_by_test"], dict):
+        raise BadState("not a mutmut 3.8.1 stats document")
+
+
 def read_meta(ws: Workspace, file: str) -> Meta:
     """The `.meta` of one site file; `BadState` if it is missing or does not validate."""
     path = ws.meta(file)
@@ -118,9 +137,9 @@ def read_generation(ws: Workspace) -> tuple[str, dict[str, dict[str, Any]]]:
     if not ws.generation_file.is_file():
         raise BadState("missing")
     data = _load_json(ws.generation_file)
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(data.get("run"), str) or not isinstance(files, dict):  # type: ignore[union-attr]
+    if not isinstance(data, dict) or not isinstance(data.get("run"), str) or not isinstance(data.get("files"), dict):
         raise BadState("not a generation manifest")
+    files = data["files"]
     for file, entry in files.items():
         if (
             not isinstance(entry, dict)
@@ -174,7 +193,7 @@ def validate(ws: Workspace, files: Iterable[str]) -> list[Discarded]:
             path.unlink(missing_ok=True)
     if ws.stats.exists():
         try:
-            _load_json(ws.stats)
+            parse_stats(_load_json(ws.stats))
         except BadState as err:
             discarded.append(Discarded(ws.stats, str(err)))
             ws.stats.unlink()

@@ -6,6 +6,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,16 +57,28 @@ def _old_report(path: Path, name: str) -> bool:
     return path.name == name and ownership.marked(path, ownership.Kind.REPORT)
 
 
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block is over (their handlers raise, and would raise between two renames)."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _swap(new: Path, target: Path) -> None:
     if not target.exists() and not target.is_symlink():
         os.replace(new, target)
         return
     old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-    os.replace(target, old / target.name)
-    try:
-        os.replace(new, target)
-    except BaseException:
-        os.replace(old / target.name, target)
-        old.rmdir()
-        raise
+    with _signals_held():
+        os.replace(target, old / target.name)
+        try:
+            os.replace(new, target)
+        except BaseException:
+            os.replace(old / target.name, target)
+            old.rmdir()
+            raise
     shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,316 @@
+"""Fault injection for `warnonce-guard mutate`: trees that make each phase last, ways to see which phase a
+running CLI is in, the verdicts a run reports, and hashes of the files a run must leave alone.
+
+A run's phases, as the work directory shows them (one fresh work directory per run, so "exists" means
+"this run wrote it"):
+
+    staging     a `.vllm.partial` copy is being made
+    generation  the mutmut session is running and `generation.json` is not written yet
+    baseline    `generation.json` is written and no mutant has a finished guard session yet
+    mutants     some mutants have a finished guard session, not all
+    report      a `.<out>.tmp-*` directory is being filled beside --out
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from toy import INTERFACE, make_tree
+
+from mutations.operators import OPERATORS, apply_operator
+
+ROOT = Path(__file__).resolve().parent.parent
+PHASES = ("staging", "generation", "baseline", "mutants", "report")
+# One site in the toy tree: one mutant per operator that fits its call (from the operator registry).
+MUTANTS = sum(len(apply_operator(name, INTERFACE)) for name in OPERATORS)
+ERROR_PREFIX = "warnonce-guard: error: "
+
+
+# --- trees -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TreeShape:
+    """How much slower than the plain toy a tree makes each phase."""
+
+    filler_files: int = 0  # extra modules: staging copies them all
+    filler_functions: int = 0  # site-less functions in the site file: mutmut's generation parses them all
+    guard_sleep_s: float = 0.0  # at the top of import_kernels, which each guard calls twice
+
+
+def slow_interface(shape: TreeShape) -> str:
+    source = INTERFACE
+    if shape.guard_sleep_s:
+        nap = f"        import time\n\n        time.sleep({shape.guard_sleep_s})\n        try:\n"
+        source = source.replace("        try:\n", nap, 1)
+    fillers = "".join(f"\n\ndef filler_{i}(x):\n    return x + {i}\n" for i in range(shape.filler_functions))
+    return source + fillers
+
+
+def fault_tree(root: Path, shape: TreeShape) -> Path:
+    """A toy vLLM tree (tests/toy.py) shaped by `shape`."""
+    make_tree(root, slow_interface(shape))
+    filler = root / "vllm" / "filler"
+    for i in range(shape.filler_files):
+        package = filler / f"p{i // 500}"
+        if i % 500 == 0:
+            package.mkdir(parents=True)
+            (package / "__init__.py").write_text("")
+        (package / f"m{i}.py").write_text(f"VALUE = {i}\n")
+    if shape.filler_files:
+        (filler / "__init__.py").write_text("")
+    return root
+
+
+def big_viewer(path: Path, megabytes: int) -> Path:
+    """A stand-in viewer bundle of `megabytes` MB: writing it into index.html keeps the report phase open."""
+    chunk = ("/* padding */" * 80 + "\n").encode()
+    with path.open("wb") as out:
+        out.write(b"/* stand-in for mutation-test-elements.js */\n")
+        for _ in range(megabytes * (1 << 20) // len(chunk)):
+            out.write(chunk)
+    return path
+
+
+# --- the user's files ------------------------------------------------------------------------------------
+
+
+def hash_tree(*roots: Path) -> dict[str, str]:
+    """Every file, symlink and directory under `roots` (and the roots), with its content hash and mode."""
+    out: dict[str, str] = {}
+    for root in roots:
+        for path in [root, *sorted(root.rglob("*"))] if root.exists() else []:
+            st = path.lstat()
+            if path.is_symlink():
+                what = f"link {os.readlink(path)}"
+            elif path.is_dir():
+                what = "dir"
+            else:
+                what = hashlib.sha256(path.read_bytes()).hexdigest()
+            out[str(path)] = f"{oct(st.st_mode)} {what}"
+    return out
+
+
+# --- running the command line ----------------------------------------------------------------------------
+
+
+def cli_args(tree: Path, out: Path, work: Path, viewer: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "mutations.cli", "mutate",
+        "--vllm-src", str(tree), "--out", str(out), "--work-dir", str(work), "--viewer-js", str(viewer), *extra,
+    ]  # fmt: skip
+
+
+@dataclass
+class Started:
+    """A CLI run in the background: its own session (so a group signal reaches it like a terminal's Ctrl-C)."""
+
+    proc: subprocess.Popen[bytes]
+    stdout: Path
+    stderr: Path
+
+    def wait(self, timeout: float = 120.0) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    @property
+    def err(self) -> str:
+        return self.stderr.read_text(errors="replace")
+
+    @property
+    def out(self) -> str:
+        return self.stdout.read_text(errors="replace")
+
+
+def start(args: list[str], cwd: Path, logs: Path) -> Started:
+    logs.mkdir(parents=True, exist_ok=True)
+    stdout, stderr = logs / "stdout", logs / "stderr"
+    with stdout.open("wb") as o, stderr.open("wb") as e:
+        proc = subprocess.Popen(args, cwd=cwd, stdout=o, stderr=e, start_new_session=True)
+    return Started(proc, stdout, stderr)
+
+
+def run(args: list[str], cwd: Path, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def send(started: Started, sig: signal.Signals) -> None:
+    """SIGINT to the whole process group, as a terminal's Ctrl-C; SIGTERM and SIGKILL to the process."""
+    if sig == signal.SIGINT:
+        os.killpg(started.proc.pid, sig)
+    else:
+        started.proc.send_signal(sig)
+
+
+def one_line_error(stderr: str) -> str:
+    """The single `warnonce-guard: error:` line of `stderr` (asserting there is exactly one line, no traceback)."""
+    lines = stderr.strip().splitlines()
+    assert "Traceback" not in stderr, stderr
+    assert len(lines) == 1 and lines[0].startswith(ERROR_PREFIX), stderr
+    return lines[0]
+
+
+# --- processes -------------------------------------------------------------------------------------------
+
+
+def processes_mentioning(text: str) -> list[tuple[int, str]]:
+    """Live (not zombie) processes whose command line contains `text`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            status = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if text in cmdline and status.rsplit(")", 1)[-1].split()[0] != "Z":
+            found.append((int(entry.name), cmdline))
+    return found
+
+
+def children_of(pid: int) -> list[int]:
+    """Live processes whose parent is `pid` (the forks of a command line)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        if entry.name.isdigit() and fields[0] != "Z" and int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def session_alive(work: Path) -> bool:
+    return any("mutations.session" in cmd for _, cmd in processes_mentioning(str(work)))
+
+
+def survivors(work: Path, within_s: float = 1.0) -> list[tuple[int, str]]:
+    """Processes still mentioning `work` after `within_s` seconds (the CLI, its forks, the mutmut session)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        left = processes_mentioning(str(work))
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.02)
+
+
+# --- phases ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunDirs:
+    tree: Path
+    out: Path
+    work: Path
+
+    def workspaces(self) -> list[Path]:
+        return [p for p in self.work.iterdir() if p.is_dir()] if self.work.is_dir() else []
+
+    def glob(self, pattern: str) -> list[Path]:
+        return [path for ws in self.workspaces() for path in ws.glob(pattern)]
+
+    def finished_mutants(self) -> int:
+        return len(self.glob("attribution/mutants/*.json"))
+
+    def building_report(self) -> bool:
+        return any(self.out.parent.glob(f".{self.out.name}.tmp-*"))
+
+
+def in_phase(phase: str, dirs: RunDirs) -> bool:
+    """Whether the run using `dirs` is in `phase` now."""
+    if phase == "staging":
+        return bool(dirs.glob(".vllm.partial"))
+    if phase == "generation":
+        return session_alive(dirs.work) and not dirs.glob("generation.json")
+    if phase == "baseline":
+        return bool(dirs.glob("generation.json")) and dirs.finished_mutants() == 0
+    if phase == "mutants":
+        return 0 < dirs.finished_mutants() < MUTANTS
+    if phase == "report":
+        return dirs.building_report()
+    raise ValueError(phase)
+
+
+def stopped_in(phase: str, dirs: RunDirs) -> bool:
+    """After the run died: whether what it left shows it never got past `phase` (the signal was in time)."""
+    if (dirs.out / "mutation.json").exists():
+        return False  # the report was written: every phase was over
+    if phase == "staging":
+        return not dirs.glob("setup.cfg")  # written right after the copy
+    if phase == "generation":
+        return bool(dirs.glob("mutmut.log")) and not dirs.glob("generation.json")
+    if phase == "baseline":
+        return bool(dirs.glob("generation.json")) and dirs.finished_mutants() == 0
+    if phase == "mutants":
+        return 0 < dirs.finished_mutants() < MUTANTS
+    if phase == "report":
+        return dirs.finished_mutants() == MUTANTS
+    raise ValueError(phase)
+
+
+def wait_until(condition: Callable[[], bool], proc: subprocess.Popen[bytes], timeout: float = 60.0) -> bool:
+    """Poll `condition` until it holds (True) or the process ended or time ran out (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.003)
+    return False
+
+
+# --- verdicts --------------------------------------------------------------------------------------------
+
+_BASELINE_ROW = re.compile(r"^\| `(?P<site>[^`]+)` \| \d+ \| (?P<status>\w+) \| (?P<detectors>.*) \|$")
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """What a report says, without timings and paths: per mutant id, per site at baseline."""
+
+    mutants: dict[str, tuple[str, str, tuple[str, ...]]]  # id -> (status, operator, killed by)
+    sites: dict[str, tuple[str, str]]  # site id -> (status, detectors)
+
+
+@dataclass(frozen=True)
+class CleanRun:
+    """An uninterrupted run: its verdicts, and its work directory (complete; copied by tests that damage one)."""
+
+    verdicts: Verdicts
+    work: Path
+
+
+def read_verdicts(out: Path) -> Verdicts:
+    report = json.loads((out / "mutation.json").read_text(encoding="utf-8"))
+    mutants = {
+        m["id"]: (m["status"], m["mutatorName"], tuple(m.get("killedBy") or ()))
+        for file in report["files"].values()
+        for m in file["mutants"]
+    }
+    sites = {}
+    for line in (out / "summary.md").read_text(encoding="utf-8").splitlines():
+        if match := _BASELINE_ROW.match(line):
+            sites[match["site"]] = (match["status"], match["detectors"])
+    return Verdicts(mutants, sites)
+
+
+def fresh_dirs(base: Path, tree: Path, name: str) -> Iterator[RunDirs]:
+    """Numbered run directories under `base` (attempt 1, 2, ...), each with a fresh --out and --work-dir."""
+    attempt = 0
+    while True:
+        attempt += 1
+        folder = base / f"{name}-{attempt}"
+        folder.mkdir(parents=True)
+        yield RunDirs(tree, folder / "report", folder / "work")
