@@ -6,7 +6,9 @@ Settings come from options or, for runs that mutmut starts, from environment var
   guarded through it;
 - `--sites-file` / WARNONCE_GUARD_SITES: sites discovered beforehand, so a mutated copy is never re-parsed;
 - WARNONCE_GUARD_ATTRIBUTION: a directory where each finished session writes its guards' outcomes and
-  the detectors that fired (`guards.records`), for the mutation report;
+  the detectors that fired (`guards.records`), for the mutation report; the engine's session names the
+  variable holding the mutant under test, and its values, in WARNONCE_GUARD_MUTANT_VARIABLE,
+  WARNONCE_GUARD_BASELINE_PHASES and WARNONCE_GUARD_MUTANT_MARK;
 - WARNONCE_GUARD_EXPECT_VLLM: the package directory the guards must import (the staged copy);
 - WARNONCE_GUARD_EVIDENCE=0: leave out the referrer chains in findings (the mutation run, for speed).
 """
@@ -24,7 +26,7 @@ from guards import target as targets
 from guards.errors import GuardError, NothingToCheck
 from guards.outcome import GuardFailure
 from guards.platforms import platform_sites, resolve_platform
-from guards.records import FINISHED_STATUSES, GuardRecord, GuardSession, RecordKind, write_session
+from guards.records import FINISHED_STATUSES, EngineProtocol, GuardRecord, GuardSession, RecordKind, write_session
 from guards.sites import Site, discover
 
 _TARGET = pytest.StashKey[targets.Target]()
@@ -127,16 +129,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     return report
 
 
+def engine_protocol() -> EngineProtocol:
+    """How the engine's session said it names what runs (WARNONCE_GUARD_MUTANT_VARIABLE and the rest)."""
+    return EngineProtocol(
+        variable=os.environ.get("WARNONCE_GUARD_MUTANT_VARIABLE", ""),
+        baseline=frozenset(os.environ.get("WARNONCE_GUARD_BASELINE_PHASES", "").split(",")),
+        mark=os.environ.get("WARNONCE_GUARD_MUTANT_MARK", ""),
+    )
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Write the session's records, whole, when every guard ran; a session cut short writes nothing."""
     folder = os.environ.get("WARNONCE_GUARD_ATTRIBUTION")
     if not folder or int(exitstatus) not in FINISHED_STATUSES:
         return
+    protocol = engine_protocol()
+    mutant = os.environ.get(protocol.variable, "") if protocol.variable else ""
+    phase = protocol.phase(mutant)
+    if phase is None:  # one of the engine's own checks, not a verdict
+        return
     records = session.config.stash.get(_RECORDS, [])
-    run = GuardSession(
-        os.environ.get("WARNONCE_GUARD_RUN_ID", ""),
-        os.environ.get("MUTANT_UNDER_TEST", ""),
-        int(exitstatus),
-        tuple(records),
-    )
+    run = GuardSession(os.environ.get("WARNONCE_GUARD_RUN_ID", ""), phase, mutant, int(exitstatus), tuple(records))
     write_session(Path(folder), run)

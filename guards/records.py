@@ -24,9 +24,33 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-# MUTANT_UNDER_TEST values mutmut uses for runs of the unmutated code.
-BASELINE_PHASES = frozenset({"", "stats"})
 FINISHED_STATUSES = frozenset({0, 1})  # pytest: every test ran; all passed (0) or some failed (1)
+
+
+class Phase(StrEnum):
+    """What a guard session ran against."""
+
+    BASELINE = "baseline"  # the unmutated code
+    MUTANT = "mutant"  # one mutant
+
+
+@dataclass(frozen=True)
+class EngineProtocol:
+    """How the mutation engine says what a test process runs (given to the guards by the engine's session).
+
+    `variable` is the environment variable holding the current mutant's name; `baseline` the values it
+    takes for runs of the unmutated code; `mark` a substring of every mutant's name. Any other value
+    (the engine's own checks) is neither, and its sessions are not recorded.
+    """
+
+    variable: str
+    baseline: frozenset[str]
+    mark: str
+
+    def phase(self, mutant: str) -> Phase | None:
+        if mutant in self.baseline:
+            return Phase.BASELINE
+        return Phase.MUTANT if self.mark and self.mark in mutant else None
 
 
 class RecordKind(StrEnum):
@@ -72,13 +96,10 @@ class GuardSession:
     """Every guard outcome of one finished pytest session, and its exit status."""
 
     run: str  # the mutation run's id (WARNONCE_GUARD_RUN_ID)
-    mutant: str  # MUTANT_UNDER_TEST: "" or "stats" for the unmutated code, else mutmut's mutant name
+    phase: Phase
+    mutant: str  # the engine's name for what ran: a mutant's name, or its value for the unmutated code
     exit_status: int
     records: tuple[GuardRecord, ...]
-
-    @property
-    def baseline(self) -> bool:
-        return self.mutant in BASELINE_PHASES
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -94,27 +115,19 @@ class GuardSession:
             raise ValueError("run, mutant or exit_status has the wrong type")
         if status not in FINISHED_STATUSES or not isinstance(records, list):
             raise ValueError("not a finished session")
-        return cls(run, mutant, status, tuple(GuardRecord.from_json(r) for r in records))
+        return cls(run, Phase(data["phase"]), mutant, status, tuple(GuardRecord.from_json(r) for r in records))
 
 
-MUTANT_MARK = "__mutmut_"  # in every mutant's name; mutmut's other phases ("fail", ...) are not recorded
-
-
-def session_path(folder: Path, session: GuardSession) -> Path | None:
-    """Where a session's file goes: one per mutant (the newest replaces the last), several per baseline run;
-    None for mutmut's other phases (its forced-fail check, test listing)."""
-    if session.baseline:
+def session_path(folder: Path, session: GuardSession) -> Path:
+    """Where a session's file goes: one per mutant (the newest replaces the last), several per baseline run."""
+    if session.phase is Phase.BASELINE:
         return folder / "baseline" / f"{session.run or 'norun'}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
-    if MUTANT_MARK in session.mutant:
-        return mutant_session_path(folder, session.mutant)
-    return None
+    return mutant_session_path(folder, session.mutant)
 
 
-def write_session(folder: Path, session: GuardSession) -> Path | None:
+def write_session(folder: Path, session: GuardSession) -> Path:
     """Write the session's file atomically: it exists whole or not at all."""
     path = session_path(folder, session)
-    if path is None:
-        return None
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     partial.write_text(json.dumps(session.to_json()), encoding="utf-8")

@@ -1,12 +1,11 @@
 """Which site and operator each mutmut mutant is: by the position of the call it changes.
 
-mutmut names a mutant `<module>.<mangled function>__mutmut_<n>`, numbering the mutations of one
-function in the order its generator yields them. Running the same generator (`create_mutations`) with
-the same operators, anchored on the same sites, reproduces that order, so mutant n is the n-th mutation
-of its function. The site is the discovered one whose call starts where the mutant's changed call
-starts (line and column in the pristine file): naming re-derives nothing discovery already knew. A
-mutant whose call is no discovered site's is kept, marked unattributed with the reason, and reported
-as such (the run goes on: it is a bug of the site rule, shown, not an abort).
+mutmut's own generator, run here with the same operators anchored on the same sites
+(`mutations.engine.naming`), gives every mutant mutmut makes, under mutmut's name for it. The site is
+the discovered one whose call starts where the mutant's changed call starts (line and column in the
+pristine file): naming re-derives nothing discovery already knew. A mutant whose call is no
+discovered site's is kept, marked unattributed with the reason, and reported as such (the run goes
+on: it is a bug of the site rule, shown, not an abort).
 """
 
 from __future__ import annotations
@@ -24,9 +23,9 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from guards.errors import ExitCode, GuardError
 from guards.site_rule import DEFAULT_KERNEL_PATTERN, log_method, walk
 from guards.sites import Site
+from mutations.engine import naming
 from mutations.engine.state import BadState, write_atomic
 from mutations.operators import PACKAGE, anchors_of, operator_of
-from mutations.seam import our_operators
 from mutations.workspace import Workspace
 
 
@@ -85,17 +84,6 @@ _NAMED_FIELDS = frozenset(
 )
 
 
-def _function_key(function: cst.FunctionDef, module: cst.Module) -> tuple[str | None, str]:
-    for stmt in module.body:
-        if (
-            isinstance(stmt, cst.ClassDef)
-            and isinstance(stmt.body, cst.IndentedBlock)
-            and any(child is function for child in stmt.body.body)
-        ):
-            return stmt.name.value, function.name.value
-    return None, function.name.value
-
-
 def changed_call(original: cst.CSTNode, mutated: cst.CSTNode) -> tuple[cst.Call, cst.Call] | None:
     """The first logger call (pre-order) that differs between a mutation's original and mutated nodes."""
     for before, after in zip(walk(original), walk(mutated), strict=False):
@@ -114,42 +102,29 @@ def identify_file(
     pattern: str = DEFAULT_KERNEL_PATTERN,
 ) -> list[MutantIdentity]:
     """Every mutant mutmut makes of one site file, named as mutmut names it (same operators, same anchors)."""
-    from mutmut.mutation.file_mutation import create_mutations
-    from mutmut.mutation.trampoline_templates import mangle_function_name
-    from mutmut.utils.format_utils import get_mutant_name
-
     anchors = anchors_of(sites)
-    with our_operators(packages, pattern, anchors):
-        module, mutations, _, _ = create_mutations(file, source)
+    module, generated = naming.generate(file, source, packages, pattern, anchors)
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     at = {(site.line, site.column): site for site in sites if site.file == file and site.mutable}
-    numbering: dict[int, int] = {}
     found: list[MutantIdentity] = []
-    for mutation in mutations:
-        function = mutation.contained_by_top_level_function
-        class_name, name = _function_key(function, module) if function is not None else (None, "<module>")
-        numbering[id(function)] = numbering.get(id(function), 0) + 1
-        mangled = mangle_function_name(name=name, class_name=class_name)
-        mutant_id = get_mutant_name(Path(file), f"{mangled}__mutmut_{numbering[id(function)]}")
-        qualname = f"{class_name}.{name}" if class_name else name
-        pair = changed_call(mutation.original_node, mutation.mutated_node)
+    for mutation in generated:
+        pair = changed_call(mutation.original, mutation.mutated)
         if pair is None:
-            raise MutantsUnaccounted(f"{mutant_id}: the mutant changes no logger call; mutmut and the operators differ")
+            raise MutantsUnaccounted(
+                f"{mutation.mutant_id}: the mutant changes no logger call; mutmut and the operators differ"
+            )
         call, mutated_call = pair
         where = positions[call]
         operator = next(
-            (
-                op
-                for p in packages
-                if (op := operator_of(mutation.original_node, mutation.mutated_node, p, pattern, anchors))
-            ),
+            (op for p in packages if (op := operator_of(mutation.original, mutation.mutated, p, pattern, anchors))),
             "unknown",
         )
         site = at.get((where.start.line, where.start.column))
+        qualname = mutation.qualname
         why = "" if site is not None else f"{file}:{where.start.line}: {qualname} changes a call no discovered site has"
         if site is None:
             site = _stand_in(file, qualname, where, call)
-        identity = MutantIdentity(mutant_id, site, operator, "", "", why)
+        identity = MutantIdentity(mutation.mutant_id, site, operator, "", "", why)
         found.append(_with_exact_text(identity, source, where, call, mutated_call, module, mutation))
     return found
 
@@ -191,7 +166,7 @@ def _with_exact_text(
     call: cst.Call,
     mutated_call: cst.Call,
     module: cst.Module,
-    mutation: Any,
+    mutation: naming.Generated,
 ) -> MutantIdentity:
     """The call's exact text before and after, indentation as in the file.
 
@@ -207,7 +182,7 @@ def _with_exact_text(
     empty = cst.Module([])
     if empty.code_for_node(call).replace("\n", indent) == before:
         return replace(identity, original=before, replacement=empty.code_for_node(mutated_call).replace("\n", indent))
-    mutated_source = module.deep_replace(mutation.original_node, mutation.mutated_node).code
+    mutated_source = module.deep_replace(mutation.original, mutation.mutated).code
     tail = len(source) - end
     if source[:start] != mutated_source[:start] or source[end:] != mutated_source[len(mutated_source) - tail :]:
         raise MutantsUnaccounted(f"{identity.mutant_id}: the mutant changes code outside its call")
@@ -216,20 +191,13 @@ def _with_exact_text(
 
 def write_identities(ws: Workspace, sites: list[Site], packages: Sequence[str]) -> list[NamedMutant]:
     """Name every mutant of the workspace into identities.json (kept while it validates: same ws, same mutants)."""
-    from mutmut.configuration import reset_config
-    from mutmut.utils.file_utils import change_cwd
-
     with contextlib.suppress(BadState):
         return read_identities(ws)
     named: list[NamedMutant] = []
-    with change_cwd(ws.dir):  # mutmut's generator reads its settings from the work directory's setup.cfg
-        reset_config()
-        try:
-            for file in sorted({site.file for site in sites if site.cached}):
-                source = (ws.dir / file).read_text(encoding="utf-8")
-                named += [identity.named() for identity in identify_file(source, file, sites, packages)]
-        finally:
-            reset_config()
+    with naming.settings(ws.dir):  # mutmut's generator reads its settings from the workspace's setup.cfg
+        for file in sorted({site.file for site in sites if site.cached}):
+            source = (ws.dir / file).read_text(encoding="utf-8")
+            named += [identity.named() for identity in identify_file(source, file, sites, packages)]
     write_atomic(ws.identities_file, json.dumps([asdict(n) for n in named], indent=1))
     return named
 

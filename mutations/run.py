@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import os
-import signal
 import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,59 +21,17 @@ from guards.records import baseline_sessions as read_baseline_sessions
 from guards.records import mutant_session_path, read_session
 from guards.sites import Site, discover
 from mutations import ownership, results, stage
-from mutations.engine import state
+from mutations.engine import layout, state
+from mutations.engine import session as engine_session
 from mutations.identify import NamedMutant, read_identities, write_identities
 from mutations.operators import OPERATORS
+from mutations.processes import helpers_bound_to_run, stop_group
 from mutations.report import print_table, write_report
 from mutations.report.npm import find_viewer
-from mutations.session import PARENT_ENV, die_with_parent
 from mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, Operator, RunResult
 from mutations.workspace import WorkRoot, Workspace
 
-STOP_GRACE_S = 5.0  # how long the session gets to exit after SIGTERM before SIGKILL
 SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
-
-_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
-_helpers: tuple[int, set[signal.Signals]] | None = None  # in _helpers_bound_to_run: the run's pid, its old mask
-
-
-def _forked_helper() -> None:
-    """In a process forked by staging or discovery (with SIGINT and SIGTERM held): Ctrl-C is left to the run,
-    SIGTERM ends it (as the pool stops a worker), and it dies with the run, even on SIGKILL."""
-    global _helpers
-    bound, _helpers = _helpers, None
-    if bound is None:
-        return
-    run_pid, mask = bound
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    die_with_parent()
-    if os.getppid() != run_pid:
-        os._exit(1)  # the run died before this helper could ask to die with it
-    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-
-
-os.register_at_fork(after_in_child=_forked_helper)
-
-
-@contextlib.contextmanager
-def _helpers_bound_to_run() -> Iterator[None]:
-    """Processes forked in the block (staging's copier, discovery's parsers) die with this one and stay quiet.
-
-    The command line's SIGINT/SIGTERM handlers raise; a helper inheriting them printed a traceback on Ctrl-C
-    (and one dying of it broke the pool, another traceback, in the run). So the two signals are held for the
-    block, helpers fork with them held and replace the handlers before letting them in, and in the run they
-    take effect when the block ends: staging and discovery take a second or two on vLLM.
-    """
-    global _helpers
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
-    _helpers = (os.getpid(), mask)
-    try:
-        yield
-    finally:
-        _helpers = None
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-
 
 @dataclass(frozen=True)
 class Paths:
@@ -103,29 +58,10 @@ def protected_paths(target: targets.Target, packages: dict[str, Path]) -> list[o
     return [*kept, ownership.Protected("the target tree", target.root, inside_ok=True)]
 
 
-def stop_group(session: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the session's process group, SIGKILL it after a grace period, and reap the session."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(session.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        session.wait(timeout=STOP_GRACE_S)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(session.pid, signal.SIGKILL)
-    session.wait()
-
-
 def run_session(ws: Workspace, run_id: str, sites: list[Site], packages: list[str], files: list[str]) -> int:
-    """mutmut in its own process group (see mutations.session), its output in the workspace's log;
+    """mutmut in its own process group (see mutations.engine.session), its output in the workspace's log;
     meanwhile this process names the mutants (the other core is free while mutmut imports vLLM)."""
-    env = dict(os.environ, **{PARENT_ENV: str(os.getpid())})
-    with ws.log_file.open("ab") as log:
-        session = subprocess.Popen(
-            [sys.executable, "-m", "mutations.session", str(ws.dir), run_id, *files],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=env,
-        )
+    session = engine_session.start(ws, run_id, files)
     try:
         if _wait_for_generation(ws, run_id, session):
             write_identities(ws, sites, packages)
@@ -154,12 +90,12 @@ def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
         say(f"discarded {ws.identities_file} ({problem}); the mutants are named again")
         ws.identities_file.unlink()
     try:
-        codes, _ = state.read_exit_codes(ws, [f for f in files if ws.meta(f).exists()])
+        codes, _ = state.read_exit_codes(ws, [f for f in files if layout.meta(ws, f).exists()])
     except state.BadState as err:  # validate() left only valid files: a change under our feet
         raise EngineFailed(f"{err}; remove {ws.dir} and run again") from None
     sessions = {name: s for name in codes if (s := read_session(mutant_session_path(ws.attribution, name)))}
     stale = results.retest(codes, sessions)
-    cleared = state.reset(ws, [f for f in files if ws.meta(f).exists()], stale)
+    cleared = state.reset(ws, [f for f in files if layout.meta(ws, f).exists()], stale)
     if cleared:
         say(f"{cleared} mutant result(s) had no finished guard record behind them (an interrupted run): testing again")
     for name, code in codes.items():  # whatever mutmut tests now must leave a record of its own
@@ -307,7 +243,7 @@ def _run(
     ws.create()
     # Staging needs no sites: a forked process copies while this one parses (two cores, no shared GIL).
     fork = multiprocessing.get_context("fork")
-    with _helpers_bound_to_run(), ProcessPoolExecutor(max_workers=1, mp_context=fork) as pool:
+    with helpers_bound_to_run(), ProcessPoolExecutor(max_workers=1, mp_context=fork) as pool:
         copying = pool.submit(stage.copy_packages, ws, packages)
         sites = _sites(ws, find_sites, say)
         for line in copying.result():

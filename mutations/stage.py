@@ -13,25 +13,30 @@ gets a fresh workspace and stale verdicts are never reused.
 
 from __future__ import annotations
 
-import configparser
 import contextlib
 import hashlib
 import json
 import os
 import shutil
-from importlib.metadata import version
+import sys
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import guards
 from guards.errors import StagingFailed
 from guards.sites import Site
 from guards.target import PACKAGE, Target
+from mutations.engine import config as engine_config
 from mutations.engine.state import BadState, write_atomic
 from mutations.workspace import Workspace
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 GUARD_TEST_FILES = ("conftest.py", "test_kernel_import_sites.py")
-TOOL_DIRS = ("guards", "mutations")
+GUARDS_DIR = Path(guards.__file__).resolve().parent
+TOOL_DIRS = (GUARDS_DIR, Path(__file__).resolve().parent)  # this tool's code: guards/ and mutations/
+# What else can change a verdict besides the target and this tool: the engine, the guards' test runner,
+# the parser, and what the guards import.
+VERDICT_DISTRIBUTIONS = ("mutmut", "pytest", "libcst", "torch")
 # Compiled modules stay behind (the guards block them). Bytecode comes along: copies keep their sources'
 # mtimes, so the .pyc files stay valid and the one import of vLLM does not compile it from source.
 _SKIP = shutil.ignore_patterns("*.so", "*.pyd")
@@ -54,41 +59,14 @@ def fingerprint(target: Target, packages: dict[str, Path], extra: str = "") -> s
     for name, folder in sorted(packages.items()):
         digest.update(json.dumps([name, str(folder), _tree_signature(folder)]).encode())
     for folder in TOOL_DIRS:
-        for path in sorted((PROJECT_ROOT / folder).rglob("*.py")):
+        for path in sorted(folder.rglob("*.py")):
             digest.update(path.read_bytes())
-    digest.update(mutmut_section().encode())
-    digest.update(version("mutmut").encode())
+    digest.update(engine_config.section().encode())
+    digest.update(sys.version.encode())
+    for distribution in VERDICT_DISTRIBUTIONS:
+        with contextlib.suppress(PackageNotFoundError):
+            digest.update(f"{distribution}=={version(distribution)}".encode())
     return digest.hexdigest()[:16]
-
-
-def mutmut_section() -> str:
-    """The project's `[mutmut]` settings (setup.cfg), as text."""
-    parser = configparser.ConfigParser()
-    if not parser.read(PROJECT_ROOT / "setup.cfg") or not parser.has_section("mutmut"):
-        raise StagingFailed(
-            f"no [mutmut] section in {PROJECT_ROOT / 'setup.cfg'}; install warnonce-guard from its checkout "
-            "(pip install -e .)"
-        )
-    return "\n".join(f"{key} = {value.replace(chr(10), chr(10) + '    ')}" for key, value in parser.items("mutmut"))
-
-
-def _indent(values: list[str]) -> str:
-    return "".join(f"\n    {value}" for value in values)
-
-
-def write_mutmut_config(ws: Workspace, sites: list[Site]) -> None:
-    """setup.cfg for mutmut: the project's section plus the site files, the guard tests and their selection."""
-    files = sorted({site.file for site in sites})
-    text = (
-        "# Written by warnonce-guard for one mutation run; edit the [mutmut] section of its setup.cfg instead.\n"
-        "[mutmut]\n"
-        f"{mutmut_section()}\n"
-        f"source_paths ={_indent(files)}\n"
-        f"only_mutate ={_indent(files)}\n"
-        "also_copy =\n    guard_tests/\n"
-        "pytest_add_cli_args_test_selection =\n    guard_tests/\n"
-    )
-    write_atomic(ws.setup_cfg, text)
 
 
 def listing_digest(folder: Path) -> str:
@@ -160,7 +138,7 @@ def _copy_guard_tests(ws: Workspace) -> None:
     folder = ws.guard_tests
     folder.mkdir(exist_ok=True)
     for name in GUARD_TEST_FILES:
-        shutil.copy2(PROJECT_ROOT / "guards" / name, folder / name)
+        shutil.copy2(GUARDS_DIR / name, folder / name)
 
 
 def read_sites(ws: Workspace) -> list[Site]:
@@ -204,7 +182,7 @@ def prepare(ws: Workspace, target: Target, sites: list[Site], packages: dict[str
         _unlink_site_files(ws, {site.file for site in sites})
         write_atomic(ws.packages_file, json.dumps(sorted(packages)))
         _copy_guard_tests(ws)
-        write_mutmut_config(ws, sites)
+        engine_config.write(ws.setup_cfg, [site.file for site in sites], ws.guard_tests.name)
         write_atomic(ws.sites_file, json.dumps([site.to_json() for site in sites], indent=1))
     except OSError as err:
         raise StagingFailed(f"cannot stage the target in {ws.dir}: {err}; pass --work-dir on a writable disk") from None

@@ -6,7 +6,8 @@
         <fingerprint>/            one Workspace, marked; old ones are pruned, but only marked ones
             <package>/            pristine copy of a staged package (vllm, a plugin's), no compiled modules
             staged.json           manifest of the pristine copies: a copy is used only if it matches
-            mutants/              what the guards import: mutmut's mutated site files, hard links to the rest
+            mutants/              what the guards import: mutmut's mutated site files and state
+                                  (mutations.engine.layout), hard links to the rest
             packages.json         the staged package names, vllm first
             guard_tests/          the guard tests, copied from the guards package
             setup.cfg             mutmut's settings for this run
@@ -53,21 +54,6 @@ class Workspace:
     @property
     def mutants(self) -> Path:
         return self.dir / "mutants"
-
-    def mutated(self, file: str) -> Path:
-        """mutmut's copy of a site file, holding its mutants."""
-        return self.mutants / file
-
-    def meta(self, file: str) -> Path:
-        """mutmut's state for one site file: an exit code per mutant."""
-        return self.mutants / f"{file}.meta"
-
-    def spans(self, file: str) -> Path:
-        return self.mutants / f"{file}.spans"
-
-    @property
-    def stats(self) -> Path:
-        return self.mutants / "mutmut-stats.json"
 
     @property
     def packages_file(self) -> Path:

@@ -192,7 +192,7 @@ def children_of(pid: int) -> list[int]:
 
 
 def session_alive(work: Path) -> bool:
-    return any("mutations.session" in cmd for _, cmd in processes_mentioning(str(work)))
+    return any("mutations.engine.session" in cmd for _, cmd in processes_mentioning(str(work)))
 
 
 def survivors(work: Path, within_s: float = 1.0) -> list[tuple[int, str]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mutations.engine import state
+from mutations.engine import layout, state
 from mutations.engine.status import DEFAULT_STATUS, EXIT_CODE_STATUS
 from mutations.workspace import Workspace
 
@@ -31,9 +31,9 @@ def ws(tmp_path: Path) -> Workspace:
     ws = Workspace(tmp_path / "ws")
     (ws.dir / FILE).parent.mkdir(parents=True)
     (ws.dir / FILE).write_text("def f(): pass\n")
-    ws.mutated(FILE).parent.mkdir(parents=True)
-    ws.mutated(FILE).write_text("# mutants\n")
-    ws.meta(FILE).write_text(json.dumps(meta_document({M1: 1, M2: None})))
+    layout.mutated(ws, FILE).parent.mkdir(parents=True)
+    layout.mutated(ws, FILE).write_text("# mutants\n")
+    layout.meta(ws, FILE).write_text(json.dumps(meta_document({M1: 1, M2: None})))
     state.write_generation(ws, "run1", [FILE])
     return ws
 
@@ -45,22 +45,23 @@ def test_a_complete_generation_validates_and_keeps_everything(ws: Workspace) -> 
 
 @pytest.mark.parametrize("text", ["", '{"exit_code_by_key": {', "[]", '{"exit_code_by_key": {}}'])
 def test_a_truncated_or_foreign_meta_is_discarded_with_its_mutants(ws: Workspace, text: str) -> None:
-    ws.meta(FILE).write_text(text)
+    layout.meta(ws, FILE).write_text(text)
     (discarded,) = state.validate(ws, [FILE])
-    assert discarded.path == ws.meta(FILE)
-    assert not ws.meta(FILE).exists() and not ws.mutated(FILE).exists() and not ws.generation_file.exists()
+    assert discarded.path == layout.meta(ws, FILE)
+    assert not layout.meta(ws, FILE).exists() and not layout.mutated(ws, FILE).exists()
+    assert not ws.generation_file.exists()
 
 
 def test_a_deleted_meta_is_discarded_and_made_again(ws: Workspace) -> None:
-    ws.meta(FILE).unlink()
+    layout.meta(ws, FILE).unlink()
     (discarded,) = state.validate(ws, [FILE])
-    assert "missing" in discarded.reason and not ws.mutated(FILE).exists()
+    assert "missing" in discarded.reason and not layout.mutated(ws, FILE).exists()
 
 
 def test_a_mutants_file_that_changed_since_generation_is_discarded(ws: Workspace) -> None:
-    ws.mutated(FILE).write_text("# mut")  # truncated while mutmut wrote it
+    layout.mutated(ws, FILE).write_text("# mut")  # truncated while mutmut wrote it
     (discarded,) = state.validate(ws, [FILE])
-    assert discarded.path == ws.mutated(FILE) and "differs" in discarded.reason
+    assert discarded.path == layout.mutated(ws, FILE) and "differs" in discarded.reason
 
 
 def test_without_a_finished_generation_nothing_of_mutmut_is_trusted(ws: Workspace) -> None:
@@ -70,15 +71,15 @@ def test_without_a_finished_generation_nothing_of_mutmut_is_trusted(ws: Workspac
 
 
 def test_a_corrupt_stats_file_is_discarded(ws: Workspace) -> None:
-    ws.stats.write_text('{"tests_by_mangled_function_name": {')
+    layout.stats(ws).write_text('{"tests_by_mangled_function_name": {')
     (discarded,) = state.validate(ws, [FILE])
-    assert discarded.path == ws.stats and not ws.stats.exists()
+    assert discarded.path == layout.stats(ws) and not layout.stats(ws).exists()
 
 
 def test_reset_clears_only_the_named_exit_codes_atomically(ws: Workspace) -> None:
     assert state.reset(ws, [FILE], {M1: "interrupted"}) == 1
     assert state.read_exit_codes(ws, [FILE]) == ({M1: None, M2: None}, {})
-    assert sorted(p.name for p in ws.meta(FILE).parent.iterdir()) == ["interface.py", "interface.py.meta"]
+    assert sorted(p.name for p in layout.meta(ws, FILE).parent.iterdir()) == ["interface.py", "interface.py.meta"]
 
 
 def test_meta_saves_are_atomic_in_the_session(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,9 +124,9 @@ def test_a_generation_manifest_of_another_shape_is_not_trusted_and_does_not_cras
     ids=["list", "null", "empty-object", "missing-keys", "wrong-type", "unknown-key"],
 )
 def test_a_stats_file_mutmut_cannot_load_is_discarded(ws: Workspace, text: str) -> None:
-    ws.stats.write_text(text)  # mutmut's load_stats would crash on it in every later session
+    layout.stats(ws).write_text(text)  # mutmut's load_stats would crash on it in every later session
     (discarded,) = state.validate(ws, [FILE])
-    assert discarded.path == ws.stats and not ws.stats.exists()
+    assert discarded.path == layout.stats(ws) and not layout.stats(ws).exists()
 
 
 def test_the_stats_keys_are_the_ones_mutmut_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

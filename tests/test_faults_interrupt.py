@@ -201,7 +201,7 @@ def test_the_session_killed_alone_is_one_line_then_a_rerun_gives_the_clean_verdi
     for dirs in fresh_dirs(tmp_path, untouched_user_tree, f"session-{phase}"):
         started = start(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), tmp_path, dirs.work.parent / "logs")
         reached = wait_until(lambda dirs=dirs: in_phase(phase, dirs), started.proc)
-        sessions = [pid for pid, cmd in processes_mentioning(str(dirs.work)) if "mutations.session" in cmd]
+        sessions = [pid for pid, cmd in processes_mentioning(str(dirs.work)) if "mutations.engine.session" in cmd]
         if reached and sessions:
             os.kill(sessions[0], signal.SIGKILL)
         code = started.wait()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mutations.engine import state
+from mutations.engine import layout, state
 from mutations.identify import NamedMutant
 from mutations.run import heal
 from mutations.workspace import Workspace
@@ -27,8 +27,8 @@ def ws(tmp_path: Path) -> Workspace:
     ws = Workspace(tmp_path / "ws")
     (ws.dir / FILE).parent.mkdir(parents=True)
     (ws.dir / FILE).write_text("def f(): pass\n")
-    ws.mutated(FILE).parent.mkdir(parents=True)
-    ws.mutated(FILE).write_text("# mutants\n")
+    layout.mutated(ws, FILE).parent.mkdir(parents=True)
+    layout.mutated(ws, FILE).write_text("# mutants\n")
     document = {
         "exit_code_by_key": {M1: None, M2: None},
         "hash_by_function_name": {},
@@ -36,7 +36,7 @@ def ws(tmp_path: Path) -> Workspace:
         "durations_by_key": {},
         "estimated_durations_by_key": {},
     }
-    ws.meta(FILE).write_text(json.dumps(document))
+    layout.meta(ws, FILE).write_text(json.dumps(document))
     state.write_generation(ws, "run1", [FILE])
     ws.identities_file.write_text(json.dumps([named(M1), named(M2)]))
     return ws
@@ -59,7 +59,7 @@ def test_names_of_other_mutants_than_mutmut_made_are_named_again(ws: Workspace, 
 
 
 def test_names_without_a_finished_generation_are_named_again(ws: Workspace) -> None:
-    for path in (ws.generation_file, ws.meta(FILE), ws.mutated(FILE)):
+    for path in (ws.generation_file, layout.meta(ws, FILE), layout.mutated(ws, FILE)):
         path.unlink()  # mutmut's state gone (a user cleaned mutants/): nothing to check the names against
     said: list[str] = []
     heal(ws, [FILE], said.append)

@@ -141,7 +141,7 @@ def test_a_session_that_fails_after_generating_is_an_error_not_a_report_of_unrea
 
 CRASHING_SESSION = """
 import sys
-from mutations import session
+from mutations.engine import session
 
 def crash(*args):
     raise KeyError("tests_by_mangled_function_name")  # as mutmut's load_stats does on a stats file it cannot read

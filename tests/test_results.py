@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guards.records import GuardRecord, GuardSession, RecordKind
+from guards.records import GuardRecord, GuardSession, Phase, RecordKind
 from mutations.engine.status import EXIT_CODE_STATUS
 from mutations.results import INTERRUPTED_CODES, judge, retest, site_baselines
 from mutations.verdicts import (
@@ -27,7 +27,8 @@ ERROR = GuardRecord("t[a]", SITE_A, "call", RecordKind.ERROR, (), "ImportError: 
 
 
 def session(status: int, *records: GuardRecord, mutant: str = "m__mutmut_1") -> GuardSession:
-    return GuardSession("run", mutant, status, records)
+    phase = Phase.MUTANT if "__mutmut_" in mutant else Phase.BASELINE
+    return GuardSession("run", phase, mutant, status, records)
 
 
 def test_a_kill_needs_the_exit_code_and_a_finished_session_with_a_detector() -> None:

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import os
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from conftest import mutmut_settings
-from mutmut.mutation import file_mutation
+from mutmut.mutation import data, file_mutation, trampoline
 from mutmut.mutation.file_mutation import Mutation
 
 from guards.sites import sites_in_source
-from mutations import seam
+from mutations.engine import seam
+from mutations.engine.seam import ENGINE_NAMES, SeamMismatch, check_seam, our_operators
 from mutations.operators import OPERATORS, apply_operator, operator_of
-from mutations.seam import SeamMismatch, check_seam, our_operators
 
 # Kernel-import sites per platform file in vLLM 0.33.0, all `"...: %s", repr(e)`: one mutant per site and
 # operator that fits that form.
@@ -98,9 +100,32 @@ def test_check_seam_passes_on_the_pinned_mutmut() -> None:
     check_seam()
 
 
-def test_check_seam_raises_when_the_attribute_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delattr(file_mutation, "mutation_operators")
-    with pytest.raises(SeamMismatch, match="mutation_operators"):
+@pytest.mark.parametrize(
+    ("module", "name"), [(m, n) for m, names in ENGINE_NAMES.items() for n in names], ids=lambda x: str(x)
+)
+def test_check_seam_raises_when_any_internal_the_engine_uses_is_gone(
+    monkeypatch: pytest.MonkeyPatch, module: str, name: str
+) -> None:
+    monkeypatch.delattr(importlib.import_module(module), name)
+    with pytest.raises(SeamMismatch, match=name):
+        check_seam()
+
+
+def test_check_seam_raises_when_mutmut_stops_naming_the_mutant_in_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    def set_mutant_under_test(name: str) -> None:
+        os.environ["SOMETHING_ELSE"] = name
+
+    monkeypatch.setattr(trampoline, "set_mutant_under_test", set_mutant_under_test)
+    with pytest.raises(SeamMismatch, match="MUTANT_UNDER_TEST"):
+        check_seam()
+
+
+def test_check_seam_raises_when_the_meta_format_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    def load(self: object) -> None:
+        return None
+
+    monkeypatch.setattr(data.SourceFileMutationData, "load", load)
+    with pytest.raises(SeamMismatch, match=r"\.meta format"):
         check_seam()
 
 

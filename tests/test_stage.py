@@ -12,6 +12,7 @@ from toy import INTERFACE, make_tree
 
 from guards.sites import discover
 from mutations import stage
+from mutations.engine import layout
 from mutations.engine.state import BadState
 from mutations.workspace import Workspace
 
@@ -59,7 +60,7 @@ def test_a_link_that_went_missing_under_mutants_is_made_again(tmp_path: Path, ws
 def test_mutmuts_own_copy_of_a_site_file_is_kept(tmp_path: Path, ws: Workspace) -> None:
     tree = make_tree(tmp_path / "tree")
     stage.copy_packages(ws, {"vllm": tree / "vllm"})
-    mutated = ws.mutated("vllm/platforms/interface.py")
+    mutated = layout.mutated(ws, "vllm/platforms/interface.py")
     mutated.unlink()
     mutated.write_text("# mutmut's mutants\n")
 

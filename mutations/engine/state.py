@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mutations.engine import layout
 from mutations.workspace import Workspace
 
 META_KEYS = frozenset(
@@ -113,7 +114,7 @@ def parse_stats(data: Any) -> None:
 
 def read_meta(ws: Workspace, file: str) -> Meta:
     """The `.meta` of one site file; `BadState` if it is missing or does not validate."""
-    path = ws.meta(file)
+    path = layout.meta(ws, file)
     if not path.is_file():
         raise BadState("missing")
     return parse_meta(_load_json(path))
@@ -126,7 +127,7 @@ def file_digest(path: Path) -> str:
 def write_generation(ws: Workspace, run: str, files: Iterable[str]) -> None:
     """Record what mutmut generated for each site file (called in the session, after generation)."""
     entry = {
-        file: {"sha256": file_digest(ws.mutated(file)), "mutants": sorted(read_meta(ws, file).exit_codes)}
+        file: {"sha256": file_digest(layout.mutated(ws, file)), "mutants": sorted(read_meta(ws, file).exit_codes)}
         for file in sorted(files)
     }
     write_atomic(ws.generation_file, json.dumps({"run": run, "files": entry}, indent=1))
@@ -152,28 +153,28 @@ def read_generation(ws: Workspace) -> tuple[str, dict[str, dict[str, Any]]]:
 
 def _mutmut_owns(ws: Workspace, file: str) -> bool:
     """mutmut has written its own copy of the site file (not a hard link to the pristine copy)."""
-    mutated = ws.mutated(file)
+    mutated = layout.mutated(ws, file)
     pristine = ws.dir / file
     return mutated.is_file() and not (pristine.exists() and os.path.samefile(mutated, pristine))
 
 
 def _problem(ws: Workspace, file: str, generation: dict[str, dict[str, Any]] | None) -> tuple[Path, str] | None:
-    owned, has_meta = _mutmut_owns(ws, file), ws.meta(file).exists()
+    owned, has_meta = _mutmut_owns(ws, file), layout.meta(ws, file).exists()
     if not owned and not has_meta:
         return None  # never generated: nothing to check
     if not owned:
-        return ws.meta(file), "its mutants file is missing"
+        return layout.meta(ws, file), "its mutants file is missing"
     if generation is None or file not in generation:
-        return ws.mutated(file), "mutant generation did not finish"
+        return layout.mutated(ws, file), "mutant generation did not finish"
     try:
         meta = read_meta(ws, file)
     except BadState as err:
-        return ws.meta(file), str(err)
+        return layout.meta(ws, file), str(err)
     entry = generation[file]
-    if file_digest(ws.mutated(file)) != entry["sha256"]:
-        return ws.mutated(file), "it differs from what mutmut generated"
+    if file_digest(layout.mutated(ws, file)) != entry["sha256"]:
+        return layout.mutated(ws, file), "it differs from what mutmut generated"
     if sorted(meta.exit_codes) != entry["mutants"]:
-        return ws.meta(file), "its mutants differ from what mutmut generated"
+        return layout.meta(ws, file), "its mutants differ from what mutmut generated"
     return None
 
 
@@ -189,14 +190,14 @@ def validate(ws: Workspace, files: Iterable[str]) -> list[Discarded]:
         if problem is None:
             continue
         discarded.append(Discarded(*problem))
-        for path in (ws.mutated(file), ws.meta(file), ws.spans(file)):
+        for path in (layout.mutated(ws, file), layout.meta(ws, file), layout.spans(ws, file)):
             path.unlink(missing_ok=True)
-    if ws.stats.exists():
+    if layout.stats(ws).exists():
         try:
-            parse_stats(_load_json(ws.stats))
+            parse_stats(_load_json(layout.stats(ws)))
         except BadState as err:
-            discarded.append(Discarded(ws.stats, str(err)))
-            ws.stats.unlink()
+            discarded.append(Discarded(layout.stats(ws), str(err)))
+            layout.stats(ws).unlink()
     if discarded:
         ws.generation_file.unlink(missing_ok=True)
         ws.identities_file.unlink(missing_ok=True)
@@ -211,7 +212,7 @@ def read_exit_codes(ws: Workspace, files: Iterable[str]) -> tuple[dict[str, int 
         try:
             meta = read_meta(ws, file)
         except BadState as err:
-            raise BadState(f"{ws.meta(file)}: {err}") from None
+            raise BadState(f"{layout.meta(ws, file)}: {err}") from None
         codes.update(meta.exit_codes)
         durations.update(meta.durations)
     return codes, durations
@@ -221,7 +222,7 @@ def reset(ws: Workspace, files: Iterable[str], mutants: Mapping[str, object]) ->
     """Clear the exit codes of `mutants` (mutmut tests them again); returns how many were cleared."""
     cleared = 0
     for file in sorted(set(files)):
-        path = ws.meta(file)
+        path = layout.meta(ws, file)
         data = _load_json(path)
         parse_meta(data)
         codes = data["exit_code_by_key"]

@@ -1,11 +1,11 @@
 """The mutmut run itself, in a process of its own inside the workspace.
 
-    python -m mutations.session WORK_DIR RUN_ID
+    python -m mutations.engine.session WORK_DIR RUN_ID FILE...      (started by `start`)
 
 mutmut reads setup.cfg from the current directory, changes sys.path, forks workers and calls exit(),
 so it gets a process to itself, in a process group of its own that the parent kills on Ctrl-C or
 SIGTERM. It dies with its parent even on SIGKILL (PR_SET_PDEATHSIG), and so does every process it
-forks. There, with our operators swapped in (mutations.seam) and mutmut's `.meta` files written
+forks. There, with our operators swapped in (mutations.engine.seam) and mutmut's `.meta` files written
 atomically, mutmut generates the mutants (then `generation.json` records them), collects which guard
 covers which function, runs the clean guards (our baseline) and then every mutant in forked workers:
 vLLM is imported once. Meanwhile the parent names every mutant (mutations.identify) on the other core.
@@ -13,10 +13,9 @@ vLLM is imported once. Meanwhile the parent names every mutant (mutations.identi
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import signal
+import subprocess
 import sys
 import traceback
 from collections.abc import Callable
@@ -26,20 +25,15 @@ from typing import Any
 from guards.errors import ExitCode, GuardError
 from guards.sites import Site
 from mutations.engine import state
+from mutations.engine.seam import our_operators
 from mutations.operators import anchors_of
-from mutations.seam import our_operators
+from mutations.processes import die_with_parent
 from mutations.workspace import Workspace
 
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent(sig: int = signal.SIGKILL) -> None:
-    """Ask Linux to send `sig` to this process when its parent dies (a no-op elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
-
+# mutmut's protocol with the tests it runs, passed on to the guards' conftest (guards.records) by name:
+MUTANT_VARIABLE = "MUTANT_UNDER_TEST"  # the mutant a test process runs; mutmut sets it before each session
+BASELINE_PHASES = ("", "stats")  # its values for runs of the unmutated code (clean run, coverage stats)
+MUTANT_MARK = "__mutmut_"  # in every mutant's name (its other phases, "fail", "list_all_tests", have none)
 
 PARENT_ENV = "WARNONCE_GUARD_PARENT_PID"
 
@@ -52,8 +46,24 @@ def bind_to_parent() -> None:
         os._exit(1)  # the parent died while this interpreter was starting
 
 
+def start(ws: Workspace, run_id: str, files: list[str]) -> subprocess.Popen[bytes]:
+    """Start the session for `files` in a process group of its own, its output appended to the workspace's log."""
+    env = dict(os.environ, **{PARENT_ENV: str(os.getpid())})
+    with ws.log_file.open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", __name__, str(ws.dir), run_id, *files],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+
+
 def _environment(ws: Workspace, run_id: str) -> None:
     os.environ.update(
+        WARNONCE_GUARD_MUTANT_VARIABLE=MUTANT_VARIABLE,
+        WARNONCE_GUARD_BASELINE_PHASES=",".join(BASELINE_PHASES),
+        WARNONCE_GUARD_MUTANT_MARK=MUTANT_MARK,
         WARNONCE_GUARD_SITES=str(ws.sites_file),
         WARNONCE_GUARD_ATTRIBUTION=str(ws.attribution),
         WARNONCE_GUARD_EXPECT_VLLM=str(ws.mutants / "vllm"),
@@ -110,7 +120,7 @@ def complete_baseline(ws: Workspace) -> int:
     set_mutant_under_test("")
     os.chdir(ws.mutants)
     try:
-        return int(pytest.main(["guard_tests", "-q", "-p", "no:cacheprovider", "--rootdir=.", "--tb=no"]))
+        return int(pytest.main([ws.guard_tests.name, "-q", "-p", "no:cacheprovider", "--rootdir=.", "--tb=no"]))
     finally:
         os.chdir(ws.dir)
 

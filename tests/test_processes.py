@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from mutations import run
+from mutations import processes
 
 _PR_GET_PDEATHSIG = 2
 
@@ -51,7 +51,7 @@ def raising_handlers():
 
 @pytest.mark.usefixtures("raising_handlers")
 def test_a_helper_forked_while_staging_dies_with_the_run_and_leaves_ctrl_c_to_it() -> None:
-    with run._helpers_bound_to_run():
+    with processes.helpers_bound_to_run():
         inside = _child_report()
     outside = _child_report()
 
@@ -67,7 +67,7 @@ def test_a_helper_forked_while_staging_dies_with_the_run_and_leaves_ctrl_c_to_it
 @pytest.mark.usefixtures("raising_handlers")
 def test_ctrl_c_while_helpers_fork_takes_effect_when_the_block_ends() -> None:
     done = []
-    with pytest.raises(KeyboardInterrupt), run._helpers_bound_to_run():
+    with pytest.raises(KeyboardInterrupt), processes.helpers_bound_to_run():
         os.kill(os.getpid(), signal.SIGINT)  # lands while a helper could be between fork and its hook
         done.append("the block finished")
     assert done == ["the block finished"]

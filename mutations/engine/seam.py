@@ -1,4 +1,5 @@
-"""Plugging our operators into mutmut 3.8.1, which has no hook for custom operators.
+"""Plugging our operators into mutmut 3.8.1, which has no hook for custom operators; and the check that
+every mutmut internal the engine relies on is still there (`check_seam`).
 
 The narrowest seam: `mutmut.mutation.file_mutation.create_mutations` reads the module global
 `mutation_operators` (imported by name from `mutmut.mutation.mutators`) on every call. Swapping that one
@@ -25,24 +26,52 @@ class SeamMismatch(EngineFailed):
     """mutmut is not the version whose internals the operator seam was written against."""
 
 
+# Every name of mutmut's the engine uses, by module. `check_seam` fails loudly if one moves.
+ENGINE_NAMES: dict[str, tuple[str, ...]] = {
+    "mutmut.__main__": ("_run", "create_mutants"),
+    "mutmut.configuration": ("reset_config",),
+    "mutmut.mutation.data": ("SourceFileMutationData",),
+    "mutmut.mutation.file_mutation": ("create_mutations", SEAM_ATTRIBUTE),
+    "mutmut.mutation.trampoline": ("set_mutant_under_test",),
+    "mutmut.mutation.trampoline_templates": ("mangle_function_name",),
+    "mutmut.stats": ("status_by_exit_code", "load_stats", "save_stats"),
+    "mutmut.utils.file_utils": ("change_cwd",),
+    "mutmut.utils.format_utils": ("get_mutant_name",),
+}
+
+
 def check_seam() -> None:
-    """Raise `SeamMismatch` unless mutmut is 3.8.1 and `create_mutations` reads the global we replace."""
+    """Raise `SeamMismatch` unless mutmut is 3.8.1 and every internal the engine relies on is where it was."""
+    import importlib
+    import inspect
+
     version = metadata.version("mutmut")
     if version != PINNED_MUTMUT:
         raise SeamMismatch(
-            f"mutmut {version} is installed but the operator seam targets {PINNED_MUTMUT}; "
-            f"install mutmut=={PINNED_MUTMUT} or re-check {SEAM_MODULE}.{SEAM_ATTRIBUTE}"
+            f"mutmut {version} is installed but the engine targets {PINNED_MUTMUT}; "
+            f"install mutmut=={PINNED_MUTMUT} or re-check mutations/engine against the new mutmut"
         )
-    from mutmut.mutation import file_mutation
+    for module_name, names in ENGINE_NAMES.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            if not hasattr(module, name):
+                raise SeamMismatch(f"{module_name} has no `{name}`: the engine's seam moved; re-check mutmut")
+    from mutmut.mutation import data, file_mutation, trampoline
 
-    if not hasattr(file_mutation, SEAM_ATTRIBUTE):
-        raise SeamMismatch(f"{SEAM_MODULE} has no `{SEAM_ATTRIBUTE}`: the operator seam is gone; re-check mutmut")
+    from mutations.engine.session import MUTANT_VARIABLE
+    from mutations.engine.state import META_KEYS
+
     code = getattr(getattr(file_mutation, "create_mutations", None), "__code__", None)
     if code is None or SEAM_ATTRIBUTE not in code.co_names:
         raise SeamMismatch(
             f"{SEAM_MODULE}.create_mutations no longer reads the global `{SEAM_ATTRIBUTE}`; "
             "swapping it would leave mutmut's stock operators on"
         )
+    if MUTANT_VARIABLE not in inspect.getsource(trampoline.set_mutant_under_test):
+        raise SeamMismatch(f"mutmut no longer names the mutant under test in ${MUTANT_VARIABLE}; re-check the engine")
+    saved = inspect.getsource(data.SourceFileMutationData.load)
+    if not all(f'"{key}"' in saved for key in META_KEYS):
+        raise SeamMismatch("mutmut's .meta format changed (SourceFileMutationData.load); re-check engine/state.py")
 
 
 @contextmanager

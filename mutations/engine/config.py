@@ -1,0 +1,47 @@
+"""mutmut's settings for a run, written as the `[mutmut]` section of the workspace's setup.cfg.
+
+mutmut reads its settings from the current directory's setup.cfg; these keys are mutmut 3.8.1's
+(`mutmut.configuration`). `SETTINGS` are this project's, fixed; `write` adds what depends on the run:
+the site files to mutate and the guard tests to run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from mutations.engine.state import write_atomic
+
+SETTINGS: dict[str, str | list[str]] = {
+    "process_isolation": "fork",  # one worker per mutant, forked from a session that imported vLLM once
+    "timeout_multiplier": "15.0",
+    "timeout_constant": "5.0",
+    # pytest's unraisable-exception plugin runs a full gc.collect() at the end of every session, and mutmut
+    # starts a session per mutant: with torch imported that is about 0.3 s each. The guards collect for
+    # themselves, scanning only the objects a site created.
+    "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:unraisableexception"],
+}
+
+
+def _value(value: str | list[str]) -> str:
+    return value if isinstance(value, str) else "".join(f"\n    {item}" for item in value)
+
+
+def section(files: Iterable[str] = (), tests: str = "") -> str:
+    """The `[mutmut]` section: the fixed settings, then the files to mutate and the guard tests' folder."""
+    files = sorted(set(files))
+    settings: dict[str, str | list[str]] = dict(SETTINGS)
+    if files:
+        settings |= {
+            "source_paths": files,
+            "only_mutate": files,
+            "also_copy": [f"{tests}/"],
+            "pytest_add_cli_args_test_selection": [f"{tests}/"],
+        }
+    return "[mutmut]\n" + "".join(f"{key} = {_value(value)}\n" for key, value in settings.items())
+
+
+def write(path: Path, files: Iterable[str], tests: str) -> None:
+    """setup.cfg for one run (atomically): mutate `files`, run the guard tests in folder `tests`."""
+    header = "# Written by warnonce-guard for one mutation run (mutations/engine/config.py).\n"
+    write_atomic(path, header + section(files, tests))

@@ -1,0 +1,84 @@
+"""Processes a run starts: they die with it, even on SIGKILL, and stop cleanly on Ctrl-C and SIGTERM.
+
+- `die_with_parent`: Linux's PR_SET_PDEATHSIG, asked for by a child (the mutmut session, its workers).
+- `helpers_bound_to_run`: processes forked meanwhile (staging's copier, discovery's parsers) die with
+  the run and leave Ctrl-C to it.
+- `stop_group`: SIGTERM a child's process group, SIGKILL it after a grace period, reap the child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+STOP_GRACE_S = 5.0  # how long a process group gets to exit after SIGTERM before SIGKILL
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask Linux to send `sig` to this process when its parent dies (a no-op elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+
+
+
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_helpers: tuple[int, set[signal.Signals]] | None = None  # in _helpers_bound_to_run: the run's pid, its old mask
+
+
+def _forked_helper() -> None:
+    """In a process forked by staging or discovery (with SIGINT and SIGTERM held): Ctrl-C is left to the run,
+    SIGTERM ends it (as the pool stops a worker), and it dies with the run, even on SIGKILL."""
+    global _helpers
+    bound, _helpers = _helpers, None
+    if bound is None:
+        return
+    run_pid, mask = bound
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent()
+    if os.getppid() != run_pid:
+        os._exit(1)  # the run died before this helper could ask to die with it
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+os.register_at_fork(after_in_child=_forked_helper)
+
+
+@contextlib.contextmanager
+def helpers_bound_to_run() -> Iterator[None]:
+    """Processes forked in the block (staging's copier, discovery's parsers) die with this one and stay quiet.
+
+    The command line's SIGINT/SIGTERM handlers raise; a helper inheriting them printed a traceback on Ctrl-C
+    (and one dying of it broke the pool, another traceback, in the run). So the two signals are held for the
+    block, helpers fork with them held and replace the handlers before letting them in, and in the run they
+    take effect when the block ends: staging and discovery take a second or two on vLLM.
+    """
+    global _helpers
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    _helpers = (os.getpid(), mask)
+    try:
+        yield
+    finally:
+        _helpers = None
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def stop_group(session: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the session's process group, SIGKILL it after a grace period, and reap the session."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(session.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        session.wait(timeout=STOP_GRACE_S)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(session.pid, signal.SIGKILL)
+    session.wait()
+
+
