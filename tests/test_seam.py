@@ -144,3 +144,21 @@ def test_check_seam_raises_on_another_mutmut_version(monkeypatch: pytest.MonkeyP
         check_seam()
     with pytest.raises(SeamMismatch), our_operators():
         pass  # the seam refuses to swap anything on an unknown mutmut
+
+
+def test_only_the_engine_imports_mutmut() -> None:
+    import ast
+
+    import guards
+    import mutations
+
+    offenders = []
+    for package in (guards, mutations):
+        for path in Path(package.__file__).parent.rglob("*.py"):
+            if "engine" in path.relative_to(Path(mutations.__file__).parent.parent).parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                offenders += [f"{path.name}: {name}" for name in names if name.split(".")[0] == "mutmut"]
+    assert offenders == []
