@@ -1,28 +1,44 @@
 """nox sessions: the same commands a person runs locally, CI runs too.
 
-    nox -s tests                          unit tests, then the guards against the pinned vLLM
+    nox -s tests                          unit tests (fast tier under coverage, then slow), then the guards
     nox -s guards -- [--vllm X | --vllm-src PATH] [PYTEST ARGS]
     nox -s sites -- [--vllm X | --vllm-src PATH] [--json]
     nox -s mutation -- [--vllm X | --vllm-src PATH] [--out DIR] [--fail-under PERCENT]
     nox -s audit -- [--vllm X | --vllm-src PATH | PATH ...] [--format FORMAT] [--baseline FILE]
     nox -s replay                         the guards and the mutation run against vLLM 0.29.0 must fail
+    nox -s wheel                          build the wheel, install it in a fresh venv, run the main job there
     nox -s lint
 
 Each session's environment holds torch 2.13.0 (the CPU build on local disk), the runtime modules of
-requirements/guard-env.txt, vLLM installed with --no-deps, and this project. Environments are reused:
-a second run installs nothing new unless the vLLM version changed.
+requirements/guard-env.txt, vLLM installed with --no-deps, and this project with its extras, every
+version as requirements/constraints.txt pins it. Environments are reused, and a session installs
+nothing when what it installed last time (the requirement files, setup.cfg, the vLLM version) is
+unchanged: a warm session starts its command at once. Sessions run on the Python that runs nox
+(3.11 or newer), so they work where 3.11 is not installed.
 """
 
 from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
 
 import nox
 
 nox.options.reuse_venv = "yes"
 nox.options.sessions = ["tests"]
+nox.options.error_on_missing_interpreters = True  # a session that cannot run fails; it is never skipped
 
 PINNED_VLLM = "0.33.0"
 REPLAYED_VLLM = "0.29.0"  # the last release before the fix
-PYTHON = "3.11"
+PYTHON = None  # the interpreter that runs nox
+CONSTRAINTS = "requirements/constraints.txt"
+COVERAGE_FLOOR = 90  # percent of mutations/ the fast tier must cover
+ROOT = Path(__file__).resolve().parent
+
+if sys.version_info < (3, 11):  # noqa: UP036 - nox itself may run on an older Python than the project needs
+    raise SystemExit("nox: warnonce-guard needs Python 3.11 or newer; run nox with one (python3.11 -m nox ...)")
 
 
 def _take_vllm(posargs: list[str]) -> tuple[str, list[str]]:
@@ -37,23 +53,54 @@ def _take_vllm(posargs: list[str]) -> tuple[str, list[str]]:
     return version, args
 
 
+def _install_once(session: nox.Session, key: dict[str, str], *installs: tuple[str, ...]) -> None:
+    """Run the installs unless the session's environment already holds exactly what `key` describes."""
+    stamp = Path(session.virtualenv.location) / "warnonce-guard-installed.json"
+    wanted = json.dumps(key, sort_keys=True)
+    if stamp.is_file() and stamp.read_text(encoding="utf-8") == wanted:
+        session.log("requirements unchanged since the last install: nothing to install")
+        return
+    for args in installs:
+        session.install(*args)
+    stamp.write_text(wanted, encoding="utf-8")
+
+
+def _digest(*paths: str) -> str:
+    return hashlib.sha256(b"".join((ROOT / path).read_bytes() for path in paths)).hexdigest()
+
+
 def _guard_env(session: nox.Session, vllm_version: str) -> None:
-    """Install what the guards import, vLLM without its dependencies, and this project."""
-    session.install("-r", "requirements/guard-env.txt")
-    installed = session.run(
-        "python", "-c", "import importlib.metadata as m; print(m.version('vllm'))", silent=True, success_codes=[0, 1]
+    """What the guards import, vLLM without its dependencies, and this project with its extras."""
+    key = {
+        "requirements": _digest("requirements/guard-env.txt", CONSTRAINTS, "setup.cfg", "pyproject.toml"),
+        "vllm": vllm_version,
+    }
+    _install_once(
+        session,
+        key,
+        ("-c", CONSTRAINTS, "-r", "requirements/guard-env.txt"),
+        ("--no-deps", f"vllm=={vllm_version}"),
+        ("-c", CONSTRAINTS, "-e", ".[mutation,dev]"),
     )
-    if (installed or "").strip().splitlines()[-1:] != [vllm_version]:
-        session.install("--no-deps", f"vllm=={vllm_version}")
-    session.install("-e", ".[dev]")
+
+
+def _project_env(session: nox.Session) -> None:
+    """This project with its extras, no vLLM and no torch (for lint and the wheel check)."""
+    key = {"requirements": _digest(CONSTRAINTS, "setup.cfg", "pyproject.toml")}
+    _install_once(session, key, ("-c", CONSTRAINTS, "-e", ".[mutation,dev]"))
 
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The project's unit tests, then the guards against the pinned vLLM (all must pass)."""
+    """The project's unit tests (the fast tier's coverage of mutations/ printed and held to 90%), then the guards."""
     _guard_env(session, PINNED_VLLM)
-    session.run("python", "-m", "mutations.report.npm")  # the pinned HTML viewer and report schema
-    session.run("python", "-m", "pytest", "tests", *session.posargs)
+    if session.posargs:
+        session.run("python", "-m", "pytest", "tests", *session.posargs)
+        return
+    session.run("python", "-m", "coverage", "erase")
+    session.run("python", "-m", "coverage", "run", "--source=mutations", "-m", "pytest", "tests", "-m", "not slow")
+    session.run("python", "-m", "coverage", "report", f"--fail-under={COVERAGE_FLOOR}")
+    session.run("python", "-m", "pytest", "tests", "-m", "slow")
     session.run("warnonce-guard", "guards", "-q")
 
 
@@ -81,7 +128,6 @@ def mutation(session: nox.Session) -> None:
     """The main job: baseline, mutants at every site, guards per mutant, score, report."""
     version, args = _take_vllm(session.posargs)
     _guard_env(session, version)
-    session.run("python", "-m", "mutations.report.npm")  # the pinned HTML viewer, into .nox/npm
     session.run("warnonce-guard", "mutate", *args)
 
 
@@ -97,14 +143,23 @@ def audit(session: nox.Session) -> None:
 def replay(session: nox.Session) -> None:
     """Historical replay: guards and mutation run against vLLM 0.29.0 (before the fix) must expose every site."""
     _guard_env(session, REPLAYED_VLLM)
-    session.run("python", "-m", "mutations.report.npm")
     session.run(
         "python", "-m", "pytest", "tests/test_replay.py", "-v", env={"WARNONCE_GUARD_REPLAY": REPLAYED_VLLM}
     )
 
 
 @nox.session(python=PYTHON)
+def wheel(session: nox.Session) -> None:
+    """Build the wheel, install it with the mutation extra into a fresh venv beside vLLM, and run the main job
+    outside the checkout: nothing but the installed package (no checkout, no npm) makes the report."""
+    _project_env(session)
+    wheel_env = {"WARNONCE_GUARD_WHEEL": PINNED_VLLM}
+    session.run("python", "-m", "pytest", "tests/test_wheel.py", "-v", *session.posargs, env=wheel_env)
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff over the whole project."""
-    session.install("ruff==0.17.6")
+    """ruff over the whole project, and README's generated tables in step with their registries."""
+    _project_env(session)
     session.run("ruff", "check", ".")
+    session.run("python", "-m", "warnonce_guard.mutations.readme", "--check")

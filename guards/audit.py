@@ -39,8 +39,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from guards.errors import ExitCode, GuardError, SourceDoesNotParse, TargetNotFound
-from guards.liveness import EXCEPTION, IGNORED_KEYWORDS, ONCE_METHODS, carries, classify, params
+from warnonce_guard.guards.errors import ExitCode, GuardError, SourceDoesNotParse, TargetNotFound
+from warnonce_guard.guards.liveness import EXCEPTION, IGNORED_KEYWORDS, ONCE_METHODS, carries, classify, params
 
 PREFILTER = "_once("
 BASELINE_VERSION = 1

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
-from guards.audit import CODES, AuditResult, Comparison, Finding, failing
-from guards.liveness import EXCEPTION
+from warnonce_guard.guards.audit import CODES, AuditResult, Comparison, Finding, failing
+from warnonce_guard.guards.liveness import EXCEPTION
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/vllm-project/vllm/pull/54098"

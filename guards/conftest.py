@@ -21,13 +21,19 @@ import os
 from pathlib import Path
 
 import pytest
-
-from guards import target as targets
-from guards.errors import GuardError, NothingToCheck
-from guards.outcome import GuardFailure
-from guards.platforms import platform_sites, resolve_platform
-from guards.records import FINISHED_STATUSES, EngineProtocol, GuardRecord, GuardSession, RecordKind, write_session
-from guards.sites import Site, discover
+from warnonce_guard.guards import target as targets
+from warnonce_guard.guards.errors import GuardError, NothingToCheck
+from warnonce_guard.guards.outcome import GuardFailure
+from warnonce_guard.guards.platforms import platform_sites, resolve_platform
+from warnonce_guard.guards.records import (
+    FINISHED_STATUSES,
+    EngineProtocol,
+    GuardRecord,
+    GuardSession,
+    RecordKind,
+    write_session,
+)
+from warnonce_guard.guards.sites import Site, discover
 
 _TARGET = pytest.StashKey[targets.Target]()
 

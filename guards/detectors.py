@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from guards.observe import LogCall, Observation
+from warnonce_guard.guards.observe import LogCall, Observation
 
 EXCEPTION_RETAINED = "exception retained"
 OWNER_PINNED = "owner pinned"

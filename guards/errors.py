@@ -33,6 +33,8 @@ class ExitCode(enum.IntEnum):
     REPORT_FAILED = 16  # the report cannot be written
     BAD_BASELINE = 17  # the audit baseline cannot be read or written
     NPM_FAILED = 18  # installing the pinned npm packages failed
+    NOT_INSTALLED = 19  # the command needs the mutation extra: pip install 'warnonce-guard[mutation]'
+    TARGET_CHANGED = 20  # the target's files changed while the run tested them: no verdict is kept
     INTERNAL_ERROR = 70  # a bug in warnonce-guard (an invariant it broke itself): the traceback is kept
     INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT); complete verdicts are kept, the rest re-tested next run
     TERMINATED = 143  # stopped by SIGTERM; as for Ctrl-C
@@ -60,6 +62,8 @@ def exit_code_meanings() -> dict[ExitCode, str]:
         ExitCode.REPORT_FAILED: "the report cannot be written",
         ExitCode.BAD_BASELINE: "the audit baseline cannot be read or written",
         ExitCode.NPM_FAILED: "installing the pinned npm packages failed",
+        ExitCode.NOT_INSTALLED: "the command needs the mutation extra (pip install 'warnonce-guard[mutation]')",
+        ExitCode.TARGET_CHANGED: "the target's files changed during the run: its verdicts are not kept",
         ExitCode.INTERNAL_ERROR: "a bug in warnonce-guard (traceback printed)",
         ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
         ExitCode.TERMINATED: "terminated (SIGTERM)",
@@ -141,6 +145,12 @@ class StagingFailed(GuardError):
     exit_code = ExitCode.STAGING_FAILED
 
 
+class TargetChanged(GuardError):
+    """The target's files changed while the run tested them (an edit or an upgrade during the run)."""
+
+    exit_code = ExitCode.TARGET_CHANGED
+
+
 class EngineFailed(GuardError):
     """The mutation engine (mutmut) is missing, another version, moved its internals, or died."""
 
@@ -151,6 +161,12 @@ class ReportFailed(GuardError):
     """The report cannot be written where --out points."""
 
     exit_code = ExitCode.REPORT_FAILED
+
+
+class NotInstalled(GuardError):
+    """A command needs a package of the mutation extra that is not installed."""
+
+    exit_code = ExitCode.NOT_INSTALLED
 
 
 class Interrupted(KeyboardInterrupt):

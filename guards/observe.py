@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from guards.blocker import BlockedKernelImport
+from warnonce_guard.guards.blocker import BlockedKernelImport
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from guards.detectors import Finding, findings
-from guards.drive import CannotDrive, drive
-from guards.records import RecordKind
-from guards.site_rule import DEFAULT_KERNEL_PATTERN
-from guards.sites import Site
+from warnonce_guard.guards.detectors import Finding, findings
+from warnonce_guard.guards.drive import CannotDrive, drive
+from warnonce_guard.guards.records import RecordKind
+from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN
+from warnonce_guard.guards.sites import Site
 
 
 class GuardFailure(AssertionError):

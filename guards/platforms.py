@@ -14,9 +14,9 @@ import inspect
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from guards.errors import ExitCode, GuardError, NothingToCheck
-from guards.site_rule import DEFAULT_KERNEL_PATTERN
-from guards.sites import Site, sites_in_source
+from warnonce_guard.guards.errors import ExitCode, GuardError, NothingToCheck
+from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN
+from warnonce_guard.guards.sites import Site, sites_in_source
 
 ENTRY_POINT_GROUP = "vllm.platform_plugins"
 METHOD = "import_kernels"

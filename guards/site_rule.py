@@ -26,8 +26,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 import libcst as cst
-
-from guards.liveness import EXCEPTION, IGNORED_KEYWORDS, ONCE_METHODS, classify_source
+from warnonce_guard.guards.liveness import EXCEPTION, IGNORED_KEYWORDS, ONCE_METHODS, classify_source
 
 PLAIN_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})

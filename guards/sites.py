@@ -22,9 +22,8 @@ from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
-
-from guards.errors import SourceDoesNotParse
-from guards.site_rule import (
+from warnonce_guard.guards.errors import SourceDoesNotParse
+from warnonce_guard.guards.site_rule import (
     DEFAULT_KERNEL_PATTERN,
     ONCE_METHODS,
     PLAIN_METHODS,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from guards.sites import Condition
+from warnonce_guard.guards.sites import Condition
 
 _MISSING = object()
 

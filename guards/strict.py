@@ -6,7 +6,7 @@ there: an exception, a list or any other object is pinned, with everything it re
 one is a new key, so the "once" message repeats. With `pytest --warnonce-strict` (or the ini option
 `warnonce_strict = true`) this plugin wraps `vllm.logger._print_{debug,info,warning,error}_once` for the
 whole session and fails every test that passes anything else, naming the call site, the argument's
-position and its type. Off by default: loading the plugin (entry point, `-p guards.strict`) does nothing.
+position and its type. Off by default: loading the plugin (entry point, `-p warnonce_guard.guards.strict`) does nothing.
 
 Choices:
 - Allowed are values whose type is exactly str, int, float, bool, NoneType or bytes, and tuples or

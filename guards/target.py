@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from guards.errors import NotAVllmTree, TargetNotFound
+from warnonce_guard.guards.errors import NotAVllmTree, TargetNotFound
 
 PACKAGE = "vllm"
 

@@ -21,20 +21,39 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from rich.console import Console
-from rich.table import Table
+from warnonce_guard import guards as guards_package
+from warnonce_guard.guards import target as targets
+from warnonce_guard.guards.errors import (
+    ExitCode,
+    GuardError,
+    Interrupted,
+    NothingToCheck,
+    NotInstalled,
+    UsageError,
+    exit_code_table,
+)
 
-from guards import target as targets
-from guards.errors import ExitCode, GuardError, Interrupted, NothingToCheck, UsageError, exit_code_table
-from guards.platforms import ENTRY_POINT_GROUP, platform_sites, registered_platforms, resolve_platform
-from guards.sites import Site, discover
+if TYPE_CHECKING:
+    from rich.console import Console
+    from warnonce_guard.guards.sites import Site
 
-GUARDS_DIR = Path(__file__).resolve().parent.parent / "guards"
+GUARDS_DIR = Path(guards_package.__file__).resolve().parent
+# What `pip install 'warnonce-guard[mutation]'` adds; `audit` and strict mode need none of it.
+MUTATION_EXTRA = frozenset({"rich", "libcst", "mutmut", "filelock"})
 
 
-def _sites_table(sites: list[Site], title: str) -> Table:
+def console() -> Console:
+    """A rich console for tables and progress (CI logs: wide, so table rows stay whole)."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=200)
+
+
+def _sites_table(sites: list[Site], title: str) -> Any:
+    from rich.table import Table
+
     table = Table(title=title)
     for column in ("file", "line", "function", "kernel module", "call", "form", "guarded"):
         table.add_column(column)
@@ -49,6 +68,9 @@ def _sites_table(sites: list[Site], title: str) -> Table:
 
 def _target_sites(args: argparse.Namespace) -> tuple[targets.Target, list[Site]]:
     """The target, and its sites: all of them, or those a `--platform` class runs."""
+    from warnonce_guard.guards.platforms import platform_sites, resolve_platform
+    from warnonce_guard.guards.sites import discover
+
     target = targets.resolve(args.vllm_src)
     if not getattr(args, "platform", None):
         return target, discover(target.root)
@@ -56,15 +78,16 @@ def _target_sites(args: argparse.Namespace) -> tuple[targets.Target, list[Site]]
     return target, platform_sites(resolve_platform(args.platform))
 
 
-def cmd_sites(args: argparse.Namespace, console: Console) -> int:
+def cmd_sites(args: argparse.Namespace) -> int:
     target, sites = _target_sites(args)
     cached = [s for s in sites if s.cached]
     if args.json:
         print(json.dumps({"target": target.describe(), "sites": [s.to_json() for s in sites]}, indent=2))
     else:
-        console.print(_sites_table(sites, target.describe()))
+        shown = console()
+        shown.print(_sites_table(sites, target.describe()))
         live = sum(1 for s in cached if s.form == "live")
-        console.print(
+        shown.print(
             f"{len(cached)} cached site(s): {len(cached) - live} eager, {live} live; "
             f"{len(sites) - len(cached)} not cached"
         )
@@ -84,7 +107,7 @@ PYTEST_EXIT = {
 }
 
 
-def cmd_guards(args: argparse.Namespace, console: Console) -> int:
+def cmd_guards(args: argparse.Namespace) -> int:
     import pytest
 
     target, sites = _target_sites(args)  # bad input and "nothing to check" stop here, before pytest starts
@@ -92,7 +115,7 @@ def cmd_guards(args: argparse.Namespace, console: Console) -> int:
         raise NothingToCheck(
             f"no kernel-import site logs through a *_once call in {target.describe()}; nothing to guard"
         )
-    console.print(f"guarding {target.describe()}")
+    print(f"guarding {target.describe()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="warnonce-guard-") as folder:
         sites_file = Path(folder) / "sites.json"
         sites_file.write_text(json.dumps([site.to_json() for site in sites]), encoding="utf-8")
@@ -112,6 +135,8 @@ def _pytest_args(args: argparse.Namespace, sites_file: Path) -> list[str]:
         # this process imported guards and mutations before pytest could rewrite their asserts (they have none)
         "-W",
         "ignore::pytest.PytestAssertRewriteWarning",
+        # import the guards under their own names: never `guards` as a top-level package of sys.modules
+        "--import-mode=importlib",
         *args.pytest_args,
         "--sites-file",
         str(sites_file),
@@ -123,7 +148,10 @@ def _pytest_args(args: argparse.Namespace, sites_file: Path) -> list[str]:
     return pytest_args
 
 
-def cmd_platforms(args: argparse.Namespace, console: Console) -> int:
+def cmd_platforms(args: argparse.Namespace) -> int:
+    from rich.table import Table
+    from warnonce_guard.guards.platforms import ENTRY_POINT_GROUP, registered_platforms
+
     found = registered_platforms()
     table = Table(title=f"platforms registered under the {ENTRY_POINT_GROUP!r} entry points")
     for column in ("name", "entry point", "platform class (use with --platform)"):
@@ -131,13 +159,14 @@ def cmd_platforms(args: argparse.Namespace, console: Console) -> int:
     for plugin in found:
         shown = plugin.platform or f"[dim]{plugin.error or 'not available here'}[/]"
         table.add_row(plugin.name, plugin.entry_point, shown)
-    console.print(table)
-    console.print(f"{len(found)} registered platform plugin(s)")
+    shown = console()
+    shown.print(table)
+    shown.print(f"{len(found)} registered platform plugin(s)")
     return 0
 
 
-def cmd_audit(args: argparse.Namespace, console: Console) -> int:
-    from guards import audit, audit_formats
+def cmd_audit(args: argparse.Namespace) -> int:
+    from warnonce_guard.guards import audit, audit_formats
 
     if args.paths and args.vllm_src:
         raise UsageError("audit: give PATHs or --vllm-src, not both (--vllm-src picks a vLLM tree to audit whole)")
@@ -157,8 +186,8 @@ def cmd_audit(args: argparse.Namespace, console: Console) -> int:
     return ExitCode.OK if args.write_baseline else audit.exit_code(comparison, strict=args.strict)
 
 
-def cmd_mutate(args: argparse.Namespace, console: Console) -> int:
-    from mutations.run import mutate
+def cmd_mutate(args: argparse.Namespace) -> int:
+    from warnonce_guard.mutations.run import mutate
 
     return mutate(
         vllm_src=args.vllm_src,
@@ -166,7 +195,7 @@ def cmd_mutate(args: argparse.Namespace, console: Console) -> int:
         work_dir=Path(args.work_dir),
         fail_under=args.fail_under,
         viewer_js=Path(args.viewer_js) if args.viewer_js else None,
-        console=console,
+        console=console(),
         platform=args.platform,
     )
 
@@ -278,10 +307,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra and args.command != "guards":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.pytest_args = extra
-    console = Console() if sys.stdout.isatty() else Console(width=200)  # CI logs: keep table rows whole
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return int(args.run(args, console))
+        try:
+            return int(args.run(args))
+        except ModuleNotFoundError as err:
+            missing = (err.name or "").split(".")[0]
+            if missing not in MUTATION_EXTRA:
+                raise
+            raise NotInstalled(
+                f"`warnonce-guard {args.command}` needs {missing}, part of the mutation extra: "
+                "pip install 'warnonce-guard[mutation]'"
+            ) from None
     except GuardError as err:
         print(f"warnonce-guard: error: {err}", file=sys.stderr)
         return int(err.exit_code)

@@ -17,10 +17,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import NamedTuple
 
 import libcst as cst
-
-from guards.formatting import placeholder_for_arg, with_conversion
-from guards.site_rule import DEFAULT_KERNEL_PATTERN, ONCE_METHODS, anchor, dotted, log_method, site_calls, walk
-from guards.sites import Site
+from warnonce_guard.guards.formatting import placeholder_for_arg, with_conversion
+from warnonce_guard.guards.site_rule import (
+    DEFAULT_KERNEL_PATTERN,
+    ONCE_METHODS,
+    anchor,
+    dotted,
+    log_method,
+    site_calls,
+    walk,
+)
+from warnonce_guard.guards.sites import Site
 
 PACKAGE = "vllm"
 # What each `*_once` method becomes when `once-dropped` removes the cache.

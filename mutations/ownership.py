@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from guards.errors import PathRefused, PathUnusable
+from warnonce_guard.guards.errors import PathRefused, PathUnusable
 
 MARKER = ".warnonce-guard"
 TOOL = "warnonce-guard"

@@ -13,10 +13,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from guards.detectors import DETECTORS
-from guards.errors import exit_code_meanings
-from guards.liveness import EXAMPLES
-from mutations.operators import describe_operators
+from warnonce_guard.guards.detectors import DETECTORS
+from warnonce_guard.guards.errors import exit_code_meanings
+from warnonce_guard.guards.liveness import EXAMPLES
+from warnonce_guard.mutations.operators import describe_operators
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -17,11 +17,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from guards.records import GuardRecord, GuardSession, RecordKind
-from guards.sites import Site
-from mutations.engine.status import EngineStatus, engine_status
-from mutations.identify import NamedMutant
-from mutations.verdicts import (
+from warnonce_guard.guards.records import GuardRecord, GuardSession, RecordKind
+from warnonce_guard.guards.sites import Site
+from warnonce_guard.mutations.engine.status import EngineStatus, engine_status
+from warnonce_guard.mutations.identify import NamedMutant
+from warnonce_guard.mutations.verdicts import (
     CRASHED,
     EXPOSED,
     GUARDED,

@@ -3,33 +3,34 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import multiprocessing
 import subprocess
 import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
-
-from guards import target as targets
-from guards.errors import EngineFailed, ExitCode, Interrupted, NothingToCheck
-from guards.platforms import platform_sites, resolve_platform
-from guards.records import baseline_sessions as read_baseline_sessions
-from guards.records import mutant_session_path, read_session
-from guards.sites import Site, discover
-from mutations import ownership, results, stage
-from mutations.engine import layout, state
-from mutations.engine import session as engine_session
-from mutations.identify import NamedMutant, read_identities, write_identities
-from mutations.operators import OPERATORS
-from mutations.processes import helpers_bound_to_run, stop_group
-from mutations.report import print_table, write_report
-from mutations.report.npm import find_viewer
-from mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, Operator, RunResult
-from mutations.workspace import WorkRoot, Workspace
+from warnonce_guard.guards import target as targets
+from warnonce_guard.guards.errors import EngineFailed, ExitCode, Interrupted, NothingToCheck, TargetChanged
+from warnonce_guard.guards.platforms import platform_sites, resolve_platform
+from warnonce_guard.guards.records import baseline_sessions as read_baseline_sessions
+from warnonce_guard.guards.records import mutant_session_path, read_session
+from warnonce_guard.guards.sites import Site, discover
+from warnonce_guard.mutations import ownership, results, stage
+from warnonce_guard.mutations.engine import layout, state
+from warnonce_guard.mutations.engine import session as engine_session
+from warnonce_guard.mutations.identify import NamedMutant, read_identities, write_identities
+from warnonce_guard.mutations.operators import OPERATORS
+from warnonce_guard.mutations.processes import helpers_bound_to_run, stop_group
+from warnonce_guard.mutations.progress import RunProgress
+from warnonce_guard.mutations.report import print_table, write_report
+from warnonce_guard.mutations.report.viewer import find_viewer
+from warnonce_guard.mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, Operator, RunResult
+from warnonce_guard.mutations.workspace import WorkRoot, Workspace
 
 SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
 
@@ -58,17 +59,53 @@ def protected_paths(target: targets.Target, packages: dict[str, Path]) -> list[o
     return [*kept, ownership.Protected("the target tree", target.root, inside_ok=True)]
 
 
-def run_session(ws: Workspace, run_id: str, sites: list[Site], packages: list[str], files: list[str]) -> int:
+def run_session(
+    ws: Workspace,
+    run_id: str,
+    sites: list[Site],
+    packages: list[str],
+    files: list[str],
+    progress: RunProgress | None = None,
+) -> int:
     """mutmut in its own process group (see mutations.engine.session), its output in the workspace's log;
-    meanwhile this process names the mutants (the other core is free while mutmut imports vLLM)."""
+    meanwhile this process names the mutants (the other core is free while mutmut imports vLLM) and follows
+    the session's progress from the exit codes it records."""
     session = engine_session.start(ws, run_id, files)
     try:
         if _wait_for_generation(ws, run_id, session):
-            write_identities(ws, sites, packages)
+            named = write_identities(ws, sites, packages)
+            if progress is not None:
+                _follow(ws, files, len(named), session, progress)
         return session.wait()
     finally:
         if session.poll() is None:
             stop_group(session)
+
+
+def _tested(ws: Workspace, files: list[str]) -> int:
+    """How many mutants have an exit code so far (0 while a `.meta` is being replaced or is unreadable)."""
+    try:
+        codes, _ = state.read_exit_codes(ws, files)
+    except (state.BadState, OSError):
+        return 0
+    return sum(code is not None for code in codes.values())
+
+
+def _follow(
+    ws: Workspace, files: list[str], total: int, session: subprocess.Popen[bytes], progress: RunProgress
+) -> None:
+    """Say when generation ended, then count tested mutants until the session ends."""
+    already = _tested(ws, files)
+    progress.say(f"mutants generated and named: {total} ({already} with a verdict from an earlier run)")
+    progress.track("guards on the unmutated code, then the mutants", total)
+    while True:
+        progress.advance_to(_tested(ws, files))
+        try:
+            session.wait(timeout=0.25)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    progress.end(f"mutants tested: {_tested(ws, files)} of {total}")
 
 
 def _wait_for_generation(ws: Workspace, run_id: str, session: subprocess.Popen[bytes]) -> bool:
@@ -131,7 +168,7 @@ def collect_result(
     site_baselines = results.site_baselines(sites, read_baseline_sessions(ws.attribution, run_id))
     made, known = set(codes), {m.mutant_id for m in named}
     if made != known:
-        from mutations.identify import MutantsUnaccounted
+        from warnonce_guard.mutations.identify import MutantsUnaccounted
 
         raise MutantsUnaccounted(
             f"mutmut's mutants and ours differ: only mutmut {sorted(made - known)}, only ours {sorted(known - made)}"
@@ -206,21 +243,18 @@ def mutate(
     platform: str | None = None,
 ) -> int:
     started = time.monotonic()
-
-    def say(line: str) -> None:
-        console.print(f"warnonce-guard: {line}", markup=False, highlight=False)
-
     target = targets.resolve(vllm_src)
     packages, extra, find_sites = plan(target, platform)
     paths = check_paths(out_dir, work_dir, viewer_js, protected_paths(target, packages))
-    with paths.work_root.claimed() as root:
+    with paths.work_root.claimed() as root, RunProgress(console, started) as progress:
         ws = root.workspace(stage.fingerprint(target, packages, extra))
         try:
-            result = _run(ws, root, target, packages, find_sites, platform, console, say, started)
+            result = _run(ws, root, target, packages, extra, find_sites, platform, progress, started)
         except Interrupted as stop:
             stop.detail = f"finished verdicts are kept in {ws.dir}; the next run tests the rest"
             raise
-    write_report(result, paths.out, paths.viewer_js)
+        write_report(result, paths.out, paths.viewer_js)
+        progress.say(f"report written to {paths.out}")
     print_table(result, console)
     console.print(f"report: {paths.out}; mutmut's log: {ws.log_file}", markup=False, highlight=False)
     problems = gate(result, fail_under)
@@ -229,18 +263,40 @@ def mutate(
     return ExitCode.CHECK_FAILED if problems else ExitCode.OK
 
 
+def read_result(ws: Workspace) -> RunResult | None:
+    """The verdicts of the workspace's last complete run, if they were stored and still read back whole."""
+    try:
+        return RunResult.from_json(json.loads(ws.result_file.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def store_result(ws: Workspace, result: RunResult) -> None:
+    """Keep a complete run's verdicts (atomically); a result with a verdict still to come is not kept."""
+    if result.final:
+        state.write_atomic(ws.result_file, json.dumps(result.to_json()))
+    else:
+        ws.result_file.unlink(missing_ok=True)
+
+
 def _run(
     ws: Workspace,
     root: WorkRoot,
     target: targets.Target,
     packages: dict[str, Path],
+    extra: str,
     find_sites: Callable[[], list[Site]],
     platform: str | None,
-    console: Console,
-    say: Callable[[str], None],
+    progress: RunProgress,
     started: float,
 ) -> RunResult:
+    say = progress.say
     ws.create()
+    stored = read_result(ws)
+    if stored is not None:  # the same target, tool and engine: nothing to stage, import or run
+        root.prune(ws)
+        say(f"nothing changed since the last complete run in {ws.dir}: its {len(stored.mutants)} verdicts stand")
+        return replace(stored, duration_s=time.monotonic() - started)
     # Staging needs no sites: a forked process copies while this one parses (two cores, no shared GIL).
     fork = multiprocessing.get_context("fork")
     with helpers_bound_to_run(), ProcessPoolExecutor(max_workers=1, mp_context=fork) as pool:
@@ -254,15 +310,14 @@ def _run(
     stage.prepare(ws, target, sites, packages)
     root.prune(ws)
     files = sorted({site.file for site in guarded})
-    heal(ws, files, say)
     via = f" through {platform}" if platform else ""
-    console.print(
-        f"mutating {target.describe()}{via}: {len(guarded)} sites x {len(OPERATORS)} operators; work in {ws.dir}",
-        markup=False,
-        highlight=False,
+    say(
+        f"staged {target.describe()}{via}: {len(guarded)} cached site(s) in {len(files)} file(s), "
+        f"{len(OPERATORS)} operators; work in {ws.dir}"
     )
+    heal(ws, files, say)
     run_id = uuid.uuid4().hex
-    session_code = run_session(ws, run_id, sites, sorted(packages), files)
+    session_code = run_session(ws, run_id, sites, sorted(packages), files, progress)
     try:
         generated_by = state.read_generation(ws)[0]
     except state.BadState:
@@ -277,4 +332,12 @@ def _run(
             "(finished verdicts are kept: the next run tests the rest)"
         )
     named = write_identities(ws, sites, sorted(packages))
-    return collect_result(ws, target, run_id, guarded, named, started)
+    result = collect_result(ws, target, run_id, guarded, named, started)
+    if stage.fingerprint(target, packages, extra) != ws.dir.name:  # the workspace is named by the fingerprint
+        stage.forget_staging(ws)
+        raise TargetChanged(
+            f"{target.describe()} changed while this run tested it (edited or reinstalled); its verdicts are not "
+            "kept: run again once it is settled"
+        )
+    store_result(ws, result)
+    return result

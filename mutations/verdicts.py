@@ -5,10 +5,11 @@ Everything downstream (score, reports) reads only these; nothing here knows mutm
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from typing import Any
 
-from guards.sites import Site
+from warnonce_guard.guards.sites import Site
 
 
 class MutantStatus(StrEnum):
@@ -117,6 +118,53 @@ class RunResult:
 
     def sites_with(self, status: SiteStatus) -> list[SiteBaseline]:
         return [b for b in self.baselines if b.status == status]
+
+    @property
+    def final(self) -> bool:
+        """Every verdict stands on its own: no mutant waits for a run, no site waits for its environment."""
+        return not self.count(NOT_RUN) and not self.sites_with(UNREACHED)
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole result as JSON values (sites as `Site.to_json`, enums as their values)."""
+        data = asdict(self)
+        data["baselines"] = [asdict(b) | {"site": b.site.to_json()} for b in self.baselines]
+        data["mutants"] = [asdict(m) | {"site": m.site.to_json()} for m in self.mutants]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunResult:
+        """The inverse of `to_json`; raises KeyError, TypeError or ValueError on anything else."""
+        baselines = [
+            SiteBaseline(
+                **(
+                    b
+                    | {
+                        "site": Site.from_json(b["site"]),
+                        "status": SiteStatus(b["status"]),
+                        "detectors": tuple(b["detectors"]),
+                    }
+                )
+            )
+            for b in data["baselines"]
+        ]
+        mutants = [
+            MutantVerdict(
+                **(
+                    m
+                    | {
+                        "site": Site.from_json(m["site"]),
+                        "status": MutantStatus(m["status"]),
+                        "location": Location(**m["location"]),
+                        "detectors": tuple(m["detectors"]),
+                        "covered_by": tuple(m["covered_by"]),
+                    }
+                )
+            )
+            for m in data["mutants"]
+        ]
+        operators = [Operator(**o) for o in data["operators"]]
+        fields = {k: data[k] for k in ("vllm_version", "vllm_commit", "target", "sources", "duration_s")}
+        return cls(**fields, operators=operators, baselines=baselines, mutants=mutants)
 
     @property
     def viewer_score(self) -> float | None:

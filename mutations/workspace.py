@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock, Timeout
-
-from guards.errors import StagingFailed, WorkDirBusy
-from mutations import ownership
+from warnonce_guard.guards.errors import StagingFailed, WorkDirBusy
+from warnonce_guard.mutations import ownership
 
 LOCK_NAME = ".warnonce-guard.lock"
 

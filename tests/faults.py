@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toy import INTERFACE, make_tree
-
-from mutations.operators import OPERATORS, apply_operator
+from warnonce_guard.mutations.operators import OPERATORS, apply_operator
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ("staging", "generation", "baseline", "mutants", "report")
 # One site in the toy tree: one mutant per operator that fits its call (from the operator registry).
 MUTANTS = sum(len(apply_operator(name, INTERFACE)) for name in OPERATORS)
 ERROR_PREFIX = "warnonce-guard: error: "
+SESSION_MODULE = "warnonce_guard.mutations.engine.session"  # in the mutmut session's command line
 
 
 # --- trees -----------------------------------------------------------------------------------------------
@@ -106,7 +106,7 @@ def hash_tree(*roots: Path) -> dict[str, str]:
 
 def cli_args(tree: Path, out: Path, work: Path, viewer: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "mutations.cli", "mutate",
+        sys.executable, "-m", "warnonce_guard.mutations.cli", "mutate",
         "--vllm-src", str(tree), "--out", str(out), "--work-dir", str(work), "--viewer-js", str(viewer), *extra,
     ]  # fmt: skip
 
@@ -192,7 +192,7 @@ def children_of(pid: int) -> list[int]:
 
 
 def session_alive(work: Path) -> bool:
-    return any("mutations.engine.session" in cmd for _, cmd in processes_mentioning(str(work)))
+    return any(SESSION_MODULE in cmd for _, cmd in processes_mentioning(str(work)))
 
 
 def survivors(work: Path, within_s: float = 1.0) -> list[tuple[int, str]]:

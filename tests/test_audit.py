@@ -8,10 +8,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from guards.audit import BadBaseline, Finding, audit, findings_in_source, load_baseline
-from guards.errors import SourceDoesNotParse
-from mutations.cli import main
+from warnonce_guard.guards.audit import BadBaseline, Finding, audit, findings_in_source, load_baseline
+from warnonce_guard.guards.errors import SourceDoesNotParse
+from warnonce_guard.mutations.cli import main
 
 FILE = "vllm/platforms/x.py"
 
@@ -406,7 +405,7 @@ def test_unparsable_file_in_the_tree_is_a_one_line_error(tmp_path: Path, capsys:
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
 def test_audit_of_the_installed_vllm_covers_every_file() -> None:
-    from guards.target import installed
+    from warnonce_guard.guards.target import installed
 
     target = installed()
     result = audit(target.root)

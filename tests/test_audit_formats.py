@@ -8,10 +8,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from guards.audit import CODES, NoPythonFiles, audit_paths, compare
-from guards.audit_formats import RULE_NAMES, github, sarif, text
-from mutations.cli import main
+from warnonce_guard.guards.audit import CODES, NoPythonFiles, audit_paths, compare
+from warnonce_guard.guards.audit_formats import RULE_NAMES, github, sarif, text
+from warnonce_guard.mutations.cli import main
 
 SCHEMA = Path(__file__).resolve().parent / "schemas" / "sarif-2.1.0-rtm.5.json"
 LEAK = """\

@@ -10,8 +10,7 @@ import weakref
 from collections.abc import Iterator
 
 import pytest
-
-from guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, KernelBlocker, blocking, stubbing
+from warnonce_guard.guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, KernelBlocker, blocking, stubbing
 
 KERNEL = "warnonce_toy_pkg._C"
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from toy import INTERFACE, make_tree
-
-from guards.errors import ExitCode, NotAVllmTree, NothingToCheck, SourceDoesNotParse, TargetNotFound
+from toy import CLI, INTERFACE, make_tree
+from warnonce_guard.guards.errors import ExitCode, NotAVllmTree, NothingToCheck, SourceDoesNotParse, TargetNotFound
 
 pytestmark = pytest.mark.slow  # runs the command line in subprocesses
 
@@ -17,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mutations.cli", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd)
 
 
 def one_line_error(run: subprocess.CompletedProcess[str], code: int, *words: str) -> None:

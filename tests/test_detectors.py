@@ -5,10 +5,17 @@ from __future__ import annotations
 from dataclasses import fields, replace
 
 import pytest
-
-from guards import detectors
-from guards.detectors import DETECTORS, OBSERVATION_FIELDS, Detector, Finding, clean_observation, example_leak, findings
-from guards.observe import Observation
+from warnonce_guard.guards import detectors
+from warnonce_guard.guards.detectors import (
+    DETECTORS,
+    OBSERVATION_FIELDS,
+    Detector,
+    Finding,
+    clean_observation,
+    example_leak,
+    findings,
+)
+from warnonce_guard.guards.observe import Observation
 
 TEXT = clean_observation().expected_message
 IDS = [d.name for d in DETECTORS]

@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 from toy import EAGER_CALL, PLATFORM_SOURCE, purge, unique_package, write_toy
-
-from guards import detectors
-from guards.drive import drive, once_caches
-from guards.errors import PlatformImportFailed
-from guards.observe import Observation
-from guards.outcome import LeakDetected, SiteUnreached, check_site
-from guards.records import RecordKind
-from guards.sites import Site, discover
+from warnonce_guard.guards import detectors
+from warnonce_guard.guards.drive import drive, once_caches
+from warnonce_guard.guards.errors import PlatformImportFailed
+from warnonce_guard.guards.observe import Observation
+from warnonce_guard.guards.outcome import LeakDetected, SiteUnreached, check_site
+from warnonce_guard.guards.records import RecordKind
+from warnonce_guard.guards.sites import Site, discover
 
 PLATFORM = PLATFORM_SOURCE
 
@@ -313,7 +312,7 @@ def test_without_evidence_the_leak_is_still_found_only_the_chains_are_left_out(
     toy: Toy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     package, (site,) = toy(call=LIVE_REPR)
-    monkeypatch.setattr("guards.drive._EVIDENCE", False)
+    monkeypatch.setattr("warnonce_guard.guards.drive._EVIDENCE", False)
 
     obs = drive(site, package=package)
 

@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-
-from mutations.engine import layout, state
-from mutations.engine.status import DEFAULT_STATUS, EXIT_CODE_STATUS
-from mutations.workspace import Workspace
+from warnonce_guard.mutations.engine import layout, state
+from warnonce_guard.mutations.engine.status import DEFAULT_STATUS, EXIT_CODE_STATUS
+from warnonce_guard.mutations.workspace import Workspace
 
 FILE = "vllm/platforms/interface.py"
 M1, M2 = "vllm.platforms.interface.xǁPǁf__mutmut_1", "vllm.platforms.interface.xǁPǁf__mutmut_2"

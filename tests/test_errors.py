@@ -5,9 +5,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-import guards
-import mutations
-from guards.errors import ExitCode, GuardError, exit_code_table
+from warnonce_guard import guards, mutations
+from warnonce_guard.guards.errors import ExitCode, GuardError, exit_code_table
 
 
 def every_error_class() -> list[type[GuardError]]:

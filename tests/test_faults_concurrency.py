@@ -21,8 +21,7 @@ from faults import (
     survivors,
     wait_until,
 )
-
-from guards.errors import ExitCode
+from warnonce_guard.guards.errors import ExitCode
 
 pytestmark = pytest.mark.slow
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from faults import (
     PHASES,
+    SESSION_MODULE,
     CleanRun,
     RunDirs,
     Started,
@@ -45,11 +46,10 @@ from faults import (
     survivors,
     wait_until,
 )
-
-from guards.errors import ExitCode
-from guards.records import mutant_session_path, read_session
-from mutations.results import judge
-from mutations.verdicts import KILLED, NOT_RUN
+from warnonce_guard.guards.errors import ExitCode
+from warnonce_guard.guards.records import mutant_session_path, read_session
+from warnonce_guard.mutations.results import judge
+from warnonce_guard.mutations.verdicts import KILLED, NOT_RUN
 
 pytestmark = pytest.mark.slow
 
@@ -201,7 +201,7 @@ def test_the_session_killed_alone_is_one_line_then_a_rerun_gives_the_clean_verdi
     for dirs in fresh_dirs(tmp_path, untouched_user_tree, f"session-{phase}"):
         started = start(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), tmp_path, dirs.work.parent / "logs")
         reached = wait_until(lambda dirs=dirs: in_phase(phase, dirs), started.proc)
-        sessions = [pid for pid, cmd in processes_mentioning(str(dirs.work)) if "mutations.engine.session" in cmd]
+        sessions = [pid for pid, cmd in processes_mentioning(str(dirs.work)) if SESSION_MODULE in cmd]
         if reached and sessions:
             os.kill(sessions[0], signal.SIGKILL)
         code = started.wait()

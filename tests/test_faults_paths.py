@@ -10,18 +10,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from faults import ROOT, CleanRun, cli_args, hash_tree, one_line_error, read_verdicts, run
-from toy import make_tree
-
-from guards.errors import ExitCode
-from mutations.cli import main
-from mutations.ownership import Kind, mark
+from toy import CLI, make_tree
+from warnonce_guard.guards.errors import ExitCode
+from warnonce_guard.mutations.cli import main
+from warnonce_guard.mutations.ownership import Kind, mark
 
 
 @dataclass(frozen=True)
@@ -262,7 +260,7 @@ def test_bad_input_is_refused_by_the_command_line(
 ) -> None:
     def command_line(argv: list[str]) -> tuple[int, str]:
         env = dict(os.environ, PYTHONPATH=str(ROOT))  # the current directory is the user's, not this checkout
-        done = subprocess.run([sys.executable, "-m", "mutations.cli", *argv], capture_output=True, text=True, env=env)
+        done = subprocess.run([*CLI, *argv], capture_output=True, text=True, env=env)
         return done.returncode, done.stderr
 
     record_property("outcome", refused(area, CASES[name], command_line))

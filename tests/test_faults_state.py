@@ -29,6 +29,7 @@ STATE_FILES = {  # in the workspace
     "guard-session": f"attribution/mutants/{MUTANT}.json",
     "mutants-file": "mutants/vllm/platforms/interface.py",  # mutmut's, holding the mutants
     "linked-file": "mutants/vllm/logger.py",  # a hard link to the pristine copy
+    "result.json": "result.json",  # the complete run's verdicts, reused while nothing changed
 }
 FOREIGN = {  # JSON that parses, of another shape
     ".meta": "[]",
@@ -38,6 +39,7 @@ FOREIGN = {  # JSON that parses, of another shape
     "staged.json": "[]",
     "mutmut-stats.json": "{}",
     "guard-session": "{}",
+    "result.json": "{}",
 }
 CASES = [(name, how) for name in STATE_FILES for how in ("truncated", "deleted")] + [(n, "foreign") for n in FOREIGN]
 
@@ -66,6 +68,8 @@ def test_damaged_state_then_rerun(
     subprocess.run(["cp", "-a", str(clean_run.work), str(work)], check=True)  # hard links kept
     (ws,) = [path for path in work.iterdir() if path.is_dir()]
     damage(ws / STATE_FILES[name], name, how)
+    if name != "result.json":  # else the rerun would reuse the stored verdicts and never read the damaged file
+        (ws / "result.json").unlink()
 
     rerun = run(cli_args(untouched_user_tree, tmp_path / "report", work, small_viewer), cwd=tmp_path)
 

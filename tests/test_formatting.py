@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from guards.formatting import Placeholder, placeholder_for_arg, placeholders, with_conversion
+from warnonce_guard.guards.formatting import Placeholder, placeholder_for_arg, placeholders, with_conversion
 
 
 def spans(fmt: str) -> list[tuple[str, str, int | None]]:

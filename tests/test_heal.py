@@ -7,11 +7,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-
-from mutations.engine import layout, state
-from mutations.identify import NamedMutant
-from mutations.run import heal
-from mutations.workspace import Workspace
+from warnonce_guard.mutations.engine import layout, state
+from warnonce_guard.mutations.identify import NamedMutant
+from warnonce_guard.mutations.run import heal
+from warnonce_guard.mutations.workspace import Workspace
 
 FILE = "vllm/platforms/interface.py"
 M1, M2 = "vllm.platforms.interface.xǁPǁf__mutmut_1", "vllm.platforms.interface.xǁPǁf__mutmut_2"

@@ -5,10 +5,9 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
-from guards.audit import findings_in_source
-from guards.liveness import EXAMPLES, EXCEPTION, Example, classify_source
-from guards.sites import sites_in_source
+from warnonce_guard.guards.audit import findings_in_source
+from warnonce_guard.guards.liveness import EXAMPLES, EXCEPTION, Example, classify_source
+from warnonce_guard.guards.sites import sites_in_source
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.argument for e in EXAMPLES])

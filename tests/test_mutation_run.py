@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from toy import INTERFACE, fitting_operators, make_tree
-
-from guards.errors import EngineFailed, ExitCode
-from guards.target import source_tree
-from mutations import run as run_module
-from mutations import stage
-from mutations.run import mutate
+from toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
+from warnonce_guard.guards.errors import EngineFailed, ExitCode, TargetChanged
+from warnonce_guard.guards.target import source_tree
+from warnonce_guard.mutations import run as run_module
+from warnonce_guard.mutations import stage
+from warnonce_guard.mutations.run import mutate
 
 pytestmark = pytest.mark.slow
 
@@ -141,7 +140,7 @@ def test_a_session_that_fails_after_generating_is_an_error_not_a_report_of_unrea
 
 CRASHING_SESSION = """
 import sys
-from mutations.engine import session
+from warnonce_guard.mutations.engine import session
 
 def crash(*args):
     raise KeyError("tests_by_mangled_function_name")  # as mutmut's load_stats does on a stats file it cannot read
@@ -161,3 +160,22 @@ def test_a_crash_inside_the_session_is_its_own_exit_code_not_mutmuts_clean_guard
     )
     assert done.returncode == ExitCode.ENGINE_FAILED, done.stderr  # not 1: that means "the clean guards failed"
     assert "KeyError: 'tests_by_mangled_function_name'" in done.stderr  # the traceback goes to mutmut.log
+
+
+def test_a_target_edited_during_the_run_keeps_no_verdicts_and_is_staged_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = make_tree(tmp_path / "tree")
+    real_session = run_module.run_session
+
+    def session_then_an_edit(*args: object, **kwargs: object) -> int:
+        code = real_session(*args, **kwargs)  # type: ignore[arg-type]
+        (tree / "vllm" / "logger.py").write_text(LOGGER_SOURCE + "\n# edited while the guards ran\n")
+        return code
+
+    monkeypatch.setattr(run_module, "run_session", session_then_an_edit)
+    with pytest.raises(TargetChanged, match="changed while this run tested it"):
+        run(tree, tmp_path)
+    ws = workspace_of(tmp_path / "work")
+    assert not (tmp_path / "report").exists()
+    assert not (ws / "result.json").exists() and not (ws / "staged.json").exists()

@@ -6,8 +6,7 @@ import difflib
 
 import libcst as cst
 import pytest
-
-from mutations.operators import (
+from warnonce_guard.mutations.operators import (
     OPERATORS,
     apply_operator,
     describe_operators,

@@ -6,9 +6,16 @@ import os
 from pathlib import Path
 
 import pytest
-
-from guards.errors import PathRefused, PathUnusable
-from mutations.ownership import MARKER, Kind, Protected, check_out_dir, check_readable_file, check_work_root, mark
+from warnonce_guard.guards.errors import PathRefused, PathUnusable
+from warnonce_guard.mutations.ownership import (
+    MARKER,
+    Kind,
+    Protected,
+    check_out_dir,
+    check_readable_file,
+    check_work_root,
+    mark,
+)
 
 
 @pytest.fixture

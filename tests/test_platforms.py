@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 from toy import INTERFACE, fitting_operators, make_tree
-
-from guards.errors import NothingToCheck
-from guards.platforms import PlatformNotFound, load_class
+from warnonce_guard.guards.errors import NothingToCheck
+from warnonce_guard.guards.platforms import PlatformNotFound, load_class
 
 INHERITS = """
 from vllm.platforms.interface import Platform
@@ -62,7 +61,7 @@ def make_plugins(root: Path, override_args: str = EAGER) -> Path:
 def cli(tree: Path, plugins: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(plugins), os.environ.get("PYTHONPATH", "")]))
     return subprocess.run(
-        [sys.executable, "-m", "mutations.cli", *args],
+        [sys.executable, "-m", "warnonce_guard.mutations.cli", *args],
         env=env,
         capture_output=True,
         text=True,

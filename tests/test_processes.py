@@ -8,8 +8,7 @@ import os
 import signal
 
 import pytest
-
-from mutations import processes
+from warnonce_guard.mutations import processes
 
 _PR_GET_PDEATHSIG = 2
 

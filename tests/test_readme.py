@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from mutations import readme
+from warnonce_guard.mutations import readme
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -34,5 +33,8 @@ def test_check_mode_exits_1_on_a_stale_block(tmp_path: Path, monkeypatch: pytest
 
 
 def test_ci_runs_the_readme_test_command_and_the_main_job() -> None:
-    assert "python3 -m nox -s tests" in README and "python3 -m nox -s tests" in CI
-    assert "python3 -m nox -s mutation" in README and "python3 -m nox -s mutation" in CI
+    setup = "python3 -m venv .venv && .venv/bin/pip install nox==2026.10.20"
+    for session in ("tests", "mutation"):
+        assert f"    {setup} && .venv/bin/nox -s {session}\n" in README
+        assert f"\n.venv/bin/nox -s {session}\n" in CI
+    assert "python3 -m venv .venv\n.venv/bin/python -m pip install -q nox==2026.10.20\n" in CI

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from guards.records import (
+from warnonce_guard.guards.records import (
     EngineProtocol,
     GuardRecord,
     GuardSession,

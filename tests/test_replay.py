@@ -11,10 +11,10 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from toy import CLI
 
 REPLAYED = os.environ.get("WARNONCE_GUARD_REPLAY")
 LEAK_DETECTORS = ("exception retained", "owner pinned", "warning repeated")
@@ -27,7 +27,7 @@ pytestmark = [
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mutations.cli", *args], capture_output=True, text=True, check=False, cwd=cwd
+        [*CLI, *args], capture_output=True, text=True, check=False, cwd=cwd
     )
 
 

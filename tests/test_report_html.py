@@ -18,10 +18,9 @@ import zlib
 from pathlib import Path
 
 import pytest
-from test_report_support import CPU, CUDA, npm_prefix, sample_result
-
-from mutations.report import html, npm, write_report
-from mutations.report.errors import ViewerMissing
+from test_report_support import CPU, CUDA, sample_result
+from warnonce_guard.mutations.report import html, viewer, write_report
+from warnonce_guard.mutations.report.errors import ViewerMissing
 
 CHROMIUM = Path("/usr/bin/chromium")
 needs_chromium = pytest.mark.skipif(
@@ -129,7 +128,7 @@ def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
 @pytest.fixture(scope="module")
 def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report") / "mutation-report"
-    write_report(sample_result(), out, npm.find_viewer(npm_prefix()))
+    write_report(sample_result(), out, viewer.find_viewer())
     return out
 
 
@@ -167,7 +166,7 @@ def test_screenshot_of_the_page_is_not_blank(report_dir: Path, tmp_path: Path) -
 
 def test_page_inlines_the_bundle_and_loads_nothing_from_outside(report_dir: Path) -> None:
     page = (report_dir / "index.html").read_text(encoding="utf-8")
-    bundle = npm.find_viewer(npm_prefix()).read_text(encoding="utf-8")
+    bundle = viewer.find_viewer().read_text(encoding="utf-8")
     assert bundle in page
     assert not re.search(r"<(script|link|img)\b[^>]*\b(src|href)=", page)
 
@@ -185,9 +184,14 @@ def test_bundle_that_would_break_the_script_element_goes_in_as_a_data_url() -> N
     assert html.bundle_element("var a = 1;") == "<script>\nvar a = 1;\n</script>"
 
 
-def test_missing_viewer_is_one_line_naming_the_install_command(tmp_path: Path) -> None:
+def test_a_missing_or_changed_viewer_is_one_line_naming_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    changed = tmp_path / "mutation-test-elements.js"
+    changed.write_text("/* not the shipped bundle */", encoding="utf-8")
+    monkeypatch.setattr(viewer, "VIEWER_JS", changed)
     with pytest.raises(ViewerMissing) as raised:
-        write_report(sample_result(), tmp_path / "out", npm.find_viewer(tmp_path / "no-npm"))
+        write_report(sample_result(), tmp_path / "out")
     message = str(raised.value)
-    assert "\n" not in message and "python -m mutations.report.npm" in message and "npm ci --prefix" in message
+    assert "\n" not in message and "reinstall warnonce-guard" in message
     assert raised.value.exit_code != 2 and not (tmp_path / "out").exists()

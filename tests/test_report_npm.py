@@ -1,4 +1,4 @@
-"""The pinned npm packages: `npm ci` from requirements/npm into a prefix, found again by path."""
+"""The pinned npm packages: `npm ci` from requirements/npm into a prefix, and the vendored copies of their files."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 from test_report_support import npm_prefix
-
-from mutations.report import npm
-from mutations.report.errors import NpmInstallFailed, ViewerMissing
+from warnonce_guard.mutations.report import npm, viewer
+from warnonce_guard.mutations.report.errors import NpmInstallFailed, ViewerMissing
 
 
 def test_versions_are_pinned_exactly_in_manifest_and_lockfile() -> None:
@@ -22,11 +21,18 @@ def test_versions_are_pinned_exactly_in_manifest_and_lockfile() -> None:
         assert entry["version"] == version and entry["integrity"].startswith("sha512-")
 
 
-def test_install_puts_the_viewer_and_schema_under_the_prefix() -> None:
+def test_the_vendored_files_are_byte_for_byte_the_pinned_packages_files() -> None:
     prefix = npm_prefix()
     assert npm.is_installed(prefix)
-    assert npm.find_viewer(prefix).name == "mutation-test-elements.js"
-    assert npm.find_schema(prefix).suffix == ".json"
+    for name, (package, relative) in npm.VENDORED.items():
+        assert (viewer.VENDOR / name).read_bytes() == npm.installed_file(prefix, relative).read_bytes(), name
+        assert viewer.manifest()[name]["version"] == npm.pinned()[package]
+
+
+def test_the_vendored_files_match_their_recorded_digests() -> None:
+    assert viewer.find_viewer().name == "mutation-test-elements.js"
+    assert viewer.find_schema().suffix == ".json"
+    assert sorted(viewer.manifest()) == sorted(npm.VENDORED)
 
 
 def test_install_is_a_no_op_when_the_pins_are_there(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,9 +54,9 @@ def test_missing_npm_is_one_line_naming_the_fix(tmp_path: Path, monkeypatch: pyt
         npm.install(tmp_path / "prefix")
 
 
-def test_missing_schema_names_the_install_command(tmp_path: Path) -> None:
-    with pytest.raises(ViewerMissing, match=r"python -m mutations\.report\.npm"):
-        npm.find_schema(tmp_path)
+def test_a_file_missing_from_the_prefix_names_the_install_command(tmp_path: Path) -> None:
+    with pytest.raises(ViewerMissing, match=r"python -m warnonce_guard\.mutations\.report\.npm"):
+        npm.installed_file(tmp_path, npm.SCHEMA_JSON)
 
 
 def test_install_command_uses_the_lockfile() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -15,17 +14,15 @@ from test_report_support import (
     SOURCES,
     every_status_result,
     guard_id,
-    npm_prefix,
     sample_result,
 )
-
-from mutations.report import npm, stryker
-from mutations.report.errors import SourceMissing
+from warnonce_guard.mutations.report import stryker, viewer
+from warnonce_guard.mutations.report.errors import SourceMissing
 
 
 @pytest.fixture(scope="module")
 def validator() -> jsonschema.Draft7Validator:
-    schema = json.loads(npm.find_schema(npm_prefix()).read_text(encoding="utf-8"))
+    schema = json.loads(viewer.find_schema().read_text(encoding="utf-8"))
     return jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker())
 
 
@@ -130,7 +127,6 @@ def test_score_note_appears_only_when_the_viewer_would_disagree() -> None:
     assert agreeing.score_note is None
 
 
-def test_schema_file_comes_from_the_pinned_package() -> None:
-    manifest = npm_prefix() / "node_modules" / "mutation-testing-report-schema" / "package.json"
-    assert json.loads(manifest.read_text(encoding="utf-8"))["version"] == "3.8.4"
-    assert npm.find_schema(npm_prefix()).is_relative_to(Path(npm_prefix()))
+def test_the_schema_is_the_vendored_copy_of_the_pinned_package() -> None:
+    assert viewer.manifest()[viewer.SCHEMA_JSON.name]["version"] == "3.8.4"
+    assert viewer.find_schema() == viewer.SCHEMA_JSON

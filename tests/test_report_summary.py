@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from test_report_support import CPU_SITE, CUDA_SITE, guard_id, sample_result
-
-from mutations.report import summary
-from mutations.verdicts import RunResult
+from warnonce_guard.mutations.report import summary
+from warnonce_guard.mutations.verdicts import RunResult
 
 
 def test_summary_names_the_target_and_the_score() -> None:

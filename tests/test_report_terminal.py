@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 from test_report_support import CPU_SITE, sample_result
-
-from mutations.report import print_table
-from mutations.report.terminal import guard_label
-from mutations.verdicts import RunResult
+from warnonce_guard.mutations.report import print_table
+from warnonce_guard.mutations.report.terminal import guard_label
+from warnonce_guard.mutations.verdicts import RunResult
 
 
 def printed(result: RunResult, color: bool = False) -> str:

@@ -8,12 +8,11 @@ import signal
 from pathlib import Path
 
 import pytest
+import warnonce_guard.mutations.report as report
 from test_report_support import sample_result
-
-import mutations.report as report
-from guards.errors import PathRefused
-from mutations.ownership import MARKER
-from mutations.report import junit, write_report
+from warnonce_guard.guards.errors import PathRefused
+from warnonce_guard.mutations.ownership import MARKER
+from warnonce_guard.mutations.report import junit, write_report
 
 
 @pytest.fixture

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from guards.records import GuardRecord, GuardSession, Phase, RecordKind
-from mutations.engine.status import EXIT_CODE_STATUS
-from mutations.results import INTERRUPTED_CODES, judge, retest, site_baselines
-from mutations.verdicts import (
+from warnonce_guard.guards.records import GuardRecord, GuardSession, Phase, RecordKind
+from warnonce_guard.mutations.engine.status import EXIT_CODE_STATUS
+from warnonce_guard.mutations.results import INTERRUPTED_CODES, judge, retest, site_baselines
+from warnonce_guard.mutations.verdicts import (
     CRASHED,
     EXPOSED,
     GUARDED,

@@ -12,11 +12,10 @@ import pytest
 from conftest import mutmut_settings
 from mutmut.mutation import data, file_mutation, trampoline
 from mutmut.mutation.file_mutation import Mutation
-
-from guards.sites import sites_in_source
-from mutations.engine import seam
-from mutations.engine.seam import ENGINE_NAMES, SeamMismatch, check_seam, our_operators
-from mutations.operators import OPERATORS, apply_operator, operator_of
+from warnonce_guard.guards.sites import sites_in_source
+from warnonce_guard.mutations.engine import seam
+from warnonce_guard.mutations.engine.seam import ENGINE_NAMES, SeamMismatch, check_seam, our_operators
+from warnonce_guard.mutations.operators import OPERATORS, apply_operator, operator_of
 
 # Kernel-import sites per platform file in vLLM 0.33.0, all `"...: %s", repr(e)`: one mutant per site and
 # operator that fits that form.
@@ -149,8 +148,7 @@ def test_check_seam_raises_on_another_mutmut_version(monkeypatch: pytest.MonkeyP
 def test_only_the_engine_imports_mutmut() -> None:
     import ast
 
-    import guards
-    import mutations
+    from warnonce_guard import guards, mutations
 
     offenders = []
     for package in (guards, mutations):

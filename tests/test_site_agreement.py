@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
-from guards.sites import sites_in_source
-from mutations.identify import identify_file
-from mutations.operators import OPERATORS, apply_operator
+from warnonce_guard.guards.sites import sites_in_source
+from warnonce_guard.mutations.identify import identify_file
+from warnonce_guard.mutations.operators import OPERATORS, apply_operator
 
 FILE = "vllm/platforms/gen.py"
 MODULE = "vllm.platforms.gen"

@@ -7,9 +7,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from guards.errors import SourceDoesNotParse
-from guards.sites import Condition, Site, discover, might_hold_site, sites_in_source
+from warnonce_guard.guards.errors import SourceDoesNotParse
+from warnonce_guard.guards.sites import Condition, Site, discover, might_hold_site, sites_in_source
 
 FILE, MODULE = "vllm/platforms/x.py", "vllm.platforms.x"
 

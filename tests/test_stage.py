@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 from toy import INTERFACE, make_tree
-
-from guards.sites import discover
-from mutations import stage
-from mutations.engine import layout
-from mutations.engine.state import BadState
-from mutations.workspace import Workspace
+from warnonce_guard.guards.sites import discover
+from warnonce_guard.mutations import stage
+from warnonce_guard.mutations.engine import layout
+from warnonce_guard.mutations.engine.state import BadState
+from warnonce_guard.mutations.workspace import Workspace
 
 
 @pytest.fixture
@@ -79,12 +78,41 @@ def test_a_file_name_that_is_not_utf8_is_staged_and_its_copy_reused(tmp_path: Pa
     assert (ws.pristine("vllm") / odd).read_bytes() == b"x"
 
 
-def test_the_listing_digest_of_utf8_names_is_unchanged(tmp_path: Path) -> None:
+def test_the_listing_digest_covers_path_size_and_modification_time(tmp_path: Path) -> None:
     folder = make_tree(tmp_path / "tree") / "vllm"
-    before = hashlib.sha256()  # as a5d10fb computed it: the staged.json files it wrote stay valid
+    expected = hashlib.sha256()
     for root, dirs, files in os.walk(folder):
         dirs.sort()
         for name in sorted(files):
             path = os.path.join(root, name)
-            before.update(f"{os.path.relpath(path, folder)}\0{os.path.getsize(path)}\n".encode())
-    assert stage.listing_digest(folder) == before.hexdigest()
+            st = os.stat(path)
+            expected.update(f"{os.path.relpath(path, folder)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    assert stage.listing_digest(folder) == expected.hexdigest()
+
+
+def test_an_edit_in_place_that_keeps_the_size_changes_the_digest(tmp_path: Path) -> None:
+    folder = make_tree(tmp_path / "tree") / "vllm"
+    before = stage.listing_digest(folder)
+    logger = folder / "logger.py"
+    stat = logger.stat()
+    logger.write_bytes(logger.read_bytes().replace(b"logging", b"LOGGING", 1))
+    os.utime(logger, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+    assert logger.stat().st_size == stat.st_size and stage.listing_digest(folder) != before
+
+
+def test_staging_copies_the_targets_files_so_a_workspace_never_reaches_them(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    ws = Workspace(tmp_path / "ws")
+    stage.copy_packages(ws, {"vllm": tree / "vllm"})
+    staged = ws.pristine("vllm") / "logger.py"
+    assert not os.path.samefile(staged, tree / "vllm" / "logger.py")
+    assert staged.stat().st_mtime_ns == (tree / "vllm" / "logger.py").stat().st_mtime_ns  # .pyc files stay valid
+
+
+def test_a_header_only_folder_is_not_staged(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    (tree / "vllm" / "third_party" / "include").mkdir(parents=True)
+    (tree / "vllm" / "third_party" / "include" / "kernel.h").write_text("/* C */\n")
+    ws = Workspace(tmp_path / "ws")
+    stage.copy_packages(ws, {"vllm": tree / "vllm"})
+    assert not (ws.pristine("vllm") / "third_party").exists()

@@ -6,9 +6,8 @@ import enum
 import types
 
 import pytest
-
-from guards.sites import Condition
-from guards.steering import CannotSteer, steered
+from warnonce_guard.guards.sites import Condition
+from warnonce_guard.guards.steering import CannotSteer, steered
 
 
 class Arch(enum.Enum):

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 from toy import LOGGER_SOURCE, purge, unique_package, write
-
-from guards.strict import Violation, offence, wrap
+from warnonce_guard.guards.strict import Violation, offence, wrap
 
 pytest_plugins = ["pytester"]
 
@@ -95,7 +94,7 @@ def test_eagerly_formatted_exception_passes(inner: pytest.Pytester) -> None:
     inner.runpytest_subprocess("--warnonce-strict").assert_outcomes(passed=1)
 
 
-@pytest.mark.parametrize("args", [[], ["-p", "guards.strict"]], ids=["entry-point", "dash-p"])
+@pytest.mark.parametrize("args", [[], ["-p", "warnonce_guard.guards.strict"]], ids=["entry-point", "dash-p"])
 def test_plugin_is_off_unless_asked_for(inner: pytest.Pytester, args: list[str]) -> None:
     inner.makepyfile(test_leak=LEAK)
     inner.runpytest_subprocess(*args).assert_outcomes(passed=1)
@@ -270,9 +269,9 @@ def test_call_outside_any_test_fails_the_session(inner: pytest.Pytester) -> None
 
 
 def test_entry_point_registers_the_plugin_under_its_module_name() -> None:
-    # Named after the module so that `-p guards.strict` and the entry point register one plugin, not two.
+    # Named after the module so that `-p warnonce_guard.guards.strict` and the entry point register one plugin, not two.
     plugins = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="pytest11")}
-    assert plugins.get("guards.strict") == "guards.strict"
+    assert plugins.get("warnonce_guard.guards.strict") == "warnonce_guard.guards.strict"
 
 
 @pytest.mark.parametrize(

@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from guards.errors import WorkDirBusy
-from mutations.ownership import MARKER, Kind, mark, marked
-from mutations.workspace import WorkRoot, remove_marked
+from warnonce_guard.guards.errors import WorkDirBusy
+from warnonce_guard.mutations.ownership import MARKER, Kind, mark, marked
+from warnonce_guard.mutations.workspace import WorkRoot, remove_marked
 
 
 def test_a_second_claim_of_the_same_root_is_refused_while_the_first_holds_it(tmp_path: Path) -> None:

@@ -87,6 +87,9 @@ class Platform:
 
 EAGER_CALL = 'logger.warning_once("Failed to import from PKG._C: %s", repr(e))'
 
+# The command line, run in a subprocess as a user runs it.
+CLI = [sys.executable, "-m", "warnonce_guard.mutations.cli"]
+
 _names = itertools.count()
 
 
@@ -136,6 +139,6 @@ def make_tree(root: Path, interface: str = INTERFACE) -> Path:
 
 def fitting_operators(source: str) -> list[str]:
     """The operators (by name, sorted) that make a mutant of `source`: what a run of it must report."""
-    from mutations.operators import OPERATORS, apply_operator
+    from warnonce_guard.mutations.operators import OPERATORS, apply_operator
 
     return sorted(name for name in OPERATORS if apply_operator(name, source))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mutations.workspace import Workspace
+from warnonce_guard.mutations.workspace import Workspace
 
 STATS = "mutmut-stats.json"
 

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
-
-from mutations.engine.seam import our_operators
-from mutations.operators import Anchors
+from warnonce_guard.mutations.engine.seam import our_operators
+from warnonce_guard.mutations.operators import Anchors
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 
-from guards.errors import EngineFailed
-from guards.site_rule import DEFAULT_KERNEL_PATTERN
-from mutations.operators import PACKAGE, Anchors, operators_for
+from warnonce_guard.guards.errors import EngineFailed
+from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN
+from warnonce_guard.mutations.operators import PACKAGE, Anchors, operators_for
 
 PINNED_MUTMUT = "3.8.1"
 SEAM_MODULE = "mutmut.mutation.file_mutation"
@@ -57,9 +57,8 @@ def check_seam() -> None:
             if not hasattr(module, name):
                 raise SeamMismatch(f"{module_name} has no `{name}`: the engine's seam moved; re-check mutmut")
     from mutmut.mutation import data, file_mutation, trampoline
-
-    from mutations.engine.session import MUTANT_VARIABLE
-    from mutations.engine.state import META_KEYS
+    from warnonce_guard.mutations.engine.session import MUTANT_VARIABLE
+    from warnonce_guard.mutations.engine.state import META_KEYS
 
     code = getattr(getattr(file_mutation, "create_mutations", None), "__code__", None)
     if code is None or SEAM_ATTRIBUTE not in code.co_names:

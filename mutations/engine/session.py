@@ -22,13 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from guards.errors import ExitCode, GuardError
-from guards.sites import Site
-from mutations.engine import state
-from mutations.engine.seam import our_operators
-from mutations.operators import anchors_of
-from mutations.processes import die_with_parent
-from mutations.workspace import Workspace
+from warnonce_guard.guards.errors import ExitCode, GuardError
+from warnonce_guard.guards.sites import Site
+from warnonce_guard.mutations.engine import state
+from warnonce_guard.mutations.engine.seam import our_operators
+from warnonce_guard.mutations.operators import anchors_of
+from warnonce_guard.mutations.processes import die_with_parent
+from warnonce_guard.mutations.workspace import Workspace
 
 # mutmut's protocol with the tests it runs, passed on to the guards' conftest (guards.records) by name:
 MUTANT_VARIABLE = "MUTANT_UNDER_TEST"  # the mutant a test process runs; mutmut sets it before each session

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mutations.engine import layout
-from mutations.workspace import Workspace
+from warnonce_guard.mutations.engine import layout
+from warnonce_guard.mutations.workspace import Workspace
 
 META_KEYS = frozenset(
     {

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from guards.errors import ReportFailed
-from mutations import ownership
-from mutations.report import atomic, html, junit, stryker, summary
-from mutations.report.terminal import print_table
-from mutations.verdicts import RunResult
+from warnonce_guard.guards.errors import ReportFailed
+from warnonce_guard.mutations import ownership
+from warnonce_guard.mutations.report import atomic, html, junit, stryker, summary, viewer
+from warnonce_guard.mutations.report.terminal import print_table
+from warnonce_guard.mutations.verdicts import RunResult
 
 __all__ = ["FILES", "print_table", "write_report"]
 
@@ -26,14 +26,12 @@ def write_report(result: RunResult, out_dir: Path, viewer_js: Path | None = None
     `out_dir` must be missing, empty or an earlier report (its marker present): anything else is refused
     (`PathRefused`) and left as it was.
 
-    `viewer_js` is mutation-testing-elements' `dist/mutation-test-elements.js`; by default the one
-    `python -m mutations.report.npm` installs under `.nox/npm` (`ViewerMissing` if absent). Nothing
-    is written until every file has been rendered into a temporary sibling of `out_dir`.
+    `viewer_js` is mutation-testing-elements' `dist/mutation-test-elements.js`; by default the one this
+    package ships (`report.viewer`). Nothing is written until every file has been rendered into a
+    temporary sibling of `out_dir`.
     """
-    from mutations.report import npm  # here, so `python -m mutations.report.npm` runs it without a double import
-
     out_dir = ownership.check_out_dir(Path(out_dir), ())  # again at the last moment: replace only what is ours
-    bundle = (viewer_js if viewer_js is not None else npm.find_viewer()).read_text(encoding="utf-8")
+    bundle = (viewer_js if viewer_js is not None else viewer.find_viewer()).read_text(encoding="utf-8")
     report = stryker.build(result)
     title = f"warnonce-guard mutation report: vLLM {result.vllm_version}"
     try:

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from mutations import ownership
+from warnonce_guard.mutations import ownership
 
 
 @contextlib.contextmanager

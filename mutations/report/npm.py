@@ -1,20 +1,26 @@
-"""The pinned npm packages the report needs: the HTML viewer bundle and the Stryker report schema.
+"""The npm packages the report's vendored files come from (a checkout's tool; a run never calls npm).
 
 `requirements/npm/package.json` pins them exactly and `package-lock.json` pins their integrity hashes;
 `install()` copies both into a prefix folder (default `.nox/npm` in the checkout) and runs
-`npm ci --prefix DIR` there, so every run gets byte-identical packages. `python -m mutations.report.npm`
-does the same from a shell.
+`npm ci --prefix DIR` there, so every install gets byte-identical packages; `vendor()` copies the
+viewer bundle, the schema and their licence into the package's `vendor/` folder
+(`warnonce_guard.mutations.report.viewer`) and records their digests.
+
+    python -m warnonce_guard.mutations.report.npm [PREFIX]            install the pins
+    python -m warnonce_guard.mutations.report.npm --vendor [PREFIX]   install, then refresh vendor/
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from mutations.report.errors import NpmInstallFailed, ViewerMissing
+from warnonce_guard.mutations.report import viewer
+from warnonce_guard.mutations.report.errors import NpmInstallFailed, ViewerMissing
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "requirements" / "npm"
@@ -60,35 +66,49 @@ def install(prefix: Path = DEFAULT_PREFIX, requirements: Path = REQUIREMENTS) ->
 
 
 def fix_hint(prefix: Path) -> str:
-    return f"run `python -m mutations.report.npm {prefix}` (npm ci --prefix {prefix} with requirements/npm/)"
+    return f"run `python -m warnonce_guard.mutations.report.npm {prefix}` (npm ci --prefix {prefix})"
 
 
-def find_viewer(prefix: Path = DEFAULT_PREFIX) -> Path:
-    """The viewer bundle under `prefix`, or `ViewerMissing` naming the install command."""
-    path = prefix / VIEWER_JS
+def installed_file(prefix: Path, relative: Path) -> Path:
+    """A file of the installed pins under `prefix`, or `ViewerMissing` naming the install command."""
+    path = prefix / relative
     if not path.is_file():
-        raise ViewerMissing(f"the report viewer {path} is not installed; {fix_hint(prefix)}")
+        raise ViewerMissing(f"{path} is not installed; {fix_hint(prefix)}")
     return path
 
 
-def find_schema(prefix: Path = DEFAULT_PREFIX) -> Path:
-    """The Stryker report JSON schema under `prefix`, or `ViewerMissing` naming the install command."""
-    path = prefix / SCHEMA_JSON
-    if not path.is_file():
-        raise ViewerMissing(f"the report schema {path} is not installed; {fix_hint(prefix)}")
-    return path
+# vendored file name -> (npm package, path inside the prefix)
+VENDORED = {
+    viewer.VIEWER_JS.name: ("mutation-testing-elements", VIEWER_JS),
+    viewer.SCHEMA_JSON.name: ("mutation-testing-report-schema", SCHEMA_JSON),
+    "LICENSE": ("mutation-testing-elements", Path("node_modules/mutation-testing-elements/LICENSE")),
+}
+
+
+def vendor(prefix: Path = DEFAULT_PREFIX, requirements: Path = REQUIREMENTS) -> Path:
+    """Copy the pinned files into the package's vendor/ folder and record their digests; returns the folder."""
+    install(prefix, requirements)
+    versions = pinned(requirements)
+    entries = {}
+    for name, (package, relative) in VENDORED.items():
+        data = installed_file(prefix, relative).read_bytes()
+        (viewer.VENDOR / name).write_bytes(data)
+        entries[name] = {"package": package, "version": versions[package], "sha256": hashlib.sha256(data).hexdigest()}
+    viewer.MANIFEST.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return viewer.VENDOR
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m mutations.report.npm [PREFIX]`: install the pinned packages, print where."""
+    """Install the pinned packages (and with --vendor refresh vendor/), print where."""
     args = sys.argv[1:] if argv is None else argv
-    prefix = Path(args[0]).resolve() if args else DEFAULT_PREFIX
+    refresh = "--vendor" in args
+    rest = [a for a in args if a != "--vendor"]
+    prefix = Path(rest[0]).resolve() if rest else DEFAULT_PREFIX
     try:
-        install(prefix)
-    except NpmInstallFailed as err:
-        print(f"error: {err}", file=sys.stderr)
-        return err.exit_code
-    print(prefix)
+        print(vendor(prefix) if refresh else install(prefix))
+    except (NpmInstallFailed, ViewerMissing) as err:
+        print(f"warnonce-guard: error: {err}", file=sys.stderr)
+        return int(err.exit_code)
     return 0
 
 

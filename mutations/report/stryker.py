@@ -23,8 +23,8 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from mutations.report.errors import SourceMissing
-from mutations.verdicts import (
+from warnonce_guard.mutations.report.errors import SourceMissing
+from warnonce_guard.mutations.verdicts import (
     CRASHED,
     EXPOSED,
     KILLED,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from mutations.verdicts import (
+from warnonce_guard.mutations.verdicts import (
     GUARDED,
     KILLED,
     SKIPPED,

@@ -7,9 +7,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-
-from guards.sites import Site
-from mutations.verdicts import EXPOSED, KILLED, UNREACHED, RunResult, percent
+from warnonce_guard.guards.sites import Site
+from warnonce_guard.mutations.verdicts import EXPOSED, KILLED, UNREACHED, RunResult, percent
 
 STYLES = {
     "killed": "green",
