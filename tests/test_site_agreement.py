@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from warnonce_guard.guards.sites import sites_in_source
+from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN
+from warnonce_guard.guards.sites import _SiteFinder, sites_in_source
 from warnonce_guard.mutations.identify import identify_file
 from warnonce_guard.mutations.operators import OPERATORS, apply_operator
 
@@ -108,6 +109,8 @@ variants = st.builds(
 def check_agreement(variant: Variant) -> None:
     source = variant.source()
     sites = sites_in_source(source, FILE, MODULE)
+    whole = _SiteFinder._whole(source, FILE, MODULE, "vllm", DEFAULT_KERNEL_PATTERN) if sites else []
+    assert sites == sorted(whole, key=lambda s: (s.line, s.column)), source  # parsing regions = parsing the file
     mutable = {(s.line, s.column): s for s in sites if s.mutable}
     identities = identify_file(source, FILE, sites)
 
