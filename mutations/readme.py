@@ -1,7 +1,7 @@
 """README's generated blocks: the operator, detector, liveness and exit-code tables, from their registries.
 
-    python -m mutations.readme           rewrite the blocks in README.md
-    python -m mutations.readme --check   exit 1 (and say which) when a block is out of date
+    python -m warnonce_guard.mutations.readme           rewrite the blocks in README.md
+    python -m warnonce_guard.mutations.readme --check   exit 1 (and say which) when a block is out of date
 
 A block sits between `<!-- NAME:start ... -->` and `<!-- NAME:end -->`; everything else is left as written.
 """
@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     if "--check" in args:
         stale = stale_blocks(text)
         for name in stale:
-            print(f"README.md: the {name} block is out of date; run `python -m mutations.readme`", file=sys.stderr)
+            fix = "python -m warnonce_guard.mutations.readme"
+            print(f"README.md: the {name} block is out of date; run `{fix}`", file=sys.stderr)
         return 1 if stale else 0
     README.write_text(render(text), encoding="utf-8")
     return 0

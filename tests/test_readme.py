@@ -13,7 +13,7 @@ CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
 def test_every_generated_block_is_up_to_date() -> None:
-    assert readme.stale_blocks(README) == []  # else run `python -m mutations.readme`
+    assert readme.stale_blocks(README) == []  # else run `python -m warnonce_guard.mutations.readme`
 
 
 @pytest.mark.parametrize("name", list(readme.BLOCKS))
