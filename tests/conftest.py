@@ -1,5 +1,6 @@
-"""Fixtures shared by the test modules. Toy sources are built by tests/toy.py; the fault-injection
-tests' helpers are in tests/faults.py.
+"""Fixtures shared by the test modules. Toy sources (and a throwaway mutmut config) are built by
+tests/toy.py, hand-made records of a run by tests/records_support.py; the fault-injection tests' helpers
+are in tests/faults.py. Test modules import those helper modules, never each other.
 
 mutmut: `mutmut_settings` / `mutmut_config` make a throwaway mutmut config current (its generator reads
 one). Faults: a module picks its tree by overriding `fault_shape`; `clean_run` is one uninterrupted run
@@ -9,23 +10,11 @@ of that tree in a fresh work directory, made once per module, that every faulty 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from faults import MUTANTS, CleanRun, TreeShape, cli_args, fault_tree, hash_tree, read_verdicts, run
-
-
-@contextmanager
-def mutmut_settings(directory: Path) -> Iterator[None]:
-    """A throwaway mutmut config in `directory`, current for the block: mutmut's generator reads one."""
-    from mutmut import configuration
-
-    (directory / "setup.cfg").write_text("[mutmut]\nsource_paths = src\n")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(directory)
-        patch.setattr(configuration, "_config", None)
-        yield
+from toy import mutmut_settings
 
 
 @pytest.fixture

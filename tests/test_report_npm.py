@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_report_support import npm_prefix
+from records_support import npm_prefix
 from warnonce_guard.mutations.report import npm, viewer
 from warnonce_guard.mutations.report.errors import NpmInstallFailed, ViewerMissing
 

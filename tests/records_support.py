@@ -1,4 +1,7 @@
-"""Builders shared by the report tests (this module holds no tests): small RunResults made inline."""
+"""Hand-made records of a mutation run, shared by the tests (a helper module: it holds no tests).
+
+Small `RunResult`s made inline, for the reports and the result store.
+"""
 
 from __future__ import annotations
 
