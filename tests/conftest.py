@@ -3,8 +3,11 @@ tests/toy.py, hand-made records of a run by tests/records_support.py; the fault-
 are in tests/faults.py. Test modules import those helper modules, never each other.
 
 mutmut: `mutmut_settings` / `mutmut_config` make a throwaway mutmut config current (its generator reads
-one). Faults: a module picks its tree by overriding `fault_shape`; `clean_run` is one uninterrupted run
-of that tree in a fresh work directory, made once per module, that every faulty run is compared with.
+one). A run in process: `toy_tree` is the miniature vLLM (tests/toy.py), `fake_session` replaces the
+engine's session with `FakeSession` for the test (configure it, then call `mutate`).
+
+Faults: a module picks its tree by overriding `fault_shape`; `clean_run` is one uninterrupted run of that
+tree in a fresh work directory, made once per module, that every faulty run is compared with.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from pathlib import Path
 
 import pytest
 from faults import MUTANTS, CleanRun, TreeShape, cli_args, fault_tree, hash_tree, read_verdicts, run
-from toy import mutmut_settings
+from records_support import FakeSession
+from toy import make_tree, mutmut_settings
 
 
 @pytest.fixture
@@ -28,6 +32,22 @@ def module_mutmut_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
     folder = tmp_path_factory.mktemp("mutmut")
     with mutmut_settings(folder):
         yield folder
+
+
+@pytest.fixture
+def toy_tree(tmp_path: Path) -> Path:
+    """The miniature vLLM a run works on (tests/toy.py): one eager *_once site in vllm/platforms/interface.py."""
+    return make_tree(tmp_path / "tree")
+
+
+@pytest.fixture
+def fake_session(monkeypatch: pytest.MonkeyPatch) -> FakeSession:
+    """The engine's session, replaced for the test by one that writes what it would (no mutmut, no pytest)."""
+    from warnonce_guard.mutations.engine import session
+
+    fake = FakeSession()
+    monkeypatch.setattr(session, "start", fake.start)
+    return fake
 
 
 @pytest.fixture(scope="module")
