@@ -6,22 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+from records_support import meta_document
 from warnonce_guard.mutations.engine import layout, state
 from warnonce_guard.mutations.engine.status import DEFAULT_STATUS, EXIT_CODE_STATUS
 from warnonce_guard.mutations.workspace import Workspace
 
 FILE = "vllm/platforms/interface.py"
 M1, M2 = "vllm.platforms.interface.xǁPǁf__mutmut_1", "vllm.platforms.interface.xǁPǁf__mutmut_2"
-
-
-def meta_document(codes: dict[str, int | None]) -> dict[str, object]:
-    return {
-        "exit_code_by_key": codes,
-        "hash_by_function_name": {},
-        "type_check_error_by_key": {},
-        "durations_by_key": {k: 0.5 for k, v in codes.items() if v is not None},
-        "estimated_durations_by_key": {},
-    }
 
 
 @pytest.fixture
