@@ -156,19 +156,15 @@ def test_a_generation_that_fails_is_never_recorded(ws: Workspace) -> None:
 
 
 @pytest.fixture
-def mutmut_main(monkeypatch: pytest.MonkeyPatch, mutmut_config: Path) -> object:
-    """mutmut's command module (importing it reads a mutmut config), its names that the session replaces put
-    back after the test."""
+def mutmut_main(ws: Workspace, monkeypatch: pytest.MonkeyPatch, mutmut_config: Path) -> object:
+    """mutmut's command module (importing it reads a mutmut config), its generator replaced by one that
+    generates for `ws`; the names the session replaces are put back after the test."""
     import mutmut.__main__ as mutmut_main
     from mutmut.mutation.data import SourceFileMutationData
 
-    monkeypatch.setattr(mutmut_main, "create_mutants", lambda max_children: generate_in_cwd())
+    monkeypatch.setattr(mutmut_main, "create_mutants", lambda max_children: generate(ws))
     monkeypatch.setattr(SourceFileMutationData, "save", SourceFileMutationData.save)
     return mutmut_main
-
-
-def generate_in_cwd() -> str:
-    return generate(Workspace(Path.cwd()))
 
 
 @pytest.mark.parametrize(("stop", "code"), [(None, 0), (SystemExit(1), 1), (SystemExit("mutmut: error"), 1)])
@@ -187,7 +183,6 @@ def test_mutmut_runs_with_our_operators_and_its_exit_becomes_the_code(
             raise stop
 
     monkeypatch.setattr(mutmut_main, "_run", run)
-    monkeypatch.chdir(ws.dir)
 
     assert session.run_mutmut(ws, "run1", ["vllm"], [FILE]) == code
     assert seen and seen[0] is not stock and file_mutation.mutation_operators is stock

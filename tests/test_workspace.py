@@ -17,7 +17,7 @@ def test_a_second_claim_of_the_same_root_is_refused_while_the_first_holds_it(tmp
     root = WorkRoot(tmp_path / "work")
     with root.claimed():
         holder = (
-            "import sys; from pathlib import Path; from mutations.workspace import WorkRoot\n"
+            "import sys; from pathlib import Path; from warnonce_guard.mutations.workspace import WorkRoot\n"
             "with WorkRoot(Path(sys.argv[1])).claimed(): pass\n"
         )
         other = subprocess.run([sys.executable, "-c", holder, str(root.dir)], capture_output=True, text=True)
@@ -29,7 +29,7 @@ def test_a_second_claim_of_the_same_root_is_refused_while_the_first_holds_it(tmp
 def test_the_lock_of_a_killed_holder_is_released(tmp_path: Path) -> None:
     root = WorkRoot(tmp_path / "work")
     holder = (
-        "import sys, time; from pathlib import Path; from mutations.workspace import WorkRoot\n"
+        "import sys, time; from pathlib import Path; from warnonce_guard.mutations.workspace import WorkRoot\n"
         "with WorkRoot(Path(sys.argv[1])).claimed():\n    print('held', flush=True); time.sleep(60)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", holder, str(root.dir)], stdout=subprocess.PIPE, text=True)
