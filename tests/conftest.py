@@ -12,6 +12,7 @@ tree in a fresh work directory, made once per module, that every faulty run is c
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,15 @@ import pytest
 from faults import MUTANTS, CleanRun, TreeShape, cli_args, fault_tree, hash_tree, read_verdicts, run
 from records_support import FakeSession
 from toy import make_tree, mutmut_settings
+
+
+@pytest.fixture(autouse=True)
+def _current_directory_kept() -> Iterator[None]:
+    """Every test leaves the current directory as it found it: later tests (and their subprocesses) resolve
+    paths from it."""
+    before = os.getcwd()
+    yield
+    assert os.getcwd() == before, f"the test left the current directory at {os.getcwd()}"
 
 
 @pytest.fixture
