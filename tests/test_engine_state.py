@@ -134,3 +134,51 @@ def test_the_stats_keys_are_the_ones_mutmut_writes(tmp_path: Path, monkeypatch: 
     written = json.loads((tmp_path / "mutants" / "mutmut-stats.json").read_text())
     assert set(written) == state.STATS_KEYS
     state.parse_stats(written)
+
+
+@pytest.mark.parametrize(
+    ("codes", "durations", "why"),
+    [
+        ({M1: "1"}, {}, "exit_code_by_key is not a map of mutant names to exit codes"),
+        ({M1: True}, {}, "exit_code_by_key is not a map of mutant names to exit codes"),
+        ({M1: 1}, {M1: "0.5"}, "durations_by_key is not a map of mutant names to seconds"),
+    ],
+    ids=["code-as-text", "code-as-bool", "duration-as-text"],
+)
+def test_a_meta_whose_codes_or_durations_are_of_another_type_is_discarded(
+    ws: Workspace, codes: dict[str, object], durations: dict[str, object], why: str
+) -> None:
+    document = meta_document({}) | {"exit_code_by_key": codes, "durations_by_key": durations}
+    layout.meta(ws, FILE).write_text(json.dumps(document))
+    (discarded,) = state.validate(ws, [FILE])
+    assert (discarded.path, discarded.reason) == (layout.meta(ws, FILE), why)
+
+
+def test_a_meta_that_is_not_utf8_is_discarded(ws: Workspace) -> None:
+    layout.meta(ws, FILE).write_bytes(b"\xff\xfe{}")
+    (discarded,) = state.validate(ws, [FILE])
+    assert discarded.reason == "not UTF-8 text"
+
+
+def test_a_meta_without_its_mutants_file_is_discarded(ws: Workspace) -> None:
+    layout.mutated(ws, FILE).unlink()
+    (discarded,) = state.validate(ws, [FILE])
+    assert (discarded.path, discarded.reason) == (layout.meta(ws, FILE), "its mutants file is missing")
+    assert not layout.meta(ws, FILE).exists()
+
+
+def test_a_meta_naming_other_mutants_than_were_generated_is_discarded(ws: Workspace) -> None:
+    layout.meta(ws, FILE).write_text(json.dumps(meta_document({M1: 1})))  # M2 lost
+    (discarded,) = state.validate(ws, [FILE])
+    assert discarded.reason == "its mutants differ from what mutmut generated"
+
+
+def test_a_generation_manifest_with_a_bad_entry_is_not_trusted(ws: Workspace) -> None:
+    ws.generation_file.write_text(json.dumps({"run": "run1", "files": {FILE: {"sha256": 1, "mutants": []}}}))
+    with pytest.raises(state.BadState, match=f"bad entry for {FILE}"):
+        state.read_generation(ws)
+
+
+def test_a_site_file_mutmut_never_generated_has_nothing_to_discard(ws: Workspace) -> None:
+    other = "vllm/platforms/cpu.py"
+    assert state.validate(ws, [FILE, other]) == []

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from warnonce_guard.guards.errors import WorkDirBusy
+from warnonce_guard.guards.errors import StagingFailed, WorkDirBusy
 from warnonce_guard.mutations.ownership import MARKER, Kind, mark, marked
 from warnonce_guard.mutations.workspace import WorkRoot, remove_marked
 
@@ -77,3 +77,13 @@ def test_a_removal_cut_short_keeps_the_marker_so_it_is_finished_later(tmp_path: 
     ws.mkdir()
     (ws / MARKER).write_text("not json")  # a marker that does not parse is not ours: nothing removed
     assert not marked(ws, Kind.WORKSPACE)
+
+
+def test_a_work_directory_that_cannot_be_made_is_a_staging_failure_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("a file where a directory must go")
+    root = WorkRoot(tmp_path / "file" / "work")
+    with pytest.raises(StagingFailed, match=f"cannot create --work-dir {root.dir}: "), root.claimed():
+        pass
+    ws = root.workspace("0123456789abcdef")
+    with pytest.raises(StagingFailed, match=f"cannot create {ws.dir}: .*; pass --work-dir on a writable disk"):
+        ws.create()
