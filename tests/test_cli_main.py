@@ -261,13 +261,19 @@ def test_a_signal_during_a_command_is_one_line_and_its_exit_code_and_the_handler
         time.sleep(5)
         return pytest.fail("the signal did not stop the command")
 
-    before = signal.getsignal(sig)
-    monkeypatch.setattr(cli, "_STOPPED_BY", [])
-    monkeypatch.setattr(cli, "cmd_platforms", signalled)
+    def callers_handler(signum: int, frame: object) -> None:
+        pytest.fail("the caller's handler ran")
 
-    assert cli.main(["platforms"]) == code
-    assert stderr_lines(capsys) == [line]
-    assert signal.getsignal(sig) is before
+    previous = signal.signal(sig, callers_handler)
+    try:
+        monkeypatch.setattr(cli, "_STOPPED_BY", [])
+        monkeypatch.setattr(cli, "cmd_platforms", signalled)
+
+        assert cli.main(["platforms"]) == code
+        assert stderr_lines(capsys) == [line]
+        assert signal.getsignal(sig) is callers_handler
+    finally:
+        signal.signal(sig, previous)
 
 
 def test_a_keyboard_interrupt_from_anywhere_is_an_interrupt_not_a_bug(
