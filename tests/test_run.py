@@ -13,11 +13,19 @@ import pytest
 from records_support import SURVIVES, UNRECORDED, FakeSession
 from rich.console import Console
 from toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
-from warnonce_guard.guards.errors import EngineFailed, ExitCode, NothingToCheck, PathUnusable, TargetChanged
+from warnonce_guard.guards.errors import (
+    EngineFailed,
+    ExitCode,
+    Interrupted,
+    NothingToCheck,
+    PathUnusable,
+    TargetChanged,
+)
 from warnonce_guard.guards.records import RecordKind
 from warnonce_guard.mutations import cli
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.identify import MutantsUnaccounted
+from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.run import mutate, read_result
 from warnonce_guard.mutations.verdicts import EXPOSED, KILLED, SKIPPED
 from warnonce_guard.mutations.workspace import Workspace
@@ -29,7 +37,7 @@ MUTANTS = len(fitting_operators(INTERFACE))  # one per operator that fits the to
 class Run:
     """`mutate` on one tree with one --out and --work-dir under `tmp_path`; each call is one more run."""
 
-    def __init__(self, tree: Path, tmp_path: Path, viewer: Path) -> None:
+    def __init__(self, tree: Path, tmp_path: Path, viewer: Path | None) -> None:
         self.tree, self.out, self.work, self.viewer = tree, tmp_path / "report", tmp_path / "work", viewer
         self.said = ""
 
@@ -219,19 +227,15 @@ def test_a_viewer_bundle_that_is_missing_is_refused_before_any_work(
 
 
 def test_without_viewer_js_the_report_embeds_the_vendored_viewer(run: Run, fake_session: FakeSession) -> None:
-    from warnonce_guard.mutations.report.viewer import find_viewer
-
-    run.viewer = None  # type: ignore[assignment]
+    run.viewer = None
     assert run() == ExitCode.OK
     bundle = find_viewer().read_text(encoding="utf-8")
     assert bundle[:200] in (run.out / "index.html").read_text(encoding="utf-8")
 
 
-def test_ctrl_c_during_the_session_exits_130_saying_where_finished_verdicts_are_kept(
+def test_ctrl_c_during_the_session_exits_130_and_its_finished_verdicts_are_kept_where_it_says(
     run: Run, fake_session: FakeSession, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from warnonce_guard.guards.errors import Interrupted
-
     def ctrl_c() -> None:
         raise Interrupted(ExitCode.INTERRUPTED)  # as the command line's SIGINT handler does
 
@@ -244,3 +248,7 @@ def test_ctrl_c_during_the_session_exits_130_saying_where_finished_verdicts_are_
     kept = f"finished verdicts are kept in {run.ws.dir}; the next run tests the rest"
     assert said == [f"warnonce-guard: interrupted; {kept}"]
     assert not run.out.exists()
+
+    fake_session.then = None
+    assert run() == ExitCode.OK
+    assert list(fake_session.found[1].values()) == [1] * MUTANTS  # none tested twice
