@@ -1,31 +1,34 @@
-"""Fixtures shared by the test modules. Toy sources are built by tests/toy.py; the fault-injection
-tests' helpers are in tests/faults.py.
+"""Fixtures shared by the test modules. Toy sources (and a throwaway mutmut config) are built by
+tests/toy.py, hand-made records of a run by tests/records_support.py; the fault-injection tests' helpers
+are in tests/faults.py. Test modules import those helper modules, never each other.
 
 mutmut: `mutmut_settings` / `mutmut_config` make a throwaway mutmut config current (its generator reads
-one). Faults: a module picks its tree by overriding `fault_shape`; `clean_run` is one uninterrupted run
-of that tree in a fresh work directory, made once per module, that every faulty run is compared with.
+one). A run in process: `toy_tree` is the miniature vLLM (tests/toy.py), `fake_session` replaces the
+engine's session with `FakeSession` for the test (configure it, then call `mutate`).
+
+Faults: a module picks its tree by overriding `fault_shape`; `clean_run` is one uninterrupted run of that
+tree in a fresh work directory, made once per module, that every faulty run is compared with.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from faults import MUTANTS, CleanRun, TreeShape, cli_args, fault_tree, hash_tree, read_verdicts, run
+from records_support import FakeSession
+from toy import make_tree, mutmut_settings
 
 
-@contextmanager
-def mutmut_settings(directory: Path) -> Iterator[None]:
-    """A throwaway mutmut config in `directory`, current for the block: mutmut's generator reads one."""
-    from mutmut import configuration
-
-    (directory / "setup.cfg").write_text("[mutmut]\nsource_paths = src\n")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(directory)
-        patch.setattr(configuration, "_config", None)
-        yield
+@pytest.fixture(autouse=True)
+def _current_directory_kept() -> Iterator[None]:
+    """Every test leaves the current directory as it found it: later tests (and their subprocesses) resolve
+    paths from it."""
+    before = os.getcwd()
+    yield
+    assert os.getcwd() == before, f"the test left the current directory at {os.getcwd()}"
 
 
 @pytest.fixture
@@ -39,6 +42,22 @@ def module_mutmut_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
     folder = tmp_path_factory.mktemp("mutmut")
     with mutmut_settings(folder):
         yield folder
+
+
+@pytest.fixture
+def toy_tree(tmp_path: Path) -> Path:
+    """The miniature vLLM a run works on (tests/toy.py): one eager *_once site in vllm/platforms/interface.py."""
+    return make_tree(tmp_path / "tree")
+
+
+@pytest.fixture
+def fake_session(monkeypatch: pytest.MonkeyPatch) -> FakeSession:
+    """The engine's session, replaced for the test by one that writes what it would (no mutmut, no pytest)."""
+    from warnonce_guard.mutations.engine import session
+
+    fake = FakeSession()
+    monkeypatch.setattr(session, "start", fake.start)
+    return fake
 
 
 @pytest.fixture(scope="module")

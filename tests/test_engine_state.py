@@ -6,22 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+from records_support import meta_document
 from warnonce_guard.mutations.engine import layout, state
 from warnonce_guard.mutations.engine.status import DEFAULT_STATUS, EXIT_CODE_STATUS
 from warnonce_guard.mutations.workspace import Workspace
 
 FILE = "vllm/platforms/interface.py"
 M1, M2 = "vllm.platforms.interface.xǁPǁf__mutmut_1", "vllm.platforms.interface.xǁPǁf__mutmut_2"
-
-
-def meta_document(codes: dict[str, int | None]) -> dict[str, object]:
-    return {
-        "exit_code_by_key": codes,
-        "hash_by_function_name": {},
-        "type_check_error_by_key": {},
-        "durations_by_key": {k: 0.5 for k, v in codes.items() if v is not None},
-        "estimated_durations_by_key": {},
-    }
 
 
 @pytest.fixture
@@ -143,3 +134,51 @@ def test_the_stats_keys_are_the_ones_mutmut_writes(tmp_path: Path, monkeypatch: 
     written = json.loads((tmp_path / "mutants" / "mutmut-stats.json").read_text())
     assert set(written) == state.STATS_KEYS
     state.parse_stats(written)
+
+
+@pytest.mark.parametrize(
+    ("codes", "durations", "why"),
+    [
+        ({M1: "1"}, {}, "exit_code_by_key is not a map of mutant names to exit codes"),
+        ({M1: True}, {}, "exit_code_by_key is not a map of mutant names to exit codes"),
+        ({M1: 1}, {M1: "0.5"}, "durations_by_key is not a map of mutant names to seconds"),
+    ],
+    ids=["code-as-text", "code-as-bool", "duration-as-text"],
+)
+def test_a_meta_whose_codes_or_durations_are_of_another_type_is_discarded(
+    ws: Workspace, codes: dict[str, object], durations: dict[str, object], why: str
+) -> None:
+    document = meta_document({}) | {"exit_code_by_key": codes, "durations_by_key": durations}
+    layout.meta(ws, FILE).write_text(json.dumps(document))
+    (discarded,) = state.validate(ws, [FILE])
+    assert (discarded.path, discarded.reason) == (layout.meta(ws, FILE), why)
+
+
+def test_a_meta_that_is_not_utf8_is_discarded(ws: Workspace) -> None:
+    layout.meta(ws, FILE).write_bytes(b"\xff\xfe{}")
+    (discarded,) = state.validate(ws, [FILE])
+    assert discarded.reason == "not UTF-8 text"
+
+
+def test_a_meta_without_its_mutants_file_is_discarded(ws: Workspace) -> None:
+    layout.mutated(ws, FILE).unlink()
+    (discarded,) = state.validate(ws, [FILE])
+    assert (discarded.path, discarded.reason) == (layout.meta(ws, FILE), "its mutants file is missing")
+    assert not layout.meta(ws, FILE).exists()
+
+
+def test_a_meta_naming_other_mutants_than_were_generated_is_discarded(ws: Workspace) -> None:
+    layout.meta(ws, FILE).write_text(json.dumps(meta_document({M1: 1})))  # M2 lost
+    (discarded,) = state.validate(ws, [FILE])
+    assert discarded.reason == "its mutants differ from what mutmut generated"
+
+
+def test_a_generation_manifest_with_a_bad_entry_is_not_trusted(ws: Workspace) -> None:
+    ws.generation_file.write_text(json.dumps({"run": "run1", "files": {FILE: {"sha256": 1, "mutants": []}}}))
+    with pytest.raises(state.BadState, match=f"bad entry for {FILE}"):
+        state.read_generation(ws)
+
+
+def test_a_site_file_mutmut_never_generated_has_nothing_to_discard(ws: Workspace) -> None:
+    other = "vllm/platforms/cpu.py"
+    assert state.validate(ws, [FILE, other]) == []

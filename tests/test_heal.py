@@ -1,4 +1,5 @@
-"""Before a session, the run discards what an earlier run left that does not check out (mutations.run.heal)."""
+"""Before a session, the run discards what an earlier run left that does not check out (mutations.run.heal):
+mutmut state that does not validate, names of other mutants, and exit codes no finished guard record backs."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from records_support import meta_document
+from warnonce_guard.guards.errors import EngineFailed
+from warnonce_guard.guards.records import GuardSession, Phase, mutant_session_path, read_session, write_session
 from warnonce_guard.mutations.engine import layout, state
 from warnonce_guard.mutations.identify import NamedMutant
 from warnonce_guard.mutations.run import heal
@@ -28,14 +32,7 @@ def ws(tmp_path: Path) -> Workspace:
     (ws.dir / FILE).write_text("def f(): pass\n")
     layout.mutated(ws, FILE).parent.mkdir(parents=True)
     layout.mutated(ws, FILE).write_text("# mutants\n")
-    document = {
-        "exit_code_by_key": {M1: None, M2: None},
-        "hash_by_function_name": {},
-        "type_check_error_by_key": {},
-        "durations_by_key": {},
-        "estimated_durations_by_key": {},
-    }
-    layout.meta(ws, FILE).write_text(json.dumps(document))
+    layout.meta(ws, FILE).write_text(json.dumps(meta_document({M1: None, M2: None})))
     state.write_generation(ws, "run1", [FILE])
     ws.identities_file.write_text(json.dumps([named(M1), named(M2)]))
     return ws
@@ -63,3 +60,50 @@ def test_names_without_a_finished_generation_are_named_again(ws: Workspace) -> N
     said: list[str] = []
     heal(ws, [FILE], said.append)
     assert not ws.identities_file.exists() and "no finished generation" in said[0]
+
+
+def left_by_a_session(ws: Workspace, codes: dict[str, int | None], sessions: dict[str, int]) -> None:
+    """mutmut's exit codes as an earlier session left them, and the guard sessions (by exit status) it finished."""
+    layout.meta(ws, FILE).write_text(json.dumps(meta_document(codes)))
+    for mutant, status in sessions.items():
+        write_session(ws.attribution, GuardSession("run1", Phase.MUTANT, mutant, status, ()))
+
+
+def test_an_exit_code_without_a_finished_guard_record_is_cleared_so_mutmut_tests_it_again(ws: Workspace) -> None:
+    left_by_a_session(ws, {M1: 1, M2: 1}, {M1: 1})  # M2's session was killed before it wrote its record
+    said: list[str] = []
+    heal(ws, [FILE], said.append)
+    assert state.read_exit_codes(ws, [FILE])[0] == {M1: 1, M2: None}
+    assert said == ["1 mutant result(s) had no finished guard record behind them (an interrupted run): testing again"]
+
+
+def test_an_exit_code_its_guard_record_contradicts_is_cleared_with_the_record(ws: Workspace) -> None:
+    left_by_a_session(ws, {M1: 1, M2: 0}, {M1: 1, M2: 1})  # Ctrl-C: mutmut stored 0 for a mutant whose guards failed
+    heal(ws, [FILE], lambda line: None)
+    assert state.read_exit_codes(ws, [FILE])[0] == {M1: 1, M2: None}
+    assert read_session(mutant_session_path(ws.attribution, M1)) is not None
+    assert not mutant_session_path(ws.attribution, M2).exists()  # the retest must leave a record of its own
+
+
+def test_a_guard_record_of_an_untested_mutant_is_removed(ws: Workspace) -> None:
+    left_by_a_session(ws, {M1: None, M2: 1}, {M1: 1, M2: 1})  # M1's record from a run whose exit code was lost
+    heal(ws, [FILE], lambda line: None)
+    assert not mutant_session_path(ws.attribution, M1).exists()
+    assert mutant_session_path(ws.attribution, M2).exists()
+
+
+def test_mutmut_state_that_does_not_validate_is_discarded_and_said(ws: Workspace) -> None:
+    layout.meta(ws, FILE).write_text('{"exit_code_by_key": {')  # truncated
+    said: list[str] = []
+    heal(ws, [FILE], said.append)
+    assert said[0].startswith(f"discarded {layout.meta(ws, FILE)} (not valid JSON") and said[0].endswith("made again")
+    assert not layout.meta(ws, FILE).exists() and not ws.identities_file.exists()
+
+
+def test_state_that_changes_after_validation_is_an_engine_failure_naming_the_directory(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state, "validate", lambda ws, files: [])  # the .meta broke after it was checked
+    layout.meta(ws, FILE).write_text("")
+    with pytest.raises(EngineFailed, match=f"remove {ws.dir} and run again"):
+        heal(ws, [FILE], lambda line: None)

@@ -1,4 +1,5 @@
-"""Processes the run forks while staging and discovering die with it and stay quiet on Ctrl-C."""
+"""Processes the run forks while staging and discovering die with it and stay quiet on Ctrl-C; the session's
+process group is stopped whole, by force when it will not stop."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import ctypes
 import json
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 from warnonce_guard.mutations import processes
@@ -71,3 +75,64 @@ def test_ctrl_c_while_helpers_fork_takes_effect_when_the_block_ends() -> None:
         done.append("the block finished")
     assert done == ["the block finished"]
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # let in again
+
+
+# --- stopping the session's process group -----------------------------------------------------------------
+
+GROUP = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a worker of the session's
+print(child.pid, flush=True)
+time.sleep(60)
+"""
+STUBBORN = """
+import signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a session that does not stop when asked
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def started(source: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", source], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout is not None
+    return proc
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        with open(f"/proc/{pid}/stat") as stat:  # a zombie waiting for its parent to reap it is gone too
+            return stat.read().split(")")[-1].split()[0] == "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        return True
+
+
+def test_stopping_the_session_ends_its_whole_group_and_reaps_it() -> None:
+    proc = started(GROUP)
+    worker = int(proc.stdout.readline())  # type: ignore[union-attr]
+
+    processes.stop_group(proc)
+
+    assert proc.returncode == -signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while not gone(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(worker)
+
+
+def test_a_session_that_ignores_sigterm_is_killed_after_the_grace_period(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(processes, "STOP_GRACE_S", 0.2)
+    proc = started(STUBBORN)
+    assert proc.stdout.readline() == "ready\n"  # type: ignore[union-attr]
+
+    processes.stop_group(proc)
+
+    assert proc.returncode == -signal.SIGKILL
+
+
+def test_stopping_a_session_that_already_ended_only_reaps_it() -> None:
+    proc = started("pass")
+    proc.wait()
+    processes.stop_group(proc)  # its group is gone: no error, nothing signalled
+    assert proc.returncode == 0

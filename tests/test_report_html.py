@@ -18,7 +18,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from test_report_support import CPU, CUDA, sample_result
+from records_support import CPU, CUDA, sample_result
 from warnonce_guard.mutations.report import html, viewer, write_report
 from warnonce_guard.mutations.report.errors import ViewerMissing
 

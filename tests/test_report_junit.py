@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from test_report_support import CPU_SITE, CUDA_SITE, every_status_result, sample_result
+from records_support import CPU_SITE, CUDA_SITE, every_status_result, sample_result
 from warnonce_guard.mutations.report import junit
 from warnonce_guard.mutations.verdicts import CRASHED, NO_TESTS, SURVIVED, TIMEOUT, RunResult
 

@@ -6,7 +6,7 @@ import json
 
 import jsonschema
 import pytest
-from test_report_support import (
+from records_support import (
     CPU,
     CPU_SITE,
     CUDA,

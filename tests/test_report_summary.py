@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_report_support import CPU_SITE, CUDA_SITE, guard_id, sample_result
+from records_support import CPU_SITE, CUDA_SITE, guard_id, sample_result
 from warnonce_guard.mutations.report import summary
 from warnonce_guard.mutations.verdicts import RunResult
 

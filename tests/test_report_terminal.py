@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from records_support import CPU_SITE, sample_result
 from rich.console import Console
-from test_report_support import CPU_SITE, sample_result
 from warnonce_guard.mutations.report import print_table
 from warnonce_guard.mutations.report.terminal import guard_label
 from warnonce_guard.mutations.verdicts import RunResult

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import warnonce_guard.mutations.report as report
-from test_report_support import sample_result
+from records_support import sample_result
 from warnonce_guard.guards.errors import PathRefused
 from warnonce_guard.mutations.ownership import MARKER
 from warnonce_guard.mutations.report import junit, write_report

@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from test_report_support import every_status_result, sample_result
+from records_support import every_status_result, sample_result
 from warnonce_guard.mutations.run import read_result, store_result
 from warnonce_guard.mutations.verdicts import NOT_RUN, UNREACHED, RunResult
 from warnonce_guard.mutations.workspace import Workspace

@@ -1,11 +1,17 @@
-"""The verdict rule: killed or survived only with mutmut's exit code and a finished guard record that agree."""
+"""The verdict rule: killed or survived only with mutmut's exit code and a finished guard record that agree;
+and a verdict per named mutant, counted only at a site guarded at baseline."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from toy import INTERFACE
 from warnonce_guard.guards.records import GuardRecord, GuardSession, Phase, RecordKind
+from warnonce_guard.guards.sites import sites_in_source
 from warnonce_guard.mutations.engine.status import EXIT_CODE_STATUS
-from warnonce_guard.mutations.results import INTERRUPTED_CODES, judge, retest, site_baselines
+from warnonce_guard.mutations.identify import NamedMutant
+from warnonce_guard.mutations.results import INTERRUPTED_CODES, judge, retest, site_baselines, verdicts
 from warnonce_guard.mutations.verdicts import (
     CRASHED,
     EXPOSED,
@@ -13,9 +19,13 @@ from warnonce_guard.mutations.verdicts import (
     KILLED,
     NO_TESTS,
     NOT_RUN,
+    SKIPPED,
     SURVIVED,
     TIMEOUT,
+    UNATTRIBUTED,
     UNREACHED,
+    MutantVerdict,
+    SiteBaseline,
 )
 
 SITE_A, SITE_B = "a.py::f::vllm._C#0", "a.py::f::vllm._C#1"
@@ -99,3 +109,48 @@ def test_baselines_guarded_exposed_and_unreached() -> None:
     assert got[SITE_B] == (UNREACHED, (), "b unreached")
     assert got["c"][0] is UNREACHED and "did not run" in got["c"][2]
     assert site_baselines([FakeSite(SITE_A)], [session(0, PASS, mutant="")])[0].status is GUARDED  # type: ignore[list-item]
+
+
+# --- verdicts: one per named mutant -----------------------------------------------------------------------
+
+FILE = "vllm/platforms/interface.py"
+(SITE,) = sites_in_source(INTERFACE, FILE, "vllm.platforms.interface")
+MUTANT = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1"
+KILLING = GuardRecord(f"t[{SITE.id}]", SITE.id, "call", RecordKind.LEAK, ("owner pinned",), "1 detector(s) fired")
+
+
+def one_verdict(named: NamedMutant, baseline: SiteBaseline | None) -> MutantVerdict:
+    sessions = {MUTANT: session(1, KILLING, mutant=MUTANT)}
+    (verdict,) = verdicts([named], [SITE], [baseline] if baseline else [], {MUTANT: 1}, {MUTANT: 2.0}, sessions)
+    return verdict
+
+
+@pytest.mark.parametrize("status", [EXPOSED, UNREACHED])
+def test_a_mutant_at_a_site_not_guarded_at_baseline_is_skipped_whatever_its_guard_said(status: str) -> None:
+    verdict = one_verdict(NamedMutant(MUTANT, SITE.id, "live-arg", "repr(e)", "e"), SiteBaseline(SITE, status, "t"))
+    assert (verdict.status, verdict.reason) == (SKIPPED, f"not counted: the site is {status} at baseline")
+    assert verdict.killed_by is None
+
+
+def test_a_mutant_at_a_site_without_a_baseline_is_skipped_as_not_guarded() -> None:
+    verdict = one_verdict(NamedMutant(MUTANT, SITE.id, "live-arg", "repr(e)", "e"), None)
+    assert (verdict.status, verdict.reason) == (SKIPPED, "not counted: the site is not guarded at baseline")
+
+
+def test_an_unattributed_mutant_is_shown_at_its_own_call_and_never_judged() -> None:
+    stand_in = replace(SITE, kernel_module="unattributed@13", form="unknown")
+    why = f"{FILE}:13: Platform.import_kernels changes a call no discovered site has"
+    named = NamedMutant(MUTANT, stand_in.id, "live-arg", "repr(e)", "e", why, stand_in.to_json())
+
+    verdict = one_verdict(named, SiteBaseline(SITE, GUARDED, "t"))
+
+    assert (verdict.status, verdict.reason, verdict.site) == (UNATTRIBUTED, f"not counted: {why}", stand_in)
+    assert verdict.killed_by is None  # its exit code and guard record are not a kill
+
+
+def test_a_judged_mutant_keeps_its_killer_the_guards_that_ran_and_its_duration() -> None:
+    verdict = one_verdict(NamedMutant(MUTANT, SITE.id, "live-arg", "repr(e)", "e"), SiteBaseline(SITE, GUARDED, "t"))
+    assert (verdict.status, verdict.killed_by, verdict.detectors) == (KILLED, KILLING.test, ("owner pinned",))
+    assert (verdict.covered_by, verdict.duration_s, verdict.original, verdict.replacement) == (
+        (KILLING.test,), 2.0, "repr(e)", "e"
+    )  # fmt: skip

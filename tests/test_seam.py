@@ -9,9 +9,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import mutmut_settings
 from mutmut.mutation import data, file_mutation, trampoline
 from mutmut.mutation.file_mutation import Mutation
+from toy import mutmut_settings
 from warnonce_guard.guards.sites import sites_in_source
 from warnonce_guard.mutations.engine import seam
 from warnonce_guard.mutations.engine.seam import ENGINE_NAMES, SeamMismatch, check_seam, our_operators

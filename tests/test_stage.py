@@ -1,4 +1,5 @@
-"""Staging: what an earlier run left in the workspace is used only while it is whole."""
+"""Staging: a pristine copy of the target in a workspace keyed by its fingerprint; what an earlier run left there
+is used only while it is whole."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import os
 from pathlib import Path
 
 import pytest
-from toy import INTERFACE, make_tree
+from toy import INTERFACE, LOGGER_SOURCE, make_tree
+from warnonce_guard.guards.errors import StagingFailed
 from warnonce_guard.guards.sites import discover
+from warnonce_guard.guards.target import source_tree
 from warnonce_guard.mutations import stage
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.engine.state import BadState
@@ -116,3 +119,115 @@ def test_a_header_only_folder_is_not_staged(tmp_path: Path) -> None:
     ws = Workspace(tmp_path / "ws")
     stage.copy_packages(ws, {"vllm": tree / "vllm"})
     assert not (ws.pristine("vllm") / "third_party").exists()
+
+
+# --- the fingerprint: what keys a workspace ---------------------------------------------------------------
+
+
+def test_the_fingerprint_is_stable_while_nothing_changes(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    packages = {"vllm": tree / "vllm"}
+    first = stage.fingerprint(source_tree(tree), packages)
+    assert stage.fingerprint(source_tree(tree), packages) == first
+    assert len(first) == 16 and set(first) <= set("0123456789abcdef")  # a directory's name
+
+
+def test_an_edit_of_a_target_file_gets_a_fresh_workspace(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    packages = {"vllm": tree / "vllm"}
+    first = stage.fingerprint(source_tree(tree), packages)
+    (tree / "vllm" / "platforms" / "interface.py").write_text(INTERFACE + "\n# changed\n")
+    assert stage.fingerprint(source_tree(tree), packages) != first
+
+
+def test_a_platform_and_its_plugin_package_get_a_workspace_of_their_own(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    target, packages = source_tree(tree), {"vllm": tree / "vllm"}
+    plugin = tmp_path / "plugin" / "my_plugin"
+    plugin.mkdir(parents=True)
+    (plugin / "__init__.py").write_text("")
+    keys = {
+        stage.fingerprint(target, packages),
+        stage.fingerprint(target, packages, "vllm.platforms.interface:Platform"),
+        stage.fingerprint(target, packages | {"my_plugin": plugin}, "my_plugin:Platform"),
+    }
+    assert len(keys) == 3
+
+
+def test_a_change_of_this_tools_code_or_of_mutmut_gets_a_fresh_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = make_tree(tmp_path / "tree")
+    target, packages = source_tree(tree), {"vllm": tree / "vllm"}
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    (tool / "operators.py").write_text("OPERATORS = {}\n")
+    monkeypatch.setattr(stage, "TOOL_DIRS", (tool,))
+    first = stage.fingerprint(target, packages)
+
+    (tool / "operators.py").write_text("OPERATORS = {'new': None}\n")
+    second = stage.fingerprint(target, packages)
+    monkeypatch.setattr(stage, "version", lambda name: "3.9.0" if name == "mutmut" else "1.0")
+    third = stage.fingerprint(target, packages)
+
+    assert len({first, second, third}) == 3
+
+
+# --- the pristine copy and the run's files -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["edited", "never recorded"])
+def test_a_copy_that_changed_or_was_never_recorded_is_discarded_and_made_again(
+    tmp_path: Path, ws: Workspace, damage: str
+) -> None:
+    tree = make_tree(tmp_path / "tree")
+    stage.copy_packages(ws, {"vllm": tree / "vllm"})
+    if damage == "edited":
+        (ws.pristine("vllm") / "logger.py").write_text("# not the target's\n")
+    else:
+        ws.staged_manifest.unlink()  # killed between the copy's rename and its record
+
+    said = stage.copy_packages(ws, {"vllm": tree / "vllm"})
+
+    assert said == [f"discarded {ws.pristine('vllm')} (an incomplete or changed copy); it is made again"]
+    assert (ws.pristine("vllm") / "logger.py").read_text() == LOGGER_SOURCE
+    assert os.path.samefile(ws.mutants / "vllm" / "logger.py", ws.pristine("vllm") / "logger.py")
+
+
+def test_a_target_file_that_cannot_be_read_is_a_staging_failure_naming_the_work_dir(
+    tmp_path: Path, ws: Workspace
+) -> None:
+    tree = make_tree(tmp_path / "tree")
+    (tree / "vllm" / "dangling.py").symlink_to(tmp_path / "gone.py")
+    with pytest.raises(StagingFailed, match=f"cannot stage the target in {ws.dir}: .*; pass --work-dir"):
+        stage.copy_packages(ws, {"vllm": tree / "vllm"})
+
+
+def test_prepare_leaves_the_site_files_to_mutmut_and_writes_the_runs_files(tmp_path: Path, ws: Workspace) -> None:
+    tree = make_tree(tmp_path / "tree")
+    sites = discover(tree)
+
+    stage.prepare(ws, source_tree(tree), sites)
+
+    site_file = sites[0].file
+    assert not layout.mutated(ws, site_file).exists()  # mutmut writes its own copy: never through a link
+    assert os.path.samefile(ws.mutants / "vllm" / "logger.py", ws.pristine("vllm") / "logger.py")
+    assert json.loads(ws.packages_file.read_text()) == ["vllm"]
+    assert sorted(p.name for p in ws.guard_tests.iterdir()) == sorted(stage.GUARD_TEST_FILES)
+    assert f"only_mutate = \n    {site_file}\n" in ws.setup_cfg.read_text()
+    assert stage.read_sites(ws) == sites
+
+
+def test_a_workspace_that_cannot_take_the_runs_files_is_a_staging_failure(tmp_path: Path, ws: Workspace) -> None:
+    tree = make_tree(tmp_path / "tree")
+    ws.guard_tests.write_text("a file where the guard tests' folder goes")
+    with pytest.raises(StagingFailed, match=f"cannot stage the target in {ws.dir}"):
+        stage.prepare(ws, source_tree(tree), discover(tree))
+
+
+@pytest.mark.parametrize(("text", "why"), [(None, "missing"), ("[", r"not a list of sites \(JSONDecodeError\)")])
+def test_a_missing_or_unreadable_sites_file_is_not_trusted(ws: Workspace, text: str | None, why: str) -> None:
+    if text is not None:
+        ws.sites_file.write_text(text)
+    with pytest.raises(BadState, match=why):
+        stage.read_sites(ws)

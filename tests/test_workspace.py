@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from warnonce_guard.guards.errors import WorkDirBusy
+from warnonce_guard.guards.errors import StagingFailed, WorkDirBusy
 from warnonce_guard.mutations.ownership import MARKER, Kind, mark, marked
 from warnonce_guard.mutations.workspace import WorkRoot, remove_marked
 
@@ -17,7 +17,7 @@ def test_a_second_claim_of_the_same_root_is_refused_while_the_first_holds_it(tmp
     root = WorkRoot(tmp_path / "work")
     with root.claimed():
         holder = (
-            "import sys; from pathlib import Path; from mutations.workspace import WorkRoot\n"
+            "import sys; from pathlib import Path; from warnonce_guard.mutations.workspace import WorkRoot\n"
             "with WorkRoot(Path(sys.argv[1])).claimed(): pass\n"
         )
         other = subprocess.run([sys.executable, "-c", holder, str(root.dir)], capture_output=True, text=True)
@@ -29,7 +29,7 @@ def test_a_second_claim_of_the_same_root_is_refused_while_the_first_holds_it(tmp
 def test_the_lock_of_a_killed_holder_is_released(tmp_path: Path) -> None:
     root = WorkRoot(tmp_path / "work")
     holder = (
-        "import sys, time; from pathlib import Path; from mutations.workspace import WorkRoot\n"
+        "import sys, time; from pathlib import Path; from warnonce_guard.mutations.workspace import WorkRoot\n"
         "with WorkRoot(Path(sys.argv[1])).claimed():\n    print('held', flush=True); time.sleep(60)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", holder, str(root.dir)], stdout=subprocess.PIPE, text=True)
@@ -77,3 +77,13 @@ def test_a_removal_cut_short_keeps_the_marker_so_it_is_finished_later(tmp_path: 
     ws.mkdir()
     (ws / MARKER).write_text("not json")  # a marker that does not parse is not ours: nothing removed
     assert not marked(ws, Kind.WORKSPACE)
+
+
+def test_a_work_directory_that_cannot_be_made_is_a_staging_failure_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("a file where a directory must go")
+    root = WorkRoot(tmp_path / "file" / "work")
+    with pytest.raises(StagingFailed, match=f"cannot create --work-dir {root.dir}: "), root.claimed():
+        pass
+    ws = root.workspace("0123456789abcdef")
+    with pytest.raises(StagingFailed, match=f"cannot create {ws.dir}: .*; pass --work-dir on a writable disk"):
+        ws.create()

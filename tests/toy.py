@@ -10,7 +10,11 @@ from __future__ import annotations
 import itertools
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 LOGGER_SOURCE = """
 import logging
@@ -142,3 +146,15 @@ def fitting_operators(source: str) -> list[str]:
     from warnonce_guard.mutations.operators import OPERATORS, apply_operator
 
     return sorted(name for name in OPERATORS if apply_operator(name, source))
+
+
+@contextmanager
+def mutmut_settings(directory: Path) -> Iterator[None]:
+    """A throwaway mutmut config in `directory`, current for the block: mutmut's generator reads one."""
+    from mutmut import configuration
+
+    (directory / "setup.cfg").write_text("[mutmut]\nsource_paths = src\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(directory)
+        patch.setattr(configuration, "_config", None)
+        yield

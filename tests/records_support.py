@@ -1,0 +1,339 @@
+"""Hand-made records of a mutation run, shared by the tests (a helper module: it holds no tests).
+
+- Small `RunResult`s made inline, for the reports and the result store.
+- What the engine's session writes into a workspace (`FakeSession`): mutmut's `.meta` files, the
+  generation manifest and the guards' session records, written in this process with mutmut's own names
+  for the mutants, so the verdict pipeline (`mutations.run`, `mutations.results`) is specified without
+  running mutmut or pytest.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from warnonce_guard.guards.records import GuardRecord, GuardSession, Phase, RecordKind, write_session
+from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN
+from warnonce_guard.guards.sites import Site
+from warnonce_guard.mutations.engine import layout, naming, state
+from warnonce_guard.mutations.operators import anchors_of
+from warnonce_guard.mutations.report import npm
+from warnonce_guard.mutations.verdicts import (
+    CRASHED,
+    EXPOSED,
+    GUARDED,
+    KILLED,
+    NO_TESTS,
+    SKIPPED,
+    SURVIVED,
+    TIMEOUT,
+    UNREACHED,
+    Location,
+    MutantVerdict,
+    Operator,
+    RunResult,
+    SiteBaseline,
+)
+from warnonce_guard.mutations.workspace import Workspace
+
+CPU = "vllm/platforms/cpu.py"
+CUDA = "vllm/platforms/cuda.py"
+SOURCES = {
+    CPU: """import logging
+
+logger = logging.getLogger(__name__)
+
+
+class CpuPlatform:
+    def import_kernels(self):
+        try:
+            import vllm._C_AVX2  # noqa: F401
+        except ImportError as e:
+            logger.warning_once("Failed to import from vllm._C_AVX2: %s", repr(e))
+""",
+    CUDA: """import logging
+
+logger = logging.getLogger(__name__)
+
+
+class CudaPlatform:
+    def import_kernels(self):
+        try:
+            import vllm._C  # noqa: F401
+        except ImportError as e:
+            logger.warning_once("Failed to import from vllm._C with %r", e)
+""",
+}
+OPERATORS = [
+    Operator("eager-repr-revert", "Pass the exception itself instead of repr(e)"),
+    Operator("format-drop", "Drop the %-format so the message is built late"),
+    Operator("once-to-plain", "Call the plain logger method instead of the cached one"),
+]
+OPS = [op.name for op in OPERATORS]
+
+
+def guard_id(site: Site) -> str:
+    return f"guards/test_guards.py::test_site_is_guarded[{site.id}]"
+
+
+def make_site(file: str, qualname: str, kernel: str) -> Site:
+    line, text = next((i, text) for i, text in enumerate(SOURCES[file].splitlines(), 1) if "warning_once" in text)
+    return Site(
+        file=file,
+        module=file.removesuffix(".py").replace("/", "."),
+        qualname=qualname,
+        kernel_module=kernel,
+        occurrence=0,
+        line=line,
+        end_line=line,
+        column=text.index("logger"),
+        end_column=len(text),
+        import_line=line - 2,
+        log_method="warning_once",
+        form="eager",
+        exc_name="e",
+        message=None,
+        message_source="MESSAGE",
+        args=("e",),
+        exc_arg_index=0,
+        receiver="logger",
+    )
+
+
+CPU_SITE = make_site(CPU, "CpuPlatform.import_kernels", "vllm._C_AVX2")
+CUDA_SITE = make_site(CUDA, "CudaPlatform.import_kernels", "vllm._C")
+
+
+def located(site: Site, text: str) -> Location:
+    """Where `text` sits on the site's line, 1-based with an exclusive end."""
+    column = SOURCES[site.file].splitlines()[site.line - 1].index(text) + 1
+    return Location(site.line, column, site.line, column + len(text))
+
+
+def verdict(site: Site, index: int, operator: str, status: str, **extra: object) -> MutantVerdict:
+    original = "repr(e)" if site is CPU_SITE else "e"
+    fields: dict[str, object] = {
+        "mutant_id": f"{site.module}.xǁ{site.class_name}ǁ{site.function_name}__mutmut_{index}",
+        "site": site,
+        "operator": operator,
+        "status": status,
+        "location": located(site, original),
+        "original": original,
+        "replacement": "e" if site is CPU_SITE else "str(e)",
+        "covered_by": () if status in (SKIPPED, NO_TESTS) else (guard_id(site),),
+        "duration_s": None if status in (SKIPPED, NO_TESTS) else 1.25,
+    }
+    if status == KILLED:
+        fields.update(killed_by=guard_id(site), detectors=("exception retained",), reason="the exception is retained")
+    fields.update(extra)
+    return MutantVerdict(**fields)  # type: ignore[arg-type]
+
+
+def sample_result() -> RunResult:
+    """2 sites, 3 operators: on the guarded cpu site one mutant is killed, one survives, one times out;
+    the cuda site is exposed at baseline, so its three mutants are skipped."""
+    return RunResult(
+        vllm_version="0.33.0",
+        vllm_commit="0123456789abcdef0123456789abcdef01234567",
+        target="vllm==0.33.0 from PyPI",
+        sources=dict(SOURCES),
+        operators=list(OPERATORS),
+        baselines=[
+            SiteBaseline(CPU_SITE, GUARDED, guard_id(CPU_SITE)),
+            SiteBaseline(
+                CUDA_SITE,
+                EXPOSED,
+                guard_id(CUDA_SITE),
+                detectors=("exception retained", "owner pinned"),
+                detail="ImportError kept alive by warning_once's lru_cache",
+            ),
+        ],
+        mutants=[
+            verdict(CPU_SITE, 1, OPS[0], KILLED),
+            verdict(CPU_SITE, 2, OPS[1], SURVIVED, reason="every detector stayed quiet"),
+            verdict(CPU_SITE, 3, OPS[2], TIMEOUT, reason="no result after 20 s"),
+            *(
+                verdict(CUDA_SITE, i + 1, op, SKIPPED, reason="site exposed at baseline")
+                for i, op in enumerate(OPS)
+            ),
+        ],
+        duration_s=12.5,
+    )
+
+
+def every_status_result() -> RunResult:
+    """One mutant of every status on the cpu site; the cuda site is unreached."""
+    statuses = (KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED)
+    return RunResult(
+        vllm_version="0.33.0",
+        vllm_commit=None,
+        target="/src/vllm",
+        sources=dict(SOURCES),
+        operators=list(OPERATORS),
+        baselines=[
+            SiteBaseline(CPU_SITE, GUARDED, guard_id(CPU_SITE)),
+            SiteBaseline(CUDA_SITE, UNREACHED, guard_id(CUDA_SITE), detail="no CUDA device to steer to"),
+        ],
+        mutants=[verdict(CPU_SITE, i, OPS[i % 3], status) for i, status in enumerate(statuses)],
+    )
+
+
+@functools.cache
+def npm_prefix() -> Path:
+    """The pinned npm packages, installed once per test session with the project's own helper (needs npm)."""
+    import shutil
+
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not on PATH: the vendored files cannot be compared with the pinned packages")
+    return npm.install(npm.DEFAULT_PREFIX)
+
+
+# --- what the engine's session leaves in a workspace ------------------------------------------------------
+
+GUARD_TEST = "guard_tests/test_kernel_import_sites.py::test_site_releases_exception_and_warns_once"
+
+
+def guard_test(site: Site) -> str:
+    """The node id of a site's guard, as the guards' conftest records it."""
+    return f"{GUARD_TEST}[{site.id}]"
+
+
+def meta_document(codes: dict[str, int | None], duration_s: float = 0.5) -> dict[str, object]:
+    """A mutmut 3.8.1 `.meta` document: an exit code per mutant (None: not tested yet), a duration per tested one."""
+    return {
+        "exit_code_by_key": codes,
+        "hash_by_function_name": {},
+        "type_check_error_by_key": {},
+        "durations_by_key": {k: duration_s for k, v in codes.items() if v is not None},
+        "estimated_durations_by_key": {},
+    }
+
+
+def passed(site: Site) -> GuardRecord:
+    return GuardRecord(guard_test(site), site.id, "call", RecordKind.PASSED)
+
+
+def leaked(site: Site, *detectors: str) -> GuardRecord:
+    fired = detectors or ("exception retained",)
+    return GuardRecord(guard_test(site), site.id, "call", RecordKind.LEAK, fired, f"{site.id}: {len(fired)} fired")
+
+
+# A mutant's outcome in a FakeSession:
+KILLS = "killed"  # exit code 1, and a finished guard session in which a detector fired
+SURVIVES = "survived"  # exit code 0, and a finished guard session in which every guard passed
+UNRECORDED = "unrecorded"  # an exit code, but no guard session (the session was killed before writing it)
+UNTESTED = "untested"  # no exit code (mutmut stopped before it)
+
+
+@dataclass
+class FakeSession:
+    """Stands in for `mutations.engine.session.start`: the session's effects on the workspace, without mutmut.
+
+    Like the real session it reads the staged workspace (sites.json, packages.json, the pristine site
+    files) and names the mutants with mutmut's generator and our operators (`engine.naming`). Its process
+    has generated when first polled: mutmut's mutants file and `.meta` per site file, then
+    `generation.json`. When waited for, it writes the guards' baseline session, then tests every mutant
+    without an exit code (as mutmut does: one already tested keeps its code), writing its exit code and
+    guard session, and exits as mutmut would: 1 when the clean guards fail, else 0.
+    """
+
+    baseline: RecordKind = RecordKind.PASSED  # every site's guard on the unmutated code
+    outcomes: dict[int, str] = field(default_factory=dict)  # mutant number (1-based, sorted names) -> outcome
+    exit_code: int | None = None  # what the session exits with, if not what mutmut would
+    generates: bool = True  # False: the session dies before generating
+    then: Callable[[], None] | None = None  # runs when the mutants are tested (before the session exits)
+    runs: list[str] = field(default_factory=list)  # the run id of every session started
+    found: list[dict[str, int | None]] = field(default_factory=list)  # the exit codes each session started from
+
+    def start(self, ws: Workspace, run_id: str, files: list[str]) -> FakeProcess:
+        self.runs.append(run_id)
+        codes: dict[str, dict[str, int | None]] = {}
+        return FakeProcess(
+            lambda: self._generate(ws, run_id, files, codes), lambda: self._test(ws, run_id, files, codes)
+        )
+
+    def _generate(self, ws: Workspace, run_id: str, files: list[str], codes: dict[str, dict[str, int | None]]) -> None:
+        earlier = {f: state.read_meta(ws, f).exit_codes for f in files if layout.meta(ws, f).exists()}
+        self.found.append({name: code for file_codes in earlier.values() for name, code in file_codes.items()})
+        if not self.generates:
+            return
+        sites, packages = _staged(ws)
+        with naming.settings(ws.dir):
+            for file in files:
+                source = (ws.dir / file).read_text(encoding="utf-8")
+                _, generated = naming.generate(file, source, packages, DEFAULT_KERNEL_PATTERN, anchors_of(sites))
+                codes[file] = {g.mutant_id: earlier.get(file, {}).get(g.mutant_id) for g in generated}
+                layout.mutated(ws, file).parent.mkdir(parents=True, exist_ok=True)
+                layout.mutated(ws, file).write_text(f"# mutmut's mutants of {file}\n", encoding="utf-8")
+                _save_meta(ws, file, codes[file])
+        state.write_generation(ws, run_id, files)
+
+    def _test(self, ws: Workspace, run_id: str, files: list[str], codes: dict[str, dict[str, int | None]]) -> int:
+        if not self.generates:
+            return 1 if self.exit_code is None else self.exit_code
+        sites, _ = _staged(ws)
+        guarded = [site for site in sites if site.cached and site.file in files]
+        clean = self.baseline is RecordKind.PASSED
+        records = tuple(passed(s) if clean else leaked(s) for s in guarded)
+        write_session(ws.attribution, GuardSession(run_id, Phase.BASELINE, "", 0 if clean else 1, records))
+        names = sorted(name for file_codes in codes.values() for name in file_codes)
+        for file, file_codes in codes.items() if clean else ():
+            for name in [n for n, code in file_codes.items() if code is None]:
+                outcome = self.outcomes.get(names.index(name) + 1, KILLS)
+                if outcome == UNTESTED:
+                    continue
+                killed = outcome != SURVIVES
+                file_codes[name] = int(killed)
+                if outcome != UNRECORDED:
+                    records = tuple(leaked(s) if killed else passed(s) for s in guarded if s.file == file)
+                    write_session(ws.attribution, GuardSession(run_id, Phase.MUTANT, name, int(killed), records))
+            _save_meta(ws, file, file_codes)
+        if self.then is not None:
+            self.then()
+        if self.exit_code is not None:
+            return self.exit_code
+        return 0 if clean else 1
+
+
+def _staged(ws: Workspace) -> tuple[list[Site], list[str]]:
+    """What staging left for the session: the sites and the staged packages."""
+    sites = [Site.from_json(item) for item in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
+    return sites, json.loads(ws.packages_file.read_text(encoding="utf-8"))
+
+
+def _save_meta(ws: Workspace, file: str, codes: dict[str, int | None]) -> None:
+    state.write_atomic(layout.meta(ws, file), json.dumps(meta_document(codes)))
+
+
+class FakeProcess:
+    """The session's process: when first polled it has generated and still runs; once waited for (or polled
+    again) it has tested the mutants and ended.
+
+    It has no `pid`: nothing may signal it (it has always ended by the time the run could stop it).
+    """
+
+    def __init__(self, generate: Callable[[], None], test: Callable[[], int]) -> None:
+        self._generate: Callable[[], None] | None = generate
+        self._test = test
+        self.returncode: int | None = None
+
+    def _step(self) -> None:
+        if self._generate is not None:
+            generate, self._generate = self._generate, None
+            generate()
+        elif self.returncode is None:
+            self.returncode = -9  # should the work raise, the process is gone
+            self.returncode = self._test()
+
+    def poll(self) -> int | None:
+        self._step()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        while self.returncode is None:
+            self._step()
+        return self.returncode

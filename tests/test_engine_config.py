@@ -1,0 +1,44 @@
+"""mutmut's settings for a run (`mutations.engine.config`), read back by mutmut itself as the settings we mean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from warnonce_guard.mutations.engine import config, naming
+
+FILES = ["vllm/platforms/interface.py", "vllm/platforms/cpu.py"]
+
+
+def test_mutmut_reads_the_written_settings_as_the_runs_files_guards_and_fixed_settings(tmp_path: Path) -> None:
+    from mutmut import configuration
+    from mutmut.configuration import ProcessIsolation
+
+    config.write(tmp_path / "setup.cfg", [*FILES, FILES[0]], "guard_tests")
+
+    with naming.settings(tmp_path):
+        read = configuration.config()
+        assert Path.cwd() == tmp_path
+    assert Path.cwd() != tmp_path and configuration._config is None  # mutmut forgets them after the block
+    assert read.source_paths == sorted(Path(f) for f in FILES)  # each file once
+    assert [read.should_mutate(f) for f in (*FILES, "vllm/platforms/rocm.py")] == [True, True, False]
+    assert Path("guard_tests/") in read.also_copy and read.pytest_add_cli_args_test_selection == ["guard_tests/"]
+    assert read.process_isolation is ProcessIsolation.FORK  # vLLM imported once, one forked worker per mutant
+    assert read.pytest_add_cli_args == ["-p", "no:cacheprovider", "-p", "no:unraisableexception"]
+    assert (read.timeout_multiplier, read.timeout_constant) == (15.0, 5.0)
+
+
+def test_a_runs_settings_are_the_fixed_ones_then_its_files_and_guards() -> None:
+    fixed = config.section()  # what the workspace's fingerprint covers
+    assert fixed.startswith("[mutmut]\n") and "process_isolation = fork\n" in fixed
+    assert "source_paths" not in fixed and "only_mutate" not in fixed
+    run = config.section(FILES, "guard_tests")
+    assert run.startswith(fixed) and "only_mutate = \n    vllm/platforms/cpu.py\n" in run
+
+
+def test_the_settings_file_says_who_wrote_it_and_is_replaced_whole(tmp_path: Path) -> None:
+    path = tmp_path / "setup.cfg"
+    path.write_text("[mutmut]\nsource_paths = an/earlier/run.py\n")
+    config.write(path, FILES, "guard_tests")
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("# Written by warnonce-guard for one mutation run") and "an/earlier" not in text
+    assert [p.name for p in tmp_path.iterdir()] == ["setup.cfg"]  # no partial file left beside it

@@ -1,0 +1,254 @@
+"""One mutation run in process (`mutations.run.mutate`) on the toy tree, the engine's session replaced by
+`FakeSession` (tests/records_support.py), which writes what the session writes: what each phase leaves,
+what fails the run, and what the next run keeps. The same runs with mutmut and pytest are the slow tier's
+(tests/test_mutation_run.py, tests/test_faults_*.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from records_support import SURVIVES, UNRECORDED, FakeSession
+from rich.console import Console
+from toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
+from warnonce_guard.guards.errors import (
+    EngineFailed,
+    ExitCode,
+    Interrupted,
+    NothingToCheck,
+    PathUnusable,
+    TargetChanged,
+)
+from warnonce_guard.guards.records import RecordKind
+from warnonce_guard.mutations import cli
+from warnonce_guard.mutations.engine import layout
+from warnonce_guard.mutations.identify import MutantsUnaccounted
+from warnonce_guard.mutations.report.viewer import find_viewer
+from warnonce_guard.mutations.run import mutate, read_result
+from warnonce_guard.mutations.verdicts import EXPOSED, KILLED, SKIPPED
+from warnonce_guard.mutations.workspace import Workspace
+
+SITE_FILE = "vllm/platforms/interface.py"
+MUTANTS = len(fitting_operators(INTERFACE))  # one per operator that fits the toy site
+
+
+class Run:
+    """`mutate` on one tree with one --out and --work-dir under `tmp_path`; each call is one more run."""
+
+    def __init__(self, tree: Path, tmp_path: Path, viewer: Path | None) -> None:
+        self.tree, self.out, self.work, self.viewer = tree, tmp_path / "report", tmp_path / "work", viewer
+        self.said = ""
+
+    def __call__(self, fail_under: float = 100.0) -> int:
+        console = Console(width=200, record=True)
+        try:
+            return mutate(str(self.tree), self.out, self.work, fail_under, self.viewer, console)
+        finally:
+            self.said = console.export_text()
+
+    @property
+    def ws(self) -> Workspace:
+        (folder,) = [p for p in self.work.iterdir() if p.is_dir()]
+        return Workspace(folder)
+
+    def stryker_statuses(self) -> list[str]:
+        report = json.loads((self.out / "mutation.json").read_text(encoding="utf-8"))
+        return sorted(m["status"] for m in report["files"][SITE_FILE]["mutants"])
+
+
+@pytest.fixture
+def run(toy_tree: Path, tmp_path: Path, small_viewer: Path) -> Run:
+    return Run(toy_tree, tmp_path, small_viewer)
+
+
+def test_every_mutant_killed_passes_with_a_report_naming_each_killer(run: Run, fake_session: FakeSession) -> None:
+    assert run() == ExitCode.OK
+
+    report = json.loads((run.out / "mutation.json").read_text(encoding="utf-8"))
+    mutants = report["files"][SITE_FILE]["mutants"]
+    assert sorted(m["mutatorName"] for m in mutants) == fitting_operators(INTERFACE)
+    assert {m["status"] for m in mutants} == {"Killed"}
+    assert all("interface.py::Platform.import_kernels::vllm._C#0" in m["killedBy"][0] for m in mutants)
+    assert sorted(p.name for p in run.out.iterdir() if not p.name.startswith(".")) == [
+        "index.html", "junit.xml", "mutation.json", "summary.md"
+    ]  # fmt: skip
+    assert f"mutants generated and named: {MUTANTS} (0 with a verdict from an earlier run)" in run.said
+    assert f"mutants tested: {MUTANTS} of {MUTANTS}" in run.said
+    assert "gate:" not in run.said and len(fake_session.runs) == 1
+
+
+def test_the_run_stages_a_copy_and_never_writes_the_target(run: Run, fake_session: FakeSession) -> None:
+    before = {p: p.read_bytes() for p in run.tree.rglob("*") if p.is_file()}
+    run()
+    assert {p: p.read_bytes() for p in run.tree.rglob("*") if p.is_file()} == before
+    assert (run.ws.dir / SITE_FILE).read_text(encoding="utf-8") == INTERFACE  # the pristine copy
+    assert json.loads(run.ws.packages_file.read_text(encoding="utf-8")) == ["vllm"]
+    assert [s["file"] for s in json.loads(run.ws.sites_file.read_text(encoding="utf-8"))] == [SITE_FILE]
+
+
+def test_a_complete_run_is_reused_while_nothing_changed_without_a_session(run: Run, fake_session: FakeSession) -> None:
+    run()
+    first = read_result(run.ws)
+    assert first is not None and first.count(KILLED) == MUTANTS
+
+    assert run() == ExitCode.OK
+
+    assert len(fake_session.runs) == 1  # nothing staged, nothing imported, nothing run
+    assert f"its {MUTANTS} verdicts stand" in run.said
+    assert run.stryker_statuses() == ["Killed"] * MUTANTS
+
+
+def test_a_survivor_fails_the_gate_below_fail_under_and_passes_a_lower_bar(
+    run: Run, fake_session: FakeSession
+) -> None:
+    fake_session.outcomes = {1: SURVIVES}
+    score = 100.0 * (MUTANTS - 1) / MUTANTS
+
+    assert run() == ExitCode.CHECK_FAILED
+    assert f"gate: score {score:.1f}% is below --fail-under 100%" in run.said
+    assert run.stryker_statuses() == sorted(["Killed"] * (MUTANTS - 1) + ["Survived"])
+
+    assert run(fail_under=score) == ExitCode.OK  # the stored verdicts, gated again
+    assert len(fake_session.runs) == 1
+
+
+def test_an_exposed_site_fails_the_run_and_its_mutants_are_skipped_not_killed(
+    run: Run, fake_session: FakeSession
+) -> None:
+    fake_session.baseline = RecordKind.LEAK  # the clean guards fail: mutmut exits 1 and tests no mutant
+
+    assert run() == ExitCode.CHECK_FAILED
+
+    assert "gate: vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0 is exposed: exception retained" in (
+        run.said
+    )
+    result = read_result(run.ws)
+    assert result is not None and [b.status for b in result.baselines] == [EXPOSED]
+    assert {m.status for m in result.mutants} == {SKIPPED} and len(result.mutants) == MUTANTS
+    assert "gate: no mutant ran, so there is no score" in run.said
+
+
+def test_a_mutant_without_a_finished_guard_record_is_not_counted_and_the_next_run_tests_it_again(
+    run: Run, fake_session: FakeSession
+) -> None:
+    fake_session.outcomes = {1: UNRECORDED}  # mutmut wrote its exit code; the guards' record never came
+
+    assert run() == ExitCode.CHECK_FAILED
+    assert "gate: 1 mutant(s) have no finished run (tested again by the next run)" in run.said
+    assert not run.ws.result_file.exists()  # a result waiting for a verdict is not kept
+
+    fake_session.outcomes = {}
+    assert run() == ExitCode.OK
+    codes_found = fake_session.found[1]
+    assert sorted(codes_found.values(), key=str) == [1] * (MUTANTS - 1) + [None]  # only that one is tested again
+    assert "1 mutant result(s) had no finished guard record behind them" in run.said
+
+
+def test_a_session_that_dies_before_generating_is_an_engine_failure_not_a_report(
+    run: Run, fake_session: FakeSession
+) -> None:
+    fake_session.generates = False
+    with pytest.raises(EngineFailed, match=r"ended \(exit code 1\) before generating its mutants; see .*mutmut\.log"):
+        run()
+    assert not run.out.exists()
+
+
+def test_a_session_that_fails_after_generating_is_an_engine_failure_and_its_verdicts_are_kept(
+    run: Run, fake_session: FakeSession
+) -> None:
+    fake_session.exit_code = int(ExitCode.ENGINE_FAILED)  # as the session reports a crash of mutmut's
+    with pytest.raises(EngineFailed, match=r"the mutmut session failed \(exit code 13\); see .*mutmut\.log"):
+        run()
+    assert not run.out.exists()
+
+    fake_session.exit_code = None
+    assert run() == ExitCode.OK
+    assert list(fake_session.found[1].values()) == [1] * MUTANTS  # nothing tested twice
+    assert f"mutants generated and named: {MUTANTS} ({MUTANTS} with a verdict from an earlier run)" in run.said
+
+
+def test_mutants_only_mutmut_knows_are_unaccounted_not_ignored(run: Run, fake_session: FakeSession) -> None:
+    def one_more_mutant() -> None:
+        meta = layout.meta(run.ws, SITE_FILE)
+        document = json.loads(meta.read_text(encoding="utf-8"))
+        document["exit_code_by_key"]["vllm.platforms.interface.x_stray__mutmut_1"] = 1
+        meta.write_text(json.dumps(document), encoding="utf-8")
+
+    fake_session.then = one_more_mutant
+    with pytest.raises(MutantsUnaccounted, match=r"only mutmut \['vllm\.platforms\.interface\.x_stray__mutmut_1'\]"):
+        run()
+    assert not run.out.exists()
+
+
+def test_a_target_edited_while_the_session_ran_keeps_no_verdicts_and_is_staged_afresh(
+    run: Run, fake_session: FakeSession
+) -> None:
+    def edit() -> None:
+        (run.tree / "vllm" / "logger.py").write_text(LOGGER_SOURCE + "\n# edited while the guards ran\n")
+
+    fake_session.then = edit
+    with pytest.raises(TargetChanged, match="changed while this run tested it"):
+        run()
+    assert not run.out.exists()
+    assert not run.ws.result_file.exists() and not run.ws.staged_manifest.exists()
+
+
+def test_a_tree_without_a_once_site_is_nothing_to_check_and_starts_no_session(
+    tmp_path: Path, small_viewer: Path, fake_session: FakeSession
+) -> None:
+    tree = make_tree(tmp_path / "plain", INTERFACE.replace("warning_once", "warning"))
+    with pytest.raises(NothingToCheck, match=r"no kernel-import site logs through a \*_once call"):
+        Run(tree, tmp_path, small_viewer)()
+    assert fake_session.runs == [] and not (tmp_path / "report").exists()
+
+
+def test_a_sites_file_that_does_not_read_back_is_discarded_and_the_sites_discovered_again(
+    run: Run, fake_session: FakeSession
+) -> None:
+    run()
+    run.ws.result_file.unlink()  # or the stored verdicts would stand
+    run.ws.sites_file.write_text("[", encoding="utf-8")
+
+    assert run() == ExitCode.OK
+
+    assert f"discarded {run.ws.sites_file} (not a list of sites (JSONDecodeError)); discovering again" in run.said
+    assert [s["file"] for s in json.loads(run.ws.sites_file.read_text(encoding="utf-8"))] == [SITE_FILE]
+
+
+def test_a_viewer_bundle_that_is_missing_is_refused_before_any_work(
+    run: Run, tmp_path: Path, fake_session: FakeSession
+) -> None:
+    run.viewer = tmp_path / "no-viewer.js"
+    with pytest.raises(PathUnusable, match="--viewer-js"):
+        run()
+    assert not run.work.exists() and fake_session.runs == []
+
+
+def test_without_viewer_js_the_report_embeds_the_vendored_viewer(run: Run, fake_session: FakeSession) -> None:
+    run.viewer = None
+    assert run() == ExitCode.OK
+    bundle = find_viewer().read_text(encoding="utf-8")
+    assert bundle[:200] in (run.out / "index.html").read_text(encoding="utf-8")
+
+
+def test_ctrl_c_during_the_session_exits_130_and_its_finished_verdicts_are_kept_where_it_says(
+    run: Run, fake_session: FakeSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def ctrl_c() -> None:
+        raise Interrupted(ExitCode.INTERRUPTED)  # as the command line's SIGINT handler does
+
+    fake_session.then = ctrl_c
+    argv = ["mutate", "--vllm-src", str(run.tree), "--out", str(run.out), "--work-dir", str(run.work)]
+    code = cli.main([*argv, "--viewer-js", str(run.viewer)])
+
+    assert code == ExitCode.INTERRUPTED
+    said = capsys.readouterr().err.strip().splitlines()
+    kept = f"finished verdicts are kept in {run.ws.dir}; the next run tests the rest"
+    assert said == [f"warnonce-guard: interrupted; {kept}"]
+    assert not run.out.exists()
+
+    fake_session.then = None
+    assert run() == ExitCode.OK
+    assert list(fake_session.found[1].values()) == [1] * MUTANTS  # none tested twice
