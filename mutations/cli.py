@@ -6,6 +6,7 @@
     warnonce-guard mutate [--vllm-src PATH] [--out DIR]    baseline, mutate, run guards, score, report
     warnonce-guard audit  [--vllm-src PATH] [--json] [--baseline FILE] [--write-baseline FILE] [--strict]
                                                           every *_once call that can cache a live object
+    warnonce-guard history [--from V] [--to V] [--only V1,V2] [--out DIR]   every release, checked (guards/history/)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rich.table import Table
 
 from guards import target as targets
 from guards.errors import GuardError, NothingToCheck
+from guards.history.cli import add_parser as add_history_parser
 from guards.platforms import ENTRY_POINT_GROUP, platform_sites, registered_platforms, resolve_platform
 from guards.sites import Site, discover
 
@@ -176,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--write-baseline", metavar="FILE", help="accept every finding: write them to FILE, exit 0")
     audit.add_argument("--strict", action="store_true", help="fail on any new finding, not only live exceptions")
     audit.set_defaults(run=cmd_audit)
+    add_history_parser(sub)
     return parser
 
 
