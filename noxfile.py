@@ -6,6 +6,7 @@
     nox -s mutation -- [--vllm X | --vllm-src PATH] [--out DIR] [--fail-under PERCENT]
     nox -s audit -- [--vllm X | --vllm-src PATH] [--json] [--baseline FILE]
     nox -s replay                         the guards and the mutation run against vLLM 0.29.0 must fail
+    nox -s history -- [--from X] [--to Y] [--only X,Y] [--out DIR]   every release on the index, checked
     nox -s lint
 
 Each session's environment holds torch 2.13.0 (the CPU build on local disk), the runtime modules of
@@ -101,6 +102,14 @@ def replay(session: nox.Session) -> None:
     session.run(
         "python", "-m", "pytest", "tests/test_replay.py", "-v", env={"WARNONCE_GUARD_REPLAY": REPLAYED_VLLM}
     )
+
+
+@nox.session(python=PYTHON)
+def history(session: nox.Session) -> None:
+    """Release history: every vLLM release on the index fetched into the work dir and checked (no vLLM installed)."""
+    session.install("-r", "requirements/history-env.txt")
+    session.install("-e", ".")
+    session.run("warnonce-guard", "history", *session.posargs)
 
 
 @nox.session(python=PYTHON)
