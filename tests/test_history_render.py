@@ -22,7 +22,13 @@ NO_SITES = ReleaseVerdict(
     replace(META, version="0.11.0"), Verdict.NO_SITES, plain_sites=3, reason="no import_kernels | in vllm/platforms"
 )
 WHEEL = ReleaseVerdict(
-    replace(META, version="0.15.0", source="vllm-0.15.0-cp38-abi3-manylinux_2_31_aarch64.whl", yanked="broken"),
+    replace(
+        META,
+        version="0.15.0",
+        source="vllm-0.15.0-cp38-abi3-manylinux_2_31_aarch64.whl",
+        fallback="no sdist on the index",
+        yanked="broken",
+    ),
     Verdict.NOT_CHECKED,
     reason="needs module `cloudpickle`: add `cloudpickle` (pinned) to requirements/history-env.txt",
 )

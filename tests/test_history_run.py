@@ -6,7 +6,16 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from history_support import LIVE_CALL, PLAIN_CALL, release, sdist_bytes, served, tree_files, vllm_tree
+from history_support import (
+    LIVE_CALL,
+    PLAIN_CALL,
+    release,
+    sdist_bytes,
+    served,
+    tree_files,
+    vllm_tree,
+    wheel_bytes,
+)
 from rich.console import Console
 
 from guards.history import run as sweep
@@ -93,6 +102,21 @@ def test_an_interrupted_sweep_keeps_what_it_finished_and_writes_no_table(
     monkeypatch.setattr(sweep, "survey", real_survey)
     report = run_history(options(tmp_path), console())
     assert (report.checked, report.from_cache) == (2, 1)
+
+
+def test_a_wheel_checked_because_the_sdist_failed_says_why_in_the_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = tree_files(vllm_tree(tmp_path / "src", PLAIN_CALL))
+    bad = served(tmp_path / "index", "vllm-1.0.0.tar.gz", sdist_bytes(files), "0" * 64)
+    wheel = served(tmp_path / "index", "vllm-1.0.0-py3-none-any.whl", wheel_bytes(files))
+    monkeypatch.setattr(sweep.releases_index, "fetch_index", lambda url: [release("1.0.0", bad, wheel)])
+    (v,) = run_history(options(tmp_path), console()).verdicts
+    assert v.verdict is Verdict.NO_SITES and v.meta.source == "vllm-1.0.0-py3-none-any.whl"
+    assert v.meta.fallback.startswith("the sdist failed: vllm-1.0.0.tar.gz: sha256 mismatch")
+    assert "checked from the wheel vllm-1.0.0-py3-none-any.whl (the sdist failed: " in (
+        tmp_path / "out" / "history.md"
+    ).read_text(encoding="utf-8")
 
 
 def test_the_work_directory_is_never_inside_site_packages(tmp_path: Path, index) -> None:

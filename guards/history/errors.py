@@ -8,13 +8,13 @@ from guards.history.core import ToolError
 
 
 class HistoryExit(IntEnum):
-    """Exit codes of `warnonce-guard history`."""
+    """Exit codes of `warnonce-guard history` (20 and up: clear of the core's codes, to be merged into its table)."""
 
     OK = 0  # every release in range has a verdict (exposed, guarded or no sites)
     INCOMPLETE = 1  # the report was written, but some release is `not checked`
-    INDEX_UNAVAILABLE = 10  # the package index could not be read or parsed
-    NO_RELEASE = 11  # the range or --only selects no release on the index
-    BAD_WORK_DIR = 12  # the work directory is unusable (inside site-packages, not writable)
+    INDEX_UNAVAILABLE = 20  # the package index could not be read or parsed
+    NO_RELEASE = 21  # the range or --only selects no release on the index
+    BAD_WORK_DIR = 22  # the work directory is unusable (inside site-packages, not writable)
 
 
 class HistoryError(ToolError):

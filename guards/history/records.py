@@ -89,7 +89,8 @@ class ReleaseMeta:
     version: str
     date: str  # upload date of the release's first file, YYYY-MM-DD
     yanked: str | None = None  # the yank reason ("" when yanked without one); None when not yanked
-    source: str | None = None  # the file checked: an sdist, or a wheel when there is no sdist
+    source: str | None = None  # the file checked: an sdist, or a wheel when there is no usable sdist
+    fallback: str = ""  # why a wheel was checked: "no sdist on the index", or why the sdist failed
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,8 @@ def forms_cell(v: ReleaseVerdict) -> str:
 
 def reason_cell(v: ReleaseVerdict) -> str:
     notes = [v.reason] if v.reason else []
-    if v.meta.source and v.meta.source.endswith(".whl"):
-        notes.append(f"checked from the wheel {v.meta.source} (no sdist on the index)")
+    if v.meta.fallback:
+        notes.append(f"checked from the wheel {v.meta.source} ({v.meta.fallback})")
     if v.meta.yanked is not None:
         notes.append(f"yanked{': ' + v.meta.yanked if v.meta.yanked else ''}")
     return "; ".join(notes)

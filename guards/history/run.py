@@ -26,7 +26,7 @@ from guards.history.cache import VerdictCache, tool_fingerprint
 from guards.history.classify import classify, not_checked
 from guards.history.core import run_guards
 from guards.history.errors import BadWorkDir, FetchFailed
-from guards.history.fetch import fetch_release
+from guards.history.fetch import Fetched, fetch_release
 from guards.history.records import HistoryReport, ReleaseMeta, ReleaseVerdict, Verdict
 from guards.history.render import write_outputs
 from guards.history.survey import survey
@@ -74,7 +74,7 @@ def check_release(
         fetched = fetch_release(release, work_dir)
     except FetchFailed as err:
         return not_checked(meta, f"fetch failed: {err}", retry=True, duration_s=time.monotonic() - started)
-    meta = replace(meta, source=fetched.dist.filename)
+    meta = replace(meta, source=fetched.dist.filename, fallback=fallback_note(fetched))
     stage("discovery")
     found = survey(fetched.tree)
     guards = None
@@ -82,6 +82,13 @@ def check_release(
         stage(f"guards on {len(found.cached)} site(s)")
         guards = run_guards(fetched.tree, work_dir / "logs" / f"{release.version}.log", timeout_s)
     return classify(meta, found, guards, time.monotonic() - started)
+
+
+def fallback_note(fetched: Fetched) -> str:
+    """Why a wheel was checked instead of an sdist (empty when the sdist was)."""
+    if fetched.dist.kind == "sdist":
+        return ""
+    return f"the sdist failed: {'; '.join(fetched.failures)}" if fetched.failures else "no sdist on the index"
 
 
 def progress_line(v: ReleaseVerdict, how: str) -> str:
