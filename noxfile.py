@@ -7,6 +7,7 @@
     nox -s audit -- [--vllm X | --vllm-src PATH | PATH ...] [--format FORMAT] [--baseline FILE]
     nox -s replay                         the guards and the mutation run against vLLM 0.29.0 must fail
     nox -s wheel                          build the wheel, install it in a fresh venv, run the main job there
+    nox -s history -- [--from X] [--to Y] [--only X,Y] [--out DIR]   every release on the index, checked
     nox -s lint
 
 Each session's environment holds torch 2.13.0 (the CPU build on local disk), the runtime modules of
@@ -143,9 +144,22 @@ def audit(session: nox.Session) -> None:
 def replay(session: nox.Session) -> None:
     """Historical replay: guards and mutation run against vLLM 0.29.0 (before the fix) must expose every site."""
     _guard_env(session, REPLAYED_VLLM)
-    session.run(
-        "python", "-m", "pytest", "tests/test_replay.py", "-v", env={"WARNONCE_GUARD_REPLAY": REPLAYED_VLLM}
+    session.run("python", "-m", "pytest", "tests/test_replay.py", "-v", env={"WARNONCE_GUARD_REPLAY": REPLAYED_VLLM})
+
+
+@nox.session(python=PYTHON)
+def history(session: nox.Session) -> None:
+    """Release history: every vLLM release on the index fetched into the work dir and checked (no vLLM installed)."""
+    key = {
+        "requirements": _digest("requirements/history-env.txt", "requirements/guard-env.txt", CONSTRAINTS, "setup.cfg")
+    }
+    _install_once(
+        session,
+        key,
+        ("-c", CONSTRAINTS, "-r", "requirements/history-env.txt"),
+        ("-c", CONSTRAINTS, "-e", ".[mutation]"),
     )
+    session.run("warnonce-guard", "history", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -1,8 +1,9 @@
 """The exit-code table and the few specific errors deep code raises; the CLI turns each into one line.
 
 Every non-zero exit of `warnonce-guard` is one row of `ExitCode`: a run that checked and failed (1)
-is never confused with bad input (2-19), a bug of our own (70) or an interrupt (130, 143). Each
-`GuardError` subclass names its row; the CLI prints `warnonce-guard: error: <message>` and exits with it.
+is never confused with bad input or an unusable environment (2-22), a bug of our own (70) or an
+interrupt (130, 143). Each `GuardError` subclass names its row; the CLI prints
+`warnonce-guard: error: <message>` and exits with it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ class ExitCode(enum.IntEnum):
     """What the exit status of `warnonce-guard` means (one value per kind of outcome)."""
 
     OK = 0  # the check ran and passed
-    # the check ran and failed: score below --fail-under, a site exposed or unreached, a guard failed, a new finding
+    # the check ran and failed: score below --fail-under, a site exposed or unreached, a guard failed, a new
+    # finding, a release of the history left `not checked`
     CHECK_FAILED = 1
     USAGE = 2  # the command line is wrong: unknown option, a value out of range (--fail-under nan)
     TARGET_NOT_FOUND = 3  # no vLLM installed, or --vllm-src does not exist
@@ -35,6 +37,8 @@ class ExitCode(enum.IntEnum):
     NPM_FAILED = 18  # installing the pinned npm packages failed
     NOT_INSTALLED = 19  # the command needs the mutation extra: pip install 'warnonce-guard[mutation]'
     TARGET_CHANGED = 20  # the target's files changed while the run tested them: no verdict is kept
+    INDEX_UNAVAILABLE = 21  # history: the package index cannot be read or is not a PEP 691 JSON page
+    NO_RELEASE = 22  # history: --from/--to/--only select no release on the index
     INTERNAL_ERROR = 70  # a bug in warnonce-guard (an invariant it broke itself): the traceback is kept
     INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT); complete verdicts are kept, the rest re-tested next run
     TERMINATED = 143  # stopped by SIGTERM; as for Ctrl-C
@@ -44,7 +48,9 @@ def exit_code_meanings() -> dict[ExitCode, str]:
     """What each exit code means, in a few words (for `--help` and README)."""
     return {
         ExitCode.OK: "the check ran and passed",
-        ExitCode.CHECK_FAILED: "the check ran and failed (score, exposed/unreached site, failed guard, new finding)",
+        ExitCode.CHECK_FAILED: (
+            "the check ran and failed (score, exposed/unreached site, failed guard, new finding, release not checked)"
+        ),
         ExitCode.USAGE: "bad command line (unknown option, value out of range)",
         ExitCode.TARGET_NOT_FOUND: "no vLLM installed, or --vllm-src does not exist",
         ExitCode.NOT_A_VLLM_TREE: "--vllm-src holds no vllm/ package with vllm/platforms/",
@@ -64,6 +70,8 @@ def exit_code_meanings() -> dict[ExitCode, str]:
         ExitCode.NPM_FAILED: "installing the pinned npm packages failed",
         ExitCode.NOT_INSTALLED: "the command needs the mutation extra (pip install 'warnonce-guard[mutation]')",
         ExitCode.TARGET_CHANGED: "the target's files changed during the run: its verdicts are not kept",
+        ExitCode.INDEX_UNAVAILABLE: "history: the package index cannot be read, or is not a PEP 691 JSON page",
+        ExitCode.NO_RELEASE: "history: --from/--to/--only select no release on the index",
         ExitCode.INTERNAL_ERROR: "a bug in warnonce-guard (traceback printed)",
         ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
         ExitCode.TERMINATED: "terminated (SIGTERM)",
@@ -149,6 +157,18 @@ class TargetChanged(GuardError):
     """The target's files changed while the run tested them (an edit or an upgrade during the run)."""
 
     exit_code = ExitCode.TARGET_CHANGED
+
+
+class IndexUnavailable(GuardError):
+    """history: the package index cannot be read or parsed."""
+
+    exit_code = ExitCode.INDEX_UNAVAILABLE
+
+
+class NoRelease(GuardError):
+    """history: the selected range names no release on the index."""
+
+    exit_code = ExitCode.NO_RELEASE
 
 
 class EngineFailed(GuardError):

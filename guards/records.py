@@ -24,6 +24,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from warnonce_guard.guards.atomic import write_atomic
+
 FINISHED_STATUSES = frozenset({0, 1})  # pytest: every test ran; all passed (0) or some failed (1)
 
 
@@ -129,9 +131,7 @@ def write_session(folder: Path, session: GuardSession) -> Path:
     """Write the session's file atomically: it exists whole or not at all."""
     path = session_path(folder, session)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps(session.to_json()), encoding="utf-8")
-    os.replace(partial, path)
+    write_atomic(path, json.dumps(session.to_json()))
     return path
 
 

@@ -7,6 +7,8 @@
     warnonce-guard audit  [PATH ...] [--vllm-src PATH] [--format text|json|github|sarif]
                           [--baseline FILE] [--write-baseline FILE] [--strict]
                                                           every *_once call that can cache a live object
+    warnonce-guard history [--from V] [--to V] [--only V1,V2,...] [--out DIR]
+                                                          every vLLM release on the index, checked
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from warnonce_guard.guards.errors import (
     UsageError,
     exit_code_table,
 )
+from warnonce_guard.mutations.history.cli import add_parser as add_history_parser
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -289,6 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--write-baseline", metavar="FILE", help="accept every finding: write them to FILE, exit 0")
     audit.add_argument("--strict", action="store_true", help="fail on any new finding, not only live exceptions")
     audit.set_defaults(run=cmd_audit)
+
+    add_history_parser(sub).epilog = EPILOG
     return parser
 
 

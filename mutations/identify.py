@@ -19,11 +19,12 @@ from typing import Any
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from warnonce_guard.guards.atomic import write_atomic
 from warnonce_guard.guards.errors import ExitCode, GuardError
 from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN, log_method, walk
 from warnonce_guard.guards.sites import Site
 from warnonce_guard.mutations.engine import naming
-from warnonce_guard.mutations.engine.state import BadState, write_atomic
+from warnonce_guard.mutations.engine.state import BadState
 from warnonce_guard.mutations.operators import PACKAGE, anchors_of, operator_of
 from warnonce_guard.mutations.workspace import Workspace
 

@@ -35,6 +35,7 @@ class Kind(StrEnum):
     REPORT = "report"  # an --out directory
     WORK_ROOT = "work-root"  # a --work-dir directory
     WORKSPACE = "workspace"  # one run's directory inside a work root (pruned when old)
+    HISTORY = "history"  # a `history --work-dir` directory (downloads, release trees, kept verdicts)
 
 
 def mark(directory: Path, kind: Kind) -> None:
@@ -127,11 +128,12 @@ def check_out_dir(out: Path, protected: Iterable[Protected], cwd: Path | None = 
     return out
 
 
-def check_work_root(work: Path, protected: Iterable[Protected]) -> Path:
-    """The absolute `--work-dir`, or `PathRefused`/`PathUnusable` with the reason; nothing is written."""
+def check_work_root(work: Path, protected: Iterable[Protected], kind: Kind = Kind.WORK_ROOT) -> Path:
+    """The absolute `--work-dir` (of a mutation run, or of `kind`), or `PathRefused`/`PathUnusable` with the
+    reason; nothing is written."""
     work = Path(os.path.abspath(work))
     _keep_clear(work, "--work-dir", protected)
-    _empty_or_ours(work, Kind.WORK_ROOT, "--work-dir", "work")
+    _empty_or_ours(work, kind, "--work-dir", "work" if kind is Kind.WORK_ROOT else kind.value)
     _writable_parent(work, "--work-dir")
     return work
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 from warnonce_guard.guards import target as targets
+from warnonce_guard.guards.atomic import write_atomic
 from warnonce_guard.guards.errors import EngineFailed, ExitCode, Interrupted, NothingToCheck, TargetChanged
 from warnonce_guard.guards.platforms import platform_sites, resolve_platform
 from warnonce_guard.guards.records import baseline_sessions as read_baseline_sessions
@@ -274,7 +275,7 @@ def read_result(ws: Workspace) -> RunResult | None:
 def store_result(ws: Workspace, result: RunResult) -> None:
     """Keep a complete run's verdicts (atomically); a result with a verdict still to come is not kept."""
     if result.final:
-        state.write_atomic(ws.result_file, json.dumps(result.to_json()))
+        write_atomic(ws.result_file, json.dumps(result.to_json()))
     else:
         ws.result_file.unlink(missing_ok=True)
 

@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from warnonce_guard import guards
+from warnonce_guard.guards.atomic import write_atomic
 from warnonce_guard.guards.errors import StagingFailed
 from warnonce_guard.guards.sites import Site
 from warnonce_guard.guards.target import PACKAGE, Target
 from warnonce_guard.mutations.engine import config as engine_config
-from warnonce_guard.mutations.engine.state import BadState, write_atomic
+from warnonce_guard.mutations.engine.state import BadState
 from warnonce_guard.mutations.workspace import Workspace
 
 GUARD_TEST_FILES = ("conftest.py", "test_kernel_import_sites.py")

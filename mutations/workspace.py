@@ -106,6 +106,7 @@ class WorkRoot:
     """The `--work-dir` directory: checked by `ownership.check_work_root` before it is claimed."""
 
     dir: Path
+    kind: ownership.Kind = ownership.Kind.WORK_ROOT
 
     def workspace(self, fingerprint: str) -> Workspace:
         return Workspace(self.dir / fingerprint)
@@ -115,8 +116,8 @@ class WorkRoot:
         """Create and mark the root, and hold its lock for the block; `WorkDirBusy` if another run holds it."""
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            if not ownership.marked(self.dir, ownership.Kind.WORK_ROOT):
-                ownership.mark(self.dir, ownership.Kind.WORK_ROOT)
+            if not ownership.marked(self.dir, self.kind):
+                ownership.mark(self.dir, self.kind)
         except OSError as err:
             raise StagingFailed(f"cannot create --work-dir {self.dir}: {err.strerror or err}") from None
         lock = FileLock(self.dir / LOCK_NAME, timeout=0)

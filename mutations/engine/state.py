@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from warnonce_guard.guards.atomic import write_atomic
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.workspace import Workspace
 
@@ -68,13 +69,6 @@ class Discarded:
 
     def __str__(self) -> str:
         return f"discarded {self.path} ({self.reason})"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write a file whole or not at all: a temporary sibling renamed over it."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
 
 
 def _load_json(path: Path) -> Any:

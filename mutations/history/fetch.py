@@ -1,0 +1,185 @@
+"""A release's `vllm/` tree in the work directory: download, verify against the index's sha256, extract.
+
+Layout under the work directory (nothing is ever written to site-packages):
+
+    downloads/<file>          archives as the index serves them, renamed into place only once verified
+    trees/<version>/vllm/     the release's `vllm/` package: Python sources and data, no compiled modules
+    trees/<version>/.warnonce-history.json   which archive (name, sha256) the tree came from
+
+Downloads and extractions are written under temporary names and renamed into place, so a killed run
+leaves no half-written archive or tree under a real name, and two runs never share a temporary file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import tarfile
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from warnonce_guard.mutations.history.index import Dist, Release
+
+MARKER = ".warnonce-history.json"
+PACKAGE = "vllm"
+COMPILED = (".so", ".pyd", ".dll", ".dylib")  # the guards block kernel modules; their binaries are not needed
+CHUNK = 1 << 20
+TIMEOUT_S = 120.0
+
+
+class FetchFailed(Exception):
+    """One release could not be fetched (download, hash or archive): that release is `not checked`.
+
+    Not a `GuardError`: the sweep goes on, and the verdict is not kept (a rerun retries).
+    """
+
+
+@dataclass(frozen=True)
+class Fetched:
+    tree: Path  # the directory holding `vllm/`
+    dist: Dist  # the file it came from
+    downloaded: bool  # False when the tree (or the archive) was already in the work directory
+    failures: tuple[str, ...] = ()  # files tried first that could not be used, one line each
+
+
+def fetch_release(release: Release, work_dir: Path) -> Fetched:
+    """The release's tree: from its sdist, else a wheel; `FetchFailed` naming every file tried."""
+    failures: list[str] = []
+    for dist in release.candidates():
+        try:
+            fetched = fetch_dist(dist, work_dir / "downloads", work_dir / "trees" / release.version)
+        except FetchFailed as err:
+            failures.append(f"{dist.filename}: {err}")
+            continue
+        return Fetched(fetched.tree, fetched.dist, fetched.downloaded, tuple(failures))
+    raise FetchFailed("; ".join(failures) or "no sdist or wheel on the index")
+
+
+def fetch_dist(dist: Dist, downloads: Path, tree: Path) -> Fetched:
+    if _marker(tree).get("sha256") == dist.sha256:
+        return Fetched(tree, dist, downloaded=False)
+    archive = downloads / dist.filename
+    downloaded = False
+    if not (archive.is_file() and sha256_of(archive) == dist.sha256):
+        download(dist, archive)
+        downloaded = True
+    if sha256_of(archive) != dist.sha256:  # verified again right before use
+        raise FetchFailed(f"{archive} no longer matches the index's sha256; rerun to fetch it again")
+    extract(archive, dist, tree)
+    return Fetched(tree, dist, downloaded)
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _temporary(path: Path, suffix: str) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.{suffix}")
+
+
+def download(dist: Dist, archive: Path) -> None:
+    """Stream `dist` into a temporary file beside `archive`, hashing as it comes; rename it in when it matches."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    partial = _temporary(archive, "partial")
+    digest = hashlib.sha256()
+    try:
+        request = urllib.request.Request(dist.url, headers={"User-Agent": "warnonce-guard-history"})
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response, partial.open("wb") as out:
+            while chunk := response.read(CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != dist.sha256:
+            got = digest.hexdigest()
+            raise FetchFailed(f"sha256 mismatch: the index says {dist.sha256[:16]}..., the download is {got[:16]}...")
+        os.replace(partial, archive)
+    except (urllib.error.URLError, TimeoutError, OSError) as err:
+        raise FetchFailed(f"download failed ({err}); rerun to retry") from None
+    finally:
+        with suppress(FileNotFoundError):
+            partial.unlink()
+
+
+def _marker(tree: Path) -> dict[str, str]:
+    try:
+        return json.loads((tree / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _members(archive: Path, kind: str) -> Iterator[tuple[PurePosixPath, BinaryIO]]:
+    """(path under the archive's root, readable) for every regular file; an sdist's top folder is dropped."""
+    if kind == "wheel":
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                if not info.is_dir():
+                    with zf.open(info) as fh:
+                        yield PurePosixPath(info.filename), fh
+        return
+    with tarfile.open(archive, "r:*") as tf:
+        for member in tf:
+            parts = PurePosixPath(member.name).parts
+            if member.isfile() and len(parts) > 1:
+                fh = tf.extractfile(member)
+                if fh is not None:
+                    yield PurePosixPath(*parts[1:]), fh
+
+
+def _wanted(path: PurePosixPath) -> bool:
+    return path.parts[:1] == (PACKAGE,) and ".." not in path.parts and path.suffix not in COMPILED
+
+
+def extract(archive: Path, dist: Dist, tree: Path) -> None:
+    """Write the archive's `vllm/` files (no compiled modules) into `tree`, whole or not at all."""
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    building = _temporary(tree, "partial")
+    try:
+        count = 0
+        for path, fh in _members(archive, dist.kind):
+            if path.is_absolute() or not _wanted(path):
+                continue
+            destination = building.joinpath(*path.parts)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            with destination.open("wb") as out:
+                shutil.copyfileobj(fh, out)
+            count += 1
+        if not (building / PACKAGE / "__init__.py").is_file():
+            raise FetchFailed(f"{dist.filename} holds no {PACKAGE}/ package")
+        marker = {"filename": dist.filename, "sha256": dist.sha256, "files": str(count)}
+        (building / MARKER).write_text(json.dumps(marker), encoding="utf-8")
+        _swap(building, tree, dist.sha256)
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as err:
+        raise FetchFailed(f"cannot extract {archive.name}: {err}") from None
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+
+
+def _swap(building: Path, tree: Path, sha256: str) -> None:
+    """Put the new tree in place. An existing tree from the same archive (another run's) is kept; one from
+    another archive is replaced only when its marker shows this tool made it."""
+    if tree.exists():
+        existing = _marker(tree)
+        if existing.get("sha256") == sha256:
+            return
+        if not existing:
+            raise FetchFailed(f"{tree} exists and was not made by warnonce-guard history; move it away")
+        aside = _temporary(tree, "old")
+        os.replace(tree, aside)
+        shutil.rmtree(aside, ignore_errors=True)
+    try:
+        os.replace(building, tree)
+    except OSError:
+        if _marker(tree).get("sha256") != sha256:  # another run put a different tree there meanwhile
+            raise

@@ -1,0 +1,161 @@
+"""The typed records passed between the history stages; statuses are enums, never magic strings."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Verdict(StrEnum):
+    """What a release's table row says."""
+
+    EXPOSED = "exposed"  # cached kernel-import sites, and their guards fail (a detector fired)
+    GUARDED = "guarded"  # cached kernel-import sites, and every guard passes
+    NO_SITES = "no sites"  # no `*_once` kernel-import site: nothing can leak into the cache
+    NOT_CHECKED = "not checked"  # no verdict, with the one-line reason (and what it would take)
+
+
+class Outcome(StrEnum):
+    """One guard's result on one site."""
+
+    PASSED = "passed"
+    LEAK = "leak"  # a leak detector fired
+    UNREACHED = "unreached"  # the guard could not bring execution to the site
+    ERROR = "error"  # the guard could not run (e.g. a platform module's import failed)
+    MISSING = "missing"  # discovery found the site, the guard run left no record of it
+
+
+@dataclass(frozen=True)
+class SiteInfo:
+    """What the history needs to know about one discovered kernel-import site."""
+
+    id: str
+    file: str
+    qualname: str
+    kernel_module: str
+    line: int
+    log_method: str
+    cached: bool  # logs through a `*_once` method (guarded); plain `logger.warning` sites are not
+    form: str  # "eager" or "live"
+
+
+@dataclass(frozen=True)
+class Survey:
+    """Discovery on one release's tree."""
+
+    sites: tuple[SiteInfo, ...]
+    hooks: tuple[str, ...]  # where `import_kernels` is defined: `vllm/platforms/interface.py::Platform`
+    has_platforms: bool  # the tree has a `vllm/platforms/` package
+    error: str | None = None  # discovery could not run on this tree (why, in one line)
+
+    @property
+    def cached(self) -> tuple[SiteInfo, ...]:
+        return tuple(site for site in self.sites if site.cached)
+
+    @property
+    def plain(self) -> tuple[SiteInfo, ...]:
+        return tuple(site for site in self.sites if not site.cached)
+
+
+@dataclass(frozen=True)
+class SiteOutcome:
+    site_id: str
+    outcome: Outcome
+    detectors: tuple[str, ...] = ()
+    message: str = ""
+    missing_module: str | None = None  # the module a failed platform import named
+
+
+@dataclass(frozen=True)
+class GuardRun:
+    """The guards run against one tree in a fresh interpreter."""
+
+    exit_code: int
+    outcomes: tuple[SiteOutcome, ...]
+    error: str | None = None  # the run as a whole failed (usage error, crash, timeout): one line
+    duration_s: float = 0.0
+    timed_out: bool = False
+
+    def outcome_of(self, site_id: str) -> SiteOutcome:
+        found = [o for o in self.outcomes if o.site_id == site_id]
+        return found[0] if found else SiteOutcome(site_id, Outcome.MISSING, message="no record from the guard run")
+
+
+@dataclass(frozen=True)
+class ReleaseMeta:
+    """Which release, from the index, and which file of it was checked."""
+
+    version: str
+    date: str  # upload date of the release's first file, YYYY-MM-DD
+    yanked: str | None = None  # the yank reason ("" when yanked without one); None when not yanked
+    source: str | None = None  # the file checked: an sdist, or a wheel when there is no usable sdist
+    fallback: str = ""  # why a wheel was checked: "no sdist on the index", or why the sdist failed
+
+
+@dataclass(frozen=True)
+class ReleaseVerdict:
+    """One release's row: the verdict and the evidence behind it."""
+
+    meta: ReleaseMeta
+    verdict: Verdict
+    sites: int = 0  # cached (`*_once`) kernel-import sites: the guarded ones
+    plain_sites: int = 0  # kernel-import sites logging through a plain, uncached method
+    live: int = 0
+    eager: int = 0
+    detectors: tuple[str, ...] = ()
+    reason: str = ""
+    site_outcomes: tuple[SiteOutcome, ...] = field(default=())
+    duration_s: float = 0.0
+    retry: bool = False  # a passing failure (download, timeout): not cached, the next run tries again
+
+    @property
+    def version(self) -> str:
+        return self.meta.version
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["verdict"] = self.verdict.value
+        for item in data["site_outcomes"]:
+            item["outcome"] = str(item["outcome"])
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReleaseVerdict:
+        outcomes = tuple(
+            SiteOutcome(
+                o["site_id"], Outcome(o["outcome"]), tuple(o["detectors"]), o["message"], o.get("missing_module")
+            )
+            for o in data["site_outcomes"]
+        )
+        return cls(
+            meta=ReleaseMeta(**data["meta"]),
+            verdict=Verdict(data["verdict"]),
+            sites=data["sites"],
+            plain_sites=data["plain_sites"],
+            live=data["live"],
+            eager=data["eager"],
+            detectors=tuple(data["detectors"]),
+            reason=data["reason"],
+            site_outcomes=outcomes,
+            duration_s=data["duration_s"],
+            retry=data.get("retry", False),
+        )
+
+
+@dataclass(frozen=True)
+class HistoryReport:
+    """A sweep: its verdicts (newest first) and how it was made."""
+
+    command: str  # the command that produced it
+    generated: str  # when, ISO 8601 (UTC)
+    fingerprint: str  # the tool fingerprint the verdicts were made with
+    environment: str  # Python and torch versions, for the header
+    verdicts: tuple[ReleaseVerdict, ...]
+    prereleases_left_out: tuple[str, ...] = ()
+    checked: int = 0  # releases checked in this run
+    from_cache: int = 0  # releases whose kept verdict was reused
+    duration_s: float = 0.0
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(1 for v in self.verdicts if v.verdict is verdict)

@@ -1,0 +1,203 @@
+"""The sweep: for each selected release, newest first, a kept verdict or fetch -> survey -> guards -> classify.
+
+Each release ends as one line on the console and in `<work dir>/history.log`, as soon as it is done; on a
+terminal a progress bar shows which release and stage is under way. Only finished verdicts are kept, so
+an interrupted sweep resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import site
+import sysconfig
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from warnonce_guard.mutations import ownership
+from warnonce_guard.mutations.history import index as releases_index
+from warnonce_guard.mutations.history.cache import VerdictCache, tool_fingerprint
+from warnonce_guard.mutations.history.classify import classify, not_checked
+from warnonce_guard.mutations.history.cli import DEFAULT_WORK_DIR
+from warnonce_guard.mutations.history.core import run_guards
+from warnonce_guard.mutations.history.fetch import Fetched, FetchFailed, fetch_release
+from warnonce_guard.mutations.history.records import HistoryReport, ReleaseMeta, ReleaseVerdict, Verdict
+from warnonce_guard.mutations.history.render import check_outputs, write_outputs
+from warnonce_guard.mutations.history.survey import survey
+from warnonce_guard.mutations.workspace import WorkRoot
+
+
+@dataclass(frozen=True)
+class Options:
+    start: str | None = None
+    end: str | None = None
+    only: tuple[str, ...] = ()
+    pre: bool = False
+    work_dir: Path = DEFAULT_WORK_DIR
+    out_dir: Path | None = None  # default: the work directory
+    index_url: str = releases_index.DEFAULT_INDEX
+    timeout_s: float = 900.0
+    command: str = "warnonce-guard history"
+
+
+def site_packages() -> list[ownership.Protected]:
+    """Every site-packages directory of this interpreter: fetched releases never go into one."""
+    installed = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    installed |= {*site.getsitepackages(), site.getusersitepackages()}
+    return [
+        ownership.Protected(f"site-packages ({folder}); fetched releases never go there", Path(folder))
+        for folder in sorted(installed)
+    ]
+
+
+def check_paths(work_dir: Path, out_dir: Path | None) -> tuple[WorkRoot, Path]:
+    """The work directory (new, empty or an earlier history work directory, never in site-packages or above the
+    current directory) and where the tables go; `PathRefused`/`PathUnusable` before any work."""
+    here = ownership.Protected("the current directory", Path.cwd(), inside_ok=True)
+    work = ownership.check_work_root(work_dir, [*site_packages(), here], ownership.Kind.HISTORY)
+    out = Path(os.path.abspath(out_dir)) if out_dir else work
+    check_outputs(out)
+    return WorkRoot(work, ownership.Kind.HISTORY), out
+
+
+def check_release(
+    release: releases_index.Release, work_dir: Path, timeout_s: float, stage: Callable[[str], None]
+) -> ReleaseVerdict:
+    """Fetch, survey, guard and classify one release (the guards only when it has cached sites)."""
+    started = time.monotonic()
+    meta = ReleaseMeta(release.version, release.date, release.yanked)
+    stage("fetching")
+    try:
+        fetched = fetch_release(release, work_dir)
+    except FetchFailed as err:
+        return not_checked(meta, f"fetch failed: {err}", retry=True, duration_s=time.monotonic() - started)
+    meta = replace(meta, source=fetched.dist.filename, fallback=fallback_note(fetched))
+    stage("discovery")
+    found = survey(fetched.tree)
+    guards = None
+    if found.cached and not found.error:
+        stage(f"guards on {len(found.cached)} site(s)")
+        guards = run_guards(fetched.tree, work_dir / "logs" / f"{release.version}.log", timeout_s)
+    return classify(meta, found, guards, time.monotonic() - started)
+
+
+def fallback_note(fetched: Fetched) -> str:
+    """Why a wheel was checked instead of an sdist (empty when the sdist was)."""
+    if fetched.dist.kind == "sdist":
+        return ""
+    return f"the sdist failed: {'; '.join(fetched.failures)}" if fetched.failures else "no sdist on the index"
+
+
+def progress_line(v: ReleaseVerdict, how: str) -> str:
+    forms = ", ".join(f"{n} {form}" for n, form in ((v.live, "live"), (v.eager, "eager")) if n)
+    if v.sites:
+        sites = f"{v.sites} sites ({forms})"
+    else:
+        sites = f"0 sites ({v.plain_sites} plain)" if v.plain_sites or v.verdict is not Verdict.NOT_CHECKED else "–"
+    detail = "; ".join(filter(None, (", ".join(v.detectors), v.reason)))
+    return f"{v.version:<11} {v.verdict.value:<11} {sites:<24} {detail}  ({how})"
+
+
+def _environment() -> str:
+    try:
+        torch = f"torch {version('torch')}"
+    except PackageNotFoundError:
+        torch = "no torch"
+    return f"Python {platform.python_version()}, {torch}"
+
+
+class _Progress:
+    """A progress bar on a terminal; elsewhere (CI logs, files) only the finished lines."""
+
+    def __init__(self, console: Console, progress: Progress | None, total: int):
+        self.console, self.progress = console, progress
+        self.task = progress.add_task("", total=total) if progress else None
+
+    def stage(self, version: str, text: str) -> None:
+        if self.progress is not None and self.task is not None:
+            self.progress.update(self.task, description=f"{version}: {text}")
+
+    def done(self, line: str) -> None:
+        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        if self.progress is not None and self.task is not None:
+            self.progress.advance(self.task)
+
+
+@contextmanager
+def _progress(console: Console, total: int) -> Iterator[_Progress]:
+    if not console.is_terminal:
+        yield _Progress(console, None, total)
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        yield _Progress(console, bar, total)
+
+
+def run_history(options: Options, console: Console) -> HistoryReport:
+    """Check every selected release (or reuse its kept verdict), then write history.json and history.md.
+
+    Paths and the index are checked before anything is written; the work directory is held (one sweep at
+    a time) from its creation to the tables.
+    """
+    started = time.monotonic()
+    root, out = check_paths(options.work_dir, options.out_dir)
+    listed = releases_index.fetch_index(options.index_url)
+    selection = releases_index.select(listed, options.start, options.end, options.only, options.pre)
+    fingerprint = tool_fingerprint()
+    with root.claimed():
+        work_dir = root.dir
+        cache = VerdictCache(work_dir, fingerprint)
+        console.print(
+            f"{len(selection.releases)} release(s), {selection.releases[0].version} to "
+            f"{selection.releases[-1].version}; work directory {work_dir}; tool fingerprint {fingerprint}",
+            markup=False,
+            highlight=False,
+        )
+        verdicts, checked = sweep(selection.releases, cache, work_dir, options.timeout_s, console)
+        report = HistoryReport(
+            command=options.command,
+            generated=datetime.now(UTC).isoformat(timespec="seconds"),
+            fingerprint=fingerprint,
+            environment=_environment(),
+            verdicts=tuple(verdicts),
+            prereleases_left_out=selection.prereleases_left_out,
+            checked=checked,
+            from_cache=len(verdicts) - checked,
+            duration_s=time.monotonic() - started,
+        )
+        paths = write_outputs(report, out)
+    console.print(f"wrote {', '.join(str(p) for p in paths)}", markup=False, highlight=False)
+    return report
+
+
+def sweep(
+    releases: Sequence[releases_index.Release], cache: VerdictCache, work_dir: Path, timeout_s: float, console: Console
+) -> tuple[list[ReleaseVerdict], int]:
+    """Each release's kept verdict, or a new one (kept when finished); one line per release as it is done."""
+    verdicts: list[ReleaseVerdict] = []
+    checked = 0
+    with _progress(console, len(releases)) as progress, (work_dir / "history.log").open("a") as log:
+        for release in releases:
+            verdict = cache.get(release)
+            if verdict is not None:
+                how = "cached"
+            else:
+                verdict = check_release(
+                    release, work_dir, timeout_s, lambda text, v=release.version: progress.stage(v, text)
+                )
+                cache.put(release, verdict)
+                checked += 1
+                how = f"{verdict.duration_s:.1f} s"
+            verdicts.append(verdict)
+            line = progress_line(verdict, how)
+            progress.done(line)
+            log.write(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}  {line}\n")
+            log.flush()
+    return verdicts, checked

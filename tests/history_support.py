@@ -1,0 +1,75 @@
+"""Builders shared by the history tests (this module holds no tests): vLLM-shaped trees and their archives."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import tarfile
+import zipfile
+from pathlib import Path
+
+from toy import EAGER_CALL, PLATFORM_SOURCE, write_toy
+from warnonce_guard.mutations.history.index import Dist, Release
+from warnonce_guard.mutations.history.records import GuardRun, Outcome, ReleaseMeta, SiteOutcome
+
+LIVE_CALL = 'logger.warning_once("Failed to import from PKG._C: %r", e)'
+PLAIN_CALL = 'logger.warning("Failed to import from PKG._C: %r", e)'
+INTERFACE_SITE = "vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0"
+META = ReleaseMeta("9.9.9", "2026-01-02", None, "vllm-9.9.9.tar.gz")
+LEAKS = ("exception retained", "owner pinned", "warning repeated")
+
+
+def platform(call: str) -> str:
+    """A platform module whose `Platform.import_kernels` logs a failed `PKG._C` import with `call`."""
+    return PLATFORM_SOURCE.replace("CALL", call)
+
+
+def vllm_tree(root: Path, call: str | None = EAGER_CALL, extra: dict[str, str] | None = None) -> Path:
+    """`root/vllm` shaped like a release: a logger, and `platforms/interface.py` when `call` is given."""
+    platforms = {"interface": platform(call)} if call else {}
+    write_toy(root, "vllm", {**platforms, **(extra or {})})
+    return root
+
+
+def tree_files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def sdist_bytes(files: dict[str, bytes], top: str = "vllm-9.9.9") -> bytes:
+    """A .tar.gz with every file under `top/`, as an sdist has them (the same bytes for the same files)."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tf:
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"{top}/{name}" if top else name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def wheel_bytes(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return buffer.getvalue()
+
+
+def served(folder: Path, filename: str, data: bytes, sha256: str | None = None, uploaded: str = "2026-01-02") -> Dist:
+    """Put `data` in `folder` and describe it as the index would (a file:// URL); `sha256` overrides the hash."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / filename
+    path.write_bytes(data)
+    kind = "wheel" if filename.endswith(".whl") else "sdist"
+    digest = sha256 or hashlib.sha256(data).hexdigest()
+    return Dist(filename, kind, path.as_uri(), digest, len(data), f"{uploaded}T10:00:00Z", None)
+
+
+def release(version: str, *dists: Dist) -> Release:
+    return Release(version, tuple(dists))
+
+
+def guard_run(*outcomes: SiteOutcome, error: str | None = None, timed_out: bool = False) -> GuardRun:
+    return GuardRun(
+        1 if error or any(o.outcome is not Outcome.PASSED for o in outcomes) else 0, outcomes, error, 1.0, timed_out
+    )

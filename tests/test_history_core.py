@@ -1,0 +1,69 @@
+"""The adapter's contract with the guards: their outcome per site, read back from a real run on toy trees.
+
+These run `warnonce-guard guards` in a subprocess (under a second each, no torch import in a toy tree), so
+they stay in the fast tier: when the guards' record format or command line changes, they fail here first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from history_support import INTERFACE_SITE, LEAKS, LIVE_CALL, PLAIN_CALL, vllm_tree
+from toy import EAGER_CALL
+from warnonce_guard.mutations.history.core import discover_sites, run_guards
+from warnonce_guard.mutations.history.records import Outcome
+
+
+def test_a_leaking_site_comes_back_as_a_leak_with_its_detectors(tmp_path: Path) -> None:
+    run = run_guards(vllm_tree(tmp_path / "tree", LIVE_CALL), tmp_path / "logs" / "live.log")
+    assert run.error is None and run.exit_code != 0
+    assert [(o.site_id, o.outcome, o.detectors) for o in run.outcomes] == [(INTERFACE_SITE, Outcome.LEAK, LEAKS)]
+    assert "3 detector(s) fired" in (tmp_path / "logs" / "live.log").read_text(encoding="utf-8")
+
+
+def test_an_eager_site_comes_back_passed(tmp_path: Path) -> None:
+    run = run_guards(vllm_tree(tmp_path / "tree", EAGER_CALL), tmp_path / "logs" / "eager.log")
+    assert run.exit_code == 0 and run.error is None
+    assert [(o.site_id, o.outcome) for o in run.outcomes] == [(INTERFACE_SITE, Outcome.PASSED)]
+
+
+def test_a_platform_module_that_cannot_import_names_the_missing_module(tmp_path: Path) -> None:
+    tree = vllm_tree(tmp_path / "tree", LIVE_CALL)
+    interface = tree / "vllm" / "platforms" / "interface.py"
+    interface.write_text("import not_installed_anywhere\n" + interface.read_text(encoding="utf-8"), encoding="utf-8")
+    (outcome,) = run_guards(tree, tmp_path / "logs" / "broken.log").outcomes
+    assert outcome.outcome is Outcome.ERROR and outcome.missing_module == "not_installed_anywhere"
+
+
+def test_a_run_that_guards_nothing_fails_as_a_whole_with_its_one_line_reason(tmp_path: Path) -> None:
+    run = run_guards(vllm_tree(tmp_path / "tree", PLAIN_CALL), tmp_path / "logs" / "plain.log")
+    assert run.outcomes == () and run.exit_code != 0
+    assert run.error is not None and run.error.startswith("no kernel-import site logs through a *_once call")
+
+
+def test_the_guards_are_pointed_at_the_tree_whatever_the_caller_environment_says(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("WARNONCE_GUARD_VLLM_SRC", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("WARNONCE_GUARD_SITES", str(tmp_path / "stale-sites.json"))
+    run = run_guards(vllm_tree(tmp_path / "tree", EAGER_CALL), tmp_path / "logs" / "eager.log")
+    assert [o.outcome for o in run.outcomes] == [Outcome.PASSED]
+
+
+def test_discovery_reports_cached_and_plain_sites_with_their_form(tmp_path: Path) -> None:
+    tree = vllm_tree(tmp_path / "tree", LIVE_CALL, {"rocm": PLATFORM_PLAIN})
+    found = {(s.file, s.log_method, s.cached, s.form) for s in discover_sites(tree)}
+    assert found == {
+        ("vllm/platforms/interface.py", "warning_once", True, "live"),
+        ("vllm/platforms/rocm.py", "warning", False, "live"),
+    }
+
+
+PLATFORM_PLAIN = f"""
+from PKG.logger import init_logger
+
+logger = init_logger(__name__)
+
+try:
+    import PKG._C  # noqa: F401
+except ImportError as e:
+    {PLAIN_CALL}
+"""
