@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -109,4 +110,27 @@ def test_a_tree_this_tool_did_not_make_is_never_replaced(tmp_path: Path, files) 
     with pytest.raises(FetchFailed, match="exists and was not made by warnonce-guard history"):
         fetch_release(release("9.9.9", sdist), tmp_path / "work")
     assert tree_files(theirs) == before
+    assert leftovers(tmp_path / "work") == []
+
+
+def test_a_download_cut_short_or_a_url_that_does_not_parse_is_a_failed_fetch(
+    tmp_path: Path, files, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import http.client
+    import io
+
+    from warnonce_guard.mutations.history import fetch
+
+    class CutShort(io.BytesIO):
+        def read(self, *args: object) -> bytes:
+            raise http.client.IncompleteRead(b"x", 100)
+
+    sdist = served(tmp_path / "index", "vllm-9.9.9.tar.gz", sdist_bytes(files))
+    monkeypatch.setattr(fetch.urllib.request, "urlopen", lambda request, timeout: CutShort())
+    with pytest.raises(FetchFailed, match=r"download failed \(IncompleteRead"):
+        fetch_release(release("9.9.9", sdist), tmp_path / "work")
+    monkeypatch.undo()
+    bad = dataclasses.replace(sdist, url="http://127.0.0.1:port/vllm-9.9.9.tar.gz")
+    with pytest.raises(FetchFailed, match="download failed"):
+        fetch_release(release("9.9.9", bad), tmp_path / "work")
     assert leftovers(tmp_path / "work") == []

@@ -13,6 +13,7 @@ leaves no half-written archive or tree under a real name, and two runs never sha
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import secrets
@@ -105,7 +106,7 @@ def download(dist: Dist, archive: Path) -> None:
             got = digest.hexdigest()
             raise FetchFailed(f"sha256 mismatch: the index says {dist.sha256[:16]}..., the download is {got[:16]}...")
         os.replace(partial, archive)
-    except (urllib.error.URLError, TimeoutError, OSError) as err:
+    except (urllib.error.URLError, http.client.HTTPException, TimeoutError, OSError, ValueError) as err:
         raise FetchFailed(f"download failed ({err}); rerun to retry") from None
     finally:
         with suppress(FileNotFoundError):
