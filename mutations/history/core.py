@@ -2,9 +2,9 @@
 
 When the core changes, re-point what is here and nothing else:
 - `discover_sites(tree)`: discovery (`guards.sites.discover`) turned into `SiteInfo` records;
-- `run_guards(tree, log)`: the guards against a tree in a fresh interpreter (`warnonce-guard guards`),
-  read back from the finished guard session they record (`guards.records`), as for a mutation run's
-  baseline;
+- `run_guards(tree, log)`: the guards against a tree in a fresh interpreter (`warnonce-guard guards`, dying
+  with the sweep), read back from the finished guard session they record (`guards.records`), as for a
+  mutation run's baseline;
 - `TOOL_DIRS`: the code whose change invalidates kept verdicts (the mutation run's, `mutations.stage`).
 """
 
@@ -22,6 +22,7 @@ from warnonce_guard.guards.errors import GuardError
 from warnonce_guard.guards.records import GuardRecord, RecordKind, baseline_sessions
 from warnonce_guard.guards.sites import discover
 from warnonce_guard.mutations.history.records import GuardRun, Outcome, SiteInfo, SiteOutcome
+from warnonce_guard.mutations.processes import PARENT_ENV
 from warnonce_guard.mutations.stage import TOOL_DIRS
 
 __all__ = ["TOOL_DIRS", "TreeNotUsable", "discover_sites", "run_guards"]
@@ -46,6 +47,11 @@ _RECORDING = {
     "WARNONCE_GUARD_RUN_ID": RUN_ID,
 }
 _INHERITED_PREFIXES = ("WARNONCE_GUARD_", "MUTANT_UNDER_TEST")
+# `warnonce-guard guards ARGS` in an interpreter that dies with the sweep, even on SIGKILL (mutations.processes).
+_BOUND_CLI = (
+    "import sys; from warnonce_guard.mutations.processes import bind_to_parent; bind_to_parent(); "
+    "from warnonce_guard.mutations.cli import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 class TreeNotUsable(Exception):
@@ -69,9 +75,9 @@ def run_guards(tree: Path, log: Path, timeout: float = GUARD_TIMEOUT_S) -> Guard
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=".attribution-", dir=log.parent) as attribution:
         env = {k: v for k, v in os.environ.items() if not k.startswith(_INHERITED_PREFIXES)}
-        env.update(_RECORDING, WARNONCE_GUARD_ATTRIBUTION=attribution)
+        env.update(_RECORDING, WARNONCE_GUARD_ATTRIBUTION=attribution, **{PARENT_ENV: str(os.getpid())})
         options = ["--vllm-src", str(tree), "-q", "--tb=line", "-p", "no:cacheprovider"]
-        command = [sys.executable, "-m", "warnonce_guard.mutations.cli", "guards", *options]
+        command = [sys.executable, "-c", _BOUND_CLI, "guards", *options]
         with log.open("w", encoding="utf-8") as out:
             try:
                 done = subprocess.run(
