@@ -18,6 +18,7 @@ from history_support import (
     wheel_bytes,
 )
 from rich.console import Console
+from warnonce_guard.guards.atomic import is_temporary, temporary
 from warnonce_guard.guards.errors import ExitCode, NoRelease, PathRefused, WorkDirBusy
 from warnonce_guard.mutations import ownership
 from warnonce_guard.mutations.cli import main
@@ -175,3 +176,30 @@ def test_the_current_directory_is_never_the_work_directory(
     monkeypatch.chdir(tmp_path)
     with pytest.raises(PathRefused, match="the current directory"):
         run_history(options(tmp_path, work_dir=tmp_path.parent), console())
+
+
+def test_what_a_killed_sweep_left_half_written_is_removed_by_the_next_one(tmp_path: Path, index) -> None:
+    run_history(options(tmp_path), console())
+    work = tmp_path / "work"
+    (results,) = (work / "results").iterdir()
+    left = [
+        work / "downloads" / ".vllm-1.0.0.tar.gz.4242-0badcafe.partial",
+        work / "trees" / ".1.0.0.4242-0badcafe.partial" / "vllm" / "__init__.py",
+        work / "trees" / ".1.0.0.4242-0badcafe.old" / "vllm" / "__init__.py",
+        work / "logs" / ".attribution-k1ll3d" / "baseline" / "history-4242-0badcafe.json",
+        results / ".1.0.0.json.4242-0badcafe.partial",
+        work / ".history.md.4242-0badcafe.partial",
+    ]
+    assert all(is_temporary(temporary(path.with_name("x.tar.gz"), "old").name) for path in left)  # the same names
+    for path in left:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("half", encoding="utf-8")
+    kept = [work / "downloads" / "notes.txt", work / "trees" / ".hidden-by-the-user"]
+    for path in kept:
+        path.write_text("mine", encoding="utf-8")
+    run_history(options(tmp_path), console())
+    hidden = {p.relative_to(work).as_posix() for p in work.rglob(".*")}
+    assert hidden == {".warnonce-guard", ".warnonce-guard.lock", "trees/.hidden-by-the-user"} | {
+        f"trees/{v}/.warnonce-history.json" for v in ("0.9.0", "1.0.0")
+    }
+    assert all(path.read_text(encoding="utf-8") == "mine" for path in kept)

@@ -25,10 +25,11 @@ from warnonce_guard.mutations.history.records import GuardRun, Outcome, SiteInfo
 from warnonce_guard.mutations.processes import PARENT_ENV
 from warnonce_guard.mutations.stage import TOOL_DIRS
 
-__all__ = ["TOOL_DIRS", "TreeNotUsable", "discover_sites", "run_guards"]
+__all__ = ["ATTRIBUTION_PREFIX", "TOOL_DIRS", "TreeNotUsable", "discover_sites", "run_guards"]
 
 GUARD_TIMEOUT_S = 900.0
 RUN_ID = "history"
+ATTRIBUTION_PREFIX = ".attribution-"  # a guard run's records, in a temporary folder beside its log
 _MISSING_MODULE = re.compile(r"no module named '([^']+)'", re.IGNORECASE)
 _OUTCOME = {
     RecordKind.PASSED: Outcome.PASSED,
@@ -73,7 +74,7 @@ def run_guards(tree: Path, log: Path, timeout: float = GUARD_TIMEOUT_S) -> Guard
     """`warnonce-guard guards --vllm-src TREE` in a subprocess (its output to `log`), one outcome per site."""
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix=".attribution-", dir=log.parent) as attribution:
+    with tempfile.TemporaryDirectory(prefix=ATTRIBUTION_PREFIX, dir=log.parent) as attribution:
         env = {k: v for k, v in os.environ.items() if not k.startswith(_INHERITED_PREFIXES)}
         env.update(_RECORDING, WARNONCE_GUARD_ATTRIBUTION=attribution, **{PARENT_ENV: str(os.getpid())})
         options = ["--vllm-src", str(tree), "-q", "--tb=line", "-p", "no:cacheprovider"]

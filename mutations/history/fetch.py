@@ -6,8 +6,9 @@ Layout under the work directory (nothing is ever written to site-packages):
     trees/<version>/vllm/     the release's `vllm/` package: Python sources and data, no compiled modules
     trees/<version>/.warnonce-history.json   which archive (name, sha256) the tree came from
 
-Downloads and extractions are written under temporary names and renamed into place, so a killed run
-leaves no half-written archive or tree under a real name, and two runs never share a temporary file.
+Downloads and extractions are written under temporary names (`guards.atomic.temporary`) and renamed into
+place, so a killed run leaves no half-written archive or tree under a real name, and two runs never share a
+temporary file; the next sweep removes what a killed one left (`run.remove_leftovers`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import hashlib
 import http.client
 import json
 import os
-import secrets
 import shutil
 import tarfile
 import urllib.error
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from warnonce_guard.guards.atomic import temporary
 from warnonce_guard.mutations.history.index import Dist, Release
 
 MARKER = ".warnonce-history.json"
@@ -87,14 +88,10 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _temporary(path: Path, suffix: str) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.{suffix}")
-
-
 def download(dist: Dist, archive: Path) -> None:
     """Stream `dist` into a temporary file beside `archive`, hashing as it comes; rename it in when it matches."""
     archive.parent.mkdir(parents=True, exist_ok=True)
-    partial = _temporary(archive, "partial")
+    partial = temporary(archive, "partial")
     digest = hashlib.sha256()
     try:
         request = urllib.request.Request(dist.url, headers={"User-Agent": "warnonce-guard-history"})
@@ -145,7 +142,7 @@ def _wanted(path: PurePosixPath) -> bool:
 def extract(archive: Path, dist: Dist, tree: Path) -> None:
     """Write the archive's `vllm/` files (no compiled modules) into `tree`, whole or not at all."""
     tree.parent.mkdir(parents=True, exist_ok=True)
-    building = _temporary(tree, "partial")
+    building = temporary(tree, "partial")
     try:
         count = 0
         for path, fh in _members(archive, dist.kind):
@@ -176,7 +173,7 @@ def _swap(building: Path, tree: Path, sha256: str) -> None:
             return
         if not existing:
             raise FetchFailed(f"{tree} exists and was not made by warnonce-guard history; move it away")
-        aside = _temporary(tree, "old")
+        aside = temporary(tree, "old")
         os.replace(tree, aside)
         shutil.rmtree(aside, ignore_errors=True)
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import site
 import sysconfig
 import time
@@ -21,12 +22,13 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from warnonce_guard.guards.atomic import is_temporary
 from warnonce_guard.mutations import ownership
 from warnonce_guard.mutations.history import index as releases_index
 from warnonce_guard.mutations.history.cache import VerdictCache, tool_fingerprint
 from warnonce_guard.mutations.history.classify import classify, not_checked
 from warnonce_guard.mutations.history.cli import DEFAULT_WORK_DIR
-from warnonce_guard.mutations.history.core import run_guards
+from warnonce_guard.mutations.history.core import ATTRIBUTION_PREFIX, run_guards
 from warnonce_guard.mutations.history.fetch import Fetched, FetchFailed, fetch_release
 from warnonce_guard.mutations.history.records import HistoryReport, ReleaseMeta, ReleaseVerdict, Verdict
 from warnonce_guard.mutations.history.render import check_outputs, write_outputs
@@ -65,6 +67,27 @@ def check_paths(work_dir: Path, out_dir: Path | None) -> tuple[WorkRoot, Path]:
     out = Path(os.path.abspath(out_dir)) if out_dir else work
     check_outputs(out)
     return WorkRoot(work, ownership.Kind.HISTORY), out
+
+
+def remove_leftovers(work_dir: Path) -> list[Path]:
+    """What killed sweeps left half-written in the work directory (downloads, trees, records, tables, a guard
+    run's records); call it only while holding the directory, when no other run writes there."""
+    results = work_dir / "results"
+    folders = [work_dir, work_dir / "downloads", work_dir / "trees", work_dir / "logs"]
+    folders += [path for path in results.iterdir() if path.is_dir()] if results.is_dir() else []
+    left = [
+        path
+        for folder in folders
+        if folder.is_dir()
+        for path in folder.iterdir()
+        if is_temporary(path.name) or (folder == work_dir / "logs" and path.name.startswith(ATTRIBUTION_PREFIX))
+    ]
+    for path in left:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return left
 
 
 def check_release(
@@ -153,6 +176,7 @@ def run_history(options: Options, console: Console) -> HistoryReport:
     fingerprint = tool_fingerprint()
     with root.claimed():
         work_dir = root.dir
+        remove_leftovers(work_dir)
         cache = VerdictCache(work_dir, fingerprint)
         console.print(
             f"{len(selection.releases)} release(s), {selection.releases[0].version} to "
