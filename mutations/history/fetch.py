@@ -4,7 +4,8 @@ Layout under the work directory (nothing is ever written to site-packages):
 
     downloads/<file>          archives as the index serves them, renamed into place only once verified
     trees/<version>/vllm/     the release's `vllm/` package: Python sources and data, no compiled modules
-    trees/<version>/.warnonce-history.json   which archive (name, sha256) the tree came from
+    trees/<version>/.warnonce-history.json   which archive (name, sha256) the tree came from, and a digest of
+                                             its files: a tree edited since (by hand, by a tool) is extracted again
 
 Downloads and extractions are written under temporary names (`guards.atomic.temporary`) and renamed into
 place, so a killed run leaves no half-written archive or tree under a real name, and two runs never share a
@@ -67,7 +68,7 @@ def fetch_release(release: Release, work_dir: Path) -> Fetched:
 
 
 def fetch_dist(dist: Dist, downloads: Path, tree: Path) -> Fetched:
-    if _marker(tree).get("sha256") == dist.sha256:
+    if _intact(tree, dist.sha256):
         return Fetched(tree, dist, downloaded=False)
     archive = downloads / dist.filename
     downloaded = False
@@ -112,9 +113,28 @@ def download(dist: Dist, archive: Path) -> None:
 
 def _marker(tree: Path) -> dict[str, str]:
     try:
-        return json.loads((tree / MARKER).read_text(encoding="utf-8"))
+        found = json.loads((tree / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return found if isinstance(found, dict) else {}
+
+
+def tree_digest(tree: Path) -> str:
+    """A hash of every file of the tree's `vllm/` package (names and contents; bytecode caches left out)."""
+    digest = hashlib.sha256()
+    for path in sorted((tree / PACKAGE).rglob("*")):
+        relative = path.relative_to(tree)
+        if "__pycache__" in relative.parts or not path.is_file():
+            continue
+        digest.update(relative.as_posix().encode() + b"\0" + str(path.stat().st_size).encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _intact(tree: Path, sha256: str) -> bool:
+    """The tree was extracted from the archive with this sha256 and holds exactly what was extracted."""
+    marker = _marker(tree)
+    return marker.get("sha256") == sha256 and marker.get("tree") == tree_digest(tree)
 
 
 def _members(archive: Path, kind: str) -> Iterator[tuple[PurePosixPath, BinaryIO]]:
@@ -155,7 +175,7 @@ def extract(archive: Path, dist: Dist, tree: Path) -> None:
             count += 1
         if not (building / PACKAGE / "__init__.py").is_file():
             raise FetchFailed(f"{dist.filename} holds no {PACKAGE}/ package")
-        marker = {"filename": dist.filename, "sha256": dist.sha256, "files": str(count)}
+        marker = {"filename": dist.filename, "sha256": dist.sha256, "files": str(count), "tree": tree_digest(building)}
         (building / MARKER).write_text(json.dumps(marker), encoding="utf-8")
         _swap(building, tree, dist.sha256)
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as err:
@@ -165,13 +185,12 @@ def extract(archive: Path, dist: Dist, tree: Path) -> None:
 
 
 def _swap(building: Path, tree: Path, sha256: str) -> None:
-    """Put the new tree in place. An existing tree from the same archive (another run's) is kept; one from
-    another archive is replaced only when its marker shows this tool made it."""
+    """Put the new tree in place. An intact tree from the same archive (another run's) is kept; any other is
+    replaced only when its marker shows this tool made it."""
     if tree.exists():
-        existing = _marker(tree)
-        if existing.get("sha256") == sha256:
+        if _intact(tree, sha256):
             return
-        if not existing:
+        if not _marker(tree):
             raise FetchFailed(f"{tree} exists and was not made by warnonce-guard history; move it away")
         aside = temporary(tree, "old")
         os.replace(tree, aside)
@@ -179,5 +198,5 @@ def _swap(building: Path, tree: Path, sha256: str) -> None:
     try:
         os.replace(building, tree)
     except OSError:
-        if _marker(tree).get("sha256") != sha256:  # another run put a different tree there meanwhile
+        if not _intact(tree, sha256):  # another run put a different tree there meanwhile
             raise
