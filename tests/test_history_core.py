@@ -14,10 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
-from history_support import INTERFACE_SITE, LEAKS, LIVE_CALL, PLAIN_CALL, vllm_tree
+from history_support import INTERFACE_SITE, LEAKS, LIVE_CALL, META, PLAIN_CALL, release, vllm_tree
 from toy import EAGER_CALL
+from warnonce_guard.mutations.history.cache import VerdictCache
+from warnonce_guard.mutations.history.classify import classify
 from warnonce_guard.mutations.history.core import discover_sites, run_guards
-from warnonce_guard.mutations.history.records import Outcome
+from warnonce_guard.mutations.history.records import Outcome, Verdict
+from warnonce_guard.mutations.history.survey import survey
 
 
 def test_a_leaking_site_comes_back_as_a_leak_with_its_detectors(tmp_path: Path) -> None:
@@ -120,3 +123,16 @@ def test_the_guard_run_dies_with_the_sweep_even_on_sigkill(tmp_path: Path) -> No
             os.kill(pid, signal.SIGKILL)
         if sweep.poll() is None:
             sweep.kill()
+
+
+@pytest.mark.parametrize(("sig", "said"), [(signal.SIGKILL, "killed by SIGKILL"), (signal.SIGTERM, "exit 143")])
+def test_a_guard_run_stopped_by_a_signal_is_not_checked_and_not_kept(tmp_path: Path, sig: int, said: str) -> None:
+    tree = vllm_tree(tmp_path / "tree", EAGER_CALL)
+    interface = tree / "vllm" / "platforms" / "interface.py"
+    kill = f"import os\nos.kill(os.getpid(), {int(sig)})\n"  # as the OOM killer or a stray kill would
+    interface.write_text(kill + interface.read_text(encoding="utf-8"), encoding="utf-8")
+    run = run_guards(tree, tmp_path / "logs" / "killed.log")
+    assert run.outcomes == () and run.error is not None and said in run.error, run.error
+    verdict = classify(META, survey(tree), run)
+    assert verdict.verdict is Verdict.NOT_CHECKED and verdict.retry  # a rerun checks it again
+    assert not VerdictCache(tmp_path / "work", "fp").put(release("9.9.9"), verdict)

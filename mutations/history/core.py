@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from warnonce_guard.guards.errors import GuardError
+from warnonce_guard.guards.errors import ExitCode, GuardError
 from warnonce_guard.guards.records import GuardRecord, RecordKind, baseline_sessions
 from warnonce_guard.guards.sites import discover
 from warnonce_guard.mutations.history.records import GuardRun, Outcome, SiteInfo, SiteOutcome
@@ -48,6 +49,7 @@ _RECORDING = {
     "WARNONCE_GUARD_RUN_ID": RUN_ID,
 }
 _INHERITED_PREFIXES = ("WARNONCE_GUARD_", "MUTANT_UNDER_TEST")
+_STOPPED = (ExitCode.INTERRUPTED, ExitCode.TERMINATED)  # the guard run's exit codes for Ctrl-C and SIGTERM
 # `warnonce-guard guards ARGS` in an interpreter that dies with the sweep, even on SIGKILL (mutations.processes).
 _BOUND_CLI = (
     "import sys; from warnonce_guard.mutations.processes import bind_to_parent; bind_to_parent(); "
@@ -90,7 +92,8 @@ def run_guards(tree: Path, log: Path, timeout: float = GUARD_TIMEOUT_S) -> Guard
         records = [r for s in baseline_sessions(Path(attribution), RUN_ID) for r in s.records if r.site]
     outcomes = _merge([_outcome(record) for record in records])
     error = None if outcomes else _run_error(log, done.returncode)
-    return GuardRun(done.returncode, outcomes, error, time.monotonic() - started)
+    stopped = done.returncode < 0 or done.returncode in _STOPPED
+    return GuardRun(done.returncode, outcomes, error, time.monotonic() - started, stopped=stopped)
 
 
 def _outcome(record: GuardRecord) -> SiteOutcome:
@@ -115,7 +118,12 @@ def _merge(outcomes: list[SiteOutcome]) -> tuple[SiteOutcome, ...]:
 
 
 def _run_error(log: Path, code: int) -> str:
-    """Why a guard run left no record: pytest's usage error or our one-line error, else the exit code."""
+    """Why a guard run left no record: a signal, pytest's usage error or our one-line error, else the exit code."""
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        return f"the guards were killed by {name} before they finished (log: {log}); rerun to retry"
+    if code in _STOPPED:
+        return f"the guards were interrupted (exit {code}) before they finished (log: {log}); rerun to retry"
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else []
     for line in lines:
         for prefix in ("ERROR: warnonce-guard: ", "warnonce-guard: error: ", "ERROR: "):
