@@ -19,7 +19,7 @@ from history_support import (
 )
 from rich.console import Console
 from warnonce_guard.guards.atomic import is_temporary, temporary
-from warnonce_guard.guards.errors import ExitCode, NoRelease, PathRefused, WorkDirBusy
+from warnonce_guard.guards.errors import ExitCode, NoRelease, PathRefused, PathUnusable, WorkDirBusy
 from warnonce_guard.mutations import ownership
 from warnonce_guard.mutations.cli import main
 from warnonce_guard.mutations.history import run as sweep
@@ -203,3 +203,21 @@ def test_what_a_killed_sweep_left_half_written_is_removed_by_the_next_one(tmp_pa
         f"trees/{v}/.warnonce-history.json" for v in ("0.9.0", "1.0.0")
     }
     assert all(path.read_text(encoding="utf-8") == "mine" for path in kept)
+
+
+def test_an_out_directory_that_cannot_be_made_or_written_is_refused_before_any_work(
+    tmp_path: Path, index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sweep, "fetch_release", lambda *a: pytest.fail("a release was fetched"))
+    (tmp_path / "afile").write_text("mine\n", encoding="utf-8")
+    with pytest.raises(PathUnusable, match=r"--out .*afile/sub: .*afile is not a directory"):
+        run_history(options(tmp_path, out_dir=tmp_path / "afile" / "sub"), console())
+    read_only = tmp_path / "read-only"
+    read_only.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != read_only and real_access(path, mode))
+    for out in (read_only, read_only / "new"):
+        with pytest.raises(PathUnusable, match=r"read-only is not writable"):
+            run_history(options(tmp_path, out_dir=out), console())
+    assert not (tmp_path / "work").exists()
+    assert os.listdir(read_only) == []
