@@ -221,3 +221,33 @@ def test_an_out_directory_that_cannot_be_made_or_written_is_refused_before_any_w
             run_history(options(tmp_path, out_dir=out), console())
     assert not (tmp_path / "work").exists()
     assert os.listdir(read_only) == []
+
+
+def test_a_verdict_from_a_wheel_because_the_sdist_failed_is_not_kept_so_the_sdist_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = tree_files(vllm_tree(tmp_path / "src", PLAIN_CALL))
+    data = sdist_bytes(files)
+    sdist = served(tmp_path / "index", "vllm-1.0.0.tar.gz", data)
+    wheel = served(tmp_path / "index", "vllm-1.0.0-py3-none-any.whl", wheel_bytes(files))
+    (tmp_path / "index" / "vllm-1.0.0.tar.gz").unlink()  # the sdist's download fails this time
+    monkeypatch.setattr(sweep.releases_index, "fetch_index", lambda url: [release("1.0.0", sdist, wheel)])
+    (first,) = run_history(options(tmp_path), console()).verdicts
+    assert first.meta.source == wheel.filename and first.meta.fallback.endswith("rerun to retry")
+    (tmp_path / "index" / "vllm-1.0.0.tar.gz").write_bytes(data)  # as the row says: rerun
+    report = run_history(options(tmp_path), console())
+    (again,) = report.verdicts
+    assert (report.checked, again.meta.source, again.meta.fallback) == (1, sdist.filename, "")
+    assert run_history(options(tmp_path), console()).from_cache == 1  # the sdist's verdict is kept
+
+
+def test_a_verdict_from_a_wheel_because_the_sdist_holds_no_vllm_package_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = tree_files(vllm_tree(tmp_path / "src", PLAIN_CALL))
+    sdist = served(tmp_path / "index", "vllm-1.0.0.tar.gz", sdist_bytes({"README.md": b"no package"}))
+    wheel = served(tmp_path / "index", "vllm-1.0.0-py3-none-any.whl", wheel_bytes(files))
+    monkeypatch.setattr(sweep.releases_index, "fetch_index", lambda url: [release("1.0.0", sdist, wheel)])
+    (first,) = run_history(options(tmp_path), console()).verdicts
+    assert first.meta.fallback == "the sdist failed: vllm-1.0.0.tar.gz: vllm-1.0.0.tar.gz holds no vllm/ package"
+    assert run_history(options(tmp_path), console()).from_cache == 1  # the same on every rerun: kept

@@ -42,8 +42,14 @@ TIMEOUT_S = 120.0
 class FetchFailed(Exception):
     """One release could not be fetched (download, hash or archive): that release is `not checked`.
 
-    Not a `GuardError`: the sweep goes on, and the verdict is not kept (a rerun retries).
+    Not a `GuardError`: the sweep goes on, and the verdict is not kept (a rerun retries). `retry` is False
+    when the index's file itself is unusable (a verified archive that does not extract or holds no `vllm/`):
+    trying it again gives the same.
     """
+
+    def __init__(self, message: str, retry: bool = True) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 @dataclass(frozen=True)
@@ -52,19 +58,21 @@ class Fetched:
     dist: Dist  # the file it came from
     downloaded: bool  # False when the tree (or the archive) was already in the work directory
     failures: tuple[str, ...] = ()  # files tried first that could not be used, one line each
+    retry: bool = False  # one of them may work on a rerun (a download failed): a verdict from this file is not kept
 
 
 def fetch_release(release: Release, work_dir: Path) -> Fetched:
     """The release's tree: from its sdist, else a wheel; `FetchFailed` naming every file tried."""
-    failures: list[str] = []
+    failures: list[FetchFailed] = []
     for dist in release.candidates():
         try:
             fetched = fetch_dist(dist, work_dir / "downloads", work_dir / "trees" / release.version)
         except FetchFailed as err:
-            failures.append(f"{dist.filename}: {err}")
+            failures.append(FetchFailed(f"{dist.filename}: {err}", err.retry))
             continue
-        return Fetched(fetched.tree, fetched.dist, fetched.downloaded, tuple(failures))
-    raise FetchFailed("; ".join(failures) or "no sdist or wheel on the index")
+        said = tuple(str(f) for f in failures)
+        return Fetched(fetched.tree, fetched.dist, fetched.downloaded, said, any(f.retry for f in failures))
+    raise FetchFailed("; ".join(str(f) for f in failures) or "no sdist or wheel on the index")
 
 
 def fetch_dist(dist: Dist, downloads: Path, tree: Path) -> Fetched:
@@ -174,12 +182,13 @@ def extract(archive: Path, dist: Dist, tree: Path) -> None:
                 shutil.copyfileobj(fh, out)
             count += 1
         if not (building / PACKAGE / "__init__.py").is_file():
-            raise FetchFailed(f"{dist.filename} holds no {PACKAGE}/ package")
+            raise FetchFailed(f"{dist.filename} holds no {PACKAGE}/ package", retry=False)
         marker = {"filename": dist.filename, "sha256": dist.sha256, "files": str(count), "tree": tree_digest(building)}
         (building / MARKER).write_text(json.dumps(marker), encoding="utf-8")
         _swap(building, tree, dist.sha256)
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as err:
-        raise FetchFailed(f"cannot extract {archive.name}: {err}") from None
+        # a verified archive that does not read stays so; a disk that is full or read-only may not
+        raise FetchFailed(f"cannot extract {archive.name}: {err}", retry=isinstance(err, OSError)) from None
     finally:
         shutil.rmtree(building, ignore_errors=True)
 

@@ -108,7 +108,9 @@ def check_release(
     if found.cached and not found.error:
         stage(f"guards on {len(found.cached)} site(s)")
         guards = run_guards(fetched.tree, work_dir / "logs" / f"{release.version}.log", timeout_s)
-    return classify(meta, found, guards, time.monotonic() - started)
+    verdict = classify(meta, found, guards, time.monotonic() - started)
+    # checked from a wheel because the sdist's download failed: not kept, so the next sweep tries the sdist again
+    return replace(verdict, retry=True) if fetched.retry else verdict
 
 
 def fallback_note(fetched: Fetched) -> str:
