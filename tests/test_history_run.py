@@ -251,3 +251,23 @@ def test_a_verdict_from_a_wheel_because_the_sdist_holds_no_vllm_package_is_kept(
     (first,) = run_history(options(tmp_path), console()).verdicts
     assert first.meta.fallback == "the sdist failed: vllm-1.0.0.tar.gz: vllm-1.0.0.tar.gz holds no vllm/ package"
     assert run_history(options(tmp_path), console()).from_cache == 1  # the same on every rerun: kept
+
+
+def test_a_full_disk_in_the_work_directory_is_one_line_and_its_exit_code_not_a_traceback(
+    tmp_path: Path, index, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+
+    from warnonce_guard.mutations.history import cache
+
+    def full(path: Path, text: str) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cache, "write_atomic", full)
+    assert main(["history", "--work-dir", "w", "--out", "o"]) == ExitCode.STAGING_FAILED
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"warnonce-guard: error: --work-dir {tmp_path / 'w'}: cannot write {tmp_path}") and (
+        "No space left on device" in line
+    ), line
+    assert not (tmp_path / "o").exists()

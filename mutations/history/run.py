@@ -23,6 +23,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from warnonce_guard.guards.atomic import is_temporary
+from warnonce_guard.guards.errors import StagingFailed
 from warnonce_guard.mutations import ownership
 from warnonce_guard.mutations.history import index as releases_index
 from warnonce_guard.mutations.history.cache import VerdictCache, tool_fingerprint
@@ -203,27 +204,41 @@ def run_history(options: Options, console: Console) -> HistoryReport:
     return report
 
 
+@contextmanager
+def _writing(work_dir: Path) -> Iterator[None]:
+    """The sweep's own files in the work directory: a disk that fills up or turns read-only stops the sweep with
+    `StagingFailed` (as when the work directory cannot be created), verdicts finished so far kept."""
+    try:
+        yield
+    except OSError as err:
+        raise StagingFailed(
+            f"--work-dir {work_dir}: cannot write {err.filename or 'in it'} ({err.strerror or err}); finished "
+            "verdicts are kept: free space (or pass --work-dir on another disk) and rerun"
+        ) from None
+
+
 def sweep(
     releases: Sequence[releases_index.Release], cache: VerdictCache, work_dir: Path, timeout_s: float, console: Console
 ) -> tuple[list[ReleaseVerdict], int]:
     """Each release's kept verdict, or a new one (kept when finished); one line per release as it is done."""
     verdicts: list[ReleaseVerdict] = []
     checked = 0
-    with _progress(console, len(releases)) as progress, (work_dir / "history.log").open("a") as log:
+    with _progress(console, len(releases)) as progress:
         for release in releases:
             verdict = cache.get(release)
             if verdict is not None:
                 how = "cached"
             else:
-                verdict = check_release(
-                    release, work_dir, timeout_s, lambda text, v=release.version: progress.stage(v, text)
-                )
-                cache.put(release, verdict)
+                with _writing(work_dir):
+                    verdict = check_release(
+                        release, work_dir, timeout_s, lambda text, v=release.version: progress.stage(v, text)
+                    )
+                    cache.put(release, verdict)
                 checked += 1
                 how = f"{verdict.duration_s:.1f} s"
             verdicts.append(verdict)
             line = progress_line(verdict, how)
             progress.done(line)
-            log.write(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}  {line}\n")
-            log.flush()
+            with _writing(work_dir), (work_dir / "history.log").open("a", encoding="utf-8") as log:
+                log.write(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}  {line}\n")
     return verdicts, checked
