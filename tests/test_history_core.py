@@ -125,8 +125,17 @@ def test_the_guard_run_dies_with_the_sweep_even_on_sigkill(tmp_path: Path) -> No
             sweep.kill()
 
 
-@pytest.mark.parametrize(("sig", "said"), [(signal.SIGKILL, "killed by SIGKILL"), (signal.SIGTERM, "exit 143")])
-def test_a_guard_run_stopped_by_a_signal_is_not_checked_and_not_kept(tmp_path: Path, sig: int, said: str) -> None:
+@pytest.mark.parametrize(
+    ("sig", "said", "kept"),
+    [
+        (signal.SIGKILL, "killed by SIGKILL", False),  # the OOM killer, a stray kill: a rerun may finish it
+        (signal.SIGTERM, "exit 143", False),
+        (signal.SIGSEGV, "crashed (SIGSEGV)", True),  # the release's or the environment's doing: it stays
+    ],
+)
+def test_a_guard_run_stopped_from_outside_is_not_kept_and_a_crash_is(
+    tmp_path: Path, sig: int, said: str, kept: bool
+) -> None:
     tree = vllm_tree(tmp_path / "tree", EAGER_CALL)
     interface = tree / "vllm" / "platforms" / "interface.py"
     kill = f"import os\nos.kill(os.getpid(), {int(sig)})\n"  # as the OOM killer or a stray kill would
@@ -134,5 +143,5 @@ def test_a_guard_run_stopped_by_a_signal_is_not_checked_and_not_kept(tmp_path: P
     run = run_guards(tree, tmp_path / "logs" / "killed.log")
     assert run.outcomes == () and run.error is not None and said in run.error, run.error
     verdict = classify(META, survey(tree), run)
-    assert verdict.verdict is Verdict.NOT_CHECKED and verdict.retry  # a rerun checks it again
-    assert not VerdictCache(tmp_path / "work", "fp").put(release("9.9.9"), verdict)
+    assert verdict.verdict is Verdict.NOT_CHECKED and verdict.retry is not kept  # a rerun checks it again
+    assert VerdictCache(tmp_path / "work", "fp").put(release("9.9.9"), verdict) is kept

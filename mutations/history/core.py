@@ -49,7 +49,10 @@ _RECORDING = {
     "WARNONCE_GUARD_RUN_ID": RUN_ID,
 }
 _INHERITED_PREFIXES = ("WARNONCE_GUARD_", "MUTANT_UNDER_TEST")
-_STOPPED = (ExitCode.INTERRUPTED, ExitCode.TERMINATED)  # the guard run's exit codes for Ctrl-C and SIGTERM
+# A guard run stopped from outside (its exit codes for Ctrl-C and SIGTERM, or killed: the OOM killer's SIGKILL),
+# which a rerun may finish; a crash (SIGSEGV, SIGABRT) is the release's or the environment's, and stays.
+_STOPPED = (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
+_STOPPING_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
 # `warnonce-guard guards ARGS` in an interpreter that dies with the sweep, even on SIGKILL (mutations.processes).
 _BOUND_CLI = (
     "import sys; from warnonce_guard.mutations.processes import bind_to_parent; bind_to_parent(); "
@@ -92,7 +95,7 @@ def run_guards(tree: Path, log: Path, timeout: float = GUARD_TIMEOUT_S) -> Guard
         records = [r for s in baseline_sessions(Path(attribution), RUN_ID) for r in s.records if r.site]
     outcomes = _merge([_outcome(record) for record in records])
     error = None if outcomes else _run_error(log, done.returncode)
-    stopped = done.returncode < 0 or done.returncode in _STOPPED
+    stopped = done.returncode in _STOPPED or -done.returncode in _STOPPING_SIGNALS
     return GuardRun(done.returncode, outcomes, error, time.monotonic() - started, stopped=stopped)
 
 
@@ -121,7 +124,9 @@ def _run_error(log: Path, code: int) -> str:
     """Why a guard run left no record: a signal, pytest's usage error or our one-line error, else the exit code."""
     if code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
-        return f"the guards were killed by {name} before they finished (log: {log}); rerun to retry"
+        if -code in _STOPPING_SIGNALS:
+            return f"the guards were killed by {name} before they finished (log: {log}); rerun to retry"
+        return f"the guards crashed ({name}) before they finished (log: {log})"
     if code in _STOPPED:
         return f"the guards were interrupted (exit {code}) before they finished (log: {log}); rerun to retry"
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else []
