@@ -77,13 +77,22 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
-def _writable_parent(path: Path, option: str) -> None:
-    """The directory that would hold `path` exists (or can be made) and is writable."""
-    base = _nearest_existing(path.parent)
+def _writable(directory: Path, option: str, path: Path) -> None:
+    base = _nearest_existing(directory)
     if not base.is_dir():
         raise PathUnusable(f"{option} {path}: {base} is not a directory; pass a path under a directory")
     if not os.access(base, os.W_OK | os.X_OK):
         raise PathUnusable(f"{option} {path}: {base} is not writable; pass a path on a writable disk")
+
+
+def _writable_parent(path: Path, option: str) -> None:
+    """The directory that would hold `path` exists (or can be made) and is writable."""
+    _writable(path.parent, option, path)
+
+
+def check_writable_dir(directory: Path, option: str) -> None:
+    """`directory` is a writable directory or can be made in one; `PathUnusable` naming `option` otherwise."""
+    _writable(directory, option, directory)
 
 
 def _empty_or_ours(path: Path, kind: Kind, option: str, what: str) -> None:

@@ -1,6 +1,7 @@
 """Processes a run starts: they die with it, even on SIGKILL, and stop cleanly on Ctrl-C and SIGTERM.
 
-- `die_with_parent`: Linux's PR_SET_PDEATHSIG, asked for by a child (the mutmut session, its workers).
+- `die_with_parent`: Linux's PR_SET_PDEATHSIG, asked for by a child (the mutmut session, its workers);
+  `bind_to_parent` in a child started with `PARENT_ENV` (the mutmut session, the history's guard runs).
 - `helpers_bound_to_run`: processes forked meanwhile (staging's copier, discovery's parsers) die with
   the run and leave Ctrl-C to it.
 - `stop_group`: SIGTERM a child's process group, SIGKILL it after a grace period, reap the child.
@@ -27,6 +28,16 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
+
+PARENT_ENV = "WARNONCE_GUARD_PARENT_PID"  # set by the parent to its pid for a child that calls bind_to_parent
+
+
+def bind_to_parent() -> None:
+    """Die with the process that started this one (`PARENT_ENV`); exit at once if it is already gone."""
+    die_with_parent()
+    expected = os.environ.get(PARENT_ENV)
+    if expected and os.getppid() != int(expected):
+        os._exit(1)  # the parent died while this interpreter was starting
 
 
 _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}

@@ -54,6 +54,11 @@ def test_a_damaged_cache_file_is_a_miss_not_a_crash(tmp_path: Path) -> None:
     stale = {"schema": caching.SCHEMA, "files": files, "verdict": {"meta": {}}}
     kept.path("9.9.9").write_text(json.dumps(stale), encoding="utf-8")
     assert kept.get(RELEASE) is None
+    good = json.loads(json.dumps({"schema": caching.SCHEMA, "files": files, "verdict": VERDICT.to_json()}))
+    good["verdict"]["site_outcomes"] = [["not", "an", "object"]]
+    for damaged in ("[]", '"text"', "1", "null", json.dumps(good)):
+        kept.path("9.9.9").write_text(damaged, encoding="utf-8")
+        assert kept.get(RELEASE) is None, damaged
 
 
 @pytest.fixture

@@ -6,12 +6,21 @@ they stay in the fast tier: when the guards' record format or command line chang
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from history_support import INTERFACE_SITE, LEAKS, LIVE_CALL, PLAIN_CALL, vllm_tree
+import pytest
+from history_support import INTERFACE_SITE, LEAKS, LIVE_CALL, META, PLAIN_CALL, release, vllm_tree
 from toy import EAGER_CALL
+from warnonce_guard.mutations.history.cache import VerdictCache
+from warnonce_guard.mutations.history.classify import classify
 from warnonce_guard.mutations.history.core import discover_sites, run_guards
-from warnonce_guard.mutations.history.records import Outcome
+from warnonce_guard.mutations.history.records import Outcome, Verdict
+from warnonce_guard.mutations.history.survey import survey
 
 
 def test_a_leaking_site_comes_back_as_a_leak_with_its_detectors(tmp_path: Path) -> None:
@@ -67,3 +76,72 @@ try:
 except ImportError as e:
     {PLAIN_CALL}
 """
+
+
+def _processes_with(*words: str) -> dict[int, str]:
+    """pid -> state of every live process whose command line holds all `words`."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if entry.name.isdigit() and all(w.encode() in command for w in words) and state != "Z":
+            found[int(entry.name)] = state
+    return found
+
+
+SWEEP = """
+import sys
+from pathlib import Path
+from warnonce_guard.mutations.history.core import run_guards
+run_guards(Path(sys.argv[1]), Path(sys.argv[2]), 120)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_guard_run_dies_with_the_sweep_even_on_sigkill(tmp_path: Path) -> None:
+    tree = vllm_tree(tmp_path / "tree", EAGER_CALL)
+    interface = tree / "vllm" / "platforms" / "interface.py"
+    interface.write_text("import time\ntime.sleep(60)\n" + interface.read_text(encoding="utf-8"), encoding="utf-8")
+    sweep = subprocess.Popen([sys.executable, "-c", SWEEP, str(tree), str(tmp_path / "logs" / "slow.log")])
+    try:
+        deadline = time.monotonic() + 30
+        while not (guards := _processes_with("--vllm-src", str(tree))) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert guards, "the guard run never started"
+        time.sleep(0.5)  # past the child's start-up, into the guards
+        os.kill(sweep.pid, signal.SIGKILL)
+        sweep.wait()
+        deadline = time.monotonic() + 10
+        while _processes_with("--vllm-src", str(tree)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _processes_with("--vllm-src", str(tree)) == {}, "the guard run outlived the sweep"
+    finally:
+        for pid in _processes_with("--vllm-src", str(tree)):
+            os.kill(pid, signal.SIGKILL)
+        if sweep.poll() is None:
+            sweep.kill()
+
+
+@pytest.mark.parametrize(
+    ("sig", "said", "kept"),
+    [
+        (signal.SIGKILL, "killed by SIGKILL", False),  # the OOM killer, a stray kill: a rerun may finish it
+        (signal.SIGTERM, "exit 143", False),
+        (signal.SIGSEGV, "crashed (SIGSEGV)", True),  # the release's or the environment's doing: it stays
+    ],
+)
+def test_a_guard_run_stopped_from_outside_is_not_kept_and_a_crash_is(
+    tmp_path: Path, sig: int, said: str, kept: bool
+) -> None:
+    tree = vllm_tree(tmp_path / "tree", EAGER_CALL)
+    interface = tree / "vllm" / "platforms" / "interface.py"
+    kill = f"import os\nos.kill(os.getpid(), {int(sig)})\n"  # as the OOM killer or a stray kill would
+    interface.write_text(kill + interface.read_text(encoding="utf-8"), encoding="utf-8")
+    run = run_guards(tree, tmp_path / "logs" / "killed.log")
+    assert run.outcomes == () and run.error is not None and said in run.error, run.error
+    verdict = classify(META, survey(tree), run)
+    assert verdict.verdict is Verdict.NOT_CHECKED and verdict.retry is not kept  # a rerun checks it again
+    assert VerdictCache(tmp_path / "work", "fp").put(release("9.9.9"), verdict) is kept

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -110,3 +111,48 @@ def test_a_tree_this_tool_did_not_make_is_never_replaced(tmp_path: Path, files) 
         fetch_release(release("9.9.9", sdist), tmp_path / "work")
     assert tree_files(theirs) == before
     assert leftovers(tmp_path / "work") == []
+
+
+def test_a_download_cut_short_or_a_url_that_does_not_parse_is_a_failed_fetch(
+    tmp_path: Path, files, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import http.client
+    import io
+
+    from warnonce_guard.mutations.history import fetch
+
+    class CutShort(io.BytesIO):
+        def read(self, *args: object) -> bytes:
+            raise http.client.IncompleteRead(b"x", 100)
+
+    sdist = served(tmp_path / "index", "vllm-9.9.9.tar.gz", sdist_bytes(files))
+    monkeypatch.setattr(fetch.urllib.request, "urlopen", lambda request, timeout: CutShort())
+    with pytest.raises(FetchFailed, match=r"download failed \(IncompleteRead"):
+        fetch_release(release("9.9.9", sdist), tmp_path / "work")
+    monkeypatch.undo()
+    bad = dataclasses.replace(sdist, url="http://127.0.0.1:port/vllm-9.9.9.tar.gz")
+    with pytest.raises(FetchFailed, match="download failed"):
+        fetch_release(release("9.9.9", bad), tmp_path / "work")
+    assert leftovers(tmp_path / "work") == []
+
+
+def test_a_kept_tree_that_no_longer_holds_what_its_archive_holds_is_extracted_again(tmp_path: Path, files) -> None:
+    sdist = served(tmp_path / "index", "vllm-9.9.9.tar.gz", sdist_bytes(files))
+    work = tmp_path / "work"
+    tree = fetch_release(release("9.9.9", sdist), work).tree
+    pristine = tree_files(tree)
+    (tree / "vllm" / "__pycache__").mkdir()
+    (tree / "vllm" / "__pycache__" / "logger.cpython-311.pyc").write_bytes(b"bytecode")  # not the release's
+    assert fetch_release(release("9.9.9", sdist), work).tree == tree
+    assert (tree / "vllm" / "__pycache__").is_dir()  # still the kept tree
+    edits = (
+        lambda: (tree / "vllm" / "platforms" / "interface.py").write_text("# edited by hand\n", encoding="utf-8"),
+        lambda: (tree / "vllm" / "logger.py").unlink(),
+        lambda: (tree / "vllm" / "extra.py").write_text("x = 1\n", encoding="utf-8"),
+    )
+    for edit in edits:
+        edit()
+        again = fetch_release(release("9.9.9", sdist), work)
+        assert not again.downloaded  # the kept archive still matches
+        assert {k: v for k, v in tree_files(again.tree).items() if "__pycache__" not in k} == pristine
+    assert leftovers(work) == []

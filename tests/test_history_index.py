@@ -104,3 +104,57 @@ def test_pre_releases_are_left_out_of_a_range_and_said_so_unless_asked_for() -> 
     assert default.prereleases_left_out == ("0.31.0rc1",)
     assert [r.version for r in select(listed, "0.30.0", pre=True).releases] == ["0.31.0rc1", "0.30.0"]
     assert [r.version for r in select(listed, only=["0.31.0rc1"]).releases] == ["0.31.0rc1"]
+
+
+@pytest.mark.parametrize("data", [[], "page", 1, None])
+def test_a_page_that_is_not_an_object_is_refused(data: object) -> None:
+    with pytest.raises(IndexUnavailable, match="not a PEP 691"):
+        parse_index(data, URL)  # type: ignore[arg-type]
+
+
+def test_entries_the_index_gets_wrong_are_not_releases_and_the_rest_are_kept() -> None:
+    data = page()
+    good = data["files"][-1]  # vllm-0.30.0.tar.gz
+    odd = [
+        "vllm-0.31.0.tar.gz",  # not an object
+        dict(good, filename="vllm-0.31.0.tar.gz", hashes=["sha256", "ab" * 32]),
+        dict(good, filename="vllm-0.31.0.tar.gz", hashes=None),
+        dict(good, filename="vllm-0.31.0.tar.gz", hashes={"sha256": 12345}),
+        dict(good, filename="vllm-0.31.0.tar.gz", hashes={"sha256": "not hex"}),
+        {k: v for k, v in dict(good, filename="vllm-0.31.0.tar.gz").items() if k != "url"},
+        dict(good, filename="vllm-0.31.0.tar.gz", url=None),
+        dict(good, filename="vllm-0.31.0.tar.gz", url="http://[::1/x.tar.gz"),
+        dict(good, filename=123),
+    ]
+    data["files"] = [*data["files"], *odd, dict(good, filename="vllm-0.32.0.tar.gz", size="big", **{"upload-time": 5})]
+    listed = releases(data)
+    assert "0.31.0" not in listed
+    assert listed["0.30.0"].files == releases()["0.30.0"].files
+    (odd_size,) = listed["0.32.0"].files
+    assert (odd_size.size, odd_size.uploaded) == (0, "")
+
+
+def test_only_on_an_index_without_releases_is_no_release() -> None:
+    with pytest.raises(NoRelease, match=r"--only: 0\.29\.0 not on the index; it lists no release"):
+        select([], only=["0.29.0"])
+
+
+def test_an_answer_that_is_not_json_or_is_cut_short_is_index_unavailable(tmp_path: Path, monkeypatch) -> None:
+    import http.client
+    import io
+
+    from warnonce_guard.mutations.history import index
+
+    class Answer(io.BytesIO):
+        def geturl(self) -> str:
+            return URL + "vllm/"
+
+        def read(self, *args: object) -> bytes:
+            if self.getvalue() == b"cut":
+                raise http.client.IncompleteRead(b"{", 100)
+            return super().read()
+
+    for body, said in ((b"<html>hi</html>", "not a PEP 691 JSON page"), (b"cut", "IncompleteRead")):
+        monkeypatch.setattr(index.urllib.request, "urlopen", lambda request, timeout, body=body: Answer(body))
+        with pytest.raises(IndexUnavailable, match=said):
+            index.fetch_index(URL)

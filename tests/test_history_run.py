@@ -18,7 +18,8 @@ from history_support import (
     wheel_bytes,
 )
 from rich.console import Console
-from warnonce_guard.guards.errors import ExitCode, NoRelease, PathRefused, WorkDirBusy
+from warnonce_guard.guards.atomic import is_temporary, temporary
+from warnonce_guard.guards.errors import ExitCode, NoRelease, PathRefused, PathUnusable, WorkDirBusy
 from warnonce_guard.mutations import ownership
 from warnonce_guard.mutations.cli import main
 from warnonce_guard.mutations.history import run as sweep
@@ -175,3 +176,98 @@ def test_the_current_directory_is_never_the_work_directory(
     monkeypatch.chdir(tmp_path)
     with pytest.raises(PathRefused, match="the current directory"):
         run_history(options(tmp_path, work_dir=tmp_path.parent), console())
+
+
+def test_what_a_killed_sweep_left_half_written_is_removed_by_the_next_one(tmp_path: Path, index) -> None:
+    run_history(options(tmp_path), console())
+    work = tmp_path / "work"
+    (results,) = (work / "results").iterdir()
+    left = [
+        work / "downloads" / ".vllm-1.0.0.tar.gz.4242-0badcafe.partial",
+        work / "trees" / ".1.0.0.4242-0badcafe.partial" / "vllm" / "__init__.py",
+        work / "trees" / ".1.0.0.4242-0badcafe.old" / "vllm" / "__init__.py",
+        work / "logs" / ".attribution-k1ll3d" / "baseline" / "history-4242-0badcafe.json",
+        results / ".1.0.0.json.4242-0badcafe.partial",
+        work / ".history.md.4242-0badcafe.partial",
+    ]
+    assert all(is_temporary(temporary(path.with_name("x.tar.gz"), "old").name) for path in left)  # the same names
+    for path in left:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("half", encoding="utf-8")
+    kept = [work / "downloads" / "notes.txt", work / "trees" / ".hidden-by-the-user"]
+    for path in kept:
+        path.write_text("mine", encoding="utf-8")
+    run_history(options(tmp_path), console())
+    hidden = {p.relative_to(work).as_posix() for p in work.rglob(".*")}
+    assert hidden == {".warnonce-guard", ".warnonce-guard.lock", "trees/.hidden-by-the-user"} | {
+        f"trees/{v}/.warnonce-history.json" for v in ("0.9.0", "1.0.0")
+    }
+    assert all(path.read_text(encoding="utf-8") == "mine" for path in kept)
+
+
+def test_an_out_directory_that_cannot_be_made_or_written_is_refused_before_any_work(
+    tmp_path: Path, index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sweep, "fetch_release", lambda *a: pytest.fail("a release was fetched"))
+    (tmp_path / "afile").write_text("mine\n", encoding="utf-8")
+    with pytest.raises(PathUnusable, match=r"--out .*afile/sub: .*afile is not a directory"):
+        run_history(options(tmp_path, out_dir=tmp_path / "afile" / "sub"), console())
+    read_only = tmp_path / "read-only"
+    read_only.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != read_only and real_access(path, mode))
+    for out in (read_only, read_only / "new"):
+        with pytest.raises(PathUnusable, match=r"read-only is not writable"):
+            run_history(options(tmp_path, out_dir=out), console())
+    assert not (tmp_path / "work").exists()
+    assert os.listdir(read_only) == []
+
+
+def test_a_verdict_from_a_wheel_because_the_sdist_failed_is_not_kept_so_the_sdist_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = tree_files(vllm_tree(tmp_path / "src", PLAIN_CALL))
+    data = sdist_bytes(files)
+    sdist = served(tmp_path / "index", "vllm-1.0.0.tar.gz", data)
+    wheel = served(tmp_path / "index", "vllm-1.0.0-py3-none-any.whl", wheel_bytes(files))
+    (tmp_path / "index" / "vllm-1.0.0.tar.gz").unlink()  # the sdist's download fails this time
+    monkeypatch.setattr(sweep.releases_index, "fetch_index", lambda url: [release("1.0.0", sdist, wheel)])
+    (first,) = run_history(options(tmp_path), console()).verdicts
+    assert first.meta.source == wheel.filename and first.meta.fallback.endswith("rerun to retry")
+    (tmp_path / "index" / "vllm-1.0.0.tar.gz").write_bytes(data)  # as the row says: rerun
+    report = run_history(options(tmp_path), console())
+    (again,) = report.verdicts
+    assert (report.checked, again.meta.source, again.meta.fallback) == (1, sdist.filename, "")
+    assert run_history(options(tmp_path), console()).from_cache == 1  # the sdist's verdict is kept
+
+
+def test_a_verdict_from_a_wheel_because_the_sdist_holds_no_vllm_package_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = tree_files(vllm_tree(tmp_path / "src", PLAIN_CALL))
+    sdist = served(tmp_path / "index", "vllm-1.0.0.tar.gz", sdist_bytes({"README.md": b"no package"}))
+    wheel = served(tmp_path / "index", "vllm-1.0.0-py3-none-any.whl", wheel_bytes(files))
+    monkeypatch.setattr(sweep.releases_index, "fetch_index", lambda url: [release("1.0.0", sdist, wheel)])
+    (first,) = run_history(options(tmp_path), console()).verdicts
+    assert first.meta.fallback == "the sdist failed: vllm-1.0.0.tar.gz: vllm-1.0.0.tar.gz holds no vllm/ package"
+    assert run_history(options(tmp_path), console()).from_cache == 1  # the same on every rerun: kept
+
+
+def test_a_full_disk_in_the_work_directory_is_one_line_and_its_exit_code_not_a_traceback(
+    tmp_path: Path, index, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+
+    from warnonce_guard.mutations.history import cache
+
+    def full(path: Path, text: str) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cache, "write_atomic", full)
+    assert main(["history", "--work-dir", "w", "--out", "o"]) == ExitCode.STAGING_FAILED
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"warnonce-guard: error: --work-dir {tmp_path / 'w'}: cannot write {tmp_path}") and (
+        "No space left on device" in line
+    ), line
+    assert not (tmp_path / "o").exists()

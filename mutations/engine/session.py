@@ -27,24 +27,13 @@ from warnonce_guard.guards.sites import Site
 from warnonce_guard.mutations.engine import state
 from warnonce_guard.mutations.engine.seam import our_operators
 from warnonce_guard.mutations.operators import anchors_of
-from warnonce_guard.mutations.processes import die_with_parent
+from warnonce_guard.mutations.processes import PARENT_ENV, bind_to_parent, die_with_parent
 from warnonce_guard.mutations.workspace import Workspace
 
 # mutmut's protocol with the tests it runs, passed on to the guards' conftest (guards.records) by name:
 MUTANT_VARIABLE = "MUTANT_UNDER_TEST"  # the mutant a test process runs; mutmut sets it before each session
 BASELINE_PHASES = ("", "stats")  # its values for runs of the unmutated code (clean run, coverage stats)
 MUTANT_MARK = "__mutmut_"  # in every mutant's name (its other phases, "fail", "list_all_tests", have none)
-
-PARENT_ENV = "WARNONCE_GUARD_PARENT_PID"
-
-
-def bind_to_parent() -> None:
-    """Die with the process that started this session; exit at once if it is already gone."""
-    die_with_parent()
-    expected = os.environ.get(PARENT_ENV)
-    if expected and os.getppid() != int(expected):
-        os._exit(1)  # the parent died while this interpreter was starting
-
 
 def start(ws: Workspace, run_id: str, files: list[str]) -> subprocess.Popen[bytes]:
     """Start the session for `files` in a process group of its own, its output appended to the workspace's log."""

@@ -58,10 +58,10 @@ class VerdictCache:
         """
         try:
             data = json.loads(self.path(release.version).read_text(encoding="utf-8"))
-            if data.get("schema") != SCHEMA or data.get("files") != _hashes(release):
+            if not isinstance(data, dict) or data.get("schema") != SCHEMA or data.get("files") != _hashes(release):
                 return None
             kept = ReleaseVerdict.from_json(data["verdict"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         return replace(kept, meta=replace(kept.meta, date=release.date, yanked=release.yanked))
 

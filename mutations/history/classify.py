@@ -67,7 +67,8 @@ def classify(meta: ReleaseMeta, survey: Survey, guards: GuardRun | None, duratio
     if guards is None:
         raise ValueError(f"{meta.version}: {len(cached)} cached site(s) but no guard run to classify")
     if guards.error:
-        return verdict(Verdict.NOT_CHECKED, f"guards did not run: {guards.error}", retry=guards.timed_out)
+        retry = guards.timed_out or guards.stopped
+        return verdict(Verdict.NOT_CHECKED, f"guards did not run: {guards.error}", retry=retry)
     outcomes = tuple(guards.outcome_of(site.id) for site in cached)
     leaks = [o for o in outcomes if o.outcome is Outcome.LEAK]
     unproven = [o for o in outcomes if o.outcome not in (Outcome.LEAK, Outcome.PASSED)]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from warnonce_guard.guards.errors import ExitCode
-from warnonce_guard.mutations.history.index import DEFAULT_INDEX
+from warnonce_guard.guards.errors import ExitCode, UsageError
+from warnonce_guard.mutations.history.index import DEFAULT_INDEX, parse_version
 from warnonce_guard.mutations.history.records import Verdict
 
 DEFAULT_WORK_DIR = Path(".warnonce-history")
@@ -52,16 +54,55 @@ def command_line(args: argparse.Namespace) -> str:
     return " ".join([prefix, *(shlex.quote(w) for w in words)])
 
 
+ONLY_FORM = "give versions separated by commas, such as 0.29.0,0.30.0"
+
+
+def only_versions(text: str | None) -> tuple[str, ...]:
+    """`--only`'s versions (spaces around them are fine); `UsageError` for an empty list, item or non-version."""
+    if text is None:
+        return ()
+    items = tuple(item.strip() for item in text.split(","))
+    if not any(items):
+        raise UsageError(f"--only: no version given; {ONLY_FORM}")
+    if not all(items):
+        raise UsageError(f"--only {text}: an empty item; {ONLY_FORM}")
+    for item in items:
+        parse_version(item, "--only")
+    return items
+
+
+def check_options(args: argparse.Namespace) -> tuple[str, ...]:
+    """Every option's value, before the index is read or a path is touched: `UsageError` naming the first bad one.
+
+    Returns `--only`'s versions."""
+    only = only_versions(args.only)
+    if only and (args.start or args.end):
+        raise UsageError("--only names exact releases: give it without --from/--to, or a range without --only")
+    low = parse_version(args.start, "--from") if args.start else None
+    high = parse_version(args.end, "--to") if args.end else None
+    if low is not None and high is not None and low > high:
+        raise UsageError(f"--from {args.start} is newer than --to {args.end}; swap them")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError(f"--timeout {args.timeout:g}: not a number of seconds above 0; give one such as 900")
+    url = urlsplit(args.index_url)
+    if url.scheme not in ("http", "https") or not url.netloc:
+        raise UsageError(
+            f"--index-url {args.index_url}: not an http(s) URL; give a PEP 691 index such as {DEFAULT_INDEX}"
+        )
+    return only
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     """Run the sweep; exit 1 (`CHECK_FAILED`) when a release is left `not checked`."""
     from warnonce_guard.mutations.cli import console as make_console
     from warnonce_guard.mutations.history.run import Options, run_history
 
+    only = check_options(args)
     console = make_console()
     options = Options(
         start=args.start,
         end=args.end,
-        only=tuple(v.strip() for v in args.only.split(",") if v.strip()) if args.only else (),
+        only=only,
         pre=args.pre,
         work_dir=Path(args.work_dir),
         out_dir=Path(args.out) if args.out else None,

@@ -2,9 +2,9 @@
 
 When the core changes, re-point what is here and nothing else:
 - `discover_sites(tree)`: discovery (`guards.sites.discover`) turned into `SiteInfo` records;
-- `run_guards(tree, log)`: the guards against a tree in a fresh interpreter (`warnonce-guard guards`),
-  read back from the finished guard session they record (`guards.records`), as for a mutation run's
-  baseline;
+- `run_guards(tree, log)`: the guards against a tree in a fresh interpreter (`warnonce-guard guards`, dying
+  with the sweep), read back from the finished guard session they record (`guards.records`), as for a
+  mutation run's baseline;
 - `TOOL_DIRS`: the code whose change invalidates kept verdicts (the mutation run's, `mutations.stage`).
 """
 
@@ -12,22 +12,25 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from warnonce_guard.guards.errors import GuardError
+from warnonce_guard.guards.errors import ExitCode, GuardError
 from warnonce_guard.guards.records import GuardRecord, RecordKind, baseline_sessions
 from warnonce_guard.guards.sites import discover
 from warnonce_guard.mutations.history.records import GuardRun, Outcome, SiteInfo, SiteOutcome
+from warnonce_guard.mutations.processes import PARENT_ENV
 from warnonce_guard.mutations.stage import TOOL_DIRS
 
-__all__ = ["TOOL_DIRS", "TreeNotUsable", "discover_sites", "run_guards"]
+__all__ = ["ATTRIBUTION_PREFIX", "TOOL_DIRS", "TreeNotUsable", "discover_sites", "run_guards"]
 
 GUARD_TIMEOUT_S = 900.0
 RUN_ID = "history"
+ATTRIBUTION_PREFIX = ".attribution-"  # a guard run's records, in a temporary folder beside its log
 _MISSING_MODULE = re.compile(r"no module named '([^']+)'", re.IGNORECASE)
 _OUTCOME = {
     RecordKind.PASSED: Outcome.PASSED,
@@ -46,6 +49,15 @@ _RECORDING = {
     "WARNONCE_GUARD_RUN_ID": RUN_ID,
 }
 _INHERITED_PREFIXES = ("WARNONCE_GUARD_", "MUTANT_UNDER_TEST")
+# A guard run stopped from outside (its exit codes for Ctrl-C and SIGTERM, or killed: the OOM killer's SIGKILL),
+# which a rerun may finish; a crash (SIGSEGV, SIGABRT) is the release's or the environment's, and stays.
+_STOPPED = (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
+_STOPPING_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+# `warnonce-guard guards ARGS` in an interpreter that dies with the sweep, even on SIGKILL (mutations.processes).
+_BOUND_CLI = (
+    "import sys; from warnonce_guard.mutations.processes import bind_to_parent; bind_to_parent(); "
+    "from warnonce_guard.mutations.cli import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 class TreeNotUsable(Exception):
@@ -67,11 +79,11 @@ def run_guards(tree: Path, log: Path, timeout: float = GUARD_TIMEOUT_S) -> Guard
     """`warnonce-guard guards --vllm-src TREE` in a subprocess (its output to `log`), one outcome per site."""
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix=".attribution-", dir=log.parent) as attribution:
+    with tempfile.TemporaryDirectory(prefix=ATTRIBUTION_PREFIX, dir=log.parent) as attribution:
         env = {k: v for k, v in os.environ.items() if not k.startswith(_INHERITED_PREFIXES)}
-        env.update(_RECORDING, WARNONCE_GUARD_ATTRIBUTION=attribution)
+        env.update(_RECORDING, WARNONCE_GUARD_ATTRIBUTION=attribution, **{PARENT_ENV: str(os.getpid())})
         options = ["--vllm-src", str(tree), "-q", "--tb=line", "-p", "no:cacheprovider"]
-        command = [sys.executable, "-m", "warnonce_guard.mutations.cli", "guards", *options]
+        command = [sys.executable, "-c", _BOUND_CLI, "guards", *options]
         with log.open("w", encoding="utf-8") as out:
             try:
                 done = subprocess.run(
@@ -83,7 +95,8 @@ def run_guards(tree: Path, log: Path, timeout: float = GUARD_TIMEOUT_S) -> Guard
         records = [r for s in baseline_sessions(Path(attribution), RUN_ID) for r in s.records if r.site]
     outcomes = _merge([_outcome(record) for record in records])
     error = None if outcomes else _run_error(log, done.returncode)
-    return GuardRun(done.returncode, outcomes, error, time.monotonic() - started)
+    stopped = done.returncode in _STOPPED or -done.returncode in _STOPPING_SIGNALS
+    return GuardRun(done.returncode, outcomes, error, time.monotonic() - started, stopped=stopped)
 
 
 def _outcome(record: GuardRecord) -> SiteOutcome:
@@ -108,7 +121,14 @@ def _merge(outcomes: list[SiteOutcome]) -> tuple[SiteOutcome, ...]:
 
 
 def _run_error(log: Path, code: int) -> str:
-    """Why a guard run left no record: pytest's usage error or our one-line error, else the exit code."""
+    """Why a guard run left no record: a signal, pytest's usage error or our one-line error, else the exit code."""
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        if -code in _STOPPING_SIGNALS:
+            return f"the guards were killed by {name} before they finished (log: {log}); rerun to retry"
+        return f"the guards crashed ({name}) before they finished (log: {log})"
+    if code in _STOPPED:
+        return f"the guards were interrupted (exit {code}) before they finished (log: {log}); rerun to retry"
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else []
     for line in lines:
         for prefix in ("ERROR: warnonce-guard: ", "warnonce-guard: error: ", "ERROR: "):

@@ -4,18 +4,20 @@ Layout under the work directory (nothing is ever written to site-packages):
 
     downloads/<file>          archives as the index serves them, renamed into place only once verified
     trees/<version>/vllm/     the release's `vllm/` package: Python sources and data, no compiled modules
-    trees/<version>/.warnonce-history.json   which archive (name, sha256) the tree came from
+    trees/<version>/.warnonce-history.json   which archive (name, sha256) the tree came from, and a digest of
+                                             its files: a tree edited since (by hand, by a tool) is extracted again
 
-Downloads and extractions are written under temporary names and renamed into place, so a killed run
-leaves no half-written archive or tree under a real name, and two runs never share a temporary file.
+Downloads and extractions are written under temporary names (`guards.atomic.temporary`) and renamed into
+place, so a killed run leaves no half-written archive or tree under a real name, and two runs never share a
+temporary file; the next sweep removes what a killed one left (`run.remove_leftovers`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
-import secrets
 import shutil
 import tarfile
 import urllib.error
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from warnonce_guard.guards.atomic import temporary
 from warnonce_guard.mutations.history.index import Dist, Release
 
 MARKER = ".warnonce-history.json"
@@ -39,8 +42,14 @@ TIMEOUT_S = 120.0
 class FetchFailed(Exception):
     """One release could not be fetched (download, hash or archive): that release is `not checked`.
 
-    Not a `GuardError`: the sweep goes on, and the verdict is not kept (a rerun retries).
+    Not a `GuardError`: the sweep goes on, and the verdict is not kept (a rerun retries). `retry` is False
+    when the index's file itself is unusable (a verified archive that does not extract or holds no `vllm/`):
+    trying it again gives the same.
     """
+
+    def __init__(self, message: str, retry: bool = True) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 @dataclass(frozen=True)
@@ -49,23 +58,25 @@ class Fetched:
     dist: Dist  # the file it came from
     downloaded: bool  # False when the tree (or the archive) was already in the work directory
     failures: tuple[str, ...] = ()  # files tried first that could not be used, one line each
+    retry: bool = False  # one of them may work on a rerun (a download failed): a verdict from this file is not kept
 
 
 def fetch_release(release: Release, work_dir: Path) -> Fetched:
     """The release's tree: from its sdist, else a wheel; `FetchFailed` naming every file tried."""
-    failures: list[str] = []
+    failures: list[FetchFailed] = []
     for dist in release.candidates():
         try:
             fetched = fetch_dist(dist, work_dir / "downloads", work_dir / "trees" / release.version)
         except FetchFailed as err:
-            failures.append(f"{dist.filename}: {err}")
+            failures.append(FetchFailed(f"{dist.filename}: {err}", err.retry))
             continue
-        return Fetched(fetched.tree, fetched.dist, fetched.downloaded, tuple(failures))
-    raise FetchFailed("; ".join(failures) or "no sdist or wheel on the index")
+        said = tuple(str(f) for f in failures)
+        return Fetched(fetched.tree, fetched.dist, fetched.downloaded, said, any(f.retry for f in failures))
+    raise FetchFailed("; ".join(str(f) for f in failures) or "no sdist or wheel on the index")
 
 
 def fetch_dist(dist: Dist, downloads: Path, tree: Path) -> Fetched:
-    if _marker(tree).get("sha256") == dist.sha256:
+    if _intact(tree, dist.sha256):
         return Fetched(tree, dist, downloaded=False)
     archive = downloads / dist.filename
     downloaded = False
@@ -86,14 +97,10 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _temporary(path: Path, suffix: str) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.{suffix}")
-
-
 def download(dist: Dist, archive: Path) -> None:
     """Stream `dist` into a temporary file beside `archive`, hashing as it comes; rename it in when it matches."""
     archive.parent.mkdir(parents=True, exist_ok=True)
-    partial = _temporary(archive, "partial")
+    partial = temporary(archive, "partial")
     digest = hashlib.sha256()
     try:
         request = urllib.request.Request(dist.url, headers={"User-Agent": "warnonce-guard-history"})
@@ -105,7 +112,7 @@ def download(dist: Dist, archive: Path) -> None:
             got = digest.hexdigest()
             raise FetchFailed(f"sha256 mismatch: the index says {dist.sha256[:16]}..., the download is {got[:16]}...")
         os.replace(partial, archive)
-    except (urllib.error.URLError, TimeoutError, OSError) as err:
+    except (urllib.error.URLError, http.client.HTTPException, TimeoutError, OSError, ValueError) as err:
         raise FetchFailed(f"download failed ({err}); rerun to retry") from None
     finally:
         with suppress(FileNotFoundError):
@@ -114,9 +121,28 @@ def download(dist: Dist, archive: Path) -> None:
 
 def _marker(tree: Path) -> dict[str, str]:
     try:
-        return json.loads((tree / MARKER).read_text(encoding="utf-8"))
+        found = json.loads((tree / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return found if isinstance(found, dict) else {}
+
+
+def tree_digest(tree: Path) -> str:
+    """A hash of every file of the tree's `vllm/` package (names and contents; bytecode caches left out)."""
+    digest = hashlib.sha256()
+    for path in sorted((tree / PACKAGE).rglob("*")):
+        relative = path.relative_to(tree)
+        if "__pycache__" in relative.parts or not path.is_file():
+            continue
+        digest.update(relative.as_posix().encode() + b"\0" + str(path.stat().st_size).encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _intact(tree: Path, sha256: str) -> bool:
+    """The tree was extracted from the archive with this sha256 and holds exactly what was extracted."""
+    marker = _marker(tree)
+    return marker.get("sha256") == sha256 and marker.get("tree") == tree_digest(tree)
 
 
 def _members(archive: Path, kind: str) -> Iterator[tuple[PurePosixPath, BinaryIO]]:
@@ -144,7 +170,7 @@ def _wanted(path: PurePosixPath) -> bool:
 def extract(archive: Path, dist: Dist, tree: Path) -> None:
     """Write the archive's `vllm/` files (no compiled modules) into `tree`, whole or not at all."""
     tree.parent.mkdir(parents=True, exist_ok=True)
-    building = _temporary(tree, "partial")
+    building = temporary(tree, "partial")
     try:
         count = 0
         for path, fh in _members(archive, dist.kind):
@@ -156,30 +182,30 @@ def extract(archive: Path, dist: Dist, tree: Path) -> None:
                 shutil.copyfileobj(fh, out)
             count += 1
         if not (building / PACKAGE / "__init__.py").is_file():
-            raise FetchFailed(f"{dist.filename} holds no {PACKAGE}/ package")
-        marker = {"filename": dist.filename, "sha256": dist.sha256, "files": str(count)}
+            raise FetchFailed(f"{dist.filename} holds no {PACKAGE}/ package", retry=False)
+        marker = {"filename": dist.filename, "sha256": dist.sha256, "files": str(count), "tree": tree_digest(building)}
         (building / MARKER).write_text(json.dumps(marker), encoding="utf-8")
         _swap(building, tree, dist.sha256)
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as err:
-        raise FetchFailed(f"cannot extract {archive.name}: {err}") from None
+        # a verified archive that does not read stays so; a disk that is full or read-only may not
+        raise FetchFailed(f"cannot extract {archive.name}: {err}", retry=isinstance(err, OSError)) from None
     finally:
         shutil.rmtree(building, ignore_errors=True)
 
 
 def _swap(building: Path, tree: Path, sha256: str) -> None:
-    """Put the new tree in place. An existing tree from the same archive (another run's) is kept; one from
-    another archive is replaced only when its marker shows this tool made it."""
+    """Put the new tree in place. An intact tree from the same archive (another run's) is kept; any other is
+    replaced only when its marker shows this tool made it."""
     if tree.exists():
-        existing = _marker(tree)
-        if existing.get("sha256") == sha256:
+        if _intact(tree, sha256):
             return
-        if not existing:
+        if not _marker(tree):
             raise FetchFailed(f"{tree} exists and was not made by warnonce-guard history; move it away")
-        aside = _temporary(tree, "old")
+        aside = temporary(tree, "old")
         os.replace(tree, aside)
         shutil.rmtree(aside, ignore_errors=True)
     try:
         os.replace(building, tree)
     except OSError:
-        if _marker(tree).get("sha256") != sha256:  # another run put a different tree there meanwhile
+        if not _intact(tree, sha256):  # another run put a different tree there meanwhile
             raise

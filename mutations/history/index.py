@@ -6,7 +6,9 @@ files are all yanked is kept and marked yanked (a pin still installs it).
 
 from __future__ import annotations
 
+import http.client
 import json
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Sequence
@@ -21,6 +23,7 @@ DEFAULT_INDEX = "https://pypi.org/simple/"
 PROJECT = "vllm"
 ACCEPT = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_S = 60.0
+SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 @dataclass(frozen=True)
@@ -79,14 +82,21 @@ def index_url(base: str, project: str = PROJECT) -> str:
 def fetch_index(base: str = DEFAULT_INDEX, project: str = PROJECT) -> list[Release]:
     """Read the project's page from the index (one request) and parse it."""
     url = index_url(base, project)
-    request = urllib.request.Request(url, headers={"Accept": ACCEPT, "User-Agent": "warnonce-guard-history"})
     try:
+        request = urllib.request.Request(url, headers={"Accept": ACCEPT, "User-Agent": "warnonce-guard-history"})
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            data = json.loads(response.read())
+            body = response.read()
             final_url = response.geturl()
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as err:
+    except (urllib.error.URLError, http.client.HTTPException, TimeoutError, OSError, ValueError) as err:
         raise IndexUnavailable(
             f"cannot read the package index at {url}: {err}; check the network or --index-url"
+        ) from None
+    try:
+        data = json.loads(body)
+    except ValueError as err:
+        raise IndexUnavailable(
+            f"{final_url}: not a PEP 691 JSON page (the answer is not JSON: {err}); pass a PEP 691 index with "
+            "--index-url"
         ) from None
     return parse_index(data, final_url, project)
 
@@ -104,32 +114,46 @@ def _kind_and_version(filename: str, project: str) -> tuple[str, str] | None:
     return (kind, str(version)) if name == project else None
 
 
-def parse_index(data: dict[str, object], base_url: str, project: str = PROJECT) -> list[Release]:
-    """Releases from a PEP 691 project page, oldest first. Files whose names do not parse are not releases."""
-    files = data.get("files")
-    if not isinstance(files, list):
+def parse_index(data: object, base_url: str, project: str = PROJECT) -> list[Release]:
+    """Releases from a PEP 691 project page, oldest first. A file the page describes wrongly (its name does not
+    parse, no sha256, no URL) is not a release's file."""
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(files, list):
         raise IndexUnavailable(f"{base_url}: not a PEP 691 JSON project page (no `files` list)")
     by_version: dict[str, list[Dist]] = {str(Version(v)): [] for v in _versions(data.get("versions", ()))}
     for entry in files:
-        parsed = _kind_and_version(str(entry.get("filename", "")), project)
-        sha256 = (entry.get("hashes") or {}).get("sha256")
-        if parsed is None or not sha256:
-            continue
-        kind, version = parsed
-        yanked = entry.get("yanked", False)
-        by_version.setdefault(version, []).append(
-            Dist(
-                filename=entry["filename"],
-                kind=kind,
-                url=urljoin(base_url, entry["url"]),
-                sha256=sha256,
-                size=int(entry.get("size") or 0),
-                uploaded=str(entry.get("upload-time") or ""),
-                yanked=(yanked if isinstance(yanked, str) else "") if yanked else None,
-            )
-        )
+        found = _dist(entry, base_url, project)
+        if found is not None:
+            version, dist = found
+            by_version.setdefault(version, []).append(dist)
     releases = [Release(version, tuple(dists)) for version, dists in by_version.items()]
     return sorted(releases, key=lambda r: r.parsed)
+
+
+def _dist(entry: object, base_url: str, project: str) -> tuple[str, Dist] | None:
+    """(version, file) for one entry of the page's `files`, or None when it does not describe a usable file."""
+    if not isinstance(entry, dict):
+        return None
+    filename, hashes, url = entry.get("filename"), entry.get("hashes"), entry.get("url")
+    parsed = _kind_and_version(filename, project) if isinstance(filename, str) else None
+    sha256 = hashes.get("sha256") if isinstance(hashes, dict) else None
+    if parsed is None or not isinstance(sha256, str) or not SHA256.fullmatch(sha256) or not isinstance(url, str):
+        return None
+    try:
+        absolute = urljoin(base_url, url)
+    except ValueError:
+        return None
+    kind, version = parsed
+    size, uploaded, yanked = entry.get("size"), entry.get("upload-time"), entry.get("yanked", False)
+    return version, Dist(
+        filename=filename,
+        kind=kind,
+        url=absolute,
+        sha256=sha256.lower(),
+        size=size if isinstance(size, int) else 0,
+        uploaded=uploaded if isinstance(uploaded, str) else "",
+        yanked=(yanked if isinstance(yanked, str) else "") if yanked else None,
+    )
 
 
 def _versions(values: Iterable[object]) -> Iterable[str]:
@@ -160,7 +184,8 @@ def select(
         wanted = [parse_version(text, "--only") for text in only]
         unknown = [str(v) for v in wanted if v not in known]
         if unknown:
-            raise NoRelease(f"--only: {', '.join(unknown)} not on the index; its newest release is {max(known)}")
+            newest = f"its newest release is {max(known)}" if known else "it lists no release"
+            raise NoRelease(f"--only: {', '.join(unknown)} not on the index; {newest}")
         chosen = [known[v] for v in dict.fromkeys(wanted)]
         return Selection(tuple(sorted(chosen, key=lambda r: r.parsed, reverse=True)), ())
     low = parse_version(start, "--from") if start else None

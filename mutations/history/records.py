@@ -76,6 +76,7 @@ class GuardRun:
     error: str | None = None  # the run as a whole failed (usage error, crash, timeout): one line
     duration_s: float = 0.0
     timed_out: bool = False
+    stopped: bool = False  # killed or interrupted by a signal from outside (OOM killer, kill): not the tree's doing
 
     def outcome_of(self, site_id: str) -> SiteOutcome:
         found = [o for o in self.outcomes if o.site_id == site_id]

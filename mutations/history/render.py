@@ -7,6 +7,7 @@ from pathlib import Path
 
 from warnonce_guard.guards.atomic import write_atomic
 from warnonce_guard.guards.errors import PathRefused, PathUnusable, ReportFailed
+from warnonce_guard.mutations import ownership
 from warnonce_guard.mutations.history.records import HistoryReport, ReleaseVerdict, Verdict
 
 SCHEMA = "warnonce-guard/history/1"
@@ -129,8 +130,9 @@ def ours(path: Path) -> bool:
 
 
 def check_outputs(out_dir: Path) -> None:
-    """`PathRefused`/`PathUnusable` unless history.json and history.md can go into `out_dir` without replacing
-    anything this command did not write (a directory of its own is not needed: docs/ is fine)."""
+    """`PathRefused`/`PathUnusable` unless history.json and history.md can go into `out_dir` (a writable
+    directory, or one that can be made) without replacing anything this command did not write (a directory
+    of its own is not needed: docs/ is fine)."""
     if out_dir.exists() and not out_dir.is_dir():
         raise PathUnusable(f"--out {out_dir}: a file is there, not a directory; pass a directory")
     for name in FILES:
@@ -140,6 +142,7 @@ def check_outputs(out_dir: Path) -> None:
                 f"--out {out_dir}: {name} there was not written by warnonce-guard history; move it away or pass "
                 "another --out"
             )
+    ownership.check_writable_dir(out_dir, "--out")
 
 
 def write_outputs(report: HistoryReport, out_dir: Path) -> list[Path]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import site
 import sysconfig
 import time
@@ -21,12 +22,14 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from warnonce_guard.guards.atomic import is_temporary
+from warnonce_guard.guards.errors import StagingFailed
 from warnonce_guard.mutations import ownership
 from warnonce_guard.mutations.history import index as releases_index
 from warnonce_guard.mutations.history.cache import VerdictCache, tool_fingerprint
 from warnonce_guard.mutations.history.classify import classify, not_checked
 from warnonce_guard.mutations.history.cli import DEFAULT_WORK_DIR
-from warnonce_guard.mutations.history.core import run_guards
+from warnonce_guard.mutations.history.core import ATTRIBUTION_PREFIX, run_guards
 from warnonce_guard.mutations.history.fetch import Fetched, FetchFailed, fetch_release
 from warnonce_guard.mutations.history.records import HistoryReport, ReleaseMeta, ReleaseVerdict, Verdict
 from warnonce_guard.mutations.history.render import check_outputs, write_outputs
@@ -67,6 +70,27 @@ def check_paths(work_dir: Path, out_dir: Path | None) -> tuple[WorkRoot, Path]:
     return WorkRoot(work, ownership.Kind.HISTORY), out
 
 
+def remove_leftovers(work_dir: Path) -> list[Path]:
+    """What killed sweeps left half-written in the work directory (downloads, trees, records, tables, a guard
+    run's records); call it only while holding the directory, when no other run writes there."""
+    results = work_dir / "results"
+    folders = [work_dir, work_dir / "downloads", work_dir / "trees", work_dir / "logs"]
+    folders += [path for path in results.iterdir() if path.is_dir()] if results.is_dir() else []
+    left = [
+        path
+        for folder in folders
+        if folder.is_dir()
+        for path in folder.iterdir()
+        if is_temporary(path.name) or (folder == work_dir / "logs" and path.name.startswith(ATTRIBUTION_PREFIX))
+    ]
+    for path in left:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return left
+
+
 def check_release(
     release: releases_index.Release, work_dir: Path, timeout_s: float, stage: Callable[[str], None]
 ) -> ReleaseVerdict:
@@ -85,7 +109,9 @@ def check_release(
     if found.cached and not found.error:
         stage(f"guards on {len(found.cached)} site(s)")
         guards = run_guards(fetched.tree, work_dir / "logs" / f"{release.version}.log", timeout_s)
-    return classify(meta, found, guards, time.monotonic() - started)
+    verdict = classify(meta, found, guards, time.monotonic() - started)
+    # checked from a wheel because the sdist's download failed: not kept, so the next sweep tries the sdist again
+    return replace(verdict, retry=True) if fetched.retry else verdict
 
 
 def fallback_note(fetched: Fetched) -> str:
@@ -153,6 +179,7 @@ def run_history(options: Options, console: Console) -> HistoryReport:
     fingerprint = tool_fingerprint()
     with root.claimed():
         work_dir = root.dir
+        remove_leftovers(work_dir)
         cache = VerdictCache(work_dir, fingerprint)
         console.print(
             f"{len(selection.releases)} release(s), {selection.releases[0].version} to "
@@ -177,27 +204,41 @@ def run_history(options: Options, console: Console) -> HistoryReport:
     return report
 
 
+@contextmanager
+def _writing(work_dir: Path) -> Iterator[None]:
+    """The sweep's own files in the work directory: a disk that fills up or turns read-only stops the sweep with
+    `StagingFailed` (as when the work directory cannot be created), verdicts finished so far kept."""
+    try:
+        yield
+    except OSError as err:
+        raise StagingFailed(
+            f"--work-dir {work_dir}: cannot write {err.filename or 'in it'} ({err.strerror or err}); finished "
+            "verdicts are kept: free space (or pass --work-dir on another disk) and rerun"
+        ) from None
+
+
 def sweep(
     releases: Sequence[releases_index.Release], cache: VerdictCache, work_dir: Path, timeout_s: float, console: Console
 ) -> tuple[list[ReleaseVerdict], int]:
     """Each release's kept verdict, or a new one (kept when finished); one line per release as it is done."""
     verdicts: list[ReleaseVerdict] = []
     checked = 0
-    with _progress(console, len(releases)) as progress, (work_dir / "history.log").open("a") as log:
+    with _progress(console, len(releases)) as progress:
         for release in releases:
             verdict = cache.get(release)
             if verdict is not None:
                 how = "cached"
             else:
-                verdict = check_release(
-                    release, work_dir, timeout_s, lambda text, v=release.version: progress.stage(v, text)
-                )
-                cache.put(release, verdict)
+                with _writing(work_dir):
+                    verdict = check_release(
+                        release, work_dir, timeout_s, lambda text, v=release.version: progress.stage(v, text)
+                    )
+                    cache.put(release, verdict)
                 checked += 1
                 how = f"{verdict.duration_s:.1f} s"
             verdicts.append(verdict)
             line = progress_line(verdict, how)
             progress.done(line)
-            log.write(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}  {line}\n")
-            log.flush()
+            with _writing(work_dir), (work_dir / "history.log").open("a", encoding="utf-8") as log:
+                log.write(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}  {line}\n")
     return verdicts, checked
