@@ -54,6 +54,18 @@ def marked(directory: Path, kind: Kind) -> bool:
     return isinstance(data, dict) and data.get("tool") == TOOL and data.get("kind") == kind.value
 
 
+def unfinished(directory: Path) -> bool:
+    """A directory holding nothing but, at most, a marker cut short: a run killed between making the directory
+    and writing its marker. It holds nothing of anyone's, so it may be reused or removed."""
+    if directory.is_symlink() or not directory.is_dir():
+        return False
+    try:
+        entries = [child.name for child in directory.iterdir()]
+        return entries == [] or (entries == [MARKER] and (directory / MARKER).stat().st_size == 0)
+    except OSError:
+        return False
+
+
 @dataclass(frozen=True)
 class Protected:
     """A directory an output path must keep away from: itself and above it always, inside it unless `inside_ok`."""
@@ -110,8 +122,7 @@ def _empty_or_ours(path: Path, kind: Kind, option: str, what: str) -> None:
         raise PathUnusable(f"{option} {path}: cannot list it ({err.strerror}); pass another directory") from None
     # A marker left empty (the run was killed between creating and writing it) alone in its directory is ours
     # and as good as empty; refusing it would leave a work directory no run can use.
-    cut_off = entries == [MARKER] and (path / MARKER).stat().st_size == 0
-    if entries and not cut_off:
+    if entries and not unfinished(path):
         raise PathRefused(
             f"{option} {path}: holds files warnonce-guard did not create (no {MARKER} marker); "
             "pass a new or empty directory"

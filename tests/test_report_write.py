@@ -66,9 +66,16 @@ def test_leftovers_of_a_swap_killed_halfway_are_swept_but_only_marked_ones(tmp_p
     foreign.mkdir()
     (foreign / "keep.txt").write_text("precious")
 
+    killed_before_marking = tmp_path / ".mutation-report.tmp-3-efgh"  # SIGKILL between mkdir and the marker
+    killed_before_marking.mkdir()
+    killed_while_marking = tmp_path / ".mutation-report.tmp-4-ijkl"  # ... or while the marker was written
+    killed_while_marking.mkdir()
+    (killed_while_marking / MARKER).write_text("")
+
     write_report(sample_result(), out, viewer)
 
     assert not ours.exists() and (foreign / "keep.txt").read_text() == "precious"
+    assert not killed_before_marking.exists() and not killed_while_marking.exists()
 
 
 def test_a_failing_writer_leaves_the_old_report_untouched_and_no_temp_dir(

@@ -42,7 +42,8 @@ def sweep(target: Path) -> list[Path]:
     """Remove what an interrupted swap of `target` left beside it: only directories that are provably ours."""
     removed = []
     for path in target.parent.glob(f".{target.name}.tmp-*"):
-        if ownership.marked(path, ownership.Kind.REPORT):
+        # marked, or made and killed before its marker was written whole
+        if ownership.marked(path, ownership.Kind.REPORT) or ownership.unfinished(path):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     for path in target.parent.glob(f".{target.name}.old-*"):
