@@ -16,6 +16,7 @@ import pytest
 from records_support import meta_document
 from warnonce_guard.guards.errors import ExitCode
 from warnonce_guard.guards.records import Phase
+from warnonce_guard.mutations import processes
 from warnonce_guard.mutations.engine import layout, session, state
 from warnonce_guard.mutations.engine.seam import SeamMismatch
 from warnonce_guard.mutations.workspace import Workspace
@@ -90,18 +91,20 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
 def test_a_session_whose_parent_died_while_it_started_exits_at_once(
     monkeypatch: pytest.MonkeyPatch, environment: dict[str, str]
 ) -> None:
+    # the session binds itself to its parent with the one rule the history's guard runs use too
+    assert session.bind_to_parent is processes.bind_to_parent
     asked: list[str] = []
-    monkeypatch.setattr(session, "die_with_parent", lambda: asked.append("pdeathsig"))
+    monkeypatch.setattr(processes, "die_with_parent", lambda: asked.append("pdeathsig"))
 
     def exit_now(code: int) -> None:
         raise SystemExit(code)
 
     monkeypatch.setattr(os, "_exit", exit_now)
-    environment[session.PARENT_ENV] = str(os.getppid())
-    session.bind_to_parent()  # its parent is alive: it goes on
-    environment[session.PARENT_ENV] = str(os.getppid() + 1)  # reparented: the run that started it is gone
+    environment[processes.PARENT_ENV] = str(os.getppid())
+    processes.bind_to_parent()  # its parent is alive: it goes on
+    environment[processes.PARENT_ENV] = str(os.getppid() + 1)  # reparented: the run that started it is gone
     with pytest.raises(SystemExit) as stop:
-        session.bind_to_parent()
+        processes.bind_to_parent()
     assert stop.value.code == 1 and asked == ["pdeathsig", "pdeathsig"]
 
 
