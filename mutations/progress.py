@@ -50,7 +50,8 @@ class RunProgress:
 
     def say(self, line: str) -> None:
         """One line of what happened (a phase that ended, something discarded), above any bar."""
-        self.console.print(f"warnonce-guard: {self.elapsed()} {line}", markup=False, highlight=False)
+        # soft_wrap: a log line is never broken at the console width (a long work-directory path stays whole)
+        self.console.print(f"warnonce-guard: {self.elapsed()} {line}", markup=False, highlight=False, soft_wrap=True)
 
     def track(self, what: str, total: int) -> None:
         """Start counting `what` up to `total` (a bar on a terminal; nothing more in a log until it ends)."""

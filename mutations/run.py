@@ -257,10 +257,10 @@ def mutate(
         write_report(result, paths.out, paths.viewer_js)
         progress.say(f"report written to {paths.out}")
     print_table(result, console)
-    console.print(f"report: {paths.out}; mutmut's log: {ws.log_file}", markup=False, highlight=False)
+    console.print(f"report: {paths.out}; mutmut's log: {ws.log_file}", markup=False, highlight=False, soft_wrap=True)
     problems = gate(result, fail_under)
     for problem in problems:
-        console.print(f"[red]gate:[/] {problem}")
+        console.print(f"[red]gate:[/] {problem}", soft_wrap=True)
     return ExitCode.CHECK_FAILED if problems else ExitCode.OK
 
 

@@ -36,6 +36,15 @@ def test_in_a_log_each_phase_is_one_plain_line_with_its_elapsed_seconds() -> Non
     assert "\r" not in out.getvalue() and "\x1b" not in out.getvalue()
 
 
+def test_a_line_longer_than_the_log_is_wide_stays_one_line() -> None:
+    console, out = log_console()
+    where = "/tmp/" + "deep/" * 60 + "work"  # a work directory path as CI runners make them
+    with RunProgress(console, started=0.0) as progress:
+        progress.say(f"staged vLLM 0.33.0: 6 cached site(s); work in {where}")
+    (line,) = out.getvalue().splitlines()
+    assert line.endswith(f"work in {where}")
+
+
 def test_on_a_terminal_a_bar_counts_the_phase_and_goes_when_it_ends() -> None:
     console, out = terminal_console()
     with RunProgress(console) as progress:

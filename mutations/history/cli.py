@@ -117,5 +117,6 @@ def cmd_history(args: argparse.Namespace) -> int:
         f"{report.duration_s:.1f} s",
         markup=False,
         highlight=False,
+        soft_wrap=True,
     )
     return ExitCode.CHECK_FAILED if report.count(Verdict.NOT_CHECKED) else ExitCode.OK

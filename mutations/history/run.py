@@ -186,6 +186,7 @@ def run_history(options: Options, console: Console) -> HistoryReport:
             f"{selection.releases[-1].version}; work directory {work_dir}; tool fingerprint {fingerprint}",
             markup=False,
             highlight=False,
+            soft_wrap=True,
         )
         verdicts, checked = sweep(selection.releases, cache, work_dir, options.timeout_s, console)
         report = HistoryReport(
@@ -200,7 +201,7 @@ def run_history(options: Options, console: Console) -> HistoryReport:
             duration_s=time.monotonic() - started,
         )
         paths = write_outputs(report, out)
-    console.print(f"wrote {', '.join(str(p) for p in paths)}", markup=False, highlight=False)
+    console.print(f"wrote {', '.join(str(p) for p in paths)}", markup=False, highlight=False, soft_wrap=True)
     return report
 
 

@@ -75,4 +75,4 @@ def score_line(result: RunResult) -> Text:
 
 def print_table(result: RunResult, console: Console) -> None:
     console.print(build(result))
-    console.print(score_line(result))
+    console.print(score_line(result), soft_wrap=True)
