@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 import tempfile
@@ -23,7 +24,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from warnonce_guard import guards as guards_package
 from warnonce_guard.guards import target as targets
@@ -306,7 +307,53 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(code)
 
 
+class ReaderMayLeave:
+    """Standard output for one command: when the reader of a pipe leaves (`... | head -1`), the rest of the
+    output goes to /dev/null and the command finishes, so its exit code is still its verdict (not 1 from
+    rich, not a traceback for a broken pipe)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.reader_left = False
+
+    def _left(self) -> None:
+        self.reader_left = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self.stream.fileno())
+        finally:
+            os.close(devnull)
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._left()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._left()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    stdout = sys.stdout
+    if stdout is not None:  # None: started with stdout closed, and print() already writes nothing
+        sys.stdout = ReaderMayLeave(stdout)  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        if stdout is not None:
+            sys.stdout.flush()
+            sys.stdout = stdout
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "guards":

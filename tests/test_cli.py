@@ -81,3 +81,29 @@ def test_help_prints_the_exit_code_table() -> None:
     assert shown.returncode == 0
     for code in ExitCode:
         assert f"{code.value:>3}  " in shown.stdout
+
+
+def _with_the_reader_gone(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The command with its stdout a pipe whose reader left before it wrote (`... | head -0`)."""
+    proc = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the child is still starting Python: its first write finds no reader
+    err = proc.stderr.read()
+    return subprocess.CompletedProcess(args, proc.wait(timeout=120), "", err)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("sites",), ("sites", "--json"), ("audit", "--format", "sarif"), ("audit", "--format", "text")],
+    ids=["sites-table", "sites-json", "audit-sarif", "audit-text"],
+)
+def test_a_reader_that_leaves_the_pipe_changes_neither_the_exit_code_nor_stderr(
+    args: tuple[str, ...], tmp_path: Path
+) -> None:
+    tree = make_tree(tmp_path / "tree", INTERFACE.replace(': %s", repr(e)', ': %r", e'))  # audit: a live exception
+    full = subprocess.run([*CLI, *args, "--vllm-src", str(tree)], capture_output=True, text=True, cwd=tmp_path)
+    cut = _with_the_reader_gone(*args, "--vllm-src", str(tree), cwd=tmp_path)
+    assert full.stdout  # the command does write: the reader's leaving is met
+    # Not vacuous: one of the commands passes and the audits fail, so the code is the verdict, not a constant.
+    assert full.returncode == (ExitCode.OK if args[0] == "sites" else ExitCode.CHECK_FAILED), full.stderr
+    assert (cut.returncode, cut.stderr) == (full.returncode, full.stderr)

@@ -282,3 +282,16 @@ def test_a_keyboard_interrupt_from_anywhere_is_an_interrupt_not_a_bug(
     monkeypatch.setattr(cli, "cmd_platforms", failing_command(KeyboardInterrupt()))
     assert cli.main(["platforms"]) == ExitCode.INTERRUPTED
     assert stderr_lines(capsys) == ["warnonce-guard: interrupted"]
+
+
+def test_output_to_a_pipe_whose_reader_left_goes_to_devnull_without_an_error() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with os.fdopen(write_end, "w") as stream:
+        out = cli.ReaderMayLeave(stream)
+        assert out.write("a line\n") == len("a line\n") and not out.reader_left  # still in the buffer
+        out.flush()  # EPIPE: the reader has left
+        assert out.reader_left
+        assert os.path.samestat(os.fstat(write_end), os.stat(os.devnull))  # what follows is discarded
+        out.write("x" * 100_000)
+        out.flush()
