@@ -341,24 +341,34 @@ class ReaderMayLeave:
         return getattr(self.stream, name)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def entry(argv: Sequence[str] | None = None) -> int:
+    """The process's entry point (the `warnonce-guard` script, `python -m`): `main`, for a process that exits
+    with its code."""
+    return main(argv, exiting=True)
+
+
+def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
+    """Run one command; its exit code. Signal handlers are put back after, unless `exiting` and a signal
+    stopped the command: then SIGINT and SIGTERM stay ignored, so that Ctrl-C pressed again while the
+    process ends cannot turn its 130 or 143 into death by a signal (-2)."""
     stdout = sys.stdout
     if stdout is not None:  # None: started with stdout closed, and print() already writes nothing
         sys.stdout = ReaderMayLeave(stdout)  # type: ignore[assignment]
     try:
-        return _main(argv)
+        return _main(argv, exiting)
     finally:
         if stdout is not None:
             sys.stdout.flush()
             sys.stdout = stdout
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _main(argv: Sequence[str] | None, exiting: bool) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "guards":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.pytest_args = extra
+    signals_before = len(_STOPPED_BY)
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         try:
@@ -390,9 +400,10 @@ def _main(argv: Sequence[str] | None) -> int:
         )
         return int(ExitCode.INTERNAL_ERROR)
     finally:
+        stopped = len(_STOPPED_BY) > signals_before
         for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, signal.SIG_IGN if exiting and stopped else handler)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

@@ -107,3 +107,21 @@ def test_a_reader_that_leaves_the_pipe_changes_neither_the_exit_code_nor_stderr(
     # Not vacuous: one of the commands passes and the audits fail, so the code is the verdict, not a constant.
     assert full.returncode == (ExitCode.OK if args[0] == "sites" else ExitCode.CHECK_FAILED), full.stderr
     assert (cut.returncode, cut.stderr) == (full.returncode, full.stderr)
+
+
+def test_ctrl_c_pressed_again_while_an_interrupted_run_ends_still_exits_130(tmp_path: Path) -> None:
+    # The second signal lands after the command has returned, while the process ends: deterministic here.
+    script = (
+        "import os, signal, sys, time\n"
+        "from warnonce_guard.mutations import cli\n"
+        "def interrupted(args):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(5)\n"
+        "cli.cmd_platforms = interrupted\n"
+        "code = cli.entry(['platforms'])\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(0.5)\n"
+        "sys.exit(code)\n"
+    )
+    run = subprocess.run([CLI[0], "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert (run.returncode, run.stderr.strip()) == (ExitCode.INTERRUPTED, "warnonce-guard: interrupted")

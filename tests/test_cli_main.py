@@ -295,3 +295,31 @@ def test_output_to_a_pipe_whose_reader_left_goes_to_devnull_without_an_error() -
         assert os.path.samestat(os.fstat(write_end), os.stat(os.devnull))  # what follows is discarded
         out.write("x" * 100_000)
         out.flush()
+
+
+def test_a_process_stopped_by_a_signal_ignores_a_second_one_while_it_ends(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(args: object) -> int:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+        return pytest.fail("the signal did not stop the command")
+
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        monkeypatch.setattr(cli, "_STOPPED_BY", [])
+        monkeypatch.setattr(cli, "cmd_platforms", interrupted)
+        assert cli.entry(["platforms"]) == ExitCode.INTERRUPTED
+        assert stderr_lines(capsys) == ["warnonce-guard: interrupted"]
+        # Ctrl-C pressed again while the process exits: ignored, so it still exits 130 (not -2, killed by SIGINT)
+        assert [signal.getsignal(sig) for sig in previous] == [signal.SIG_IGN, signal.SIG_IGN]
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def test_a_process_that_ran_to_its_end_keeps_its_signal_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "cmd_platforms", lambda args: ExitCode.OK)
+    before = signal.getsignal(signal.SIGINT)
+    assert cli.entry(["platforms"]) == ExitCode.OK
+    assert signal.getsignal(signal.SIGINT) is before  # only a stopped process stops listening
