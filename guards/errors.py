@@ -28,7 +28,7 @@ class ExitCode(enum.IntEnum):
     PATH_REFUSED = 9  # --out or --work-dir would replace or delete something warnonce-guard did not create
     PATH_UNUSABLE = 10  # --out, --work-dir or --viewer-js is missing, not a directory/file, or not writable
     WORK_DIR_BUSY = 11  # another run holds the work directory
-    STAGING_FAILED = 12  # the target cannot be copied into the work directory; history's cannot be written
+    STAGING_FAILED = 12  # the work directory cannot be written (staging, repair, verdicts); history's too
     ENGINE_FAILED = 13  # mutmut is missing, another version, moved its internals, or its session died
     MUTANTS_UNACCOUNTED = 14  # mutmut and warnonce-guard disagree on which mutants exist
     VIEWER_MISSING = 15  # the HTML report viewer bundle is not installed
@@ -61,7 +61,7 @@ def exit_code_meanings() -> dict[ExitCode, str]:
         ExitCode.PATH_REFUSED: "--out/--work-dir would replace something warnonce-guard did not create",
         ExitCode.PATH_UNUSABLE: "--out/--work-dir/--viewer-js missing, of the wrong kind, or not writable",
         ExitCode.WORK_DIR_BUSY: "another run holds the work directory",
-        ExitCode.STAGING_FAILED: "the target cannot be copied into the work directory, or history cannot write in it",
+        ExitCode.STAGING_FAILED: "the work directory cannot be written (disk full, read-only, permissions)",
         ExitCode.ENGINE_FAILED: "mutmut missing, another version, or its session died",
         ExitCode.MUTANTS_UNACCOUNTED: "mutmut and warnonce-guard disagree on the mutants",
         ExitCode.VIEWER_MISSING: "the HTML report viewer is not installed",
@@ -148,8 +148,8 @@ class WorkDirBusy(GuardError):
 
 
 class StagingFailed(GuardError):
-    """The target cannot be copied into the work directory, or history cannot write in its own (disk full,
-    permissions)."""
+    """The work directory cannot be written: staging the target, repairing or keeping a run's state, or
+    history's (disk full, read-only, permissions)."""
 
     exit_code = ExitCode.STAGING_FAILED
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import multiprocessing
 import subprocess
@@ -16,7 +17,14 @@ from pathlib import Path
 from rich.console import Console
 from warnonce_guard.guards import target as targets
 from warnonce_guard.guards.atomic import write_atomic
-from warnonce_guard.guards.errors import EngineFailed, ExitCode, Interrupted, NothingToCheck, TargetChanged
+from warnonce_guard.guards.errors import (
+    EngineFailed,
+    ExitCode,
+    Interrupted,
+    NothingToCheck,
+    StagingFailed,
+    TargetChanged,
+)
 from warnonce_guard.guards.platforms import platform_sites, resolve_platform
 from warnonce_guard.guards.records import baseline_sessions as read_baseline_sessions
 from warnonce_guard.guards.records import mutant_session_path, read_session
@@ -34,6 +42,9 @@ from warnonce_guard.mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, UNATTRI
 from warnonce_guard.mutations.workspace import WorkRoot, Workspace
 
 SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
+# What a disk refuses a write with (only writes: reading the target never fails so): one line, not a traceback,
+# wherever the run writes in its work directory (staging says so itself; then repairing state, naming, verdicts)
+DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 @dataclass(frozen=True)
 class Paths:
@@ -254,6 +265,13 @@ def mutate(
         except Interrupted as stop:
             stop.detail = f"finished verdicts are kept in {ws.dir}; the next run tests the rest"
             raise
+        except OSError as err:
+            if err.errno not in DISK_ERRORS:
+                raise  # not the disk's doing: a bug, with its traceback
+            raise StagingFailed(
+                f"cannot write in the work directory {ws.dir} ({err.strerror}); free space on its disk or pass "
+                "--work-dir elsewhere (finished verdicts are kept)"
+            ) from None
         write_report(result, paths.out, paths.viewer_js)
         progress.say(f"report written to {paths.out}")
     print_table(result, console)

@@ -6,7 +6,9 @@ what fails the run, and what the next run keeps. The same runs with mutmut and p
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from warnonce_guard.guards.errors import (
     Interrupted,
     NothingToCheck,
     PathUnusable,
+    StagingFailed,
     TargetChanged,
 )
 from warnonce_guard.guards.records import RecordKind
@@ -252,3 +255,35 @@ def test_ctrl_c_during_the_session_exits_130_and_its_finished_verdicts_are_kept_
     fake_session.then = None
     assert run() == ExitCode.OK
     assert list(fake_session.found[1].values()) == [1] * MUTANTS  # none tested twice
+
+
+@pytest.mark.parametrize("where", ["heal", "write_identities", "store_result"])
+def test_a_full_disk_after_staging_is_one_line_naming_the_work_directory(
+    where: str, run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from warnonce_guard.mutations import run as run_module
+
+    def full(*args: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(run.work / "x"))
+
+    monkeypatch.setattr(run_module, where, full)
+    with pytest.raises(StagingFailed) as raised:
+        run()
+    said = str(raised.value)
+    assert said.startswith(f"cannot write in the work directory {run.ws.dir} (No space left on device)")
+    assert "\n" not in said and "--work-dir" in said
+    assert raised.value.exit_code == ExitCode.STAGING_FAILED
+    assert not run.out.exists()  # no partial report
+
+
+def test_an_os_error_that_is_not_the_disks_keeps_its_traceback(
+    run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from warnonce_guard.mutations import run as run_module
+
+    def bug(*args: object) -> None:
+        raise FileNotFoundError(errno.ENOENT, "a file the run itself should have made", "x")
+
+    monkeypatch.setattr(run_module, "heal", bug)
+    with pytest.raises(FileNotFoundError):
+        run()
