@@ -30,6 +30,19 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
 
 
 PARENT_ENV = "WARNONCE_GUARD_PARENT_PID"  # set by the parent to its pid for a child that calls bind_to_parent
+# A run's own pytest sessions (the mutmut session, history's guard runs) take their options from their command
+# line only: a shell's PYTEST_ADDOPTS (-x, -k, --pdb) or PYTEST_PLUGINS would change what the guards run, or
+# wait on a terminal nobody watches.
+USER_PYTEST_VARIABLES = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")
+
+
+def child_environment(environ: dict[str, str], **extra: str) -> dict[str, str]:
+    """`environ` for a child the run starts (it calls `bind_to_parent`): told this process's pid, and without the
+    user's pytest variables."""
+    env = {k: v for k, v in environ.items() if k not in USER_PYTEST_VARIABLES}
+    env.update(extra)
+    env[PARENT_ENV] = str(os.getpid())
+    return env
 
 
 def bind_to_parent() -> None:

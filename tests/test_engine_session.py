@@ -84,8 +84,23 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
         sys.executable, "-m", "warnonce_guard.mutations.engine.session", str(ws.dir), "run1", FILE,
         "vllm/platforms/cpu.py",
     ]  # fmt: skip
-    assert started["env"][session.PARENT_ENV] == str(os.getpid())  # type: ignore[index]
+    assert started["env"][processes.PARENT_ENV] == str(os.getpid())  # type: ignore[index]
     assert started["start_new_session"] is True and started["stderr"] == subprocess.STDOUT
+    assert started["stdin"] == subprocess.DEVNULL  # never waits on the terminal
+
+
+def test_the_session_runs_pytest_with_its_own_options_not_the_users(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: dict[str, object] = {}
+    monkeypatch.setattr(subprocess, "Popen", lambda argv, **options: started.update(options))
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-x --pdb -k nothing")
+    monkeypatch.setenv("PYTEST_PLUGINS", "someones.plugin")
+    monkeypatch.setenv("WARNONCE_GUARD_KEPT", "yes")
+    session.start(ws, "run1", [FILE])
+    env = started["env"]
+    assert isinstance(env, dict) and "PYTEST_ADDOPTS" not in env and "PYTEST_PLUGINS" not in env
+    assert env["WARNONCE_GUARD_KEPT"] == "yes"  # the rest of the environment is passed on
 
 
 def test_a_session_whose_parent_died_while_it_started_exits_at_once(

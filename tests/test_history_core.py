@@ -57,6 +57,14 @@ def test_the_guards_are_pointed_at_the_tree_whatever_the_caller_environment_says
     assert [o.outcome for o in run.outcomes] == [Outcome.PASSED]
 
 
+def test_the_users_pytest_options_and_terminal_do_not_reach_the_guards(tmp_path: Path, monkeypatch) -> None:
+    # -k deselects every guard, --pdb would wait on stdin at the first leak: neither may change the outcome
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-k no_guard_has_this_name --pdb")
+    run = run_guards(vllm_tree(tmp_path / "tree", LIVE_CALL), tmp_path / "logs" / "live.log", timeout=60)
+    assert not run.timed_out and run.error is None
+    assert [(o.site_id, o.outcome) for o in run.outcomes] == [(INTERFACE_SITE, Outcome.LEAK)]
+
+
 def test_discovery_reports_cached_and_plain_sites_with_their_form(tmp_path: Path) -> None:
     tree = vllm_tree(tmp_path / "tree", LIVE_CALL, {"rocm": PLATFORM_PLAIN})
     found = {(s.file, s.log_method, s.cached, s.form) for s in discover_sites(tree)}

@@ -27,7 +27,7 @@ from warnonce_guard.guards.sites import Site
 from warnonce_guard.mutations.engine import state
 from warnonce_guard.mutations.engine.seam import our_operators
 from warnonce_guard.mutations.operators import anchors_of
-from warnonce_guard.mutations.processes import PARENT_ENV, bind_to_parent, die_with_parent
+from warnonce_guard.mutations.processes import bind_to_parent, child_environment, die_with_parent
 from warnonce_guard.mutations.workspace import Workspace
 
 # mutmut's protocol with the tests it runs, passed on to the guards' conftest (guards.records) by name:
@@ -37,14 +37,14 @@ MUTANT_MARK = "__mutmut_"  # in every mutant's name (its other phases, "fail", "
 
 def start(ws: Workspace, run_id: str, files: list[str]) -> subprocess.Popen[bytes]:
     """Start the session for `files` in a process group of its own, its output appended to the workspace's log."""
-    env = dict(os.environ, **{PARENT_ENV: str(os.getpid())})
     with ws.log_file.open("ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", __name__, str(ws.dir), run_id, *files],
+            stdin=subprocess.DEVNULL,  # nothing in it asks; a stray prompt must not wait on the terminal
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env=env,
+            env=child_environment(dict(os.environ)),
         )
 
 

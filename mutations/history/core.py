@@ -23,7 +23,7 @@ from warnonce_guard.guards.errors import ExitCode, GuardError
 from warnonce_guard.guards.records import GuardRecord, RecordKind, baseline_sessions
 from warnonce_guard.guards.sites import discover
 from warnonce_guard.mutations.history.records import GuardRun, Outcome, SiteInfo, SiteOutcome
-from warnonce_guard.mutations.processes import PARENT_ENV
+from warnonce_guard.mutations.processes import child_environment
 from warnonce_guard.mutations.stage import TOOL_DIRS
 
 __all__ = ["ATTRIBUTION_PREFIX", "TOOL_DIRS", "TreeNotUsable", "discover_sites", "run_guards"]
@@ -80,14 +80,21 @@ def run_guards(tree: Path, log: Path, timeout: float = GUARD_TIMEOUT_S) -> Guard
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=ATTRIBUTION_PREFIX, dir=log.parent) as attribution:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(_INHERITED_PREFIXES)}
-        env.update(_RECORDING, WARNONCE_GUARD_ATTRIBUTION=attribution, **{PARENT_ENV: str(os.getpid())})
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith(_INHERITED_PREFIXES)}
+        env = child_environment(inherited, **_RECORDING, WARNONCE_GUARD_ATTRIBUTION=attribution)
         options = ["--vllm-src", str(tree), "-q", "--tb=line", "-p", "no:cacheprovider"]
         command = [sys.executable, "-c", _BOUND_CLI, "guards", *options]
         with log.open("w", encoding="utf-8") as out:
             try:
                 done = subprocess.run(
-                    command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=log.parent, timeout=timeout, check=False
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=log.parent,
+                    timeout=timeout,
+                    check=False,
                 )
             except subprocess.TimeoutExpired:
                 error = f"the guards timed out after {timeout:.0f} s (log: {log})"
