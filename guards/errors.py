@@ -61,7 +61,9 @@ def exit_code_meanings() -> dict[ExitCode, str]:
         ExitCode.PATH_REFUSED: "--out/--work-dir would replace something warnonce-guard did not create",
         ExitCode.PATH_UNUSABLE: "--out/--work-dir/--viewer-js missing, of the wrong kind, or not writable",
         ExitCode.WORK_DIR_BUSY: "another run holds the work directory",
-        ExitCode.STAGING_FAILED: "the work directory cannot be written (disk full, read-only, permissions)",
+        ExitCode.STAGING_FAILED: (
+            "the work directory cannot be written (disk full, read-only, permissions); in the mutmut session: 13"
+        ),
         ExitCode.ENGINE_FAILED: "mutmut missing, another version, or its session died",
         ExitCode.MUTANTS_UNACCOUNTED: "mutmut and warnonce-guard disagree on the mutants",
         ExitCode.VIEWER_MISSING: "the HTML report viewer is not installed",

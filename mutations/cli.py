@@ -21,7 +21,7 @@ import signal
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
@@ -308,8 +308,8 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 
 class ReaderMayLeave:
-    """Standard output for one command: when the reader of a pipe leaves (`... | head -1`), the rest of the
-    output goes to /dev/null and the command finishes, so its exit code is still its verdict (not 1 from
+    """Standard output or error for one command: when the reader of a pipe leaves (`... 2>&1 | head -1`),
+    the rest goes to /dev/null and the command finishes, so its exit code is still its verdict (not 1 from
     rich, not a traceback for a broken pipe)."""
 
     def __init__(self, stream: TextIO) -> None:
@@ -349,17 +349,28 @@ def entry(argv: Sequence[str] | None = None) -> int:
 
 def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     """Run one command; its exit code. Signal handlers are put back after, unless `exiting` and a signal
-    stopped the command: then SIGINT and SIGTERM stay ignored, so that Ctrl-C pressed again while the
-    process ends cannot turn its 130 or 143 into death by a signal (-2)."""
-    stdout = sys.stdout
-    if stdout is not None:  # None: started with stdout closed, and print() already writes nothing
-        sys.stdout = ReaderMayLeave(stdout)  # type: ignore[assignment]
+    stopped the command: then a second SIGINT or SIGTERM while the process ends (Ctrl-C pressed again, a
+    hung library's thread) ends it at once with the same 130 or 143, never death by a signal (-2)."""
+    streams = {name: getattr(sys, name) for name in ("stdout", "stderr")}
+    for name, stream in streams.items():
+        if stream is not None:  # None: started with it closed, and print() already writes nothing
+            setattr(sys, name, ReaderMayLeave(stream))
     try:
         return _main(argv, exiting)
     finally:
-        if stdout is not None:
-            sys.stdout.flush()
-            sys.stdout = stdout
+        for name, stream in streams.items():
+            if stream is not None:
+                getattr(sys, name).flush()
+                setattr(sys, name, stream)
+
+
+def _exit_at_once(code: ExitCode) -> Callable[[int, FrameType | None], None]:
+    """A handler for a signal that comes after the one that stopped the command: exit now, with its code."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        os._exit(int(code))
+
+    return handler
 
 
 def _main(argv: Sequence[str] | None, exiting: bool) -> int:
@@ -402,7 +413,7 @@ def _main(argv: Sequence[str] | None, exiting: bool) -> int:
     finally:
         stopped = len(_STOPPED_BY) > signals_before
         for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_IGN if exiting and stopped else handler)
+            signal.signal(sig, _exit_at_once(_STOPPED_BY[-1]) if exiting and stopped else handler)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import contextlib
 import errno
 import json
 import multiprocessing
+import os
 import subprocess
 import time
 import uuid
@@ -266,8 +267,8 @@ def mutate(
             stop.detail = f"finished verdicts are kept in {ws.dir}; the next run tests the rest"
             raise
         except OSError as err:
-            if err.errno not in DISK_ERRORS:
-                raise  # not the disk's doing: a bug, with its traceback
+            if not _disk_refused_the_workspace(err, ws):
+                raise  # not the work directory's disk (stdout, /dev/shm) or not a disk's refusal: a traceback
             raise StagingFailed(
                 f"cannot write in the work directory {ws.dir} ({err.strerror}); free space on its disk or pass "
                 "--work-dir elsewhere (finished verdicts are kept)"
@@ -280,6 +281,14 @@ def mutate(
     for problem in problems:
         console.print(f"[red]gate:[/] {problem}", soft_wrap=True)
     return ExitCode.CHECK_FAILED if problems else ExitCode.OK
+
+
+def _disk_refused_the_workspace(err: OSError, ws: Workspace) -> bool:
+    """Whether `err` is the disk refusing a write of a file in the workspace."""
+    if err.errno not in DISK_ERRORS:
+        return False
+    names = [os.fsdecode(name) for name in (err.filename, err.filename2) if isinstance(name, (str, bytes))]
+    return any(Path(name).resolve().is_relative_to(ws.dir.resolve()) for name in names)
 
 
 def read_result(ws: Workspace) -> RunResult | None:

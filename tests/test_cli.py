@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from pathlib import Path
 
@@ -109,8 +110,12 @@ def test_a_reader_that_leaves_the_pipe_changes_neither_the_exit_code_nor_stderr(
     assert (cut.returncode, cut.stderr) == (full.returncode, full.stderr)
 
 
-def test_ctrl_c_pressed_again_while_an_interrupted_run_ends_still_exits_130(tmp_path: Path) -> None:
-    # The second signal lands after the command has returned, while the process ends: deterministic here.
+@pytest.mark.parametrize("again", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_while_an_interrupted_run_ends_exits_at_once_with_130(
+    again: signal.Signals, tmp_path: Path
+) -> None:
+    # The second signal lands after the command has returned, while the process ends; the end then hangs
+    # (as on a library's thread): the signal must neither kill it with -2 nor be lost.
     script = (
         "import os, signal, sys, time\n"
         "from warnonce_guard.mutations import cli\n"
@@ -119,9 +124,22 @@ def test_ctrl_c_pressed_again_while_an_interrupted_run_ends_still_exits_130(tmp_
         "    time.sleep(5)\n"
         "cli.cmd_platforms = interrupted\n"
         "code = cli.entry(['platforms'])\n"
-        "os.kill(os.getpid(), signal.SIGINT)\n"
-        "time.sleep(0.5)\n"
+        f"os.kill(os.getpid(), {int(again)})\n"
+        "time.sleep(60)\n"
         "sys.exit(code)\n"
     )
-    run = subprocess.run([CLI[0], "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    run = subprocess.run([CLI[0], "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=30)
     assert (run.returncode, run.stderr.strip()) == (ExitCode.INTERRUPTED, "warnonce-guard: interrupted")
+
+
+def test_a_reader_that_leaves_a_shared_stdout_and_stderr_pipe_does_not_change_the_exit_code(tmp_path: Path) -> None:
+    # `... 2>&1 | head`: the error line itself meets the closed pipe
+    proc = subprocess.Popen(
+        [*CLI, "sites", "--vllm-src", str(tmp_path / "nowhere")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=tmp_path,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == ExitCode.TARGET_NOT_FOUND

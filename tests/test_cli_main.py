@@ -297,7 +297,7 @@ def test_output_to_a_pipe_whose_reader_left_goes_to_devnull_without_an_error() -
         out.flush()
 
 
-def test_a_process_stopped_by_a_signal_ignores_a_second_one_while_it_ends(
+def test_a_process_stopped_by_a_signal_exits_at_once_with_its_code_on_a_second_one(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def interrupted(args: object) -> int:
@@ -305,14 +305,23 @@ def test_a_process_stopped_by_a_signal_ignores_a_second_one_while_it_ends(
         time.sleep(5)
         return pytest.fail("the signal did not stop the command")
 
+    def exit_now(code: int) -> None:
+        raise SystemExit(code)
+
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         monkeypatch.setattr(cli, "_STOPPED_BY", [])
         monkeypatch.setattr(cli, "cmd_platforms", interrupted)
         assert cli.entry(["platforms"]) == ExitCode.INTERRUPTED
         assert stderr_lines(capsys) == ["warnonce-guard: interrupted"]
-        # Ctrl-C pressed again while the process exits: ignored, so it still exits 130 (not -2, killed by SIGINT)
-        assert [signal.getsignal(sig) for sig in previous] == [signal.SIG_IGN, signal.SIG_IGN]
+        # Ctrl-C pressed again, or SIGTERM, while the process ends: it exits now, still 130 (not -2, not a hang)
+        monkeypatch.setattr(os, "_exit", exit_now)
+        for sig in previous:
+            handler = signal.getsignal(sig)
+            assert callable(handler) and handler not in previous.values()
+            with pytest.raises(SystemExit) as exited:
+                handler(sig, None)
+            assert exited.value.code == ExitCode.INTERRUPTED
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

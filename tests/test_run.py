@@ -263,8 +263,8 @@ def test_a_full_disk_after_staging_is_one_line_naming_the_work_directory(
 ) -> None:
     from warnonce_guard.mutations import run as run_module
 
-    def full(*args: object) -> None:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(run.work / "x"))
+    def full(ws: Workspace, *args: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(ws.dir / "identities.json.1.partial"))
 
     monkeypatch.setattr(run_module, where, full)
     with pytest.raises(StagingFailed) as raised:
@@ -274,6 +274,21 @@ def test_a_full_disk_after_staging_is_one_line_naming_the_work_directory(
     assert "\n" not in said and "--work-dir" in said
     assert raised.value.exit_code == ExitCode.STAGING_FAILED
     assert not run.out.exists()  # no partial report
+
+
+@pytest.mark.parametrize("filename", [None, "/dev/shm/sem.mp-1", "<stdout>"], ids=["no-file", "shm", "stdout"])
+def test_a_full_disk_elsewhere_is_not_blamed_on_the_work_directory(
+    filename: str | None, run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from warnonce_guard.mutations import run as run_module
+
+    def full(*args: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), filename)
+
+    monkeypatch.setattr(run_module, "heal", full)
+    with pytest.raises(OSError) as raised:  # a traceback (70): the message would name the wrong disk
+        run()
+    assert not isinstance(raised.value, StagingFailed)
 
 
 def test_an_os_error_that_is_not_the_disks_keeps_its_traceback(
