@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 STOP_GRACE_S = 5.0  # how long a process group gets to exit after SIGTERM before SIGKILL
 _PR_SET_PDEATHSIG = 1
@@ -36,7 +36,7 @@ PARENT_ENV = "WARNONCE_GUARD_PARENT_PID"  # set by the parent to its pid for a c
 USER_PYTEST_VARIABLES = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")
 
 
-def child_environment(environ: dict[str, str], **extra: str) -> dict[str, str]:
+def child_environment(environ: Mapping[str, str], **extra: str) -> dict[str, str]:
     """`environ` for a child the run starts (it calls `bind_to_parent`): told this process's pid, and without the
     user's pytest variables."""
     env = {k: v for k, v in environ.items() if k not in USER_PYTEST_VARIABLES}

@@ -44,7 +44,7 @@ def start(ws: Workspace, run_id: str, files: list[str]) -> subprocess.Popen[byte
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env=child_environment(dict(os.environ)),
+            env=child_environment(os.environ),
         )
 
 
