@@ -37,7 +37,7 @@ from warnonce_guard.mutations.identify import NamedMutant, read_identities, writ
 from warnonce_guard.mutations.operators import OPERATORS
 from warnonce_guard.mutations.processes import helpers_bound_to_run, stop_group
 from warnonce_guard.mutations.progress import RunProgress
-from warnonce_guard.mutations.report import print_table, write_report
+from warnonce_guard.mutations.report import atomic, print_table, write_report
 from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, Operator, RunResult
 from warnonce_guard.mutations.workspace import WorkRoot, Workspace
@@ -259,7 +259,8 @@ def mutate(
     target = targets.resolve(vllm_src)
     packages, extra, find_sites = plan(target, platform)
     paths = check_paths(out_dir, work_dir, viewer_js, protected_paths(target, packages))
-    with paths.work_root.claimed() as root, RunProgress(console, started) as progress:
+    # --out is this run's from here to the report's last rename: another run writing there is refused (11)
+    with paths.work_root.claimed() as root, atomic.claimed(paths.out), RunProgress(console, started) as progress:
         ws = root.workspace(stage.fingerprint(target, packages, extra))
         try:
             result = _run(ws, root, target, packages, extra, find_sites, platform, progress, started)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from warnonce_guard.guards.records import RecordKind
 from warnonce_guard.mutations import cli
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.identify import MutantsUnaccounted
+from warnonce_guard.mutations.report import atomic
 from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.run import mutate, read_result
 from warnonce_guard.mutations.verdicts import EXPOSED, KILLED, SKIPPED
@@ -302,3 +304,38 @@ def test_an_os_error_that_is_not_the_disks_keeps_its_traceback(
     monkeypatch.setattr(run_module, "heal", bug)
     with pytest.raises(FileNotFoundError):
         run()
+
+
+# --- --out owned by one run ---------------------------------------------------------------------------------
+
+
+def test_a_run_with_its_own_work_directory_is_refused_in_one_line_while_another_writes_to_its_out(
+    run: Run, tmp_path: Path, fake_session: FakeSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run()
+    before = {p.name: p.read_bytes() for p in run.out.iterdir()}
+    holding, done = threading.Event(), threading.Event()
+
+    def other_run() -> None:  # holds --out as a run does, from its path check to its last rename
+        with atomic.claimed(run.out):
+            holding.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=other_run)
+    holder.start()
+    assert holding.wait(10)
+    try:
+        argv = ["mutate", "--vllm-src", str(run.tree), "--out", str(run.out), "--work-dir", str(tmp_path / "work2")]
+        code = cli.main([*argv, "--viewer-js", str(run.viewer)])
+    finally:
+        done.set()
+        holder.join()
+
+    assert code == ExitCode.WORK_DIR_BUSY
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"warnonce-guard: error: --out {run.out}: another warnonce-guard run is writing its report there; wait for "
+        "it to finish or pass another --out"
+    ]
+    assert {p.name: p.read_bytes() for p in run.out.iterdir()} == before and len(fake_session.runs) == 1
+    assert run() == ExitCode.OK  # the lock is free again: its file stays, and is taken again
+
