@@ -1,8 +1,12 @@
 """Fault injection: the report folder. Two runs with their own work directories and one --out: one is refused at
-once (exit 11, one line) and the other's whole report is there."""
+once (exit 11, one line) and the other's whole report is there; an interrupted run names the earlier report
+--out still holds."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +21,7 @@ from faults import (
     one_line_error,
     read_verdicts,
     run,
+    send,
     start,
     survivors,
     wait_until,
@@ -32,6 +37,16 @@ WRITING_THERE = "another warnonce-guard run is writing its report there"
 @pytest.fixture(scope="module")
 def fault_shape() -> TreeShape:
     return TreeShape(guard_sleep_s=0.3)  # runs long enough to overlap
+
+
+def report_run(out: Path) -> dict[str, str]:
+    return json.loads((out / "mutation.json").read_text(encoding="utf-8"))["config"]["run"]
+
+
+def session_run_id(work: Path) -> str:
+    """The run id the mutmut session of the run in `work` generated under (its generation.json)."""
+    (generation,) = work.glob("*/generation.json")
+    return json.loads(generation.read_text(encoding="utf-8"))["run"]
 
 
 def beside(out: Path) -> list[str]:
@@ -54,21 +69,22 @@ def test_two_runs_with_their_own_work_directories_and_one_out_started_together(
     codes = [started.wait() for started in runs]
 
     assert sorted(codes) == [0, ExitCode.WORK_DIR_BUSY], [started.err for started in runs]
-    loser = codes.index(ExitCode.WORK_DIR_BUSY)
+    winner, loser = (0, 1) if codes[0] == 0 else (1, 0)
     said = one_line_error(runs[loser].err)
     assert said == (
         f"warnonce-guard: error: --out {out}: {WRITING_THERE}; wait for it to finish or pass another --out"
     )
     assert runs[loser].out == ""
-    # --out is the winner's whole report; nothing half-written beside it, no process left
+    # --out is the winner's whole report, naming its run; nothing half-written beside it, no process left
     assert read_verdicts(out) == clean_run.verdicts
     assert sorted(p.name for p in out.iterdir()) == sorted([*FILES, ".warnonce-guard"])
+    assert report_run(out)["id"] == session_run_id(works[winner])
     assert beside(out) == [atomic.lock_path(out).name]
     assert survivors(works[0]) == [] and survivors(works[1]) == []
 
     again = run(cli_args(untouched_user_tree, out, works[loser], small_viewer), cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert read_verdicts(out) == clean_run.verdicts
+    assert read_verdicts(out) == clean_run.verdicts and report_run(out)["id"] == session_run_id(works[loser])
     record_property("outcome", f"exits {codes}; refused: {said}")
 
 
@@ -89,5 +105,33 @@ def test_a_run_started_while_another_tests_its_mutants_for_the_same_out_is_refus
     assert first.proc.poll() is None, "the first run ended before the second was refused: not a real overlap"
     assert refused_after < 5.0  # at once, not after waiting for the lock
     assert first.wait() == 0, first.err
-    assert read_verdicts(dirs.out) == clean_run.verdicts
+    assert read_verdicts(dirs.out) == clean_run.verdicts and report_run(dirs.out)["id"] == session_run_id(dirs.work)
+
+
+def test_an_interrupted_run_says_that_out_still_holds_the_earlier_report_of_another_target(
+    user_tree: Path, small_viewer: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "report"
+    done = run(cli_args(user_tree, out, tmp_path / "work", small_viewer), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    earlier, files = report_run(out), {name: (out / name).read_bytes() for name in FILES}
+    other = tmp_path / "other"
+    shutil.copytree(user_tree, other)
+    (other / "vllm" / "_version.py").write_text("__version__ = version = '9.9.8'\n", encoding="utf-8")
+
+    dirs = RunDirs(other, out, tmp_path / "work-other")
+    second = start(cli_args(other, out, dirs.work, small_viewer), tmp_path, tmp_path / "logs")
+    if not wait_until(lambda: in_phase("mutants", dirs), second.proc):
+        pytest.skip(f"the run ended (exit {second.wait()}) before its mutants were seen")
+    send(second, signal.SIGINT)
+
+    assert second.wait() == ExitCode.INTERRUPTED
+    (said,) = second.err.strip().splitlines()
+    assert said.startswith("warnonce-guard: interrupted; finished verdicts are kept in "), said
+    assert said.endswith(
+        f"; --out {out} still holds the earlier report: run {earlier['id']} started {earlier['started']}, "
+        f"vLLM 9.9.9 (source tree at {user_tree / 'vllm'})"
+    ), said
+    assert {name: (out / name).read_bytes() for name in FILES} == files
+    assert survivors(dirs.work) == []
 

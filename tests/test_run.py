@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -306,7 +307,65 @@ def test_an_os_error_that_is_not_the_disks_keeps_its_traceback(
         run()
 
 
-# --- --out owned by one run ---------------------------------------------------------------------------------
+# --- which run wrote the report; --out owned by one run -------------------------------------------------------
+
+
+def report_run(out: Path) -> dict[str, object]:
+    return json.loads((out / "mutation.json").read_text(encoding="utf-8"))["config"]["run"]
+
+
+def test_every_report_file_names_the_run_and_its_mutmut_session_ran_under_that_id(
+    run: Run, fake_session: FakeSession
+) -> None:
+    assert run() == ExitCode.OK
+
+    named = report_run(run.out)
+    assert named["id"] == fake_session.runs[0]  # the run's id is its session's (generation.json records it)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", named["started"]) and named["toolVersion"]
+    assert "verdictsFrom" not in named
+    said = f"run {named['id']} started {named['started']}, warnonce-guard {named['toolVersion']}"
+    headline = f"warnonce-guard mutation report: vLLM 9.9.9 (source tree at {run.tree / 'vllm'}), {said}"
+    assert (run.out / "summary.md").read_text(encoding="utf-8").splitlines()[0] == f"# {headline}"
+    assert f"<title>{headline}</title>" in (run.out / "index.html").read_text(encoding="utf-8")
+
+
+def test_a_rerun_reusing_the_verdicts_names_itself_and_the_run_that_found_them(
+    run: Run, fake_session: FakeSession
+) -> None:
+    run()
+    first = report_run(run.out)
+
+    assert run() == ExitCode.OK
+
+    again = report_run(run.out)
+    assert again["id"] != first["id"] and len(fake_session.runs) == 1  # a new run, and no session
+    assert again["verdictsFrom"] == {k: first[k] for k in ("id", "started", "toolVersion")}
+    summary = (run.out / "summary.md").read_text(encoding="utf-8")
+    assert f"> The verdicts are those of run {first['id']} (started {first['started']}), reused unchanged" in summary
+
+
+def test_ctrl_c_says_that_out_still_holds_the_earlier_report_of_another_target_and_names_its_run(
+    run: Run, tmp_path: Path, fake_session: FakeSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run()
+    earlier = report_run(run.out)
+    other = make_tree(tmp_path / "other")
+    (other / "vllm" / "_version.py").write_text("__version__ = version = '9.9.8'\n", encoding="utf-8")
+
+    def ctrl_c() -> None:
+        raise Interrupted(ExitCode.INTERRUPTED)
+
+    fake_session.then = ctrl_c
+    argv = ["mutate", "--vllm-src", str(other), "--out", str(run.out), "--work-dir", str(run.work)]
+    assert cli.main([*argv, "--viewer-js", str(run.viewer)]) == ExitCode.INTERRUPTED
+
+    (said,) = capsys.readouterr().err.strip().splitlines()
+    assert said.startswith("warnonce-guard: interrupted; finished verdicts are kept in ")
+    assert said.endswith(
+        f"; --out {run.out} still holds the earlier report: run {earlier['id']} started {earlier['started']}, "
+        f"vLLM 9.9.9 (source tree at {run.tree / 'vllm'})"
+    )
+    assert report_run(run.out) == earlier
 
 
 def test_a_run_with_its_own_work_directory_is_refused_in_one_line_while_another_writes_to_its_out(

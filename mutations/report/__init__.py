@@ -1,7 +1,7 @@
 """Reports of a mutation run: Stryker JSON, the HTML viewer, a Markdown summary, JUnit XML, a terminal table.
 
 `write_report` writes the four files into one directory atomically, holding its lock; `print_table` prints to
-a console. Each writer reads only the `RunResult`.
+a console. Each writer reads only the `RunResult`, and each file names the run that wrote it (`provenance`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from warnonce_guard.guards.errors import ReportFailed
 from warnonce_guard.mutations import ownership
-from warnonce_guard.mutations.report import atomic, html, junit, stryker, summary, viewer
+from warnonce_guard.mutations.report import atomic, html, junit, provenance, stryker, summary, viewer
 from warnonce_guard.mutations.report.terminal import print_table
 from warnonce_guard.mutations.verdicts import RunResult
 
@@ -29,19 +29,18 @@ def write_report(result: RunResult, out_dir: Path, viewer_js: Path | None = None
 
     `viewer_js` is mutation-testing-elements' `dist/mutation-test-elements.js`; by default the one this
     package ships (`report.viewer`). Nothing is written until every file has been rendered into a
-    temporary sibling of `out_dir`.
+    temporary sibling of `out_dir`. Every file says which run wrote it (`result.run`, see `provenance`).
     """
     out_dir = ownership.check_out_dir(Path(out_dir), ())  # before the lock: a refused path gets no lock file
     bundle = (viewer_js if viewer_js is not None else viewer.find_viewer()).read_text(encoding="utf-8")
     report = stryker.build(result)
-    title = f"warnonce-guard mutation report: vLLM {result.vllm_version}"
     try:
         with atomic.claimed(out_dir):
             ownership.check_out_dir(out_dir, ())  # again under the lock, at the last moment: replace only ours
             with atomic.replace_dir(out_dir) as building:
                 text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
                 (building / "mutation.json").write_text(text, "utf-8")
-                page = html.render(report, bundle, title, result.score_note)
+                page = html.render(report, bundle, provenance.headline(result), result.score_note)
                 (building / "index.html").write_text(page, "utf-8")
                 (building / "summary.md").write_text(summary.render(result), "utf-8")
                 (building / "junit.xml").write_bytes(junit.render(result))
