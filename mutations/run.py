@@ -37,6 +37,7 @@ from warnonce_guard.mutations.operators import OPERATORS
 from warnonce_guard.mutations.processes import helpers_bound_to_run, stop_group
 from warnonce_guard.mutations.progress import RunProgress
 from warnonce_guard.mutations.report import atomic, print_table, provenance, write_report
+from warnonce_guard.mutations.report.printable import printable
 from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, Operator, RunInfo, RunResult
 from warnonce_guard.mutations.workspace import WorkRoot, Workspace
@@ -279,10 +280,11 @@ def mutate(
             ) from None
         progress.say(f"report written to {paths.out}")
     print_table(result, console)
-    console.print(f"report: {paths.out}; mutmut's log: {ws.log_file}", markup=False, highlight=False, soft_wrap=True)
+    said = printable(f"report: {paths.out}; mutmut's log: {ws.log_file}")
+    console.print(said, markup=False, highlight=False, soft_wrap=True)
     problems = gate(result, fail_under)
     for problem in problems:
-        console.print(f"[red]gate:[/] {problem}", soft_wrap=True)
+        console.print(f"[red]gate:[/] {printable(problem)}", soft_wrap=True)
     return ExitCode.CHECK_FAILED if problems else ExitCode.OK
 
 

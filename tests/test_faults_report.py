@@ -1,13 +1,17 @@
 """Fault injection: the report folder. Two runs with their own work directories and one --out: one is refused at
 once (exit 11, one line) and the other's whole report is there; an interrupted run names the earlier report
---out still holds."""
+--out still holds; a --vllm-src whose path holds a byte that is not UTF-8 gets its report, run after run."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import signal
+import subprocess
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
@@ -134,4 +138,26 @@ def test_an_interrupted_run_says_that_out_still_holds_the_earlier_report_of_anot
     ), said
     assert {name: (out / name).read_bytes() for name in FILES} == files
     assert survivors(dirs.work) == []
+
+
+def test_a_vllm_src_whose_path_is_not_utf8_gets_its_report_on_every_run(
+    user_tree: Path, small_viewer: Path, tmp_path: Path
+) -> None:
+    tree = Path(os.fsdecode(os.fsencode(tmp_path) + b"/tree\xff"))
+    shutil.copytree(user_tree, tree)
+    out, work = tmp_path / "report", tmp_path / "work"
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")  # stdout refuses what UTF-8 cannot hold, as most locales do
+    shown = f"{tmp_path}/tree\\xff/vllm"
+    for attempt in ("first", "rerun"):
+        args = cli_args(tree, out, work, small_viewer)
+        done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+
+        assert done.returncode == 0, (attempt, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr and "Mutation score: 100.00%" in done.stdout
+        texts = {name: (out / name).read_bytes().decode("utf-8") for name in FILES}  # valid UTF-8, each
+        assert json.loads(texts["mutation.json"])["config"]["target"] == f"source tree at {shown}"
+        assert f"(source tree at {shown})" in texts["summary.md"].splitlines()[0]
+        assert f"(source tree at {shown})" in re.search("<title>(.*)</title>", texts["index.html"]).group(1)
+        ET.fromstring(texts["junit.xml"].encode("utf-8"))
+    assert "nothing changed since the last complete run" in done.stdout  # the rerun reused the verdicts
 

@@ -7,10 +7,12 @@ what fails the run, and what the next run keeps. The same runs with mutmut and p
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import re
 import threading
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -27,7 +29,7 @@ from warnonce_guard.guards.errors import (
     TargetChanged,
 )
 from warnonce_guard.guards.records import RecordKind
-from warnonce_guard.mutations import cli
+from warnonce_guard.mutations import cli, report
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.identify import MutantsUnaccounted
 from warnonce_guard.mutations.report import atomic
@@ -307,7 +309,7 @@ def test_an_os_error_that_is_not_the_disks_keeps_its_traceback(
         run()
 
 
-# --- which run wrote the report; --out owned by one run -------------------------------------------------------
+# --- which run wrote the report; --out owned by one run; paths that are not UTF-8 ----------------------------
 
 
 def report_run(out: Path) -> dict[str, object]:
@@ -398,3 +400,24 @@ def test_a_run_with_its_own_work_directory_is_refused_in_one_line_while_another_
     assert {p.name: p.read_bytes() for p in run.out.iterdir()} == before and len(fake_session.runs) == 1
     assert run() == ExitCode.OK  # the lock is free again: its file stays, and is taken again
 
+
+def test_a_target_whose_path_is_not_utf8_gets_its_report_with_the_byte_escaped_on_every_rerun(
+    tmp_path: Path, small_viewer: Path, fake_session: FakeSession
+) -> None:
+    tree = make_tree(tmp_path / os.fsdecode(b"tree\xff"))
+    out, work = tmp_path / "report", tmp_path / "work"
+    for attempt in ("first", "rerun"):
+        stdout = io.BytesIO()  # a console that refuses what UTF-8 cannot hold (PYTHONIOENCODING=utf-8)
+        console = Console(file=io.TextIOWrapper(stdout, encoding="utf-8", errors="strict"), width=200)
+        assert mutate(str(tree), out, work, 100.0, small_viewer, console) == ExitCode.OK, attempt
+        console.file.flush()
+
+        shown = f"{tmp_path}/tree\\xff/vllm"  # the byte as `\xff`, in each file and on the console
+        said = stdout.getvalue().decode("utf-8")
+        assert "Mutation score: 100.00%" in said and (attempt == "rerun" or f"source tree at {shown}" in said)
+        texts = {name: (out / name).read_bytes().decode("utf-8") for name in report.FILES}  # valid UTF-8 each
+        assert json.loads(texts["mutation.json"])["config"]["target"] == f"source tree at {shown}"
+        assert f"(source tree at {shown})" in texts["summary.md"].splitlines()[0]
+        assert f"(source tree at {shown})" in re.search("<title>(.*)</title>", texts["index.html"]).group(1)
+        ET.fromstring(texts["junit.xml"].encode("utf-8"))
+    assert len(fake_session.runs) == 1  # the rerun reused the stored verdicts, and wrote the report again

@@ -1,7 +1,8 @@
 """Reports of a mutation run: Stryker JSON, the HTML viewer, a Markdown summary, JUnit XML, a terminal table.
 
 `write_report` writes the four files into one directory atomically, holding its lock; `print_table` prints to
-a console. Each writer reads only the `RunResult`, and each file names the run that wrote it (`provenance`).
+a console. Each writer reads only the `RunResult` (made printable first: `printable`), and each file names the
+run that wrote it (`provenance`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from warnonce_guard.guards.errors import ReportFailed
 from warnonce_guard.mutations import ownership
 from warnonce_guard.mutations.report import atomic, html, junit, provenance, stryker, summary, viewer
+from warnonce_guard.mutations.report.printable import printable_result
 from warnonce_guard.mutations.report.terminal import print_table
 from warnonce_guard.mutations.verdicts import RunResult
 
@@ -33,6 +35,7 @@ def write_report(result: RunResult, out_dir: Path, viewer_js: Path | None = None
     """
     out_dir = ownership.check_out_dir(Path(out_dir), ())  # before the lock: a refused path gets no lock file
     bundle = (viewer_js if viewer_js is not None else viewer.find_viewer()).read_text(encoding="utf-8")
+    result = printable_result(result)  # a path's undecodable byte as \xNN: UTF-8 and XML cannot hold it raw
     report = stryker.build(result)
     try:
         with atomic.claimed(out_dir):
