@@ -40,7 +40,7 @@ WRITING_THERE = "another warnonce-guard run is writing its report there"
 
 @pytest.fixture(scope="module")
 def fault_shape() -> TreeShape:
-    return TreeShape(guard_sleep_s=0.3)  # runs long enough to overlap
+    return TreeShape(guard_sleep_s=0.5)  # runs long enough to overlap, even with a loaded machine's slow startups
 
 
 def report_run(out: Path) -> dict[str, str]:
@@ -92,21 +92,21 @@ def test_two_runs_with_their_own_work_directories_and_one_out_started_together(
     record_property("outcome", f"exits {codes}; refused: {said}")
 
 
-def test_a_run_started_while_another_tests_its_mutants_for_the_same_out_is_refused_at_once(
+def test_a_run_started_while_another_tests_the_same_targets_guards_for_the_same_out_is_refused_at_once(
     untouched_user_tree: Path, small_viewer: Path, clean_run: CleanRun, tmp_path: Path
 ) -> None:
     dirs = RunDirs(untouched_user_tree, tmp_path / "report", tmp_path / "work1")
     first = start(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), tmp_path, tmp_path / "logs1")
-    if not wait_until(lambda: in_phase("mutants", dirs), first.proc):
-        pytest.skip(f"the first run ended (exit {first.wait()}) before its mutants were seen")
+    if not wait_until(lambda: in_phase("baseline", dirs), first.proc):  # every guard run still to come
+        pytest.skip(f"the first run ended (exit {first.wait()}) before its baseline was seen")
 
     began = time.monotonic()
     second = run(cli_args(dirs.tree, dirs.out, tmp_path / "work2", small_viewer), cwd=tmp_path)
     refused_after = time.monotonic() - began
 
+    assert first.proc.poll() is None, "the first run ended before the second one ended: not a real overlap"
     assert second.returncode == ExitCode.WORK_DIR_BUSY, second.stdout + second.stderr
     assert WRITING_THERE in one_line_error(second.stderr)
-    assert first.proc.poll() is None, "the first run ended before the second was refused: not a real overlap"
     assert refused_after < 5.0  # at once, not after waiting for the lock
     assert first.wait() == 0, first.err
     assert read_verdicts(dirs.out) == clean_run.verdicts and report_run(dirs.out)["id"] == session_run_id(dirs.work)
