@@ -27,7 +27,7 @@ class ExitCode(enum.IntEnum):
     NOTHING_TO_CHECK = 8  # no *_once kernel-import site (or no mutant): never a vacuous pass
     PATH_REFUSED = 9  # --out or --work-dir would replace or delete something warnonce-guard did not create
     PATH_UNUSABLE = 10  # --out, --work-dir or --viewer-js is missing, not a directory/file, or not writable
-    WORK_DIR_BUSY = 11  # another run holds the work directory
+    WORK_DIR_BUSY = 11  # another run holds the work directory, or is writing its report where --out points
     STAGING_FAILED = 12  # the work directory cannot be written (staging, repair, verdicts); history's too
     ENGINE_FAILED = 13  # mutmut is missing, another version, moved its internals, or its session died
     MUTANTS_UNACCOUNTED = 14  # mutmut and warnonce-guard disagree on which mutants exist
@@ -60,7 +60,7 @@ def exit_code_meanings() -> dict[ExitCode, str]:
         ExitCode.NOTHING_TO_CHECK: "no *_once kernel-import site, or no mutant: nothing was checked",
         ExitCode.PATH_REFUSED: "--out/--work-dir would replace something warnonce-guard did not create",
         ExitCode.PATH_UNUSABLE: "--out/--work-dir/--viewer-js missing, of the wrong kind, or not writable",
-        ExitCode.WORK_DIR_BUSY: "another run holds the work directory",
+        ExitCode.WORK_DIR_BUSY: "another run holds the work directory, or is writing its report in --out",
         ExitCode.STAGING_FAILED: (
             "the work directory cannot be written (disk full, read-only, permissions); in the mutmut session: 13"
         ),
@@ -144,7 +144,7 @@ class PathUnusable(GuardError):
 
 
 class WorkDirBusy(GuardError):
-    """Another run holds the work directory's lock."""
+    """Another run holds the work directory's lock, or the report directory's (`--out`)."""
 
     exit_code = ExitCode.WORK_DIR_BUSY
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from warnonce_guard.mutations.report.printable import printable
 
 
 class RunProgress:
@@ -51,7 +52,9 @@ class RunProgress:
     def say(self, line: str) -> None:
         """One line of what happened (a phase that ended, something discarded), above any bar."""
         # soft_wrap: a log line is never broken at the console width (a long work-directory path stays whole)
-        self.console.print(f"warnonce-guard: {self.elapsed()} {line}", markup=False, highlight=False, soft_wrap=True)
+        # printable: a path's undecodable byte as \xNN (a console with strict UTF-8 output would refuse it)
+        said = printable(f"warnonce-guard: {self.elapsed()} {line}")
+        self.console.print(said, markup=False, highlight=False, soft_wrap=True)
 
     def track(self, what: str, total: int) -> None:
         """Start counting `what` up to `total` (a bar on a terminal; nothing more in a log until it ends)."""

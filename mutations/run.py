@@ -9,7 +9,6 @@ import multiprocessing
 import os
 import subprocess
 import time
-import uuid
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
@@ -37,9 +36,10 @@ from warnonce_guard.mutations.identify import NamedMutant, read_identities, writ
 from warnonce_guard.mutations.operators import OPERATORS
 from warnonce_guard.mutations.processes import helpers_bound_to_run, stop_group
 from warnonce_guard.mutations.progress import RunProgress
-from warnonce_guard.mutations.report import print_table, write_report
+from warnonce_guard.mutations.report import atomic, print_table, provenance, write_report
+from warnonce_guard.mutations.report.printable import printable
 from warnonce_guard.mutations.report.viewer import find_viewer
-from warnonce_guard.mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, Operator, RunResult
+from warnonce_guard.mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, Operator, RunInfo, RunResult
 from warnonce_guard.mutations.workspace import WorkRoot, Workspace
 
 SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
@@ -255,16 +255,21 @@ def mutate(
     console: Console,
     platform: str | None = None,
 ) -> int:
-    started = time.monotonic()
+    started, run = time.monotonic(), RunInfo.begin()
     target = targets.resolve(vllm_src)
     packages, extra, find_sites = plan(target, platform)
     paths = check_paths(out_dir, work_dir, viewer_js, protected_paths(target, packages))
-    with paths.work_root.claimed() as root, RunProgress(console, started) as progress:
+    # --out is this run's from here to the report's last rename: another run writing there is refused (11)
+    with paths.work_root.claimed() as root, atomic.claimed(paths.out), RunProgress(console, started) as progress:
         ws = root.workspace(stage.fingerprint(target, packages, extra))
         try:
-            result = _run(ws, root, target, packages, extra, find_sites, platform, progress, started)
+            result = _run(ws, root, target, packages, extra, find_sites, platform, progress, started, run)
+            write_report(result, paths.out, paths.viewer_js)
         except Interrupted as stop:
-            stop.detail = f"finished verdicts are kept in {ws.dir}; the next run tests the rest"
+            left = provenance.left_in(paths.out, run)  # an earlier report, perhaps of another target: say whose
+            stop.detail = f"finished verdicts are kept in {ws.dir}; the next run tests the rest" + (
+                f"; {left}" if left else ""
+            )
             raise
         except OSError as err:
             if not _disk_refused_the_workspace(err, ws):
@@ -273,13 +278,13 @@ def mutate(
                 f"cannot write in the work directory {ws.dir} ({err.strerror}); free space on its disk or pass "
                 "--work-dir elsewhere (finished verdicts are kept)"
             ) from None
-        write_report(result, paths.out, paths.viewer_js)
         progress.say(f"report written to {paths.out}")
     print_table(result, console)
-    console.print(f"report: {paths.out}; mutmut's log: {ws.log_file}", markup=False, highlight=False, soft_wrap=True)
+    said = printable(f"report: {paths.out}; mutmut's log: {ws.log_file}")
+    console.print(said, markup=False, highlight=False, soft_wrap=True)
     problems = gate(result, fail_under)
     for problem in problems:
-        console.print(f"[red]gate:[/] {problem}", soft_wrap=True)
+        console.print(f"[red]gate:[/] {printable(problem)}", soft_wrap=True)
     return ExitCode.CHECK_FAILED if problems else ExitCode.OK
 
 
@@ -317,6 +322,7 @@ def _run(
     platform: str | None,
     progress: RunProgress,
     started: float,
+    run: RunInfo,
 ) -> RunResult:
     say = progress.say
     ws.create()
@@ -324,7 +330,8 @@ def _run(
     if stored is not None:  # the same target, tool and engine: nothing to stage, import or run
         root.prune(ws)
         say(f"nothing changed since the last complete run in {ws.dir}: its {len(stored.mutants)} verdicts stand")
-        return replace(stored, duration_s=time.monotonic() - started)
+        # a new run writes the report; the verdicts stay those of the run that tested them, and it says so
+        return replace(stored, duration_s=time.monotonic() - started, run=run, verdicts_from=stored.run)
     # Staging needs no sites: a forked process copies while this one parses (two cores, no shared GIL).
     fork = multiprocessing.get_context("fork")
     with helpers_bound_to_run(), ProcessPoolExecutor(max_workers=1, mp_context=fork) as pool:
@@ -344,7 +351,7 @@ def _run(
         f"{len(OPERATORS)} operators; work in {ws.dir}"
     )
     heal(ws, files, say)
-    run_id = uuid.uuid4().hex
+    run_id = run.run_id  # the session's id is the run's, as the report names it
     session_code = run_session(ws, run_id, sites, sorted(packages), files, progress)
     try:
         generated_by = state.read_generation(ws)[0]
@@ -367,5 +374,6 @@ def _run(
             f"{target.describe()} changed while this run tested it (edited or reinstalled); its verdicts are not "
             "kept: run again once it is settled"
         )
+    result = replace(result, run=run)
     store_result(ws, result)
     return result

@@ -5,8 +5,11 @@ Everything downstream (score, reports) reads only these; nothing here knows mutm
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
+from importlib import metadata
 from typing import Any
 
 from warnonce_guard.guards.sites import Site
@@ -87,6 +90,32 @@ class Operator:
     description: str
 
 
+def tool_version() -> str:
+    """This tool's version, from its package metadata ("unknown" when run from a tree that is not installed)."""
+    try:
+        return metadata.version("warnonce-guard")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Which run of `warnonce-guard mutate` this is: every report says which run wrote it."""
+
+    run_id: str  # also the id the run gives its mutmut session (generation.json records it)
+    started: str  # UTC, ISO 8601 to the second: 2026-05-01T12:34:56Z
+    tool_version: str
+
+    @classmethod
+    def begin(cls) -> RunInfo:
+        """A new run, starting now."""
+        return cls(uuid.uuid4().hex, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), tool_version())
+
+    @classmethod
+    def from_json(cls, data: Any) -> RunInfo | None:
+        return None if data is None else cls(str(data["run_id"]), str(data["started"]), str(data["tool_version"]))
+
+
 @dataclass
 class RunResult:
     """One mutation run of one target."""
@@ -99,6 +128,8 @@ class RunResult:
     baselines: list[SiteBaseline]
     mutants: list[MutantVerdict] = field(default_factory=list)
     duration_s: float = 0.0
+    run: RunInfo | None = None  # the run that wrote this result (for reused verdicts: the run reusing them)
+    verdicts_from: RunInfo | None = None  # the earlier run whose verdicts these are, when they were reused
 
     def count(self, status: MutantStatus) -> int:
         return sum(1 for m in self.mutants if m.status == status)
@@ -164,7 +195,8 @@ class RunResult:
         ]
         operators = [Operator(**o) for o in data["operators"]]
         fields = {k: data[k] for k in ("vllm_version", "vllm_commit", "target", "sources", "duration_s")}
-        return cls(**fields, operators=operators, baselines=baselines, mutants=mutants)
+        runs = {k: RunInfo.from_json(data.get(k)) for k in ("run", "verdicts_from")}
+        return cls(**fields, operators=operators, baselines=baselines, mutants=mutants, **runs)
 
     @property
     def viewer_score(self) -> float | None:

@@ -35,6 +35,7 @@ from warnonce_guard.mutations.verdicts import (
     Location,
     MutantVerdict,
     Operator,
+    RunInfo,
     RunResult,
     SiteBaseline,
 )
@@ -163,6 +164,18 @@ def sample_result() -> RunResult:
         ],
         duration_s=12.5,
     )
+
+
+# Which runs wrote a result: a run (RUN), and a later one that reused its verdicts (RERUN).
+RUN = RunInfo("0f1e2d3c4b5a69788796a5b4c3d2e1f0", "2026-05-01T12:34:56Z", "1.2.3")
+RERUN = RunInfo("aaaabbbbccccddddeeeeffff00001111", "2026-05-02T08:00:00Z", "1.2.3")
+
+
+def run_result(run: RunInfo = RUN, verdicts_from: RunInfo | None = None) -> RunResult:
+    """`sample_result` as written by `run` (reusing the verdicts of `verdicts_from`, if given)."""
+    result = sample_result()
+    result.run, result.verdicts_from = run, verdicts_from
+    return result
 
 
 def every_status_result() -> RunResult:

@@ -18,7 +18,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from records_support import CPU, CUDA, sample_result
+from records_support import CPU, CUDA, RUN, run_result, sample_result
 from warnonce_guard.mutations.report import html, viewer, write_report
 from warnonce_guard.mutations.report.errors import ViewerMissing
 
@@ -169,6 +169,19 @@ def test_page_inlines_the_bundle_and_loads_nothing_from_outside(report_dir: Path
     bundle = viewer.find_viewer().read_text(encoding="utf-8")
     assert bundle in page
     assert not re.search(r"<(script|link|img)\b[^>]*\b(src|href)=", page)
+
+
+def test_the_page_title_names_the_target_the_run_its_start_and_the_tool_version(tmp_path: Path) -> None:
+    stand_in = tmp_path / "viewer.js"
+    stand_in.write_text("/* stand-in */", encoding="utf-8")
+    write_report(run_result(), tmp_path / "out", stand_in)
+    page = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    title = (
+        f"warnonce-guard mutation report: vLLM 0.33.0 (vllm==0.33.0 from PyPI), run {RUN.run_id} started "
+        "2026-05-01T12:34:56Z, warnonce-guard 1.2.3"
+    )
+    assert re.search(r"<title>(.*)</title>", page).group(1) == htmllib.escape(title)
+    assert f'title-postfix="{htmllib.escape(title)}"' in page
 
 
 def test_report_json_cannot_close_the_script_element() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from records_support import CPU_SITE, CUDA_SITE, every_status_result, sample_result
+from records_support import CPU_SITE, CUDA_SITE, RUN, every_status_result, run_result, sample_result
 from warnonce_guard.mutations.report import junit
 from warnonce_guard.mutations.verdicts import CRASHED, NO_TESTS, SURVIVED, TIMEOUT, RunResult
 
@@ -57,3 +57,13 @@ def test_exposed_site_is_a_failure_naming_its_detectors() -> None:
 def test_skipped_mutants_are_skipped_not_failed() -> None:
     cases = [c for c in parsed(sample_result()).iter("testcase") if c.get("classname") == CUDA_SITE.id]
     assert sum(c.find("skipped") is not None for c in cases) == 3
+
+
+def test_the_suite_names_the_run_that_wrote_it() -> None:
+    properties = {p.get("name"): p.get("value") for p in parsed(run_result()).iter("property")}
+    assert properties == {
+        "vllm_version": "0.33.0",
+        "run_id": RUN.run_id,
+        "run_started": "2026-05-01T12:34:56Z",
+        "tool_version": "1.2.3",
+    }

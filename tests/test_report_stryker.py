@@ -11,9 +11,12 @@ from records_support import (
     CPU_SITE,
     CUDA,
     CUDA_SITE,
+    RERUN,
+    RUN,
     SOURCES,
     every_status_result,
     guard_id,
+    run_result,
     sample_result,
 )
 from warnonce_guard.mutations.report import stryker, viewer
@@ -30,13 +33,31 @@ def mutants_by_id(report: dict) -> dict[str, dict]:
     return {m["id"]: m for f in report["files"].values() for m in f["mutants"]}
 
 
-@pytest.mark.parametrize("build", [sample_result, every_status_result])
+@pytest.mark.parametrize("build", [sample_result, every_status_result, run_result])
 def test_report_validates_against_the_official_schema(validator: jsonschema.Draft7Validator, build) -> None:
     report = stryker.build(build())
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(report)]
     assert errors == []
     # The schema allows anything extra at the top; make sure it is the JSON the writer really emits.
     assert json.loads(json.dumps(report)) == report
+
+
+def test_the_report_names_the_run_that_wrote_it_its_target_and_the_tool_version(
+    validator: jsonschema.Draft7Validator,
+) -> None:
+    report = stryker.build(run_result())
+    assert validator.is_valid(report)
+    config = report["config"]
+    assert config["run"] == {"id": RUN.run_id, "started": "2026-05-01T12:34:56Z", "toolVersion": "1.2.3"}
+    assert (config["vllmVersion"], config["target"]) == ("0.33.0", "vllm==0.33.0 from PyPI")
+    assert report["framework"]["version"] == "1.2.3"
+
+
+def test_a_report_of_reused_verdicts_names_the_run_that_found_them_too(validator: jsonschema.Draft7Validator) -> None:
+    report = stryker.build(run_result(RERUN, verdicts_from=RUN))
+    assert validator.is_valid(report)
+    assert report["config"]["run"]["id"] == RERUN.run_id
+    assert report["config"]["run"]["verdictsFrom"] == {"id": RUN.run_id, "started": RUN.started, "toolVersion": "1.2.3"}
 
 
 def test_schema_rejects_a_broken_report(validator: jsonschema.Draft7Validator) -> None:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from records_support import CPU_SITE, CUDA_SITE, guard_id, sample_result
+from records_support import CPU_SITE, CUDA_SITE, RERUN, RUN, guard_id, run_result, sample_result
 from warnonce_guard.mutations.report import summary
 from warnonce_guard.mutations.verdicts import RunResult
 
 
 def test_summary_names_the_target_and_the_score() -> None:
     text = summary.render(sample_result())
-    assert text.startswith("# warnonce-guard mutation report\n")
+    assert text.startswith("# warnonce-guard mutation report: vLLM 0.33.0 (vllm==0.33.0 from PyPI)\n")
     assert "vLLM 0.33.0 at commit `0123456789abcdef0123456789abcdef01234567`, from vllm==0.33.0 from PyPI" in text
     assert "**Mutation score:** 33.33% (1 killed of 3 mutants run)" in text
 
@@ -54,3 +54,20 @@ def test_pipes_in_cells_do_not_break_the_table() -> None:
 def test_empty_run_still_renders() -> None:
     text = summary.render(RunResult("0.1", None, "somewhere", {}, [], []))
     assert "n/a" in text and "No mutant was made." in text and "vLLM 0.1, from somewhere" in text
+
+
+def test_the_first_line_names_the_target_the_run_its_start_and_the_tool_version() -> None:
+    first = summary.render(run_result()).splitlines()[0]
+    assert first == (
+        f"# warnonce-guard mutation report: vLLM 0.33.0 (vllm==0.33.0 from PyPI), run {RUN.run_id} started "
+        "2026-05-01T12:34:56Z, warnonce-guard 1.2.3"
+    )
+
+
+def test_a_report_of_reused_verdicts_names_the_run_writing_it_and_the_run_that_found_them() -> None:
+    lines = summary.render(run_result(RERUN, verdicts_from=RUN)).splitlines()
+    assert f"run {RERUN.run_id} started {RERUN.started}" in lines[0]
+    assert lines[2] == (
+        f"> The verdicts are those of run {RUN.run_id} (started {RUN.started}), reused unchanged: nothing that keys "
+        "them changed since."
+    )

@@ -7,8 +7,12 @@ what fails the run, and what the next run keeps. The same runs with mutmut and p
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
+import re
+import threading
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -25,9 +29,10 @@ from warnonce_guard.guards.errors import (
     TargetChanged,
 )
 from warnonce_guard.guards.records import RecordKind
-from warnonce_guard.mutations import cli
+from warnonce_guard.mutations import cli, report
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.identify import MutantsUnaccounted
+from warnonce_guard.mutations.report import atomic
 from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.run import mutate, read_result
 from warnonce_guard.mutations.verdicts import EXPOSED, KILLED, SKIPPED
@@ -302,3 +307,117 @@ def test_an_os_error_that_is_not_the_disks_keeps_its_traceback(
     monkeypatch.setattr(run_module, "heal", bug)
     with pytest.raises(FileNotFoundError):
         run()
+
+
+# --- which run wrote the report; --out owned by one run; paths that are not UTF-8 ----------------------------
+
+
+def report_run(out: Path) -> dict[str, object]:
+    return json.loads((out / "mutation.json").read_text(encoding="utf-8"))["config"]["run"]
+
+
+def test_every_report_file_names_the_run_and_its_mutmut_session_ran_under_that_id(
+    run: Run, fake_session: FakeSession
+) -> None:
+    assert run() == ExitCode.OK
+
+    named = report_run(run.out)
+    assert named["id"] == fake_session.runs[0]  # the run's id is its session's (generation.json records it)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", named["started"]) and named["toolVersion"]
+    assert "verdictsFrom" not in named
+    said = f"run {named['id']} started {named['started']}, warnonce-guard {named['toolVersion']}"
+    headline = f"warnonce-guard mutation report: vLLM 9.9.9 (source tree at {run.tree / 'vllm'}), {said}"
+    assert (run.out / "summary.md").read_text(encoding="utf-8").splitlines()[0] == f"# {headline}"
+    assert f"<title>{headline}</title>" in (run.out / "index.html").read_text(encoding="utf-8")
+
+
+def test_a_rerun_reusing_the_verdicts_names_itself_and_the_run_that_found_them(
+    run: Run, fake_session: FakeSession
+) -> None:
+    run()
+    first = report_run(run.out)
+
+    assert run() == ExitCode.OK
+
+    again = report_run(run.out)
+    assert again["id"] != first["id"] and len(fake_session.runs) == 1  # a new run, and no session
+    assert again["verdictsFrom"] == {k: first[k] for k in ("id", "started", "toolVersion")}
+    summary = (run.out / "summary.md").read_text(encoding="utf-8")
+    assert f"> The verdicts are those of run {first['id']} (started {first['started']}), reused unchanged" in summary
+
+
+def test_ctrl_c_says_that_out_still_holds_the_earlier_report_of_another_target_and_names_its_run(
+    run: Run, tmp_path: Path, fake_session: FakeSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run()
+    earlier = report_run(run.out)
+    other = make_tree(tmp_path / "other")
+    (other / "vllm" / "_version.py").write_text("__version__ = version = '9.9.8'\n", encoding="utf-8")
+
+    def ctrl_c() -> None:
+        raise Interrupted(ExitCode.INTERRUPTED)
+
+    fake_session.then = ctrl_c
+    argv = ["mutate", "--vllm-src", str(other), "--out", str(run.out), "--work-dir", str(run.work)]
+    assert cli.main([*argv, "--viewer-js", str(run.viewer)]) == ExitCode.INTERRUPTED
+
+    (said,) = capsys.readouterr().err.strip().splitlines()
+    assert said.startswith("warnonce-guard: interrupted; finished verdicts are kept in ")
+    assert said.endswith(
+        f"; --out {run.out} still holds the earlier report: run {earlier['id']} started {earlier['started']}, "
+        f"vLLM 9.9.9 (source tree at {run.tree / 'vllm'})"
+    )
+    assert report_run(run.out) == earlier
+
+
+def test_a_run_with_its_own_work_directory_is_refused_in_one_line_while_another_writes_to_its_out(
+    run: Run, tmp_path: Path, fake_session: FakeSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run()
+    before = {p.name: p.read_bytes() for p in run.out.iterdir()}
+    holding, done = threading.Event(), threading.Event()
+
+    def other_run() -> None:  # holds --out as a run does, from its path check to its last rename
+        with atomic.claimed(run.out):
+            holding.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=other_run)
+    holder.start()
+    assert holding.wait(10)
+    try:
+        argv = ["mutate", "--vllm-src", str(run.tree), "--out", str(run.out), "--work-dir", str(tmp_path / "work2")]
+        code = cli.main([*argv, "--viewer-js", str(run.viewer)])
+    finally:
+        done.set()
+        holder.join()
+
+    assert code == ExitCode.WORK_DIR_BUSY
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"warnonce-guard: error: --out {run.out}: another warnonce-guard run is writing its report there; wait for "
+        "it to finish or pass another --out"
+    ]
+    assert {p.name: p.read_bytes() for p in run.out.iterdir()} == before and len(fake_session.runs) == 1
+    assert run() == ExitCode.OK  # the lock is free again: its file stays, and is taken again
+
+
+def test_a_target_whose_path_is_not_utf8_gets_its_report_with_the_byte_escaped_on_every_rerun(
+    tmp_path: Path, small_viewer: Path, fake_session: FakeSession
+) -> None:
+    tree = make_tree(tmp_path / os.fsdecode(b"tree\xff"))
+    out, work = tmp_path / "report", tmp_path / "work"
+    for attempt in ("first", "rerun"):
+        stdout = io.BytesIO()  # a console that refuses what UTF-8 cannot hold (PYTHONIOENCODING=utf-8)
+        console = Console(file=io.TextIOWrapper(stdout, encoding="utf-8", errors="strict"), width=200)
+        assert mutate(str(tree), out, work, 100.0, small_viewer, console) == ExitCode.OK, attempt
+        console.file.flush()
+
+        shown = f"{tmp_path}/tree\\xff/vllm"  # the byte as `\xff`, in each file and on the console
+        said = stdout.getvalue().decode("utf-8")
+        assert "Mutation score: 100.00%" in said and (attempt == "rerun" or f"source tree at {shown}" in said)
+        texts = {name: (out / name).read_bytes().decode("utf-8") for name in report.FILES}  # valid UTF-8 each
+        assert json.loads(texts["mutation.json"])["config"]["target"] == f"source tree at {shown}"
+        assert f"(source tree at {shown})" in texts["summary.md"].splitlines()[0]
+        assert f"(source tree at {shown})" in re.search("<title>(.*)</title>", texts["index.html"]).group(1)
+        ET.fromstring(texts["junit.xml"].encode("utf-8"))
+    assert len(fake_session.runs) == 1  # the rerun reused the stored verdicts, and wrote the report again

@@ -21,7 +21,12 @@ def testcase_name(verdict: MutantVerdict) -> str:
 def build(result: RunResult) -> ET.Element:
     suites = ET.Element("testsuites", name=SUITE)
     suite = ET.SubElement(suites, "testsuite", name=SUITE)
-    ET.SubElement(ET.SubElement(suite, "properties"), "property", name="vllm_version", value=result.vllm_version)
+    properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", name="vllm_version", value=result.vllm_version)
+    if result.run is not None:  # which run wrote the file, as mutation.json and summary.md say
+        run = result.run
+        for name, value in (("run_id", run.run_id), ("run_started", run.started), ("tool_version", run.tool_version)):
+            ET.SubElement(properties, "property", name=name, value=value)
     tests = failures = skipped = 0
     for verdict in result.mutants:
         case = ET.SubElement(suite, "testcase", classname=verdict.site.id, name=testcase_name(verdict))

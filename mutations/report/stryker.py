@@ -23,6 +23,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from warnonce_guard.mutations.report import provenance
 from warnonce_guard.mutations.report.errors import SourceMissing
 from warnonce_guard.mutations.verdicts import (
     CRASHED,
@@ -38,6 +39,7 @@ from warnonce_guard.mutations.verdicts import (
     MutantVerdict,
     RunResult,
     SiteBaseline,
+    tool_version,
 )
 
 SCHEMA_VERSION = "2"
@@ -72,6 +74,17 @@ def build(result: RunResult) -> dict[str, Any]:
     for baseline in result.baselines:
         if baseline.status in (EXPOSED, UNREACHED):
             file_entry(baseline.site.file)["mutants"].append(baseline_mutant(baseline))
+    config: dict[str, Any] = {
+        "target": result.target,
+        "vllmVersion": result.vllm_version,
+        "vllmCommit": result.vllm_commit,
+        "score": result.score,
+        "scoreRule": "killed / mutants run; timeouts and crashes count as not killed",
+        "durationSeconds": result.duration_s,
+    }
+    run = provenance.metadata(result)
+    if run is not None:
+        config["run"] = run  # the schema's config is free-form: the one place for which run wrote the report
     return {
         "schemaVersion": SCHEMA_VERSION,
         "thresholds": dict(THRESHOLDS),
@@ -80,14 +93,7 @@ def build(result: RunResult) -> dict[str, Any]:
         "testFiles": guard_files(result),
         "framework": framework(result),
         "system": system(),
-        "config": {
-            "target": result.target,
-            "vllmVersion": result.vllm_version,
-            "vllmCommit": result.vllm_commit,
-            "score": result.score,
-            "scoreRule": "killed / mutants run; timeouts and crashes count as not killed",
-            "durationSeconds": result.duration_s,
-        },
+        "config": config,
     }
 
 
@@ -151,10 +157,7 @@ def framework(result: RunResult) -> dict[str, Any]:
     for name in ("mutmut", "pytest"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             dependencies[name] = metadata.version(name)
-    try:
-        version = metadata.version("warnonce-guard")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    version = result.run.tool_version if result.run is not None else tool_version()
     return {"name": "warnonce-guard", "version": version, "dependencies": dependencies}
 
 

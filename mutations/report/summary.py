@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from warnonce_guard.mutations.report import provenance
 from warnonce_guard.mutations.verdicts import (
     GUARDED,
     KILLED,
@@ -38,9 +39,10 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 def render(result: RunResult) -> str:
     commit = f" at commit `{result.vllm_commit}`" if result.vllm_commit else ""
     scored = len(result.scored)
-    out = [
-        "# warnonce-guard mutation report",
-        "",
+    out = [f"# {provenance.headline(result)}", ""]  # the first line names the target and the run that wrote it
+    if reused := provenance.reuse_note(result):
+        out += [f"> {reused}", ""]
+    out += [
         f"**Target:** vLLM {result.vllm_version}{commit}, from {result.target}",
         "",
         f"**Mutation score:** {percent(result.score)} ({result.count(KILLED)} killed of {scored} mutants run)",

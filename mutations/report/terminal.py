@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from warnonce_guard.guards.sites import Site
+from warnonce_guard.mutations.report.printable import printable_result
 from warnonce_guard.mutations.verdicts import EXPOSED, KILLED, UNREACHED, RunResult, percent
 
 STYLES = {
@@ -74,5 +75,6 @@ def score_line(result: RunResult) -> Text:
 
 
 def print_table(result: RunResult, console: Console) -> None:
+    result = printable_result(result)  # a console with strict UTF-8 output refuses a path's undecodable byte
     console.print(build(result))
     console.print(score_line(result), soft_wrap=True)
