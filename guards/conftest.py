@@ -8,7 +8,8 @@ Settings come from options or, for runs that mutmut starts, from environment var
 - WARNONCE_GUARD_ATTRIBUTION: a directory where each finished session writes its guards' outcomes and
   the detectors that fired (`guards.records`), for the mutation report; the engine's session names the
   variable holding the mutant under test, and its values, in WARNONCE_GUARD_MUTANT_VARIABLE,
-  WARNONCE_GUARD_BASELINE_PHASES and WARNONCE_GUARD_MUTANT_MARK;
+  WARNONCE_GUARD_BASELINE_PHASES and WARNONCE_GUARD_MUTANT_MARK; a session whose record cannot be written
+  exits with `UNWRITTEN_STATUS`, never as if it had a verdict;
 - WARNONCE_GUARD_EXPECT_VLLM: the package directory the guards must import (the staged copy);
 - WARNONCE_GUARD_EVIDENCE=0: leave out the referrer chains in findings (the mutation run, for speed).
 """
@@ -27,6 +28,7 @@ from warnonce_guard.guards.outcome import GuardFailure
 from warnonce_guard.guards.platforms import platform_sites, resolve_platform
 from warnonce_guard.guards.records import (
     FINISHED_STATUSES,
+    UNWRITTEN_STATUS,
     EngineProtocol,
     GuardRecord,
     GuardSession,
@@ -156,4 +158,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     records = session.config.stash.get(_RECORDS, [])
     run = GuardSession(os.environ.get("WARNONCE_GUARD_RUN_ID", ""), phase, mutant, int(exitstatus), tuple(records))
-    write_session(Path(folder), run)
+    try:
+        write_session(Path(folder), run)
+    except OSError:  # the engine must not take this session's exit status for a verdict
+        session.exitstatus = UNWRITTEN_STATUS

@@ -191,6 +191,36 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def session_pid(work: Path) -> int | None:
+    """The mutmut session of the run using `work`, if it runs."""
+    return next((pid for pid, cmd in processes_mentioning(str(work)) if SESSION_MODULE in cmd), None)
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def mutmut_workers(work: Path) -> dict[int, str]:
+    """The session's workers testing a mutant, by pid: mutmut titles each `mutmut: <mutant>`."""
+    session = session_pid(work)
+    if session is None:
+        return {}
+    titles = {pid: cmdline(pid).strip() for pid in children_of(session)}
+    return {pid: title.removeprefix("mutmut: ") for pid, title in titles.items() if title.startswith("mutmut: ")}
+
+
+def cpu_ticks(pid: int) -> int:
+    """User and system CPU time (clock ticks) a process used so far."""
+    try:
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
 def session_alive(work: Path) -> bool:
     return any(SESSION_MODULE in cmd for _, cmd in processes_mentioning(str(work)))
 
