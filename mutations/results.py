@@ -10,6 +10,9 @@ yet, an interrupted run, a session that never finished, a code the session contr
 never counted, and tested again by the next run. A worker killed from outside or past its time limit
 is crashed or timeout only once that happened `attempts.REPEATS` times in a row (the session's ledger,
 `mutations.engine.attempts`); before that it is NOT_RUN too.
+
+killed-by is one fixed rule, whatever order the guards ran in: the guard of the mutant's own site when
+its detectors fired, else the first guard by node id whose detectors fired.
 """
 
 from __future__ import annotations
@@ -53,9 +56,9 @@ class Judgement:
     killer: GuardRecord | None = None
 
 
-def judge(code: int | None, session: GuardSession | None, attempts: int = 0) -> Judgement:
-    """One mutant's status from mutmut's exit code, the finished guard session that tested it (if any), and how
-    many attempts in a row ended abnormally (the ledger)."""
+def judge(code: int | None, session: GuardSession | None, attempts: int = 0, site: str | None = None) -> Judgement:
+    """One mutant's status from mutmut's exit code, the finished guard session that tested it (if any), how
+    many attempts in a row ended abnormally (the ledger), and the id of the mutant's own site."""
     engine = engine_status(code)
     outcome = engine_attempts.outcome(code)
     if code is None:
@@ -89,12 +92,18 @@ def judge(code: int | None, session: GuardSession | None, attempts: int = 0) -> 
         )
     if code == 0:
         return Judgement(SURVIVED, "every guard passed with the bug put back")
-    killer = next((r for r in session.records if r.kind is RecordKind.LEAK), None)
+    killer = killed_by(session.records, site)
     if killer is not None:
         return Judgement(KILLED, killer.message, killer)
     failed = next((r for r in session.records if r.failed), None)
     why = f"{failed.kind}: {failed.message}" if failed else "no guard failed"
     return Judgement(CRASHED, f"the guards failed without a detector firing ({why})")
+
+
+def killed_by(records: Iterable[GuardRecord], site: str | None) -> GuardRecord | None:
+    """The killer: the guard of the mutant's own site if its detectors fired, else the first by node id that fired."""
+    leaks = sorted((r for r in records if r.kind is RecordKind.LEAK), key=lambda r: (r.site != site, r.test))
+    return leaks[0] if leaks else None
 
 
 def retest(
@@ -161,7 +170,7 @@ def verdicts(
             judgement = Judgement(SKIPPED, f"not counted: the site is {status} at baseline")
         else:
             tries = len((attempts or {}).get(mutant.mutant_id, ()))
-            judgement = judge(codes.get(mutant.mutant_id), session, tries)
+            judgement = judge(codes.get(mutant.mutant_id), session, tries, mutant.site_id)
         killer = judgement.killer
         out.append(
             MutantVerdict(

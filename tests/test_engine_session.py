@@ -15,14 +15,26 @@ from pathlib import Path
 
 import pytest
 from records_support import meta_document
+from toy import INTERFACE
 from warnonce_guard.guards.errors import ExitCode
 from warnonce_guard.guards.records import UNWRITTEN_STATUS, Phase
+from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN
+from warnonce_guard.guards.sites import sites_in_source
 from warnonce_guard.mutations import processes
-from warnonce_guard.mutations.engine import layout, session, state
+from warnonce_guard.mutations.engine import layout, naming, session, state
 from warnonce_guard.mutations.engine.seam import SeamMismatch
+from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
 
 FILE = "vllm/platforms/interface.py"
+HELPER = """
+
+def helper():
+    try:
+        import vllm._moe_C  # noqa: F401
+    except ImportError as e:
+        logger.warning_once("Failed to import from vllm._moe_C: %s", repr(e))
+"""
 MUTANTS = ["vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1"]
 
 
@@ -146,6 +158,36 @@ def test_the_sessions_environment_is_what_the_guards_read_as_the_engines_protoco
     assert environment["WARNONCE_GUARD_EXPECT_VLLM"] == str(ws.mutants / "vllm")  # the staged copy, mutated
     assert environment["WARNONCE_GUARD_RUN_ID"] == "run1" and environment["WARNONCE_GUARD_EVIDENCE"] == "0"
     assert "WARNONCE_GUARD_VLLM_SRC" not in environment  # never the user's tree
+
+
+def test_the_guards_find_the_sites_of_the_mutated_function_from_the_sessions_environment(
+    ws: Workspace, environment: dict[str, str], mutmut_config: Path
+) -> None:
+    from warnonce_guard.guards.conftest import mutated_function_sites
+
+    source = INTERFACE + HELPER
+    sites = sites_in_source(source, FILE, "vllm.platforms.interface")
+    ws.sites_file.write_text(json.dumps([site.to_json() for site in sites]), encoding="utf-8")
+    session._environment(ws, "run1")
+    _, generated = naming.generate(FILE, source, ["vllm"], DEFAULT_KERNEL_PATTERN, anchors_of(sites))
+
+    assert {g.qualname for g in generated} == {"Platform.import_kernels", "helper"}
+    for mutant in generated:  # every mutant mutmut makes: its function's sites, by mutmut's names
+        environment["MUTANT_UNDER_TEST"] = mutant.mutant_id
+        assert mutated_function_sites() == {site.id for site in sites if site.qualname == mutant.qualname}
+    environment["MUTANT_UNDER_TEST"] = "vllm.platforms.cpu.x_elsewhere__mutmut_1"
+    assert mutated_function_sites() == frozenset()
+    for baseline in ("", "stats"):
+        environment["MUTANT_UNDER_TEST"] = baseline
+        assert mutated_function_sites() is None
+
+
+def test_in_the_engines_sessions_the_mutated_functions_guards_run_first_then_by_node_id() -> None:
+    from warnonce_guard.guards.conftest import guard_order
+
+    guards = [("b", "t[2-b]"), (None, "t[0-none]"), ("a", "t[3-a]"), ("c", "t[1-c]"), ("a", "t[0-a]")]
+    ordered = sorted(guards, key=lambda g: guard_order(g[0], g[1], frozenset({"a", "b"})))
+    assert [nodeid for _, nodeid in ordered] == ["t[0-a]", "t[2-b]", "t[3-a]", "t[0-none]", "t[1-c]"]
 
 
 # --- the generation record ------------------------------------------------------------------------------

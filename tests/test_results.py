@@ -124,6 +124,23 @@ def test_a_run_whose_only_abnormal_attempt_is_a_crash_or_timeout_is_not_final(co
     assert result((code, code)).final and result((code, code)).score == 0.0
 
 
+# --- killed-by: one fixed rule ----------------------------------------------------------------------------
+
+
+def test_the_killer_is_the_guard_of_the_mutants_own_site_when_it_fired_whatever_ran_first() -> None:
+    other = GuardRecord("t[a-b]", SITE_B, "call", RecordKind.LEAK, ("owner pinned",), "b fired")
+    for records in ((other, LEAK), (LEAK, other)):
+        assert judge(1, session(1, *records), site=SITE_A).killer == LEAK
+        assert judge(1, session(1, *records), site=SITE_B).killer == other
+
+
+def test_without_its_own_sites_guard_firing_the_killer_is_the_first_by_node_id() -> None:
+    b = GuardRecord("t[b]", SITE_B, "call", RecordKind.LEAK, ("owner pinned",), "b fired")
+    c = GuardRecord("t[c]", "c", "call", RecordKind.LEAK, ("owner pinned",), "c fired")
+    for records in ((c, b, PASS), (PASS, b, c)):
+        assert judge(1, session(1, *records), site=SITE_A).killer == b
+
+
 def test_every_exit_code_mutmut_knows_gets_a_status() -> None:
     for code in EXIT_CODE_STATUS:
         assert judge(code, session(1, LEAK)).status in set(type(KILLED))

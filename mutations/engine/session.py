@@ -34,7 +34,7 @@ from typing import Any
 from warnonce_guard.guards.errors import ExitCode, GuardError
 from warnonce_guard.guards.records import UNWRITTEN_STATUS
 from warnonce_guard.guards.sites import Site
-from warnonce_guard.mutations.engine import state
+from warnonce_guard.mutations.engine import naming, state
 from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.seam import our_operators
 from warnonce_guard.mutations.engine.workers import RecordsUnwritten, Registrar
@@ -64,7 +64,9 @@ def start(ws: Workspace, run_id: str, files: list[str]) -> subprocess.Popen[byte
 
 
 def _environment(ws: Workspace, run_id: str) -> None:
+    sites = [Site.from_json(data) for data in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
     os.environ.update(
+        WARNONCE_GUARD_SITE_FUNCTIONS=json.dumps(naming.function_keys(sites)),
         WARNONCE_GUARD_MUTANT_VARIABLE=MUTANT_VARIABLE,
         WARNONCE_GUARD_BASELINE_PHASES=",".join(BASELINE_PHASES),
         WARNONCE_GUARD_MUTANT_MARK=MUTANT_MARK,
