@@ -323,13 +323,13 @@ def _disk_refused_the_workspace(err: OSError, ws: Workspace) -> bool:
     return any(Path(name).resolve().is_relative_to(ws.dir.resolve()) for name in names)
 
 
-def _refused_the_session(ws: Workspace, code: int) -> None:
+def _refused_the_session(ws: Workspace, code: int, log_start: int) -> None:
     """Raise `StagingFailed` naming the folder when the work directory refused the session a write: the session
     said so (exit 12), or a probe write fails now."""
     problem = unwritable(ws.attribution) or _workspace_unwritable(ws)
     if problem is None and code != ExitCode.STAGING_FAILED:
         return
-    why = problem or _session_said(ws) or "a write was refused"
+    why = problem or _session_said(ws, log_start) or "a write was refused"
     raise StagingFailed(
         f"cannot write in the work directory {ws.dir}: {why}; free space on its disk, make it writable, or pass "
         f"--work-dir elsewhere (finished verdicts are kept; see {ws.log_file})"
@@ -346,11 +346,19 @@ def _workspace_unwritable(ws: Workspace) -> str | None:
     return None
 
 
-def _session_said(ws: Workspace) -> str | None:
-    """The session's own one-line error, the last in its log (None when it printed none)."""
+def _log_size(ws: Workspace) -> int:
+    try:
+        return ws.log_file.stat().st_size
+    except OSError:
+        return 0
+
+
+def _session_said(ws: Workspace, since: int) -> str | None:
+    """The session's own one-line error, the last it appended to its log after offset `since` (an earlier
+    run's session wrote before it), None when it printed none."""
     try:
         with ws.log_file.open("rb") as log:
-            log.seek(max(0, log.seek(0, os.SEEK_END) - 8192))
+            log.seek(max(since, log.seek(0, os.SEEK_END) - 8192))
             tail = log.read().decode("utf-8", errors="replace")
     except OSError:
         return None
@@ -413,14 +421,15 @@ def _run(
     )
     heal(ws, files, say)
     run_id = uuid.uuid4().hex
+    log_start = _log_size(ws)
     session_code = run_session(ws, run_id, sites, sorted(packages), files, progress)
     if session_code != 0:  # a disk or folder that refused the session (or its guards) a write: never a verdict
-        _refused_the_session(ws, session_code)
+        _refused_the_session(ws, session_code, log_start)
     try:
         generated_by = state.read_generation(ws)[0]
     except state.BadState:
         generated_by = ""
-    said = _session_said(ws)
+    said = _session_said(ws, log_start)
     if generated_by != run_id:
         raise EngineFailed(
             f"the mutmut session ended (exit code {session_code}) before generating its mutants"

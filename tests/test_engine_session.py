@@ -167,8 +167,8 @@ def test_the_guards_find_the_sites_of_the_mutated_function_from_the_sessions_env
 
     source = INTERFACE + HELPER
     sites = sites_in_source(source, FILE, "vllm.platforms.interface")
-    ws.sites_file.write_text(json.dumps([site.to_json() for site in sites]), encoding="utf-8")
     session._environment(ws, "run1")
+    session._site_functions(sites)  # what run_mutmut tells them once it read the sites
     _, generated = naming.generate(FILE, source, ["vllm"], DEFAULT_KERNEL_PATTERN, anchors_of(sites))
 
     assert {g.qualname for g in generated} == {"Platform.import_kernels", "helper"}

@@ -386,3 +386,23 @@ def test_an_attribution_folder_that_cannot_be_written_is_one_line_naming_it_befo
         subprocess.run(["chattr", "-i", str(named)], capture_output=True)
     assert f"the guards' records cannot be written: {named}" in str(raised.value)
     assert fake_session.runs == [] and (run.out / "mutation.json").read_bytes() == report  # no new report
+
+
+def test_a_failed_session_is_named_by_its_own_line_in_its_log_never_by_an_earlier_runs(
+    run: Run, fake_session: FakeSession
+) -> None:
+    run()
+    run.ws.result_file.unlink()
+    run.ws.log_file.write_text("warnonce-guard: error: an earlier session's problem\n", encoding="utf-8")
+    fake_session.exit_code = int(ExitCode.ENGINE_FAILED)
+    with pytest.raises(EngineFailed) as failed:
+        run()
+    assert "earlier" not in str(failed.value)
+
+    def says() -> None:
+        with run.ws.log_file.open("a", encoding="utf-8") as log:
+            log.write("warnonce-guard: error: a process generating mutants died\n")
+
+    fake_session.then = says
+    with pytest.raises(EngineFailed, match=r"failed \(exit code 13\): a process generating mutants died; see "):
+        run()

@@ -64,9 +64,7 @@ def start(ws: Workspace, run_id: str, files: list[str]) -> subprocess.Popen[byte
 
 
 def _environment(ws: Workspace, run_id: str) -> None:
-    sites = [Site.from_json(data) for data in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
     os.environ.update(
-        WARNONCE_GUARD_SITE_FUNCTIONS=json.dumps(naming.function_keys(sites)),
         WARNONCE_GUARD_MUTANT_VARIABLE=MUTANT_VARIABLE,
         WARNONCE_GUARD_BASELINE_PHASES=",".join(BASELINE_PHASES),
         WARNONCE_GUARD_MUTANT_MARK=MUTANT_MARK,
@@ -77,6 +75,11 @@ def _environment(ws: Workspace, run_id: str) -> None:
         WARNONCE_GUARD_EVIDENCE="0",  # verdicts and detectors only: no referrer chains (see guards.drive)
     )
     os.environ.pop("WARNONCE_GUARD_VLLM_SRC", None)
+
+
+def _site_functions(sites: list[Site]) -> None:
+    """Tell the guards which sites each function mutmut mutates holds (they run those first, see guards.conftest)."""
+    os.environ["WARNONCE_GUARD_SITE_FUNCTIONS"] = json.dumps(naming.function_keys(sites))
 
 
 def staged_packages(ws: Workspace) -> list[str]:
@@ -109,6 +112,7 @@ def run_mutmut(ws: Workspace, run_id: str, packages: list[str], files: list[str]
     registrar = Registrar.load(ws, run_id)
     mutmut_main._register_mutant_result = registrar.wrap(mutmut_main._register_mutant_result)
     sites = [Site.from_json(data) for data in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
+    _site_functions(sites)
     with our_operators(packages, anchors=anchors_of(sites)):
         try:
             mutmut_main._run([], max_children=None)
