@@ -70,8 +70,11 @@ def finish(started: Started, work: Path, timeout: float = 240.0) -> int:
 KILLED: set[int] = set()  # workers this module killed: a dead one may still be listed for an instant
 
 
-def kill_worker(dirs: RunDirs, started: Started, mutant: str | None = None) -> str | None:
-    """SIGKILL one worker testing a mutant (`mutant`, or any); the mutant it was testing, None if none was seen."""
+def kill_worker(
+    dirs: RunDirs, started: Started, mutant: str | None = None, sig: signal.Signals = signal.SIGKILL
+) -> str | None:
+    """Send `sig` to one worker testing a mutant (`mutant`, or any); the mutant it was testing, None if none was
+    seen."""
     found: dict[int, str] = {}
 
     def testing() -> bool:
@@ -82,7 +85,7 @@ def kill_worker(dirs: RunDirs, started: Started, mutant: str | None = None) -> s
     if not wait_until(testing, started.proc, timeout=120):
         return None
     pid, name = next(iter(found.items()))
-    os.kill(pid, signal.SIGKILL)
+    os.kill(pid, sig)
     KILLED.add(pid)
     return name
 
@@ -102,16 +105,19 @@ def workspace(dirs: RunDirs) -> Path:
 # --- a worker killed from outside ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGXCPU], ids=["oom-killer", "time-limit"])
 def test_a_worker_killed_from_outside_is_tested_again_and_the_run_ends_with_the_clean_verdicts(
+    sig: signal.Signals,
     untouched_user_tree: Path,
     small_viewer: Path,
     clean_run: CleanRun,
     tmp_path: Path,
     record_property: Callable[[str, object], None],
 ) -> None:
+    """SIGKILL is what the kernel's OOM killer sends; SIGXCPU what mutmut's time limit sends (a loaded machine)."""
     dirs = next(fresh_dirs(tmp_path, untouched_user_tree, "worker-killed"))
     started = started_run(dirs, small_viewer)
-    killed = kill_worker(dirs, started)
+    killed = kill_worker(dirs, started, sig=sig)
     code = finish(started, dirs.work)
     assert killed is not None, f"no mutmut worker was seen (exit {code}): {started.err}"
 
@@ -123,7 +129,7 @@ def test_a_worker_killed_from_outside_is_tested_again_and_the_run_ends_with_the_
     again = rerun_gives(dirs, small_viewer, clean_run)
     assert "verdicts stand" in again.stdout
     assert survivors(dirs.work) == []
-    record_property("outcome", f"killed the worker of {killed}; exit {code}; rerun exit {again.returncode}")
+    record_property("outcome", f"{sig.name} to the worker of {killed}; exit {code}; rerun exit {again.returncode}")
 
 
 def test_a_worker_killed_on_both_attempts_is_a_crash_kept_for_good(

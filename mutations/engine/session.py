@@ -158,8 +158,8 @@ def main(argv: list[str]) -> int:
         if err.errno not in REFUSED_WRITES:
             traceback.print_exc()
             return int(ExitCode.ENGINE_FAILED)
-        where = f" {os.fsdecode(err.filename)}" if isinstance(err.filename, (str, bytes)) else ""
-        return _say(f"cannot write{where} in the work directory {ws.dir} ({err.strerror})", ExitCode.STAGING_FAILED)
+        where = os.fsdecode(err.filename) if isinstance(err.filename, (str, bytes)) else f"in {ws.dir}"
+        return _say(f"cannot write {where} ({err.strerror})", ExitCode.STAGING_FAILED)
     except Exception:  # mutmut crashed: Python's own exit status (1) would read as "the clean guards failed"
         traceback.print_exc()
         return int(ExitCode.ENGINE_FAILED)
