@@ -8,7 +8,13 @@ Settings come from options or, for runs that mutmut starts, from environment var
 - WARNONCE_GUARD_ATTRIBUTION: a directory where each finished session writes its guards' outcomes and
   the detectors that fired (`guards.records`), for the mutation report; the engine's session names the
   variable holding the mutant under test, and its values, in WARNONCE_GUARD_MUTANT_VARIABLE,
-  WARNONCE_GUARD_BASELINE_PHASES and WARNONCE_GUARD_MUTANT_MARK;
+  WARNONCE_GUARD_BASELINE_PHASES and WARNONCE_GUARD_MUTANT_MARK; a session whose record cannot be written
+  exits with `UNWRITTEN_STATUS`, never as if it had a verdict;
+- WARNONCE_GUARD_SITE_FUNCTIONS: which sites each mutable function holds (JSON, the engine's function key,
+  the part of a mutant's name before the mark, to site ids). In the engine's sessions the guards run in a
+  fixed order, those of the sites in the mutated function first, then by node id; a mutant's session runs
+  every guard of its function's sites before it stops at a failure (pytest's -x), so the guard of the
+  mutant's own site always runs and the same mutant is always killed by the same guard;
 - WARNONCE_GUARD_EXPECT_VLLM: the package directory the guards must import (the staged copy);
 - WARNONCE_GUARD_EVIDENCE=0: leave out the referrer chains in findings (the mutation run, for speed).
 """
@@ -27,9 +33,11 @@ from warnonce_guard.guards.outcome import GuardFailure
 from warnonce_guard.guards.platforms import platform_sites, resolve_platform
 from warnonce_guard.guards.records import (
     FINISHED_STATUSES,
+    UNWRITTEN_STATUS,
     EngineProtocol,
     GuardRecord,
     GuardSession,
+    Phase,
     RecordKind,
     write_session,
 )
@@ -67,6 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_SITES] = guarded_sites(config)
     except GuardError as err:
         raise pytest.UsageError(f"warnonce-guard: {err}") from None
+    own = mutated_function_sites()
+    if own is not None:
+        config.stash[_OWN] = own
+        config.option.maxfail = 0  # the stop at the first failure waits until the function's guards ran
 
 
 @functools.lru_cache(maxsize=4)
@@ -135,6 +147,42 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     return report
 
 
+_OWN = pytest.StashKey[frozenset[str]]()
+
+
+def mutated_function_sites() -> frozenset[str] | None:
+    """In a mutant's session, the ids of the sites in the mutated function (None in any other session)."""
+    protocol = engine_protocol()
+    mutant = os.environ.get(protocol.variable, "") if protocol.variable else ""
+    if protocol.phase(mutant) is not Phase.MUTANT:
+        return None
+    functions = json.loads(os.environ.get("WARNONCE_GUARD_SITE_FUNCTIONS") or "{}")
+    return frozenset(functions.get(mutant.partition(protocol.mark)[0], ()))
+
+
+def guard_order(site: str | None, nodeid: str, own: frozenset[str]) -> tuple[bool, str]:
+    """Where a guard runs in an engine's session: the mutated function's sites first, then by node id."""
+    return (site not in own, nodeid)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In the engine's sessions, one fixed order, whatever order the engine asked for (mutmut's is by duration)."""
+    if not os.environ.get("WARNONCE_GUARD_ATTRIBUTION"):
+        return
+    own = config.stash.get(_OWN, frozenset())
+    items.sort(key=lambda item: guard_order(_site_of(item), item.nodeid, own))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """In a mutant's session: once a guard failed, stop after the last guard of the mutated function's sites."""
+    result = yield
+    own = item.config.stash.get(_OWN, None)
+    if own is not None and item.session.testsfailed and (nextitem is None or _site_of(nextitem) not in own):
+        item.session.shouldfail = "stopping after the mutated function's guards"
+    return result
+
+
 def engine_protocol() -> EngineProtocol:
     """How the engine's session said it names what runs (WARNONCE_GUARD_MUTANT_VARIABLE and the rest)."""
     return EngineProtocol(
@@ -156,4 +204,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     records = session.config.stash.get(_RECORDS, [])
     run = GuardSession(os.environ.get("WARNONCE_GUARD_RUN_ID", ""), phase, mutant, int(exitstatus), tuple(records))
-    write_session(Path(folder), run)
+    try:
+        write_session(Path(folder), run)
+    except OSError:  # the engine must not take this session's exit status for a verdict
+        session.exitstatus = UNWRITTEN_STATUS

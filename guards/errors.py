@@ -28,8 +28,8 @@ class ExitCode(enum.IntEnum):
     PATH_REFUSED = 9  # --out or --work-dir would replace or delete something warnonce-guard did not create
     PATH_UNUSABLE = 10  # --out, --work-dir or --viewer-js is missing, not a directory/file, or not writable
     WORK_DIR_BUSY = 11  # another run holds the work directory, or is writing its report where --out points
-    STAGING_FAILED = 12  # the work directory cannot be written (staging, repair, verdicts); history's too
-    ENGINE_FAILED = 13  # mutmut is missing, another version, moved its internals, or its session died
+    STAGING_FAILED = 12  # the work directory cannot be written (staging, repair, mutmut's session, verdicts); history's
+    ENGINE_FAILED = 13  # mutmut is missing, another version, moved its internals, or its session died or hung
     MUTANTS_UNACCOUNTED = 14  # mutmut and warnonce-guard disagree on which mutants exist
     VIEWER_MISSING = 15  # the HTML report viewer bundle is not installed
     REPORT_FAILED = 16  # the report cannot be written
@@ -62,9 +62,9 @@ def exit_code_meanings() -> dict[ExitCode, str]:
         ExitCode.PATH_UNUSABLE: "--out/--work-dir/--viewer-js missing, of the wrong kind, or not writable",
         ExitCode.WORK_DIR_BUSY: "another run holds the work directory, or is writing its report in --out",
         ExitCode.STAGING_FAILED: (
-            "the work directory cannot be written (disk full, read-only, permissions); in the mutmut session: 13"
+            "the work directory cannot be written (disk full, read-only, permissions), also in the mutmut session"
         ),
-        ExitCode.ENGINE_FAILED: "mutmut missing, another version, or its session died",
+        ExitCode.ENGINE_FAILED: "mutmut missing, another version, or its session (or a child of it) died or hung",
         ExitCode.MUTANTS_UNACCOUNTED: "mutmut and warnonce-guard disagree on the mutants",
         ExitCode.VIEWER_MISSING: "the HTML report viewer is not installed",
         ExitCode.REPORT_FAILED: "the report cannot be written",

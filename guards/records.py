@@ -27,6 +27,9 @@ from typing import Any
 from warnonce_guard.guards.atomic import write_atomic
 
 FINISHED_STATUSES = frozenset({0, 1})  # pytest: every test ran; all passed (0) or some failed (1)
+# The exit status of a finished session whose record could not be written (a full disk, a read-only or
+# damaged attribution folder): not a verdict, and not one of pytest's or mutmut's codes (sysexits' CANTCREAT).
+UNWRITTEN_STATUS = 73
 
 
 class Phase(StrEnum):
@@ -141,6 +144,22 @@ def read_session(path: Path) -> GuardSession | None:
         return GuardSession.from_json(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def unwritable(folder: Path) -> str | None:
+    """Why sessions cannot write their records under `folder` (a probe written and removed in each of its
+    folders), or None when they can: a full disk, a read-only or immutable folder, a file in a folder's place."""
+    for sub in (folder, folder / "mutants", folder / "baseline"):
+        if sub.exists() and not sub.is_dir():
+            return f"{sub} is not a directory"
+        try:
+            sub.mkdir(exist_ok=True)
+            probe = sub / ".write-probe"
+            write_atomic(probe, "{}")
+            probe.unlink()
+        except OSError as err:
+            return f"{sub}: {err.strerror or err}"
+    return None
 
 
 def mutant_session_path(folder: Path, mutant: str) -> Path:

@@ -7,18 +7,24 @@ the guard sessions are where it comes from.
 The rule a verdict must pass (one function, `judge`): a mutant is killed or survived only when mutmut's
 exit code and a finished guard session for it were both written, and agree. Anything else (no code
 yet, an interrupted run, a session that never finished, a code the session contradicts) is NOT_RUN:
-never counted, and tested again by the next run.
+never counted, and tested again by the next run. A worker killed from outside or past its time limit
+is crashed or timeout only once that happened `attempts.REPEATS` times in a row (the session's ledger,
+`mutations.engine.attempts`); before that it is NOT_RUN too.
+
+killed-by is one fixed rule, whatever order the guards ran in: the guard of the mutant's own site when
+its detectors fired, else the first guard by node id whose detectors fired.
 """
 
 from __future__ import annotations
 
-import signal
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from warnonce_guard.guards.records import GuardRecord, GuardSession, RecordKind
 from warnonce_guard.guards.sites import Site
+from warnonce_guard.mutations.engine import attempts as engine_attempts
+from warnonce_guard.mutations.engine.attempts import Outcome
 from warnonce_guard.mutations.engine.status import EngineStatus, engine_status
 from warnonce_guard.mutations.identify import NamedMutant
 from warnonce_guard.mutations.verdicts import (
@@ -40,8 +46,7 @@ from warnonce_guard.mutations.verdicts import (
 )
 
 # A worker ended by one of these was stopped from outside (Ctrl-C, kill, hang-up): not a verdict.
-_STOP_SIGNALS = frozenset({signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM})
-INTERRUPTED_CODES = frozenset({-int(s) for s in _STOP_SIGNALS} | {128 + int(s) for s in _STOP_SIGNALS})
+INTERRUPTED_CODES = engine_attempts.STOPPED_CODES
 
 
 @dataclass(frozen=True)
@@ -51,15 +56,28 @@ class Judgement:
     killer: GuardRecord | None = None
 
 
-def judge(code: int | None, session: GuardSession | None) -> Judgement:
-    """One mutant's status from mutmut's exit code and the finished guard session that tested it (if any)."""
+def judge(code: int | None, session: GuardSession | None, attempts: int = 0, site: str | None = None) -> Judgement:
+    """One mutant's status from mutmut's exit code, the finished guard session that tested it (if any), how
+    many attempts in a row ended abnormally (the ledger), and the id of the mutant's own site."""
     engine = engine_status(code)
-    if engine is EngineStatus.NOT_CHECKED:
+    outcome = engine_attempts.outcome(code)
+    if code is None:
         return Judgement(NOT_RUN, "not run yet")
-    if engine is EngineStatus.INTERRUPTED or code in INTERRUPTED_CODES:
+    if outcome is Outcome.STOPPED:
         return Judgement(NOT_RUN, f"its run was interrupted (exit code {code}); tested again next run")
-    if engine is EngineStatus.TIMEOUT:
-        return Judgement(TIMEOUT, f"the guards ran past their time limit (exit code {code})")
+    if outcome is not Outcome.OWN and attempts < engine_attempts.REPEATS:
+        what = "ran past its time limit" if outcome is Outcome.TIMEOUT else "was killed from outside"
+        return Judgement(
+            NOT_RUN,
+            f"its worker {what} ({engine_attempts.describe(code)}) on {attempts} of the "
+            f"{engine_attempts.REPEATS} attempts a verdict needs; tested again next run",
+        )
+    if outcome is Outcome.TIMEOUT:
+        return Judgement(TIMEOUT, f"the guards ran past their time limit on {attempts} attempts (exit code {code})")
+    if outcome is Outcome.KILLED:
+        return Judgement(
+            CRASHED, f"its worker was killed ({engine_attempts.describe(code)}) on {attempts} attempts in a row"
+        )
     if engine is EngineStatus.NO_TESTS:
         return Judgement(NO_TESTS, "no guard covers the mutated function")
     if code not in (0, 1):
@@ -74,7 +92,7 @@ def judge(code: int | None, session: GuardSession | None) -> Judgement:
         )
     if code == 0:
         return Judgement(SURVIVED, "every guard passed with the bug put back")
-    killer = next((r for r in session.records if r.kind is RecordKind.LEAK), None)
+    killer = killed_by(session.records, site)
     if killer is not None:
         return Judgement(KILLED, killer.message, killer)
     failed = next((r for r in session.records if r.failed), None)
@@ -82,13 +100,23 @@ def judge(code: int | None, session: GuardSession | None) -> Judgement:
     return Judgement(CRASHED, f"the guards failed without a detector firing ({why})")
 
 
-def retest(codes: Mapping[str, int | None], sessions: Mapping[str, GuardSession]) -> dict[str, str]:
+def killed_by(records: Iterable[GuardRecord], site: str | None) -> GuardRecord | None:
+    """The killer: the guard of the mutant's own site if its detectors fired, else the first by node id that fired."""
+    leaks = sorted((r for r in records if r.kind is RecordKind.LEAK), key=lambda r: (r.site != site, r.test))
+    return leaks[0] if leaks else None
+
+
+def retest(
+    codes: Mapping[str, int | None],
+    sessions: Mapping[str, GuardSession],
+    attempts: Mapping[str, tuple[int, ...]] | None = None,
+) -> dict[str, str]:
     """Mutants with an exit code that no verdict stands on, and why: their codes are cleared before a run."""
     out = {}
     for mutant, code in codes.items():
         if code is None:
             continue
-        judgement = judge(code, sessions.get(mutant))
+        judgement = judge(code, sessions.get(mutant), len((attempts or {}).get(mutant, ())))
         if judgement.status is NOT_RUN:
             out[mutant] = judgement.reason
     return out
@@ -124,6 +152,7 @@ def verdicts(
     codes: Mapping[str, int | None],
     durations: Mapping[str, float],
     sessions: Mapping[str, GuardSession],
+    attempts: Mapping[str, tuple[int, ...]] | None = None,
 ) -> list[MutantVerdict]:
     """One verdict per named mutant; mutants at a site that is not guarded at baseline are skipped, never killed."""
     by_id = {site.id: site for site in sites}
@@ -140,7 +169,8 @@ def verdicts(
             status = baseline.status if baseline else "not guarded"
             judgement = Judgement(SKIPPED, f"not counted: the site is {status} at baseline")
         else:
-            judgement = judge(codes.get(mutant.mutant_id), session)
+            tries = len((attempts or {}).get(mutant.mutant_id, ()))
+            judgement = judge(codes.get(mutant.mutant_id), session, tries, mutant.site_id)
         killer = judgement.killer
         out.append(
             MutantVerdict(

@@ -27,11 +27,12 @@ from warnonce_guard.guards.errors import (
 )
 from warnonce_guard.guards.platforms import platform_sites, resolve_platform
 from warnonce_guard.guards.records import baseline_sessions as read_baseline_sessions
-from warnonce_guard.guards.records import mutant_session_path, read_session
+from warnonce_guard.guards.records import mutant_session_path, read_session, unwritable
 from warnonce_guard.guards.sites import Site, discover
 from warnonce_guard.mutations import ownership, results, stage
-from warnonce_guard.mutations.engine import layout, state
+from warnonce_guard.mutations.engine import attempts, layout, state
 from warnonce_guard.mutations.engine import session as engine_session
+from warnonce_guard.mutations.engine.watch import Watch, stall_limit
 from warnonce_guard.mutations.identify import NamedMutant, read_identities, write_identities
 from warnonce_guard.mutations.operators import OPERATORS
 from warnonce_guard.mutations.processes import helpers_bound_to_run, stop_group
@@ -84,12 +85,13 @@ def run_session(
     meanwhile this process names the mutants (the other core is free while mutmut imports vLLM) and follows
     the session's progress from the exit codes it records."""
     session = engine_session.start(ws, run_id, files)
+    watch = Watch(session, lambda: stall_limit(ws))  # every wait below ends if the session stops working
     try:
-        if _wait_for_generation(ws, run_id, session):
+        if _wait_for_generation(ws, run_id, session, watch):
             named = write_identities(ws, sites, packages)
             if progress is not None:
-                _follow(ws, files, len(named), session, progress)
-        return session.wait()
+                _follow(ws, files, len(named), session, progress, watch)
+        return _wait(session, watch)
     finally:
         if session.poll() is None:
             stop_group(session)
@@ -105,7 +107,12 @@ def _tested(ws: Workspace, files: list[str]) -> int:
 
 
 def _follow(
-    ws: Workspace, files: list[str], total: int, session: subprocess.Popen[bytes], progress: RunProgress
+    ws: Workspace,
+    files: list[str],
+    total: int,
+    session: subprocess.Popen[bytes],
+    progress: RunProgress,
+    watch: Watch,
 ) -> None:
     """Say when generation ended, then count tested mutants until the session ends."""
     already = _tested(ws, files)
@@ -117,11 +124,20 @@ def _follow(
             session.wait(timeout=0.25)
             break
         except subprocess.TimeoutExpired:
-            continue
+            watch.check()
     progress.end(f"mutants tested: {_tested(ws, files)} of {total}")
 
 
-def _wait_for_generation(ws: Workspace, run_id: str, session: subprocess.Popen[bytes]) -> bool:
+def _wait(session: subprocess.Popen[bytes], watch: Watch) -> int:
+    """The session's exit code, once it ended (or `SessionLost` once it stopped working)."""
+    while True:
+        try:
+            return session.wait(timeout=0.25)
+        except subprocess.TimeoutExpired:
+            watch.check()
+
+
+def _wait_for_generation(ws: Workspace, run_id: str, session: subprocess.Popen[bytes], watch: Watch) -> bool:
     """Until the session has recorded this run's generation (True) or ended without it (False)."""
     while True:
         with contextlib.suppress(state.BadState):
@@ -129,13 +145,25 @@ def _wait_for_generation(ws: Workspace, run_id: str, session: subprocess.Popen[b
                 return True
         if session.poll() is not None:
             return False
+        watch.check()
         time.sleep(0.05)
 
 
 def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
     """Before a session: discard mutmut state that does not validate, and clear exit codes no record backs."""
+    if problem := unwritable(ws.attribution):
+        raise StagingFailed(
+            f"the guards' records cannot be written: {problem}; make it a writable folder (or remove it), "
+            "free space on its disk, or pass --work-dir elsewhere"
+        )
     for discarded in state.validate(ws, files):
         say(f"{discarded}; it is made again")
+    try:
+        ledger = attempts.read(ws.attempts_file)
+    except state.BadState as err:
+        say(f"discarded {ws.attempts_file} ({err}); mutants killed or timed out once are tested again")
+        ws.attempts_file.unlink()
+        ledger = {}
     if ws.identities_file.exists() and (problem := _identities_problem(ws)):
         say(f"discarded {ws.identities_file} ({problem}); the mutants are named again")
         ws.identities_file.unlink()
@@ -144,7 +172,7 @@ def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
     except state.BadState as err:  # validate() left only valid files: a change under our feet
         raise EngineFailed(f"{err}; remove {ws.dir} and run again") from None
     sessions = {name: s for name in codes if (s := read_session(mutant_session_path(ws.attribution, name)))}
-    stale = results.retest(codes, sessions)
+    stale = results.retest(codes, sessions, ledger)
     cleared = state.reset(ws, [f for f in files if layout.meta(ws, f).exists()], stale)
     if cleared:
         say(f"{cleared} mutant result(s) had no finished guard record behind them (an interrupted run): testing again")
@@ -178,6 +206,10 @@ def collect_result(
     except state.BadState as err:
         raise EngineFailed(f"{err}; run again (the workspace is checked and repaired first)") from None
     sessions = {m.mutant_id: s for m in named if (s := read_session(mutant_session_path(ws.attribution, m.mutant_id)))}
+    try:
+        ledger = attempts.read(ws.attempts_file)
+    except state.BadState:
+        ledger = {}  # a stored code the ledger no longer backs is "not run": tested again by the next run
     site_baselines = results.site_baselines(sites, read_baseline_sessions(ws.attribution, run_id))
     made, known = set(codes), {m.mutant_id for m in named}
     if made != known:
@@ -193,7 +225,7 @@ def collect_result(
         sources={file: (ws.dir / file).read_text(encoding="utf-8") for file in files},
         operators=[Operator(name, op.description) for name, op in OPERATORS.items()],
         baselines=site_baselines,
-        mutants=results.verdicts(named, sites, site_baselines, codes, durations, sessions),
+        mutants=results.verdicts(named, sites, site_baselines, codes, durations, sessions, ledger),
         duration_s=time.monotonic() - started,
     )
 
@@ -296,6 +328,50 @@ def _disk_refused_the_workspace(err: OSError, ws: Workspace) -> bool:
     return any(Path(name).resolve().is_relative_to(ws.dir.resolve()) for name in names)
 
 
+def _refused_the_session(ws: Workspace, code: int, log_start: int) -> None:
+    """Raise `StagingFailed` naming the folder when the work directory refused the session a write: the session
+    said so (exit 12), or a probe write fails now."""
+    problem = unwritable(ws.attribution) or _workspace_unwritable(ws)
+    if problem is None and code != ExitCode.STAGING_FAILED:
+        return
+    why = problem or _session_said(ws, log_start) or "a write was refused"
+    raise StagingFailed(
+        f"cannot write in the work directory {ws.dir}: {why}; free space on its disk, make it writable, or pass "
+        f"--work-dir elsewhere (finished verdicts are kept; see {ws.log_file})"
+    )
+
+
+def _workspace_unwritable(ws: Workspace) -> str | None:
+    probe = ws.dir / ".write-probe"
+    try:
+        write_atomic(probe, "{}")
+        probe.unlink()
+    except OSError as err:
+        return f"{ws.dir}: {err.strerror or err}"
+    return None
+
+
+def _log_size(ws: Workspace) -> int:
+    try:
+        return ws.log_file.stat().st_size
+    except OSError:
+        return 0
+
+
+def _session_said(ws: Workspace, since: int) -> str | None:
+    """The session's own one-line error, the last it appended to its log after offset `since` (an earlier
+    run's session wrote before it), None when it printed none."""
+    try:
+        with ws.log_file.open("rb") as log:
+            log.seek(max(since, log.seek(0, os.SEEK_END) - 8192))
+            tail = log.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    prefix = "warnonce-guard: error: "
+    lines = [line.removeprefix(prefix) for line in tail.splitlines() if line.startswith(prefix)]
+    return lines[-1] if lines else None
+
+
 def read_result(ws: Workspace) -> RunResult | None:
     """The verdicts of the workspace's last complete run, if they were stored and still read back whole."""
     try:
@@ -352,18 +428,23 @@ def _run(
     )
     heal(ws, files, say)
     run_id = run.run_id  # the session's id is the run's, as the report names it
+    log_start = _log_size(ws)
     session_code = run_session(ws, run_id, sites, sorted(packages), files, progress)
+    if session_code != 0:  # a disk or folder that refused the session (or its guards) a write: never a verdict
+        _refused_the_session(ws, session_code, log_start)
     try:
         generated_by = state.read_generation(ws)[0]
     except state.BadState:
         generated_by = ""
+    said = _session_said(ws, log_start)
     if generated_by != run_id:
         raise EngineFailed(
-            f"the mutmut session ended (exit code {session_code}) before generating its mutants; see {ws.log_file}"
+            f"the mutmut session ended (exit code {session_code}) before generating its mutants"
+            f"{f': {said}' if said else ''}; see {ws.log_file}"
         )
     if session_code not in SESSION_FINISHED:
         raise EngineFailed(
-            f"the mutmut session failed (exit code {session_code}); see {ws.log_file} "
+            f"the mutmut session failed (exit code {session_code}){f': {said}' if said else ''}; see {ws.log_file} "
             "(finished verdicts are kept: the next run tests the rest)"
         )
     named = write_identities(ws, sites, sorted(packages))

@@ -15,6 +15,7 @@
             generation.json       written by the session once mutmut has generated every mutant
             identities.json       site and operator of every mutant (mutations.identify)
             attribution/          one file per finished guard session (guards.records)
+            attempts.json         mutants whose worker was killed or timed out, and how often (engine.attempts)
             mutmut.log            mutmut's own output
             result.json           the verdicts of the last complete run (a rerun with nothing changed reuses them)
 
@@ -81,6 +82,10 @@ class Workspace:
     @property
     def attribution(self) -> Path:
         return self.dir / "attribution"
+
+    @property
+    def attempts_file(self) -> Path:
+        return self.dir / "attempts.json"
 
     @property
     def result_file(self) -> Path:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faults import MUTANTS, CleanRun, TreeShape, cli_args, fault_tree, hash_tree, read_verdicts, run
+from faults import CleanRun, TreeShape, cli_args, fault_tree, hash_tree, read_verdicts, run
 from records_support import FakeSession
 from toy import make_tree, mutmut_settings
 
@@ -80,15 +80,17 @@ def small_viewer(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def clean_run(user_tree: Path, small_viewer: Path, tmp_path_factory: pytest.TempPathFactory) -> CleanRun:
+def clean_run(
+    user_tree: Path, small_viewer: Path, tmp_path_factory: pytest.TempPathFactory, fault_shape: TreeShape
+) -> CleanRun:
     """An uninterrupted run of the module's tree in a fresh work directory: the verdicts to get back."""
     base = tmp_path_factory.mktemp("clean")
     done = run(cli_args(user_tree, base / "report", base / "work", small_viewer), cwd=base)
     assert done.returncode == 0, done.stdout + done.stderr
     verdicts = read_verdicts(base / "report")
-    # Not vacuous: every mutant killed, the site guarded at baseline.
-    assert len(verdicts.mutants) == MUTANTS and {v[0] for v in verdicts.mutants.values()} == {"Killed"}
-    assert [status for status, _ in verdicts.sites.values()] == ["guarded"]
+    # Not vacuous: every mutant killed, every site guarded at baseline.
+    assert len(verdicts.mutants) == fault_shape.mutants and {v[0] for v in verdicts.mutants.values()} == {"Killed"}
+    assert [status for status, _ in verdicts.sites.values()] == ["guarded"] * fault_shape.sites
     return CleanRun(verdicts, base / "work")
 
 

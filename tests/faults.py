@@ -41,15 +41,33 @@ SESSION_MODULE = "warnonce_guard.mutations.engine.session"  # in the mutmut sess
 
 @dataclass(frozen=True)
 class TreeShape:
-    """How much slower than the plain toy a tree makes each phase."""
+    """How much slower than the plain toy a tree makes each phase, and how many sites it has."""
 
     filler_files: int = 0  # extra modules: staging copies them all
     filler_functions: int = 0  # site-less functions in the site file: mutmut's generation parses them all
     guard_sleep_s: float = 0.0  # at the top of import_kernels, which each guard calls twice
+    kernels: tuple[str, ...] = ("_C",)  # one site per kernel module, all in import_kernels: each guard runs all
+    platforms: tuple[str, ...] = ()  # more platform modules (cpu.py: class CpuPlatform), each like interface.py
+
+    @property
+    def sites(self) -> int:
+        return len(self.kernels) * (1 + len(self.platforms))
+
+    @property
+    def mutants(self) -> int:
+        return MUTANTS * self.sites
+
+
+_MORE_KERNELS = """        try:
+            import vllm.KERNEL  # noqa: F401
+        except ImportError as e:
+            logger.warning_once("Failed to import from vllm.KERNEL: %s", repr(e))
+"""
 
 
 def slow_interface(shape: TreeShape) -> str:
-    source = INTERFACE
+    source = INTERFACE.replace("vllm._C", f"vllm.{shape.kernels[0]}")
+    source += "".join(_MORE_KERNELS.replace("KERNEL", kernel) for kernel in shape.kernels[1:])
     if shape.guard_sleep_s:
         nap = f"        import time\n\n        time.sleep({shape.guard_sleep_s})\n        try:\n"
         source = source.replace("        try:\n", nap, 1)
@@ -60,6 +78,9 @@ def slow_interface(shape: TreeShape) -> str:
 def fault_tree(root: Path, shape: TreeShape) -> Path:
     """A toy vLLM tree (tests/toy.py) shaped by `shape`."""
     make_tree(root, slow_interface(shape))
+    for name in shape.platforms:
+        source = slow_interface(shape).replace("class Platform", f"class {name.title()}Platform")
+        (root / "vllm" / "platforms" / f"{name}.py").write_text(source)
     filler = root / "vllm" / "filler"
     for i in range(shape.filler_files):
         package = filler / f"p{i // 500}"
@@ -189,6 +210,36 @@ def children_of(pid: int) -> list[int]:
         if entry.name.isdigit() and fields[0] != "Z" and int(fields[1]) == pid:
             found.append(int(entry.name))
     return found
+
+
+def session_pid(work: Path) -> int | None:
+    """The mutmut session of the run using `work`, if it runs."""
+    return next((pid for pid, cmd in processes_mentioning(str(work)) if SESSION_MODULE in cmd), None)
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def mutmut_workers(work: Path) -> dict[int, str]:
+    """The session's workers testing a mutant, by pid: mutmut titles each `mutmut: <mutant>`."""
+    session = session_pid(work)
+    if session is None:
+        return {}
+    titles = {pid: cmdline(pid).strip() for pid in children_of(session)}
+    return {pid: title.removeprefix("mutmut: ") for pid, title in titles.items() if title.startswith("mutmut: ")}
+
+
+def cpu_ticks(pid: int) -> int:
+    """User and system CPU time (clock ticks) a process used so far."""
+    try:
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
 
 
 def session_alive(work: Path) -> bool:

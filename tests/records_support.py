@@ -240,6 +240,8 @@ KILLS = "killed"  # exit code 1, and a finished guard session in which a detecto
 SURVIVES = "survived"  # exit code 0, and a finished guard session in which every guard passed
 UNRECORDED = "unrecorded"  # an exit code, but no guard session (the session was killed before writing it)
 UNTESTED = "untested"  # no exit code (mutmut stopped before it)
+KILLED_ONCE = "killed once"  # its worker SIGKILLed (the OOM killer), code -9 kept, no ledger behind it
+KILLED_TWICE = "killed twice"  # its worker SIGKILLed on two attempts in a row: code -9 and the ledger saying so
 
 
 @dataclass
@@ -298,6 +300,14 @@ class FakeSession:
             for name in [n for n, code in file_codes.items() if code is None]:
                 outcome = self.outcomes.get(names.index(name) + 1, KILLS)
                 if outcome == UNTESTED:
+                    continue
+                if outcome in (KILLED_ONCE, KILLED_TWICE):
+                    file_codes[name] = -9
+                    if outcome == KILLED_TWICE:
+                        from warnonce_guard.mutations.engine import attempts
+
+                        ledger = attempts.read(ws.attempts_file)
+                        attempts.write(ws.attempts_file, ledger | {name: (-9, -9)})
                     continue
                 killed = outcome != SURVIVES
                 file_codes[name] = int(killed)

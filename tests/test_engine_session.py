@@ -4,6 +4,7 @@ code. A whole session with mutmut and the guards is the slow tier's (tests/test_
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -14,14 +15,26 @@ from pathlib import Path
 
 import pytest
 from records_support import meta_document
+from toy import INTERFACE
 from warnonce_guard.guards.errors import ExitCode
-from warnonce_guard.guards.records import Phase
+from warnonce_guard.guards.records import UNWRITTEN_STATUS, Phase
+from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN
+from warnonce_guard.guards.sites import sites_in_source
 from warnonce_guard.mutations import processes
-from warnonce_guard.mutations.engine import layout, session, state
+from warnonce_guard.mutations.engine import layout, naming, session, state
 from warnonce_guard.mutations.engine.seam import SeamMismatch
+from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
 
 FILE = "vllm/platforms/interface.py"
+HELPER = """
+
+def helper():
+    try:
+        import vllm._moe_C  # noqa: F401
+    except ImportError as e:
+        logger.warning_once("Failed to import from vllm._moe_C: %s", repr(e))
+"""
 MUTANTS = ["vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1"]
 
 
@@ -147,6 +160,36 @@ def test_the_sessions_environment_is_what_the_guards_read_as_the_engines_protoco
     assert "WARNONCE_GUARD_VLLM_SRC" not in environment  # never the user's tree
 
 
+def test_the_guards_find_the_sites_of_the_mutated_function_from_the_sessions_environment(
+    ws: Workspace, environment: dict[str, str], mutmut_config: Path
+) -> None:
+    from warnonce_guard.guards.conftest import mutated_function_sites
+
+    source = INTERFACE + HELPER
+    sites = sites_in_source(source, FILE, "vllm.platforms.interface")
+    session._environment(ws, "run1")
+    session._site_functions(sites)  # what run_mutmut tells them once it read the sites
+    _, generated = naming.generate(FILE, source, ["vllm"], DEFAULT_KERNEL_PATTERN, anchors_of(sites))
+
+    assert {g.qualname for g in generated} == {"Platform.import_kernels", "helper"}
+    for mutant in generated:  # every mutant mutmut makes: its function's sites, by mutmut's names
+        environment["MUTANT_UNDER_TEST"] = mutant.mutant_id
+        assert mutated_function_sites() == {site.id for site in sites if site.qualname == mutant.qualname}
+    environment["MUTANT_UNDER_TEST"] = "vllm.platforms.cpu.x_elsewhere__mutmut_1"
+    assert mutated_function_sites() == frozenset()
+    for baseline in ("", "stats"):
+        environment["MUTANT_UNDER_TEST"] = baseline
+        assert mutated_function_sites() is None
+
+
+def test_in_the_engines_sessions_the_mutated_functions_guards_run_first_then_by_node_id() -> None:
+    from warnonce_guard.guards.conftest import guard_order
+
+    guards = [("b", "t[2-b]"), (None, "t[0-none]"), ("a", "t[3-a]"), ("c", "t[1-c]"), ("a", "t[0-a]")]
+    ordered = sorted(guards, key=lambda g: guard_order(g[0], g[1], frozenset({"a", "b"})))
+    assert [nodeid for _, nodeid in ordered] == ["t[0-a]", "t[2-b]", "t[3-a]", "t[0-none]", "t[1-c]"]
+
+
 # --- the generation record ------------------------------------------------------------------------------
 
 
@@ -181,6 +224,8 @@ def mutmut_main(ws: Workspace, monkeypatch: pytest.MonkeyPatch, mutmut_config: P
     from mutmut.mutation.data import SourceFileMutationData
 
     monkeypatch.setattr(mutmut_main, "create_mutants", lambda max_children: generate(ws))
+    for name in ("_register_mutant_result", "Pool"):
+        monkeypatch.setattr(mutmut_main, name, getattr(mutmut_main, name))
     monkeypatch.setattr(SourceFileMutationData, "save", SourceFileMutationData.save)
     return mutmut_main
 
@@ -205,6 +250,58 @@ def test_mutmut_runs_with_our_operators_and_its_exit_becomes_the_code(
     assert session.run_mutmut(ws, "run1", ["vllm"], [FILE]) == code
     assert seen and seen[0] is not stock and file_mutation.mutation_operators is stock
     assert state.read_generation(ws)[0] == "run1"  # generation recorded through the wrapped create_mutants
+
+
+def test_a_mutant_whose_worker_was_killed_is_tested_again_in_a_second_round_and_kept_then(
+    ws: Workspace, mutmut_main: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mutmut.workers.isolation import MutantResult
+    from warnonce_guard.mutations.engine.generation import FailFastPool
+
+    rounds: list[list[str]] = []
+    registered: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        mutmut_main,
+        "_register_mutant_result",
+        lambda result, data: registered.append((result.mutant_name, result.exit_code)),
+    )
+
+    def run(names: list[str], max_children: int | None) -> None:
+        assert mutmut_main.Pool is FailFastPool  # type: ignore[attr-defined]  # generation notices a dead worker
+        rounds.append(list(names))
+        code = -signal.SIGKILL if not names else 1  # the OOM killer took the worker once
+        mutmut_main._register_mutant_result(MutantResult(MUTANTS[0], code, 1.0), {})  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(mutmut_main, "_run", run)
+
+    assert session.run_mutmut(ws, "run1", ["vllm"], [FILE]) == 0
+    assert rounds == [[], MUTANTS]  # mutmut re-tests mutants it is given by name
+    assert registered == [(MUTANTS[0], 1)]  # the killed attempt was never kept
+    assert json.loads(ws.attempts_file.read_text(encoding="utf-8"))["mutants"] == {}
+
+
+def test_a_second_round_runs_once_and_keeps_a_repeated_kill(
+    ws: Workspace, mutmut_main: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mutmut.workers.isolation import MutantResult
+
+    rounds: list[list[str]] = []
+    registered: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        mutmut_main,
+        "_register_mutant_result",
+        lambda result, data: registered.append((result.mutant_name, result.exit_code)),
+    )
+
+    def run(names: list[str], max_children: int | None) -> None:
+        rounds.append(list(names))
+        mutmut_main._register_mutant_result(MutantResult(MUTANTS[0], -signal.SIGKILL, 1.0), {})  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(mutmut_main, "_run", run)
+
+    assert session.run_mutmut(ws, "run1", ["vllm"], [FILE]) == 0
+    assert rounds == [[], MUTANTS]
+    assert registered == [(MUTANTS[0], -signal.SIGKILL)]  # killed twice in a row: that is its verdict
 
 
 def test_the_complete_baseline_runs_every_guard_from_mutants_without_stopping_at_the_first_failure(
@@ -283,6 +380,34 @@ def test_a_guard_error_in_the_session_is_one_line_and_its_own_exit_code(
     assert capsys.readouterr().err == (
         "warnonce-guard: error: mutmut 3.9.0 is not the version the engine was written against\n"
     )
+
+
+def test_guards_that_cannot_write_their_records_are_exit_12_naming_the_attribution_folder(
+    main: Session, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main.mutmut = 1  # mutmut's clean run failed: its guards could not write their records either
+    monkeypatch.setattr(session, "complete_baseline", lambda ws: UNWRITTEN_STATUS)
+    assert main.main() == ExitCode.STAGING_FAILED  # not 1: that would read as "the clean guards failed"
+    err = capsys.readouterr().err
+    assert err.startswith("warnonce-guard: error: ") and str(main.ws.attribution) in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("number", [errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM])
+def test_a_write_the_disk_refuses_in_the_session_is_exit_12_in_one_line(
+    main: Session, capsys: pytest.CaptureFixture[str], number: int
+) -> None:
+    main.mutmut = OSError(number, os.strerror(number), str(main.ws.mutants / "x.meta"))
+    assert main.main() == ExitCode.STAGING_FAILED
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and os.strerror(number) in err
+
+
+def test_an_os_error_that_is_not_a_refused_write_is_a_crash_with_its_traceback(
+    main: Session, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main.mutmut = FileNotFoundError(errno.ENOENT, "No such file or directory", "mutants/x.py")
+    assert main.main() == ExitCode.ENGINE_FAILED
+    assert "Traceback" in capsys.readouterr().err
 
 
 def test_a_crash_of_mutmut_is_engine_failed_with_its_traceback_never_1(

@@ -25,6 +25,7 @@ from warnonce_guard.mutations.verdicts import (
     UNATTRIBUTED,
     UNREACHED,
     MutantVerdict,
+    RunResult,
     SiteBaseline,
 )
 
@@ -75,10 +76,69 @@ def test_a_failure_without_a_detector_is_a_crash_not_a_kill() -> None:
 
 @pytest.mark.parametrize(
     ("code", "status"),
-    [(None, NOT_RUN), (36, TIMEOUT), (-24, TIMEOUT), (5, NO_TESTS), (33, NO_TESTS), (3, CRASHED), (-11, CRASHED)],
+    [(None, NOT_RUN), (5, NO_TESTS), (33, NO_TESTS), (3, CRASHED), (-11, CRASHED), (-6, CRASHED)],
 )
 def test_other_exit_codes(code: int | None, status: str) -> None:
     assert judge(code, session(1, LEAK)).status == status
+
+
+# --- a worker killed from outside or past its time limit ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "status"), [(-9, CRASHED), (-10, CRASHED), (137, CRASHED), (36, TIMEOUT), (-24, TIMEOUT), (152, TIMEOUT)]
+)
+def test_a_worker_killed_from_outside_or_timed_out_once_is_not_a_verdict_and_is_tested_again(
+    code: int, status: str
+) -> None:
+    once = judge(code, None, attempts=1)
+    assert once.status is NOT_RUN and "1 of the 2 attempts" in once.reason
+    assert judge(code, None, attempts=0).status is NOT_RUN  # a code the ledger does not back (lost, damaged)
+    assert retest({"m": code}, {}, {"m": (code,)}) == {"m": once.reason}  # cleared before the next run
+
+
+@pytest.mark.parametrize(
+    ("code", "status"), [(-9, CRASHED), (-10, CRASHED), (137, CRASHED), (36, TIMEOUT), (-24, TIMEOUT), (152, TIMEOUT)]
+)
+def test_the_same_abnormal_outcome_on_two_attempts_in_a_row_is_the_verdict(code: int, status: str) -> None:
+    twice = judge(code, None, attempts=2)
+    assert twice.status is status and "2 attempts" in twice.reason and twice.killer is None
+    assert retest({"m": code}, {}, {"m": (code, code)}) == {}
+
+
+def test_a_segfault_or_abort_of_the_worker_is_its_own_crash_at_once() -> None:
+    for code in (-11, -6, -7, -8, -4):  # SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL: raised by what it ran
+        assert judge(code, None).status is CRASHED
+
+
+@pytest.mark.parametrize("code", [-9, 36])
+def test_a_run_whose_only_abnormal_attempt_is_a_crash_or_timeout_is_not_final(code: int) -> None:
+    named = [NamedMutant(MUTANT, SITE.id, "live-arg", "repr(e)", "e")]
+    baseline = [SiteBaseline(SITE, GUARDED, "t")]
+
+    def result(attempts: tuple[int, ...]) -> RunResult:
+        mutants = verdicts(named, [SITE], baseline, {MUTANT: code}, {}, {}, {MUTANT: attempts})
+        return RunResult("9.9.9", None, "toy", {}, [], baseline, mutants)
+
+    assert not result((code,)).final and result((code,)).count(NOT_RUN) == 1  # never stored: the next run retests
+    assert result((code, code)).final and result((code, code)).score == 0.0
+
+
+# --- killed-by: one fixed rule ----------------------------------------------------------------------------
+
+
+def test_the_killer_is_the_guard_of_the_mutants_own_site_when_it_fired_whatever_ran_first() -> None:
+    other = GuardRecord("t[a-b]", SITE_B, "call", RecordKind.LEAK, ("owner pinned",), "b fired")
+    for records in ((other, LEAK), (LEAK, other)):
+        assert judge(1, session(1, *records), site=SITE_A).killer == LEAK
+        assert judge(1, session(1, *records), site=SITE_B).killer == other
+
+
+def test_without_its_own_sites_guard_firing_the_killer_is_the_first_by_node_id() -> None:
+    b = GuardRecord("t[b]", SITE_B, "call", RecordKind.LEAK, ("owner pinned",), "b fired")
+    c = GuardRecord("t[c]", "c", "call", RecordKind.LEAK, ("owner pinned",), "c fired")
+    for records in ((c, b, PASS), (PASS, b, c)):
+        assert judge(1, session(1, *records), site=SITE_A).killer == b
 
 
 def test_every_exit_code_mutmut_knows_gets_a_status() -> None:
@@ -90,7 +150,7 @@ def test_retest_lists_codes_no_verdict_stands_on_and_leaves_the_rest() -> None:
     codes = {"m1": 1, "m2": 0, "m3": None, "m4": 1, "m5": 36}
     sessions = {"m1": session(1, LEAK), "m2": session(1, LEAK), "m4": session(1, LEAK)}
     del sessions["m4"]
-    assert sorted(retest(codes, sessions)) == ["m2", "m4"]
+    assert sorted(retest(codes, sessions, {"m5": (36, 36)})) == ["m2", "m4"]
 
 
 class FakeSite:

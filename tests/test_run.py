@@ -11,12 +11,14 @@ import io
 import json
 import os
 import re
+import shutil
+import subprocess
 import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from records_support import SURVIVES, UNRECORDED, FakeSession
+from records_support import KILLED_ONCE, KILLED_TWICE, SURVIVES, UNRECORDED, FakeSession
 from rich.console import Console
 from toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
 from warnonce_guard.guards.errors import (
@@ -35,7 +37,7 @@ from warnonce_guard.mutations.identify import MutantsUnaccounted
 from warnonce_guard.mutations.report import atomic
 from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.run import mutate, read_result
-from warnonce_guard.mutations.verdicts import EXPOSED, KILLED, SKIPPED
+from warnonce_guard.mutations.verdicts import CRASHED, EXPOSED, KILLED, SKIPPED
 from warnonce_guard.mutations.workspace import Workspace
 
 SITE_FILE = "vllm/platforms/interface.py"
@@ -421,3 +423,103 @@ def test_a_target_whose_path_is_not_utf8_gets_its_report_with_the_byte_escaped_o
         assert f"(source tree at {shown})" in re.search("<title>(.*)</title>", texts["index.html"]).group(1)
         ET.fromstring(texts["junit.xml"].encode("utf-8"))
     assert len(fake_session.runs) == 1  # the rerun reused the stored verdicts, and wrote the report again
+# --- a worker killed from outside, a folder that refuses the records --------------------------------------
+
+
+def test_a_crash_from_one_killed_worker_is_never_kept_and_the_next_run_tests_it_again(
+    run: Run, fake_session: FakeSession
+) -> None:
+    fake_session.outcomes = {1: KILLED_ONCE}  # SIGKILL (the OOM killer), and no second attempt behind it
+
+    assert run() == ExitCode.CHECK_FAILED
+    assert "gate: 1 mutant(s) have no finished run (tested again by the next run)" in run.said
+    assert not run.ws.result_file.exists()  # never "nothing changed ... its verdicts stand"
+
+    fake_session.outcomes = {}
+    assert run() == ExitCode.OK
+    assert run.stryker_statuses() == ["Killed"] * MUTANTS
+    assert sorted(fake_session.found[1].values(), key=str) == [1] * (MUTANTS - 1) + [None]  # that one tested again
+
+
+def test_a_worker_killed_on_two_attempts_in_a_row_is_a_crash_that_stands(run: Run, fake_session: FakeSession) -> None:
+    fake_session.outcomes = {1: KILLED_TWICE}
+
+    assert run() == ExitCode.CHECK_FAILED
+    result = read_result(run.ws)
+    assert result is not None and result.count(CRASHED) == 1  # kept: the same outcome twice is the mutant's
+    assert "killed (SIGKILL) on 2 attempts in a row" in next(m.reason for m in result.mutants if m.status == CRASHED)
+
+
+def test_a_ledger_that_does_not_validate_is_discarded_in_one_line_and_its_crashes_tested_again(
+    run: Run, fake_session: FakeSession
+) -> None:
+    fake_session.outcomes = {1: KILLED_TWICE}
+    run()
+    run.ws.attempts_file.write_text("{", encoding="utf-8")
+    run.ws.result_file.unlink()
+    fake_session.outcomes = {}
+
+    assert run() == ExitCode.OK
+    assert f"discarded {run.ws.attempts_file} (not valid JSON" in run.said
+    assert run.stryker_statuses() == ["Killed"] * MUTANTS
+
+
+def test_a_session_that_could_not_write_is_one_line_naming_the_work_directory_never_a_score(
+    run: Run, fake_session: FakeSession
+) -> None:
+    fake_session.exit_code = int(ExitCode.STAGING_FAILED)  # the session's guards or mutmut's state were refused
+
+    with pytest.raises(StagingFailed) as raised:
+        run()
+    assert str(raised.value).startswith(f"cannot write in the work directory {run.ws.dir}")
+    assert "\n" not in str(raised.value) and not run.out.exists()
+
+
+@pytest.mark.parametrize("damage", ["file", "records-file", "immutable"])
+def test_an_attribution_folder_that_cannot_be_written_is_one_line_naming_it_before_any_session(
+    damage: str, run: Run, fake_session: FakeSession
+) -> None:
+    run()
+    run.ws.result_file.unlink()
+    fake_session.runs.clear()
+    report = (run.out / "mutation.json").read_bytes()
+    attribution = run.ws.attribution
+    if damage == "file":
+        shutil.rmtree(attribution)
+        attribution.write_text("not a folder", encoding="utf-8")
+        named = attribution
+    elif damage == "records-file":
+        shutil.rmtree(attribution / "mutants")
+        (attribution / "mutants").write_text("not a folder", encoding="utf-8")
+        named = attribution / "mutants"
+    else:
+        named = attribution / "mutants"
+        if subprocess.run(["chattr", "+i", str(named)], capture_output=True).returncode:
+            pytest.skip("chattr +i is not available on this filesystem")
+    try:
+        with pytest.raises(StagingFailed) as raised:
+            run()
+    finally:
+        subprocess.run(["chattr", "-i", str(named)], capture_output=True)
+    assert f"the guards' records cannot be written: {named}" in str(raised.value)
+    assert fake_session.runs == [] and (run.out / "mutation.json").read_bytes() == report  # no new report
+
+
+def test_a_failed_session_is_named_by_its_own_line_in_its_log_never_by_an_earlier_runs(
+    run: Run, fake_session: FakeSession
+) -> None:
+    run()
+    run.ws.result_file.unlink()
+    run.ws.log_file.write_text("warnonce-guard: error: an earlier session's problem\n", encoding="utf-8")
+    fake_session.exit_code = int(ExitCode.ENGINE_FAILED)
+    with pytest.raises(EngineFailed) as failed:
+        run()
+    assert "earlier" not in str(failed.value)
+
+    def says() -> None:
+        with run.ws.log_file.open("a", encoding="utf-8") as log:
+            log.write("warnonce-guard: error: a process generating mutants died\n")
+
+    fake_session.then = says
+    with pytest.raises(EngineFailed, match=r"failed \(exit code 13\): a process generating mutants died; see "):
+        run()

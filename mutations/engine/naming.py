@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
+from warnonce_guard.guards.sites import Site
 from warnonce_guard.mutations.engine.seam import our_operators
 from warnonce_guard.mutations.operators import Anchors
 
@@ -60,6 +61,26 @@ def generate(
         qualname = f"{class_name}.{name}" if class_name else name
         out.append(Generated(mutant_id, qualname, mutation.original_node, mutation.mutated_node))
     return module, out
+
+
+def function_keys(sites: Sequence[Site]) -> dict[str, list[str]]:
+    """mutmut's key of each function or method holding a site (its mutants' names up to `__mutmut_`), to the ids
+    of the sites in it. mutmut mutates top-level functions and the methods of top-level classes: a site's
+    qualname `A.b...` is in function `A` or in method `b` of class `A`, whichever the module has."""
+    from mutmut.mutation.trampoline_templates import mangle_function_name
+    from mutmut.utils.format_utils import get_mutant_name
+
+    out: dict[str, list[str]] = {}
+    for site in sites:
+        if not site.mutable:
+            continue
+        parts = site.qualname.split(".")
+        mangled = [mangle_function_name(name=parts[0], class_name=None)]
+        if len(parts) > 1:
+            mangled.append(mangle_function_name(name=parts[1], class_name=parts[0]))
+        for name in mangled:
+            out.setdefault(get_mutant_name(Path(site.file), name), []).append(site.id)
+    return out
 
 
 @contextlib.contextmanager

@@ -28,7 +28,7 @@ class SeamMismatch(EngineFailed):
 
 # Every name of mutmut's the engine uses, by module. `check_seam` fails loudly if one moves.
 ENGINE_NAMES: dict[str, tuple[str, ...]] = {
-    "mutmut.__main__": ("_run", "create_mutants"),
+    "mutmut.__main__": ("_run", "create_mutants", "_register_mutant_result", "Pool"),
     "mutmut.configuration": ("reset_config",),
     "mutmut.mutation.data": ("SourceFileMutationData",),
     "mutmut.mutation.file_mutation": ("create_mutations", SEAM_ATTRIBUTE),
@@ -37,6 +37,7 @@ ENGINE_NAMES: dict[str, tuple[str, ...]] = {
     "mutmut.stats": ("status_by_exit_code", "load_stats", "save_stats"),
     "mutmut.utils.file_utils": ("change_cwd",),
     "mutmut.utils.format_utils": ("get_mutant_name",),
+    "mutmut.workers.isolation": ("MutantResult",),
 }
 
 
@@ -56,7 +57,9 @@ def check_seam() -> None:
         for name in names:
             if not hasattr(module, name):
                 raise SeamMismatch(f"{module_name} has no `{name}`: the engine's seam moved; re-check mutmut")
+    import mutmut.__main__ as mutmut_main
     from mutmut.mutation import data, file_mutation, trampoline
+    from mutmut.workers import isolation
     from warnonce_guard.mutations.engine.session import MUTANT_VARIABLE
     from warnonce_guard.mutations.engine.state import META_KEYS
 
@@ -68,6 +71,14 @@ def check_seam() -> None:
         )
     if MUTANT_VARIABLE not in inspect.getsource(trampoline.set_mutant_under_test):
         raise SeamMismatch(f"mutmut no longer names the mutant under test in ${MUTANT_VARIABLE}; re-check the engine")
+    # The session swaps these module globals; each must still be looked up by name where mutmut calls it.
+    source = inspect.getsource(mutmut_main)
+    for call in ("_register_mutant_result(result, ", "with Pool(processes="):
+        if call not in source:
+            raise SeamMismatch(f"mutmut.__main__ no longer calls `{call}...`; re-check mutations/engine/session.py")
+    fields = getattr(isolation.MutantResult, "__dataclass_fields__", {})
+    if not {"mutant_name", "exit_code"} <= set(fields):
+        raise SeamMismatch("mutmut's MutantResult changed; re-check mutations/engine/workers.py")
     saved = inspect.getsource(data.SourceFileMutationData.load)
     if not all(f'"{key}"' in saved for key in META_KEYS):
         raise SeamMismatch("mutmut's .meta format changed (SourceFileMutationData.load); re-check engine/state.py")

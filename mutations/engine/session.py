@@ -9,10 +9,19 @@ forks. There, with our operators swapped in (mutations.engine.seam) and mutmut's
 atomically, mutmut generates the mutants (then `generation.json` records them), collects which guard
 covers which function, runs the clean guards (our baseline) and then every mutant in forked workers:
 vLLM is imported once. Meanwhile the parent names every mutant (mutations.identify) on the other core.
+
+Generation runs on a pool that notices a dead worker (mutations.engine.generation). Each worker's exit
+code is kept or not by `mutations.engine.workers`: a worker killed from outside or past its time limit
+is tested again in a second round of mutmut's run (explicit names are re-tested), once; it counts only
+when that repeats. A disk or folder that refuses a write (the guards' records, mutmut's state) ends the
+session with exit 12 (STAGING_FAILED), which the parent reports naming the folder.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import functools
 import json
 import os
 import subprocess
@@ -23,9 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from warnonce_guard.guards.errors import ExitCode, GuardError
+from warnonce_guard.guards.records import UNWRITTEN_STATUS
 from warnonce_guard.guards.sites import Site
-from warnonce_guard.mutations.engine import state
+from warnonce_guard.mutations.engine import naming, state
+from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.seam import our_operators
+from warnonce_guard.mutations.engine.workers import RecordsUnwritten, Registrar
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.processes import bind_to_parent, child_environment, die_with_parent
 from warnonce_guard.mutations.workspace import Workspace
@@ -34,6 +46,9 @@ from warnonce_guard.mutations.workspace import Workspace
 MUTANT_VARIABLE = "MUTANT_UNDER_TEST"  # the mutant a test process runs; mutmut sets it before each session
 BASELINE_PHASES = ("", "stats")  # its values for runs of the unmutated code (clean run, coverage stats)
 MUTANT_MARK = "__mutmut_"  # in every mutant's name (its other phases, "fail", "list_all_tests", have none)
+# A write the work directory refused: the disk (full, over quota, read-only) or the folder (permissions, chattr +i)
+REFUSED_WRITES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+
 
 def start(ws: Workspace, run_id: str, files: list[str]) -> subprocess.Popen[bytes]:
     """Start the session for `files` in a process group of its own, its output appended to the workspace's log."""
@@ -62,6 +77,11 @@ def _environment(ws: Workspace, run_id: str) -> None:
     os.environ.pop("WARNONCE_GUARD_VLLM_SRC", None)
 
 
+def _site_functions(sites: list[Site]) -> None:
+    """Tell the guards which sites each function mutmut mutates holds (they run those first, see guards.conftest)."""
+    os.environ["WARNONCE_GUARD_SITE_FUNCTIONS"] = json.dumps(naming.function_keys(sites))
+
+
 def staged_packages(ws: Workspace) -> list[str]:
     return json.loads(ws.packages_file.read_text(encoding="utf-8"))
 
@@ -70,6 +90,7 @@ def record_generation(ws: Workspace, run_id: str, files: list[str]) -> Callable[
     """Wrap mutmut's `create_mutants` so that `generation.json` is written once it has returned."""
 
     def wrap(create_mutants: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(create_mutants)
         def recorded(*args: Any, **kwargs: Any) -> Any:
             stats = create_mutants(*args, **kwargs)
             state.write_generation(ws, run_id, files)
@@ -81,16 +102,23 @@ def record_generation(ws: Workspace, run_id: str, files: list[str]) -> Callable[
 
 
 def run_mutmut(ws: Workspace, run_id: str, packages: list[str], files: list[str]) -> int:
-    """mutmut's `run` with our operators, anchored on the workspace's sites; its exit code (mutmut exits 1
-    when the clean guards fail)."""
+    """mutmut's `run` with our operators, anchored on the workspace's sites, then once more on the mutants
+    whose worker was killed or timed out; its exit code (mutmut exits 1 when the clean guards fail)."""
     import mutmut.__main__ as mutmut_main
 
     state.atomic_meta_save()
     mutmut_main.create_mutants = record_generation(ws, run_id, files)(mutmut_main.create_mutants)
+    mutmut_main.Pool = FailFastPool
+    registrar = Registrar.load(ws, run_id)
+    mutmut_main._register_mutant_result = registrar.wrap(mutmut_main._register_mutant_result)
     sites = [Site.from_json(data) for data in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
+    _site_functions(sites)
     with our_operators(packages, anchors=anchors_of(sites)):
         try:
             mutmut_main._run([], max_children=None)
+            if again := registrar.take_again():  # once: a second abnormal attempt is kept as the verdict
+                print(f"testing again {len(again)} mutant(s) whose worker was stopped, killed or timed out")
+                mutmut_main._run(again, max_children=None)
         except SystemExit as stop:
             return stop.code if isinstance(stop.code, int) else 1
     return 0
@@ -119,18 +147,30 @@ def main(argv: list[str]) -> int:
     bind_to_parent()
     os.register_at_fork(after_in_child=die_with_parent)  # mutmut's workers die with this process
     os.chdir(ws.dir)
-    _environment(ws, run_id)
     try:
+        _environment(ws, run_id)
         code = run_mutmut(ws, run_id, staged_packages(ws), files)
-        if code != 0:
-            complete_baseline(ws)
+        if code != 0 and complete_baseline(ws) == UNWRITTEN_STATUS:  # mutmut's stats or clean run could not either
+            raise RecordsUnwritten(f"the guards could not write their records in {ws.attribution}")
     except GuardError as err:  # e.g. the operator seam moved in a new mutmut
-        print(f"warnonce-guard: error: {err}", file=sys.stderr)
-        return int(err.exit_code)
+        return _say(str(err), err.exit_code)
+    except OSError as err:
+        if err.errno not in REFUSED_WRITES:
+            traceback.print_exc()
+            return int(ExitCode.ENGINE_FAILED)
+        where = os.fsdecode(err.filename) if isinstance(err.filename, (str, bytes)) else f"in {ws.dir}"
+        return _say(f"cannot write {where} ({err.strerror})", ExitCode.STAGING_FAILED)
     except Exception:  # mutmut crashed: Python's own exit status (1) would read as "the clean guards failed"
         traceback.print_exc()
         return int(ExitCode.ENGINE_FAILED)
     return code
+
+
+def _say(message: str, code: ExitCode) -> int:
+    """The session's one line (into its log); the disk may refuse even that."""
+    with contextlib.suppress(OSError):
+        print(f"warnonce-guard: error: {message}", file=sys.stderr, flush=True)
+    return int(code)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,117 @@
+"""What a worker's exit code says about the mutant, and the ledger of attempts that did not finish.
+
+mutmut forks one worker per mutant and keeps its exit code. Some codes are what the mutant did (the guards
+passed, failed, or the worker crashed on its own: a segfault, an abort); others are what happened to the
+worker (`outcome`):
+
+- STOPPED: a stop signal (SIGHUP, SIGINT, SIGQUIT, SIGTERM) or pytest's "interrupted": the run, or someone,
+  stopped it. Never a verdict, never an attempt: the mutant is tested again.
+- KILLED: any other signal the worker did not raise itself (SIGKILL from the kernel's OOM killer, SIGUSR1, ...).
+- TIMEOUT: mutmut's time limit (SIGXCPU, and its codes for it): a loaded machine, or a mutant that hangs.
+
+A KILLED or TIMEOUT attempt is tested again, in the same run and then in the next one if the run ends
+first; it becomes the mutant's verdict ("crashed", "timeout") only when `REPEATS` attempts in a row ended
+that way with no finished guard record. The session keeps those attempts in the workspace's ledger,
+`attempts.json`, written atomically and validated when read back: per mutant, the exit codes of its
+abnormal attempts since its last normal one.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from warnonce_guard.guards.atomic import write_atomic
+from warnonce_guard.mutations.engine.state import BadState
+from warnonce_guard.mutations.engine.status import EngineStatus, engine_status
+
+REPEATS = 2  # abnormal attempts in a row before one counts as the mutant's verdict
+VERSION = 1
+
+
+class Outcome(StrEnum):
+    """What one worker's exit code says."""
+
+    OWN = "own"  # what the mutant did: a verdict (killed, survived, crashed on its own, no tests, ...)
+    STOPPED = "stopped"  # stopped by a stop signal: not an attempt
+    KILLED = "killed"  # killed by a signal it did not raise itself: an abnormal attempt
+    TIMEOUT = "timeout"  # past mutmut's time limit: an abnormal attempt
+
+
+STOP_SIGNALS = frozenset({signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM})
+# Signals a process raises on itself by what it runs: a crash of the mutant's own doing.
+SELF_RAISED = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT, signal.SIGSYS})
+STOPPED_CODES = frozenset({-int(s) for s in STOP_SIGNALS} | {128 + int(s) for s in STOP_SIGNALS})
+
+
+def outcome(code: int | None) -> Outcome | None:
+    """What a worker's exit code says (None: no code yet)."""
+    if code is None:
+        return None
+    status = engine_status(code)
+    if status is EngineStatus.INTERRUPTED or code in STOPPED_CODES:
+        return Outcome.STOPPED
+    if status is EngineStatus.TIMEOUT:
+        return Outcome.TIMEOUT
+    signum = -code if code < 0 else code - 128 if 128 < code < 128 + 65 else None  # a shell says 128 + N
+    if signum is not None and signum not in {int(s) for s in SELF_RAISED}:
+        return Outcome.KILLED
+    return Outcome.OWN
+
+
+def abnormal(code: int | None) -> bool:
+    """An attempt that counts towards `REPEATS` (killed from outside, or past the time limit)."""
+    return outcome(code) in (Outcome.KILLED, Outcome.TIMEOUT)
+
+
+def describe(code: int) -> str:
+    """The exit code in words: `SIGKILL`, `SIGXCPU`, `exit code 36`."""
+    if code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+def parse(data: Any) -> dict[str, tuple[int, ...]]:
+    """Validate an attempts document: per mutant name, a non-empty list of abnormal exit codes."""
+    if not isinstance(data, dict) or data.get("version") != VERSION or set(data) != {"version", "mutants"}:
+        raise BadState("not an attempts ledger")
+    mutants = data["mutants"]
+    if not isinstance(mutants, dict):
+        raise BadState("not an attempts ledger")
+    out = {}
+    for name, codes in mutants.items():
+        if not isinstance(codes, list) or not codes or not all(type(c) is int and abnormal(c) for c in codes):
+            raise BadState(f"bad attempts for {name}")
+        out[name] = tuple(codes)
+    return out
+
+
+def read(path: Path) -> dict[str, tuple[int, ...]]:
+    """The ledger at `path` (empty when there is none); `BadState` when it does not validate."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise BadState("not UTF-8 text") from None
+    except json.JSONDecodeError as err:
+        raise BadState(f"not valid JSON: {err.msg}") from None
+    return parse(data)
+
+
+def write(path: Path, ledger: Mapping[str, tuple[int, ...]]) -> None:
+    document = {"version": VERSION, "mutants": {name: list(codes) for name, codes in sorted(ledger.items()) if codes}}
+    write_atomic(path, json.dumps(document, indent=1))
+
+
+def counted(code: int | None, attempts: int) -> bool:
+    """Whether a stored exit code is a verdict: its own outcome, or an abnormal one seen `REPEATS` times."""
+    kind = outcome(code)
+    return kind is Outcome.OWN or (kind in (Outcome.KILLED, Outcome.TIMEOUT) and attempts >= REPEATS)

@@ -1,0 +1,102 @@
+"""What the session does with each mutmut worker's exit code: keep it as the mutant's result, or test again.
+
+Installed over mutmut's `_register_mutant_result` (the one place mutmut stores a worker's exit code in
+its `.meta`), `Registrar.wrap` decides per result, by the rule in `mutations.engine.attempts`:
+
+- the guards' record says the pytest session finished (the worker died after it): its exit status is kept;
+- the mutant's own outcome (0, 1, a segfault, ...) is kept, and its ledger entry dropped;
+- a stopped worker is not kept: the mutant is tested again;
+- a worker killed from outside or past the time limit is an attempt, added to the ledger (`attempts.json`,
+  written before anything else); its code is kept only at the `REPEATS`-th attempt in a row, else the
+  mutant is tested again.
+
+A mutant tested again keeps no exit code (mutmut's None) until then, so a run that ends first leaves it
+"not run" and the next run tests it. `again` lists those the session re-tests before it ends.
+A guard session that could not write its record (`guards.records.UNWRITTEN_STATUS`) stops the run: the
+attribution folder cannot be written, and no verdict may be taken without it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from warnonce_guard.guards.errors import StagingFailed
+from warnonce_guard.guards.records import UNWRITTEN_STATUS, mutant_session_path, read_session
+from warnonce_guard.mutations.engine import attempts
+from warnonce_guard.mutations.engine.attempts import Outcome
+from warnonce_guard.mutations.engine.state import BadState
+from warnonce_guard.mutations.workspace import Workspace
+
+
+class RecordsUnwritten(StagingFailed):
+    """A guard session finished but could not write its record (the attribution folder refused it)."""
+
+
+@dataclass
+class Registrar:
+    """One session's decisions on its workers' exit codes, and its ledger of abnormal attempts."""
+
+    ws: Workspace
+    run_id: str
+    ledger: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    again: set[str] = field(default_factory=set)  # mutants to test again before the session ends
+
+    @classmethod
+    def load(cls, ws: Workspace, run_id: str) -> Registrar:
+        """The registrar with the workspace's ledger (the run checked it; one that does not validate is empty)."""
+        try:
+            ledger = attempts.read(ws.attempts_file)
+        except BadState:
+            ledger = {}
+        return cls(ws, run_id, ledger)
+
+    def _save(self) -> None:
+        attempts.write(self.ws.attempts_file, self.ledger)
+
+    def _finished_record(self, mutant: str) -> int | None:
+        """The exit status of this run's finished guard session for `mutant`, if it wrote one."""
+        record = read_session(mutant_session_path(self.ws.attribution, mutant))
+        if record is None or record.run != self.run_id or record.mutant != mutant:
+            return None
+        return record.exit_status
+
+    def settle(self, mutant: str, code: int) -> int | None:
+        """The exit code to keep for this attempt of `mutant`, or None: test it again."""
+        if code == UNWRITTEN_STATUS:
+            raise RecordsUnwritten(f"the guards could not write their records in {self.ws.attribution}")
+        kind = attempts.outcome(code)
+        if kind is not Outcome.OWN and (finished := self._finished_record(mutant)) is not None:
+            code, kind = finished, Outcome.OWN  # every guard ran and said so: the worker died afterwards
+        if kind is Outcome.OWN:
+            if self.ledger.pop(mutant, None) is not None:
+                self._save()
+            return code
+        if kind is Outcome.KILLED or kind is Outcome.TIMEOUT:
+            self.ledger[mutant] = (*self.ledger.get(mutant, ()), code)
+            self._save()
+            if len(self.ledger[mutant]) >= attempts.REPEATS:
+                return code
+        mutant_session_path(self.ws.attribution, mutant).unlink(missing_ok=True)  # the next attempt writes its own
+        self.again.add(mutant)
+        return None
+
+    def wrap(self, register: Callable[..., None]) -> Callable[..., None]:
+        """mutmut's `_register_mutant_result(result, mutation_data_by_mutant_name)`, deciding first."""
+
+        @functools.wraps(register)
+        def registered(result: Any, *args: Any, **kwargs: Any) -> None:
+            code = self.settle(result.mutant_name, result.exit_code)
+            if code is None:
+                return
+            result.exit_code = code
+            register(result, *args, **kwargs)
+
+        return registered
+
+    def take_again(self) -> list[str]:
+        """The mutants to test again (sorted), forgetting them: the next round decides afresh."""
+        names, self.again = sorted(self.again), set()
+        return names
