@@ -46,6 +46,7 @@ class TreeShape:
     filler_files: int = 0  # extra modules: staging copies them all
     filler_functions: int = 0  # site-less functions in the site file: mutmut's generation parses them all
     guard_sleep_s: float = 0.0  # at the top of import_kernels, which each guard calls twice
+    platforms: tuple[str, ...] = ()  # more platform modules (`platforms/<name>.py`), each with a site of its own
 
 
 def slow_interface(shape: TreeShape) -> str:
@@ -60,6 +61,9 @@ def slow_interface(shape: TreeShape) -> str:
 def fault_tree(root: Path, shape: TreeShape) -> Path:
     """A toy vLLM tree (tests/toy.py) shaped by `shape`."""
     make_tree(root, slow_interface(shape))
+    for name in shape.platforms:  # the same site in a class of its own: one more site, one more guard
+        source = slow_interface(shape).replace("class Platform", f"class {name.title()}Platform")
+        (root / "vllm" / "platforms" / f"{name}.py").write_text(source)
     filler = root / "vllm" / "filler"
     for i in range(shape.filler_files):
         package = filler / f"p{i // 500}"
