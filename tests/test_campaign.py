@@ -14,8 +14,8 @@ import pytest
 from campaign.cli import closing, row
 from campaign.judge import Observation, Outcome, judge
 from campaign.plan import FAULTS, MAX_GAP_S, Aim, Windows, allowed_exits, draw_moment, plan, trial_rng
-from campaign.trial import TrialRecord
-from faults import Verdicts
+from campaign.trial import TrialRecord, phase_of
+from faults import RunDirs, Verdicts
 
 ROOT = Path(__file__).resolve().parent.parent
 GUARD = "guard_tests/test_kernel_import_sites.py::test_site_releases_exception_and_warns_once"
@@ -196,6 +196,32 @@ def test_the_row_shows_the_trial_and_why_it_is_wrong_and_the_last_line_counts_th
     assert lines[-1] == "2 trials: 1 ok, 1 wrong"
     assert "per fault: int-group 1 (0 wrong), kill-worker 1 (1 wrong)" in lines
     assert lines[0] == "command: nox -s faults -- --trials 2 --seed 5 (seed 5)"
+
+
+def test_the_phase_a_fault_landed_in_is_read_from_the_work_directory_and_out(tmp_path: Path) -> None:
+    dirs = RunDirs(tmp_path / "tree", tmp_path / "report", tmp_path / "work")
+    ws = dirs.work / "0123abcd"
+    steps = [
+        ("start", lambda: None),
+        ("staging", lambda: ws.mkdir(parents=True)),
+        ("staged", lambda: (ws / "setup.cfg").write_text("")),
+        ("generation", lambda: (ws / "mutmut.log").write_text("")),
+        ("baseline", lambda: (ws / "generation.json").write_text("{}")),
+        ("mutants", lambda: (ws / "attribution" / "mutants").mkdir(parents=True)
+         or (ws / "attribution" / "mutants" / "m1.json").write_text("{}")),
+        ("collect", lambda: [(ws / "attribution" / "mutants" / f"m{n}.json").write_text("{}") for n in (2, 3)]),
+        ("report", lambda: (tmp_path / ".report.tmp-1-ab").mkdir()),
+        ("done", lambda: dirs.out.mkdir() or (dirs.out / "mutation.json").write_text("{}")),
+    ]  # fmt: skip
+    for phase, step in steps:
+        step()
+        assert phase_of(dirs, mutants=3) == phase
+    (ws / "attribution" / "mutants" / "m3.json").unlink()
+    (dirs.out / "mutation.json").unlink()
+    (tmp_path / ".report.tmp-1-ab").rmdir()
+    assert phase_of(dirs, mutants=3) == "mutants"
+    (ws / "attribution" / "mutants").rename(ws / "attribution" / "later")
+    assert phase_of(dirs, mutants=3, workers=True) == "mutants"  # a worker runs the first mutant
 
 
 # --- a real campaign --------------------------------------------------------------------------------------

@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     selected = [p for p in planned if args.only is None or p.number in args.only]
     if args.work_dir:
         args.work_dir.mkdir(parents=True, exist_ok=True)
-    base = Path(tempfile.mkdtemp(prefix="fault-campaign-", dir=args.work_dir))
+    base = Path(tempfile.mkdtemp(prefix="fault-campaign-", dir=args.work_dir)).resolve()  # runs start elsewhere
     found = installed_vllm()
     on = f"vLLM {found[1]}" if found else "vLLM (not installed)"
     say(f"fault campaign: seed {args.seed}, {len(selected)} trial(s), {args.vllm_trials} planned on {on}; in {base}")

@@ -139,12 +139,10 @@ def finish(running: Running, timeout: float) -> Outcome:
         code: int | None = running.proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         code = None
-    finally:
+    if code is None:
+        running.kill()
+    else:
         running.watch.stop()
-        if running.proc.poll() is None:
-            for group in running.watch.groups():
-                _signal_group(group, signal.SIGKILL)
-            running.proc.wait()
     return Outcome(code, running.started.out, running.started.err)
 
 
@@ -186,8 +184,8 @@ def _signal_group(pgrp: int, sig: signal.Signals) -> bool:
 
 
 def phase_of(dirs: RunDirs, mutants: int, workers: bool = False) -> str:
-    """Which phase the run is in, as its work directory and --out show (tests/faults.py's phases): staging,
-    generation, baseline (mutants are named meanwhile), mutants, report; before them "start", after "done"."""
+    """Which phase the run is in, as its work directory and --out show (tests/faults.py's phases): start,
+    staging, staged, generation, baseline (mutants are named meanwhile), mutants, collect, report, done."""
     if (dirs.out / "mutation.json").exists():
         return "done"
     if dirs.building_report():
@@ -196,7 +194,7 @@ def phase_of(dirs: RunDirs, mutants: int, workers: bool = False) -> str:
     if workers or 0 < finished < mutants:
         return "mutants"
     if finished:
-        return "report"
+        return "collect"  # every mutant tested: the session ends, the parent reads the verdicts
     if dirs.glob("generation.json"):
         return "baseline"
     if dirs.glob("mutmut.log"):
