@@ -196,6 +196,7 @@ def test_the_row_shows_the_trial_and_why_it_is_wrong_and_the_last_line_counts_th
     assert lines[-1] == "2 trials: 1 ok, 1 wrong"
     assert "per fault: int-group 1 (0 wrong), kill-worker 1 (1 wrong)" in lines
     assert lines[0] == "command: nox -s faults -- --trials 2 --seed 5 (seed 5)"
+    assert "not delivered (the run or its aimed process had ended by the moment): 0 of 2" in lines
 
 
 def test_the_phase_a_fault_landed_in_is_read_from_the_work_directory_and_out(tmp_path: Path) -> None:

@@ -94,6 +94,8 @@ def closing(records: Sequence[TrialRecord], command: str, seed: int) -> list[str
         total, wrong = Counter(map(key, records)), Counter(key(r) for r in records if not r.ok)
         counts = ", ".join(f"{name} {total[name]} ({wrong[name]} wrong)" for name in sorted(total))
         lines.append(f"per {what}: {counts}")
+    late = sum(not r.sent for r in records)
+    lines.append(f"not delivered (the run or its aimed process had ended by the moment): {late} of {len(records)}")
     bad = sum(not r.ok for r in records)
     lines.append(f"{len(records)} trials: {len(records) - bad} ok, {bad} wrong")
     return lines
