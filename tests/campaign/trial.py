@@ -19,7 +19,7 @@ from pathlib import Path
 
 from faults import SESSION_MODULE, RunDirs, Started, Verdicts, hash_tree, read_verdicts, start
 
-from campaign.judge import Observation, Outcome, judge
+from campaign.judge import Observation, Outcome, differences, judge
 from campaign.plan import INTERRUPTED, Aim, Fault, Windows
 from campaign.targets import Clean, Target, user_folder
 
@@ -391,11 +391,10 @@ def run_trial(
     return record
 
 
-def measure(target: Target, folder: Path, timeout: float) -> Clean:
-    """The target's clean run: verdicts, exit code, duration, and when its session and workers lived."""
+def _clean_run(target: Target, folder: Path, timeout: float) -> Clean:
     dirs = RunDirs(target.files, folder / "report", folder / "work")
     before = hash_tree(target.files)
-    running = launch(target.command(dirs), folder, folder / "logs", dirs.work, interval=0.02)
+    running = launch(target.command(dirs), folder, folder / "logs", dirs.work)
     try:
         outcome = finish(running, timeout)
     except BaseException:
@@ -415,6 +414,22 @@ def measure(target: Target, folder: Path, timeout: float) -> Clean:
         raise RuntimeError(f"the clean run of {target.name} failed: {'; '.join(problems) or 'no mutant'}")
     spans = running.watch.session_span, running.watch.worker_span
     return Clean(verdicts, outcome.code or 0, len(verdicts.mutants), run_s, *spans)
+
+
+def measure(target: Target, folder: Path, timeout: float) -> Clean:
+    """The target's clean run: verdicts, exit code, duration, and when its session and workers lived.
+
+    Two runs, each in a fresh work directory as a trial's: the first warms the disk cache and the bytecode
+    (it is slower than every later run, so the moments it would give fall after the end of many trials); the
+    second is measured. Both must give the same verdicts, or there is no clean run to compare a trial with.
+    """
+    warm = _clean_run(target, folder / "warm-up", timeout)
+    measured = _clean_run(target, folder / "measured", timeout)
+    if warm.verdicts != measured.verdicts:
+        raise RuntimeError(
+            f"two clean runs of {target.name} disagree: {'; '.join(differences(warm.verdicts, measured.verdicts))}"
+        )
+    return measured
 
 
 def windows_of(clean: Clean) -> Windows:
