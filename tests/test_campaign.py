@@ -11,9 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from campaign.cli import closing, row
+from campaign.cli import closing, remeasured, row
 from campaign.judge import Observation, Outcome, judge
 from campaign.plan import FAULTS, MAX_GAP_S, Aim, Windows, allowed_exits, draw_moment, plan, trial_rng
+from campaign.targets import Clean
 from campaign.trial import TrialRecord, phase_of
 from faults import RunDirs, Verdicts
 
@@ -85,6 +86,16 @@ def test_a_seeded_plan_is_repeatable_and_puts_exactly_the_asked_trials_on_vllm()
     assert draw_moment(trial_rng(3, 17), faults[0], windows) == draw_moment(trial_rng(3, 17), faults[0], windows)
     with pytest.raises(ValueError, match="vllm_trials"):
         plan(3, 5, 6, ["toy"], faults, "vllm")
+
+
+def test_a_trial_whose_fault_was_never_delivered_measures_the_clean_run_again() -> None:
+    clean = Clean(CLEAN, 0, 2, run_s=16.0, session=(2.0, 15.0), workers=(10.0, 13.0))
+    unfaulted = TrialRecord(1, "toy", "int-group", 12.0, 0.0, sent=False, exit_code=0, run_s=8.5,
+                            session=(1.0, 8.0), workers=(5.0, 7.0))  # fmt: skip
+    assert remeasured(clean, unfaulted) == Clean(CLEAN, 0, 2, 8.5, (1.0, 8.0), (5.0, 7.0))
+    assert remeasured(clean, replace(unfaulted, sent=True)) is None  # a faulted run is no clean run
+    assert remeasured(clean, replace(unfaulted, reasons=["left running: 42 x"])) is None
+    assert remeasured(clean, replace(unfaulted, exit_code=1)) is None
 
 
 # --- exit codes -------------------------------------------------------------------------------------------

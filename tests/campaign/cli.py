@@ -15,7 +15,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from campaign.plan import FAULTS, Fault, Planned, draw_moment, plan, trial_rng
@@ -76,6 +76,17 @@ def repeat_command(args: argparse.Namespace) -> str:
     if args.only:
         words += ["--only", ",".join(map(str, args.only))]
     return shlex.join(words)
+
+
+def remeasured(clean: Clean, record: TrialRecord) -> Clean | None:
+    """The target's clean run measured again from a trial whose fault was never delivered: that run went to its
+    end unfaulted, on the machine as loaded now (a shared machine's load changes a run's length twofold, and
+    moments drawn from a slower run fall after the end of every faster one). None: the trial faulted its run."""
+    if record.sent or not record.ok or record.exit_code != clean.exit_code:
+        return None
+    return replace(
+        clean, run_s=record.run_s, session=record.session or clean.session, workers=record.workers or clean.workers
+    )
 
 
 def row(record: TrialRecord) -> str:
@@ -159,6 +170,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_log(args.log, command, args, cleans, records)
             if record.ok and not args.keep:
                 shutil.rmtree(folder, ignore_errors=True)
+            if again := remeasured(clean, record):
+                cleans[p.target] = again
+                say(
+                    f"clean run of {p.target} measured again (trial {p.number} ran to its end unfaulted): "
+                    f"{again.run_s:.2f} s, session {_span(again.session)}, workers {_span(again.workers)}"
+                )
     except (LookupError, RuntimeError) as err:
         print(f"fault-campaign: error: {err}", file=sys.stderr)
         return 3

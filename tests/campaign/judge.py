@@ -18,6 +18,7 @@ class Outcome:
     code: int | None
     stdout: str = ""
     stderr: str = ""
+    seconds: float = 0.0  # from its start to its end
 
     @property
     def first_line(self) -> str:

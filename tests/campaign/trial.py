@@ -139,11 +139,12 @@ def finish(running: Running, timeout: float) -> Outcome:
         code: int | None = running.proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         code = None
+    seconds = time.monotonic() - running.t0
     if code is None:
         running.kill()
     else:
         running.watch.stop()
-    return Outcome(code, running.started.out, running.started.err)
+    return Outcome(code, running.started.out, running.started.err, seconds)
 
 
 def left_behind(work: Path, groups: set[int], within_s: float = LEFT_WITHIN_S) -> list[str]:
@@ -307,7 +308,10 @@ class TrialRecord:
     reasons: list[str] = field(default_factory=list)
     stderr: str = ""
     reruns: list[int | None] = field(default_factory=list)
-    seconds: float = 0.0
+    seconds: float = 0.0  # the whole trial
+    run_s: float = 0.0  # the faulted run, from its start to its end
+    session: tuple[float, float] | None = None  # when the faulted run's session and workers lived
+    workers: tuple[float, float] | None = None
 
     @property
     def ok(self) -> bool:
@@ -388,6 +392,11 @@ def run_trial(
     record.stderr = faulted.stderr[-4000:]
     record.reruns = [r.code for r in reruns]
     record.seconds = time.monotonic() - began
+    record.run_s, record.session, record.workers = (
+        faulted.seconds,
+        running.watch.session_span,
+        running.watch.worker_span,
+    )
     return record
 
 
@@ -400,7 +409,6 @@ def _clean_run(target: Target, folder: Path, timeout: float) -> Clean:
     except BaseException:
         running.kill()
         raise
-    run_s = time.monotonic() - running.t0
     left = left_behind(dirs.work, running.watch.groups())
     problems = []
     if outcome.code != 0 or "Traceback" in outcome.stderr:
@@ -413,7 +421,7 @@ def _clean_run(target: Target, folder: Path, timeout: float) -> Clean:
     if verdicts is None or not verdicts.mutants:
         raise RuntimeError(f"the clean run of {target.name} failed: {'; '.join(problems) or 'no mutant'}")
     spans = running.watch.session_span, running.watch.worker_span
-    return Clean(verdicts, outcome.code or 0, len(verdicts.mutants), run_s, *spans)
+    return Clean(verdicts, outcome.code or 0, len(verdicts.mutants), outcome.seconds, *spans)
 
 
 def measure(target: Target, folder: Path, timeout: float) -> Clean:
