@@ -8,6 +8,7 @@
     nox -s replay                         the guards and the mutation run against vLLM 0.29.0 must fail
     nox -s wheel                          build the wheel, install it in a fresh venv, run the main job there
     nox -s history -- [--from X] [--to Y] [--only X,Y] [--out DIR]   every release on the index, checked
+    nox -s faults -- [--trials N] [--seed S] [--vllm-trials K]   the fault campaign (tests/campaign/)
     nox -s lint
 
 Each session's environment holds torch 2.13.0 (the CPU build on local disk), the runtime modules of
@@ -160,6 +161,15 @@ def history(session: nox.Session) -> None:
         ("-c", CONSTRAINTS, "-e", ".[mutation]"),
     )
     session.run("warnonce-guard", "history", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def faults(session: nox.Session) -> None:
+    """The fault campaign: the main job on toy trees and the pinned vLLM, faulted at random moments (signals to
+    the command and its group, SIGKILL of the mutmut session or of a worker), rerun, and compared with a clean run;
+    one row per trial, then `N trials: N ok, N wrong` (`-- --help` for the options)."""
+    _guard_env(session, PINNED_VLLM)
+    session.run("python", "tests/campaign", *session.posargs)
 
 
 @nox.session(python=PYTHON)

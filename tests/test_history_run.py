@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sysconfig
 from pathlib import Path
@@ -23,6 +24,7 @@ from warnonce_guard.guards.errors import ExitCode, NoRelease, PathRefused, PathU
 from warnonce_guard.mutations import ownership
 from warnonce_guard.mutations.cli import main
 from warnonce_guard.mutations.history import run as sweep
+from warnonce_guard.mutations.history.fetch import MARKER
 from warnonce_guard.mutations.history.records import Verdict
 from warnonce_guard.mutations.history.run import Options, run_history
 from warnonce_guard.mutations.workspace import WorkRoot
@@ -271,3 +273,51 @@ def test_a_full_disk_in_the_work_directory_is_one_line_and_its_exit_code_not_a_t
         "No space left on device" in line
     ), line
     assert not (tmp_path / "o").exists()
+
+
+def stopped_after_fetching(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str) -> None:
+    """A sweep of `version` killed after its tree was extracted, before its verdict was kept."""
+
+    def killed(tree: Path) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sweep, "survey", killed)
+        with pytest.raises(KeyboardInterrupt):
+            run_history(options(tmp_path, only=(version,)), console())
+
+
+@pytest.mark.parametrize(
+    "damage", ['{"filename": "vllm-1.0.', "", "[]", "{}"], ids=["cut-short", "empty", "not-an-object", "no-fields"]
+)
+def test_a_kept_tree_whose_marker_is_damaged_is_extracted_again_with_a_note(
+    tmp_path: Path, index, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    stopped_after_fetching(tmp_path, monkeypatch, "1.0.0")
+    tree = tmp_path / "work" / "trees" / "1.0.0"
+    (tree / MARKER).write_text(damage, encoding="utf-8")  # was: "not checked" on every rerun
+    out = console()
+    (verdict,) = run_history(options(tmp_path, only=("1.0.0",)), out).verdicts
+    assert verdict.verdict is Verdict.EXPOSED, verdict.reason
+    note = f"1.0.0: discarded the kept tree {tree} (its {MARKER} is damaged); extracted again from vllm-1.0.0.tar.gz"
+    assert note in out.export_text().splitlines()
+    assert json.loads((tree / MARKER).read_text(encoding="utf-8"))["sha256"] == index[2].files[0].sha256
+    assert run_history(options(tmp_path, only=("1.0.0",)), console()).from_cache == 1
+
+
+def test_a_directory_where_a_download_goes_is_discarded_with_a_note_and_the_archive_downloaded(
+    tmp_path: Path, index
+) -> None:
+    run_history(options(tmp_path, only=("0.9.0",)), console())  # the history work directory, marked
+    downloads = tmp_path / "work" / "downloads"
+    where = downloads / "vllm-1.0.0.tar.gz"
+    (where / "vllm-1.0.0").mkdir(parents=True)  # was: "download failed ... rerun to retry" on every rerun
+    (where / "vllm-1.0.0" / "PKG-INFO").write_text("half\n", encoding="utf-8")
+    (downloads / "notes.txt").write_text("mine\n", encoding="utf-8")
+    out = console()
+    (verdict,) = run_history(options(tmp_path, only=("1.0.0",)), out).verdicts
+    assert verdict.verdict is Verdict.EXPOSED, verdict.reason
+    note = f"1.0.0: discarded {where} (a directory where the downloaded archive goes); downloading it again"
+    assert note in out.export_text().splitlines()
+    assert where.is_file() and (downloads / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+    assert run_history(options(tmp_path, only=("1.0.0",)), console()).from_cache == 1

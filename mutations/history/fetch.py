@@ -5,7 +5,12 @@ Layout under the work directory (nothing is ever written to site-packages):
     downloads/<file>          archives as the index serves them, renamed into place only once verified
     trees/<version>/vllm/     the release's `vllm/` package: Python sources and data, no compiled modules
     trees/<version>/.warnonce-history.json   which archive (name, sha256) the tree came from, and a digest of
-                                             its files: a tree edited since (by hand, by a tool) is extracted again
+                                             its files: a tree edited since (by hand, by a tool) is extracted again,
+                                             and so is one whose marker is damaged (one note says so); a tree
+                                             without the marker is someone else's and never replaced
+
+Only this tool writes under those names in its (marked) work directory: a directory where an archive goes is
+discarded with a note and the archive downloaded again.
 
 Downloads and extractions are written under temporary names (`guards.atomic.temporary`) and renamed into
 place, so a killed run leaves no half-written archive or tree under a real name, and two runs never share a
@@ -25,7 +30,7 @@ import urllib.request
 import zipfile
 from collections.abc import Iterator
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
@@ -59,6 +64,7 @@ class Fetched:
     downloaded: bool  # False when the tree (or the archive) was already in the work directory
     failures: tuple[str, ...] = ()  # files tried first that could not be used, one line each
     retry: bool = False  # one of them may work on a rerun (a download failed): a verdict from this file is not kept
+    notes: tuple[str, ...] = ()  # what was discarded from the work directory to fetch it, one line each
 
 
 def fetch_release(release: Release, work_dir: Path) -> Fetched:
@@ -71,22 +77,30 @@ def fetch_release(release: Release, work_dir: Path) -> Fetched:
             failures.append(FetchFailed(f"{dist.filename}: {err}", err.retry))
             continue
         said = tuple(str(f) for f in failures)
-        return Fetched(fetched.tree, fetched.dist, fetched.downloaded, said, any(f.retry for f in failures))
+        return replace(fetched, failures=said, retry=any(f.retry for f in failures))
     raise FetchFailed("; ".join(str(f) for f in failures) or "no sdist or wheel on the index")
 
 
 def fetch_dist(dist: Dist, downloads: Path, tree: Path) -> Fetched:
     if _intact(tree, dist.sha256):
         return Fetched(tree, dist, downloaded=False)
+    notes: list[str] = []
     archive = downloads / dist.filename
+    if archive.is_dir() and not archive.is_symlink():
+        # only this tool writes under that name in its work directory, and only ever a file
+        shutil.rmtree(archive)
+        notes.append(f"discarded {archive} (a directory where the downloaded archive goes); downloading it again")
     downloaded = False
     if not (archive.is_file() and sha256_of(archive) == dist.sha256):
         download(dist, archive)
         downloaded = True
     if sha256_of(archive) != dist.sha256:  # verified again right before use
         raise FetchFailed(f"{archive} no longer matches the index's sha256; rerun to fetch it again")
+    damaged = _made_here(tree) and not _marker(tree).get("tree")
     extract(archive, dist, tree)
-    return Fetched(tree, dist, downloaded)
+    if damaged:
+        notes.append(f"discarded the kept tree {tree} (its {MARKER} is damaged); extracted again from {archive.name}")
+    return Fetched(tree, dist, downloaded, notes=tuple(notes))
 
 
 def sha256_of(path: Path) -> str:
@@ -120,6 +134,8 @@ def download(dist: Dist, archive: Path) -> None:
 
 
 def _marker(tree: Path) -> dict[str, str]:
+    if not (tree / MARKER).is_file():  # never opened when it is not a file (a FIFO would block)
+        return {}
     try:
         found = json.loads((tree / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -137,6 +153,12 @@ def tree_digest(tree: Path) -> str:
         digest.update(relative.as_posix().encode() + b"\0" + str(path.stat().st_size).encode() + b"\0")
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def _made_here(tree: Path) -> bool:
+    """The tree carries this tool's marker file, readable or not (only extraction writes a file of that name)."""
+    marker = tree / MARKER
+    return marker.exists() or marker.is_symlink()
 
 
 def _intact(tree: Path, sha256: str) -> bool:
@@ -195,11 +217,11 @@ def extract(archive: Path, dist: Dist, tree: Path) -> None:
 
 def _swap(building: Path, tree: Path, sha256: str) -> None:
     """Put the new tree in place. An intact tree from the same archive (another run's) is kept; any other is
-    replaced only when its marker shows this tool made it."""
+    replaced only when its marker shows this tool made it (a marker cut short or emptied still does)."""
     if tree.exists():
         if _intact(tree, sha256):
             return
-        if not _marker(tree):
+        if not _made_here(tree):
             raise FetchFailed(f"{tree} exists and was not made by warnonce-guard history; move it away")
         aside = temporary(tree, "old")
         os.replace(tree, aside)

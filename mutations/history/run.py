@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -92,9 +93,14 @@ def remove_leftovers(work_dir: Path) -> list[Path]:
 
 
 def check_release(
-    release: releases_index.Release, work_dir: Path, timeout_s: float, stage: Callable[[str], None]
+    release: releases_index.Release,
+    work_dir: Path,
+    timeout_s: float,
+    stage: Callable[[str], None],
+    say: Callable[[str], None],
 ) -> ReleaseVerdict:
-    """Fetch, survey, guard and classify one release (the guards only when it has cached sites)."""
+    """Fetch, survey, guard and classify one release (the guards only when it has cached sites); `say` gets
+    one line for each thing of its own discarded from the work directory on the way (a damaged kept tree)."""
     started = time.monotonic()
     meta = ReleaseMeta(release.version, release.date, release.yanked)
     stage("fetching")
@@ -102,6 +108,8 @@ def check_release(
         fetched = fetch_release(release, work_dir)
     except FetchFailed as err:
         return not_checked(meta, f"fetch failed: {err}", retry=True, duration_s=time.monotonic() - started)
+    for note in fetched.notes:
+        say(f"{release.version}: {note}")
     meta = replace(meta, source=fetched.dist.filename, fallback=fallback_note(fetched))
     stage("discovery")
     found = survey(fetched.tree)
@@ -150,8 +158,11 @@ class _Progress:
         if self.progress is not None and self.task is not None:
             self.progress.update(self.task, description=f"{version}: {text}")
 
-    def done(self, line: str) -> None:
+    def say(self, line: str) -> None:
         self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    def done(self, line: str) -> None:
+        self.say(line)
         if self.progress is not None and self.task is not None:
             self.progress.advance(self.task)
 
@@ -231,9 +242,8 @@ def sweep(
                 how = "cached"
             else:
                 with _writing(work_dir):
-                    verdict = check_release(
-                        release, work_dir, timeout_s, lambda text, v=release.version: progress.stage(v, text)
-                    )
+                    stage = partial(progress.stage, release.version)
+                    verdict = check_release(release, work_dir, timeout_s, stage, progress.say)
                     cache.put(release, verdict)
                 checked += 1
                 how = f"{verdict.duration_s:.1f} s"
