@@ -106,7 +106,7 @@ def hash_tree(*roots: Path) -> dict[str, str]:
 
 def cli_args(tree: Path, out: Path, work: Path, viewer: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "warnonce_guard.mutations.cli", "mutate",
+        sys.executable, "-m", "warnonce_guard.mutations", "mutate",
         "--vllm-src", str(tree), "--out", str(out), "--work-dir", str(work), "--viewer-js", str(viewer), *extra,
     ]  # fmt: skip
 

@@ -7,7 +7,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from warnonce_guard.guards.errors import SourceDoesNotParse
+from libcst.metadata.position_provider import PositionProvidingCodegenState
+from toy import INTERFACE
+from warnonce_guard.guards.errors import ExitCode, Interrupted, SourceDoesNotParse
 from warnonce_guard.guards.sites import Condition, Site, discover, might_hold_site, sites_in_source
 
 FILE, MODULE = "vllm/platforms/x.py", "vllm.platforms.x"
@@ -465,3 +467,14 @@ def test_discover_takes_another_package_name(tmp_path: Path) -> None:
     (site,) = discover(tmp_path, package="toyllm")
 
     assert (site.file, site.module, site.kernel_module) == ("toyllm/p.py", "toyllm.p", "toyllm._C")
+
+
+def test_a_signal_while_discovery_records_positions_stays_the_interrupt_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libcst's position recording turned the interrupt into a chain of KeyErrors (`sites`, `guards`: exit 70)."""
+
+    def signalled(state: PositionProvidingCodegenState, value: str) -> None:  # where the handler would raise
+        raise Interrupted(ExitCode.INTERRUPTED)
+
+    monkeypatch.setattr(PositionProvidingCodegenState, "add_token", signalled)
+    with pytest.raises(Interrupted):
+        sites_in_source(INTERFACE, "vllm/platforms/interface.py", "vllm.platforms.interface")

@@ -92,7 +92,7 @@ class Platform:
 EAGER_CALL = 'logger.warning_once("Failed to import from PKG._C: %s", repr(e))'
 
 # The command line, run in a subprocess as a user runs it.
-CLI = [sys.executable, "-m", "warnonce_guard.mutations.cli"]
+CLI = [sys.executable, "-m", "warnonce_guard.mutations"]
 
 _names = itertools.count()
 
