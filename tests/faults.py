@@ -6,6 +6,7 @@ A run's phases, as the work directory shows them (one fresh work directory per r
 
     staging     a `.vllm.partial` copy is being made
     generation  the mutmut session is running and `generation.json` is not written yet
+    naming      `generation.json` is written and `identities.json` not yet: the run names the mutants (libcst)
     baseline    `generation.json` is written and no mutant has a finished guard session yet
     mutants     some mutants have a finished guard session, not all
     report      a `.<out>.tmp-*` directory is being filled beside --out
@@ -29,7 +30,7 @@ from toy import INTERFACE, make_tree
 from warnonce_guard.mutations.operators import OPERATORS, apply_operator
 
 ROOT = Path(__file__).resolve().parent.parent
-PHASES = ("staging", "generation", "baseline", "mutants", "report")
+PHASES = ("staging", "generation", "naming", "baseline", "mutants", "report")
 # One site in the toy tree: one mutant per operator that fits its call (from the operator registry).
 MUTANTS = sum(len(apply_operator(name, INTERFACE)) for name in OPERATORS)
 ERROR_PREFIX = "warnonce-guard: error: "
@@ -191,6 +192,17 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def answers_stop_signals(pid: int) -> bool:
+    """Whether the process catches SIGTERM: Python catches only SIGINT by itself, so this is true from the first
+    instruction of warnonce-guard's own (its entry module installs the handlers) until it ends."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:")).split()[1]
+    return bool(int(caught, 16) & (1 << (signal.SIGTERM - 1)))
+
+
 def session_alive(work: Path) -> bool:
     return any(SESSION_MODULE in cmd for _, cmd in processes_mentioning(str(work)))
 
@@ -233,6 +245,8 @@ def in_phase(phase: str, dirs: RunDirs) -> bool:
         return bool(dirs.glob(".vllm.partial"))
     if phase == "generation":
         return session_alive(dirs.work) and not dirs.glob("generation.json")
+    if phase == "naming":
+        return bool(dirs.glob("generation.json")) and not dirs.glob("identities.json")
     if phase == "baseline":
         return bool(dirs.glob("generation.json")) and dirs.finished_mutants() == 0
     if phase == "mutants":
@@ -250,6 +264,8 @@ def stopped_in(phase: str, dirs: RunDirs) -> bool:
         return not dirs.glob("setup.cfg")  # written right after the copy
     if phase == "generation":
         return bool(dirs.glob("mutmut.log")) and not dirs.glob("generation.json")
+    if phase == "naming":
+        return bool(dirs.glob("generation.json")) and not dirs.glob("identities.json")
     if phase == "baseline":
         return bool(dirs.glob("generation.json")) and dirs.finished_mutants() == 0
     if phase == "mutants":
