@@ -14,10 +14,12 @@ A run's phases, as the work directory shows them (one fresh work directory per r
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -100,6 +102,44 @@ def hash_tree(*roots: Path) -> dict[str, str]:
                 what = hashlib.sha256(path.read_bytes()).hexdigest()
             out[str(path)] = f"{oct(st.st_mode)} {what}"
     return out
+
+
+# --- disks ----------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def small_disk(folder: Path, size_kb: int) -> Iterator[Path]:
+    """`folder` as a tmpfs of `size_kb` KB for the block (root only: the test is skipped where none can be had)."""
+    import pytest
+
+    folder.mkdir(parents=True, exist_ok=True)
+    mount = shutil.which("mount")
+    if os.geteuid() != 0 or mount is None:
+        pytest.skip("mounting a small tmpfs needs root")
+    if subprocess.run([mount, "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(folder)]).returncode:
+        pytest.skip("no tmpfs can be mounted here")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def fill_leaving(disk: Path, free_kb: int) -> None:
+    """Empty `disk`, then fill it with one file so that `free_kb` KB stay free."""
+    for child in disk.iterdir():
+        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    st = os.statvfs(disk)
+    filler = st.f_bavail * st.f_frsize - free_kb * 1024
+    if filler > 0:
+        fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            os.posix_fallocate(fd, 0, filler)
+        finally:
+            os.close(fd)
+
+
+def size_kb(folder: Path) -> int:
+    return sum(p.lstat().st_size for p in folder.rglob("*")) // 1024
 
 
 # --- running the command line ----------------------------------------------------------------------------

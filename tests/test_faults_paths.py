@@ -15,7 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from faults import ROOT, CleanRun, cli_args, hash_tree, one_line_error, read_verdicts, run
+from faults import (
+    ROOT,
+    CleanRun,
+    cli_args,
+    fill_leaving,
+    hash_tree,
+    one_line_error,
+    read_verdicts,
+    run,
+    size_kb,
+    small_disk,
+)
 from toy import CLI, make_tree
 from warnonce_guard.guards.errors import ExitCode
 from warnonce_guard.mutations.cli import main
@@ -290,3 +301,31 @@ def test_an_earlier_work_dir_prunes_only_its_own_workspaces_and_keeps_the_users_
     assert read_verdicts(tmp_path / "report") == clean_run.verdicts
     assert hash_tree(*users) == before
     assert [ws.exists() for ws in old] == [False, False, True, True]
+
+
+@pytest.mark.slow
+def test_a_work_directory_on_a_full_disk_is_one_line_and_exit_12_whatever_write_the_disk_refuses(
+    untouched_user_tree: Path,
+    small_viewer: Path,
+    clean_run: CleanRun,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
+) -> None:
+    """A real small tmpfs filled to leave from nothing to more than a run needs: with 88 KB free, a write that
+    names no file was a traceback and exit 70. The mutmut session's own full disk is its part of the run (13)."""
+    needs = size_kb(clean_run.work)
+    outcomes = {}
+    with small_disk(tmp_path / "disk", needs + 512) as disk:
+        for free_kb in range(0, needs + 48, 8):
+            fill_leaving(disk, free_kb)
+            out = tmp_path / f"report-{free_kb}"
+            done = run(cli_args(untouched_user_tree, out, disk / "work", small_viewer), cwd=tmp_path)
+            outcomes[free_kb] = (done.returncode, done.stderr.strip())
+            assert "Traceback" not in done.stderr and done.returncode != ExitCode.INTERNAL_ERROR, done.stderr
+            if done.returncode == ExitCode.STAGING_FAILED:
+                line = one_line_error(done.stderr)
+                assert str(disk / "work") in line and "No space left on device" in line, line
+                assert not out.exists()
+    record_property("outcome", "; ".join(f"{kb} KB free: exit {code}" for kb, (code, _) in outcomes.items()))
+    codes = [code for code, _ in outcomes.values()]
+    assert codes[0] == ExitCode.STAGING_FAILED and codes[-1] == ExitCode.OK, outcomes  # not vacuous
