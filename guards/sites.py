@@ -33,6 +33,7 @@ from warnonce_guard.guards.site_rule import (
     site_calls,
     walk,
 )
+from warnonce_guard.guards.target import files_to_read, read_source
 
 
 @dataclass(frozen=True)
@@ -472,8 +473,8 @@ def discover(root: Path, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PA
     candidate `try` are parsed: on vLLM, a few hundredths of a second each, so no worker processes.
     """
     found: list[Site] = []
-    for path in sorted((root / package).rglob("*.py")):
-        source = path.read_text(encoding="utf-8", errors="replace")
+    for path in files_to_read(sorted((root / package).rglob("*.py"))):
+        source = read_source(path)
         if might_hold_site(source, pattern) and _logs_a_caught_exception(source, pattern):
             relative = path.relative_to(root)
             found += _SiteFinder.run(source, relative.as_posix(), module_name(relative), package, pattern)

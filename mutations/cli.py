@@ -28,6 +28,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from warnonce_guard import guards as guards_package
+from warnonce_guard.guards import notes
 from warnonce_guard.guards import target as targets
 from warnonce_guard.guards.errors import (
     ExitCode,
@@ -420,7 +421,8 @@ def _main(argv: Sequence[str] | None, exiting: bool) -> int:
     try:
         for sig in STOP_SIGNALS:
             previous[sig] = signal.signal(sig, stops.handle)
-        code = _command(args, stops)
+        with notes.shown_as_lines():
+            code = _command(args, stops)
     except BaseException as err:  # a signal's Interrupted can surface anywhere up to here: judged below
         stops.running = False
         failure = err

@@ -18,15 +18,20 @@ import contextlib
 import hashlib
 import json
 import os
+import pickle
+import pwd
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from toy import INTERFACE, make_tree
 from warnonce_guard.mutations.operators import OPERATORS, apply_operator
@@ -140,6 +145,83 @@ def fill_leaving(disk: Path, free_kb: int) -> None:
 
 def size_kb(folder: Path) -> int:
     return sum(p.lstat().st_size for p in folder.rglob("*")) // 1024
+
+
+@contextlib.contextmanager
+def no_longer_than(seconds: float) -> Iterator[None]:
+    """The block must end within `seconds` (a FIFO opened for reading waits for ever): TimeoutError otherwise."""
+
+    def expired(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# --- another user -----------------------------------------------------------------------------------------
+
+NOBODY = "nobody"
+
+
+@contextlib.contextmanager
+def shared_folder() -> Iterator[Path]:
+    """A folder every user can reach (pytest's tmp_path is under a 0700 directory of root's), removed after."""
+    folder = Path(tempfile.mkdtemp(prefix="warnonce-shared-", dir="/tmp"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def shared_tree() -> Iterator[Path]:
+    """A toy vLLM tree (root's) that every user can reach."""
+    with shared_folder() as shared:
+        yield make_tree(shared / "tree")
+
+
+def give_to_nobody(*paths: Path) -> None:
+    user = pwd.getpwnam(NOBODY)
+    for path in paths:
+        os.chown(path, user.pw_uid, user.pw_gid)
+
+
+def as_nobody(function: Callable[[], Any]) -> Any:
+    """`function()` in a forked child running as the unprivileged user nobody; its result (pickled back), or the
+    test fails with the child's traceback. Skips unless root (only root can become another user). The child
+    imports nothing new the user could not read: call the code once as root first."""
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("becoming another user needs root")
+    user = pwd.getpwnam(NOBODY)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+            outcome: tuple[str, Any] = ("returned", function())
+        except BaseException:
+            outcome = ("raised", traceback.format_exc())
+        with os.fdopen(write, "wb") as out:
+            pickle.dump(outcome, out)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        kind, value = pickle.load(pipe)
+    os.waitpid(pid, 0)
+    if kind == "raised":
+        pytest.fail(f"as {NOBODY}:\n{value}")
+    return value
 
 
 # --- running the command line ----------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from toy import CLI, INTERFACE, make_tree
+from toy import CLI, INTERFACE, add_odd_files, make_tree
 from warnonce_guard.guards.errors import ExitCode, NotAVllmTree, NothingToCheck, SourceDoesNotParse, TargetNotFound
 
 pytestmark = pytest.mark.slow  # runs the command line in subprocesses
@@ -175,3 +175,35 @@ def test_a_reader_that_leaves_a_shared_stdout_and_stderr_pipe_does_not_change_th
     assert proc.stdout is not None
     proc.stdout.close()
     assert proc.wait(timeout=60) == ExitCode.TARGET_NOT_FOUND
+
+
+COMMANDS = {
+    "sites": ("sites",),
+    "guards": ("guards", "-q", "-p", "no:cacheprovider"),
+    "mutate": ("mutate", "--out", "report", "--work-dir", "work"),
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_what_is_no_file_to_read_in_the_target_is_skipped_with_one_note_each_and_never_waited_on(
+    command: str, tmp_path: Path
+) -> None:
+    """A FIFO named *.py hung each command for ever; a dangling symlink, a loop, a directory named x.py: exit 70."""
+    tree = make_tree(tmp_path / "tree")
+    odd = add_odd_files(tree)
+    run = subprocess.run(
+        [*CLI, *COMMANDS[command], "--vllm-src", str(tree)], capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )
+    assert run.returncode == ExitCode.OK, run.stdout + run.stderr
+    noted = {path: what for path, what in odd.items() if command == "mutate" or path.suffix == ".py"}
+    notes = sorted(f"warnonce-guard: note: skipped {path}: {what}, not a file to read" for path, what in noted.items())
+    assert sorted(run.stderr.splitlines()) == notes  # each once, though discovery, fingerprint and staging meet it
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_version_file_that_is_not_utf8_is_one_line_and_exit_5(command: str, tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    (tree / "vllm" / "_version.py").write_bytes(b"__version__ = '9.9.9'  # caf\xe9\n")
+    args = [*CLI, *COMMANDS[command], "--vllm-src", str(tree)]
+    run = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
+    one_line_error(run, ExitCode.SOURCE_DOES_NOT_PARSE, f"{tree / 'vllm' / '_version.py'}: not utf-8 text")

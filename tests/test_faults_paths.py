@@ -18,12 +18,15 @@ import pytest
 from faults import (
     ROOT,
     CleanRun,
+    as_nobody,
     cli_args,
     fill_leaving,
+    give_to_nobody,
     hash_tree,
     one_line_error,
     read_verdicts,
     run,
+    shared_tree,
     size_kb,
     small_disk,
 )
@@ -329,3 +332,76 @@ def test_a_work_directory_on_a_full_disk_is_one_line_and_exit_12_whatever_write_
     record_property("outcome", "; ".join(f"{kb} KB free: exit {code}" for kb, (code, _) in outcomes.items()))
     codes = [code for code, _ in outcomes.values()]
     assert codes[0] == ExitCode.STAGING_FAILED and codes[-1] == ExitCode.OK, outcomes  # not vacuous
+
+
+# --- another user's files in the work directory (the run as the unprivileged user nobody) -------------------
+
+
+def main_as_nobody(argv: list[str]) -> tuple[int, str]:
+    """`main(argv)` in a forked child as the user nobody: its exit code and stderr."""
+
+    def command() -> tuple[int, str]:
+        import io
+        import sys
+
+        sys.stderr = io.StringIO()
+        try:
+            code = main(argv)
+        except SystemExit as stop:
+            code = int(stop.code or 0)
+        return code, sys.stderr.getvalue()
+
+    return as_nobody(command)
+
+
+@pytest.mark.usefixtures("fake_session")
+def test_a_work_directory_root_ran_in_first_is_one_line_and_exit_10_for_its_user() -> None:
+    """The user's work directory, used once by root: its lock is root's, and filelock's PermissionError was 70."""
+    with shared_tree() as tree:
+        viewer = tree.parent / "viewer.js"
+        viewer.write_text("/* stand-in */")
+        mine = tree.parent / "mine"
+        mine.mkdir()
+        give_to_nobody(mine)
+        work = mine / "work"
+        work.mkdir()
+        give_to_nobody(work)
+        argv = ["mutate", "--vllm-src", str(tree), "--viewer-js", str(viewer), "--work-dir", str(work)]
+        assert main([*argv, "--out", str(tree.parent / "roots-report")]) == ExitCode.OK  # root's run
+
+        code, said = main_as_nobody([*argv, "--out", str(mine / "report")])
+    assert code == ExitCode.PATH_UNUSABLE, said
+    assert f"--work-dir {work}: cannot take its lock .warnonce-guard.lock: Permission denied" in one_line_error(said)
+    assert not (mine / "report").exists()
+
+
+@pytest.mark.usefixtures("fake_session")
+def test_old_workspaces_of_another_user_are_left_with_one_note_and_the_run_goes_on() -> None:
+    """Root's workspaces in a user's work directory: pruning raised PermissionError, exit 70, on every run."""
+    with shared_tree() as tree:
+        viewer = tree.parent / "viewer.js"
+        viewer.write_text("/* stand-in */")
+        mine = tree.parent / "mine"
+        mine.mkdir()
+        give_to_nobody(mine)
+        argv = ["mutate", "--vllm-src", str(tree), "--viewer-js", str(viewer), "--work-dir", str(mine / "work")]
+        assert main([*argv, "--out", str(tree.parent / "roots-report")]) == ExitCode.OK  # as root: warm-up
+        shutil.rmtree(mine / "work")
+        assert main_as_nobody([*argv, "--out", str(mine / "report")])[0] == ExitCode.OK  # the user's first run
+        roots = []
+        for i in range(3):  # three older workspaces of root's: the oldest is pruned, then kept with a note
+            ws = mine / "work" / f"roots-{i}"
+            (ws / "vllm").mkdir(parents=True)
+            (ws / "vllm" / "x.py").write_text("root's")
+            mark(ws, Kind.WORKSPACE)
+            os.utime(ws, (1000 + i, 1000 + i))
+            roots.append(ws)
+
+        for _ in range(2):  # on every run
+            code, said = main_as_nobody([*argv, "--out", str(mine / "report")])
+            assert code == ExitCode.OK, said
+            assert said.splitlines() == [
+                f"warnonce-guard: note: kept the old workspace {roots[0]}: Permission denied: {roots[0] / 'vllm'}; "
+                "its owner may remove it"
+            ]
+        assert all(ws.exists() for ws in roots)
