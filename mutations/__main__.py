@@ -16,11 +16,17 @@ import sys
 
 # the exit code is 128 + the signal's number, as shells report it (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
 SAID = {_signal.SIGINT: "interrupted", _signal.SIGTERM: "terminated"}
+_arrivals = -1  # the read end of the wakeup pipe: the signals in the order they came (see cli.Stops)
 
 
 def stopped_before_the_command(signum: int, frame: object) -> None:
     """A signal before the command line took over (or after it ended): nothing to clean up, so one line and
-    exit now with the signal's code."""
+    exit now with the code of the signal that came first."""
+    try:
+        arrived = os.read(_arrivals, 64)
+    except OSError:
+        arrived = b""
+    signum = next((number for number in arrived if number in SAID), signum)
     try:
         os.write(2, f"warnonce-guard: {SAID[signum]}\n".encode())
     finally:  # stderr closed, or its reader gone: the exit code still says it
@@ -29,6 +35,11 @@ def stopped_before_the_command(signum: int, frame: object) -> None:
 
 def entry() -> None:
     """Run the command line and end the process with its exit code (never returns)."""
+    global _arrivals
+    _arrivals, write = os.pipe()
+    for end in (_arrivals, write):
+        os.set_blocking(end, False)
+    _signal.set_wakeup_fd(write, warn_on_full_buffer=False)
     for sig in SAID:
         _signal.signal(sig, stopped_before_the_command)
     try:

@@ -4,10 +4,12 @@ runs it, in a subprocess, is tests/test_cli.py (slow tier)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -342,6 +344,40 @@ def test_a_later_signal_does_not_raise_into_the_cleanup_the_first_one_started(
     code = CODES[first]
     assert cli.main(["platforms"]) == code
     assert cleaned == ["the cleanup ran to its end"]
+    assert stderr_lines(capsys) == [f"warnonce-guard: {code.name.lower()}"]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [(signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM)],
+    ids=lambda o: "-".join(s.name for s in o),
+)
+def test_the_first_of_two_signals_that_land_during_one_long_c_call_decides(
+    order: tuple[signal.Signals, signal.Signals], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python runs the handlers of signals pending together lowest number first: SIGTERM then Ctrl-C while the
+    run wrote a 200 MB report in one call was 130."""
+    in_the_call = threading.Event()
+
+    def send_both() -> None:
+        in_the_call.wait()
+        for sig in order:
+            time.sleep(0.02)
+            os.kill(os.getpid(), sig)
+
+    def long_c_call(args: object) -> int:
+        sender = threading.Thread(target=send_both)
+        sender.start()
+        data = bytes(400_000_000)
+        in_the_call.set()
+        hashlib.sha256(data)  # one C call (no handler runs in it): both signals arrive meanwhile
+        sender.join()
+        time.sleep(5)
+        return pytest.fail("the signals did not stop the command")
+
+    monkeypatch.setattr(cli, "cmd_platforms", long_c_call)
+    code = CODES[order[0]]
+    assert cli.main(["platforms"]) == code
     assert stderr_lines(capsys) == [f"warnonce-guard: {code.name.lower()}"]
 
 
