@@ -26,7 +26,7 @@ class ExitCode(enum.IntEnum):
     PLATFORM_IMPORT_FAILED = 7  # a platform module fails to import in the guard environment
     NOTHING_TO_CHECK = 8  # no *_once kernel-import site (or no mutant): never a vacuous pass
     PATH_REFUSED = 9  # --out or --work-dir would replace or delete something warnonce-guard did not create
-    PATH_UNUSABLE = 10  # --out, --work-dir or --viewer-js is missing, not a directory/file, or not writable (by you)
+    PATH_UNUSABLE = 10  # --out, --work-dir or --viewer-js is missing, not a directory/file, or not writable
     WORK_DIR_BUSY = 11  # another run holds the work directory
     STAGING_FAILED = 12  # the work directory cannot be written (staging, repair, verdicts); history's too
     ENGINE_FAILED = 13  # mutmut is missing, another version, moved its internals, or its session died
@@ -59,7 +59,7 @@ def exit_code_meanings() -> dict[ExitCode, str]:
         ExitCode.PLATFORM_IMPORT_FAILED: "a platform module fails to import in this environment",
         ExitCode.NOTHING_TO_CHECK: "no *_once kernel-import site, or no mutant: nothing was checked",
         ExitCode.PATH_REFUSED: "--out/--work-dir would replace something warnonce-guard did not create",
-        ExitCode.PATH_UNUSABLE: "--out/--work-dir/--viewer-js missing, of the wrong kind, or not writable (by you)",
+        ExitCode.PATH_UNUSABLE: "--out/--work-dir/--viewer-js missing, of the wrong kind, or not writable",
         ExitCode.WORK_DIR_BUSY: "another run holds the work directory",
         ExitCode.STAGING_FAILED: (
             "the work directory's disk refuses a write (full, read-only, over quota); in the mutmut session: 13"
