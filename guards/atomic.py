@@ -25,11 +25,17 @@ def write_atomic(path: Path, text: str) -> None:
     """Write `text` to a temporary sibling (unique per process and call), then rename it over `path`.
 
     A reader sees the old file or the new one, never half of one; a failed write (disk full, a signal)
-    leaves no temporary file behind, and two processes writing the same path never share one.
+    leaves no temporary file behind, and two processes writing the same path never share one. An error names
+    the file even when the system call that failed did not (a full disk refuses a `write`, not the `open`):
+    whose disk refused is then known (the work directory's, not stdout's).
     """
     partial = temporary(path)
     try:
         partial.write_text(text, encoding="utf-8")
         os.replace(partial, path)
+    except OSError as err:
+        if err.filename is None:
+            err.filename = str(partial)
+        raise
     finally:
         partial.unlink(missing_ok=True)

@@ -21,7 +21,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2  # the command line is wrong: unknown option, a value out of range (--fail-under nan)
     TARGET_NOT_FOUND = 3  # no vLLM installed, or --vllm-src does not exist
     NOT_A_VLLM_TREE = 4  # --vllm-src exists but holds no vllm/ package with vllm/platforms/
-    SOURCE_DOES_NOT_PARSE = 5  # a Python file of the target does not parse
+    SOURCE_DOES_NOT_PARSE = 5  # a file of the target cannot be read, or a Python file of it does not parse
     PLATFORM_NOT_FOUND = 6  # --platform cannot be imported or is not a platform class
     PLATFORM_IMPORT_FAILED = 7  # a platform module fails to import in the guard environment
     NOTHING_TO_CHECK = 8  # no *_once kernel-import site (or no mutant): never a vacuous pass
@@ -54,7 +54,7 @@ def exit_code_meanings() -> dict[ExitCode, str]:
         ExitCode.USAGE: "bad command line (unknown option, value out of range)",
         ExitCode.TARGET_NOT_FOUND: "no vLLM installed, or --vllm-src does not exist",
         ExitCode.NOT_A_VLLM_TREE: "--vllm-src holds no vllm/ package with vllm/platforms/",
-        ExitCode.SOURCE_DOES_NOT_PARSE: "a Python file of the target does not parse",
+        ExitCode.SOURCE_DOES_NOT_PARSE: "a file of the target cannot be read, or a Python file of it does not parse",
         ExitCode.PLATFORM_NOT_FOUND: "--platform cannot be loaded or is not a platform class",
         ExitCode.PLATFORM_IMPORT_FAILED: "a platform module fails to import in this environment",
         ExitCode.NOTHING_TO_CHECK: "no *_once kernel-import site, or no mutant: nothing was checked",
@@ -62,7 +62,7 @@ def exit_code_meanings() -> dict[ExitCode, str]:
         ExitCode.PATH_UNUSABLE: "--out/--work-dir/--viewer-js missing, of the wrong kind, or not writable",
         ExitCode.WORK_DIR_BUSY: "another run holds the work directory, or is writing its report in --out",
         ExitCode.STAGING_FAILED: (
-            "the work directory cannot be written (disk full, read-only, permissions), also in the mutmut session"
+            "the work directory's disk refuses a write (full, read-only, over quota), also in the mutmut session"
         ),
         ExitCode.ENGINE_FAILED: "mutmut missing, another version, or its session (or a child of it) died or hung",
         ExitCode.MUTANTS_UNACCOUNTED: "mutmut and warnonce-guard disagree on the mutants",
@@ -114,7 +114,8 @@ class NotAVllmTree(GuardError):
 
 
 class SourceDoesNotParse(GuardError):
-    """A Python file of the target does not parse; names file and line."""
+    """A file of the target cannot be read (permissions, not Python's text encoding), or a Python file of it
+    does not parse; names the file (and the line)."""
 
     exit_code = ExitCode.SOURCE_DOES_NOT_PARSE
 
@@ -138,7 +139,8 @@ class PathRefused(GuardError):
 
 
 class PathUnusable(GuardError):
-    """An input or output path is missing, of the wrong kind, or not writable."""
+    """An input or output path is missing, of the wrong kind, or not writable (another user's files in the work
+    directory included)."""
 
     exit_code = ExitCode.PATH_UNUSABLE
 
@@ -151,7 +153,7 @@ class WorkDirBusy(GuardError):
 
 class StagingFailed(GuardError):
     """The work directory cannot be written: staging the target, repairing or keeping a run's state, or
-    history's (disk full, read-only, permissions)."""
+    history's: its disk is full, read-only or over quota (a permission refused is `PathUnusable`)."""
 
     exit_code = ExitCode.STAGING_FAILED
 

@@ -12,13 +12,14 @@ downstream speaks.
 from __future__ import annotations
 
 import ast
+import contextlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from warnonce_guard.guards.errors import SourceDoesNotParse
 from warnonce_guard.guards.site_rule import (
     DEFAULT_KERNEL_PATTERN,
@@ -32,6 +33,7 @@ from warnonce_guard.guards.site_rule import (
     site_calls,
     walk,
 )
+from warnonce_guard.guards.target import files_to_read, read_source
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,7 @@ class _SiteFinder:
         self, wrapper: MetadataWrapper, file: str, module: str, package: str, pattern: str, line_offset: int = 0
     ):
         self.module_node = wrapper.module
-        self.positions = wrapper.resolve(PositionProvider)
+        self.positions = positions(wrapper)
         self.file, self.module, self.package, self.pattern = file, module, package, pattern
         self.current_package = module if file.endswith("__init__.py") else module.rpartition(".")[0]
         self.line_offset = line_offset  # the region's place in its file
@@ -291,6 +293,33 @@ class _SiteFinder:
 
         descend(handler.body.body, ())
         return tuple(found)
+
+
+@contextlib.contextmanager
+def interrupts_kept() -> Iterator[None]:
+    """Around libcst's work (parsing, positions, mutmut's generator): an interrupt comes out as the interrupt.
+
+    libcst records a node's position in a `finally` that looks up its children's, which an exception passing
+    through never recorded: a Ctrl-C (or the command line's SIGTERM) in the middle came out as a KeyError,
+    chained once per level of the tree (megabytes of traceback on vLLM, exit 70).
+    """
+    try:
+        yield
+    except Exception as err:
+        cause: BaseException | None = err
+        seen = set()
+        while cause is not None and id(cause) not in seen and not isinstance(cause, KeyboardInterrupt):
+            seen.add(id(cause))
+            cause = cause.__context__
+        if isinstance(cause, KeyboardInterrupt):
+            raise cause from None
+        raise
+
+
+def positions(wrapper: MetadataWrapper) -> Mapping[cst.CSTNode, CodeRange]:
+    """Where each node of the wrapped module is (libcst's `PositionProvider`; see `interrupts_kept`)."""
+    with interrupts_kept():
+        return wrapper.resolve(PositionProvider)
 
 
 def parse(source: str, file: str) -> MetadataWrapper:
@@ -444,8 +473,8 @@ def discover(root: Path, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PA
     candidate `try` are parsed: on vLLM, a few hundredths of a second each, so no worker processes.
     """
     found: list[Site] = []
-    for path in sorted((root / package).rglob("*.py")):
-        source = path.read_text(encoding="utf-8", errors="replace")
+    for path in files_to_read(sorted((root / package).rglob("*.py"))):
+        source = read_source(path)
         if might_hold_site(source, pattern) and _logs_a_caught_exception(source, pattern):
             relative = path.relative_to(root)
             found += _SiteFinder.run(source, relative.as_posix(), module_name(relative), package, pattern)

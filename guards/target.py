@@ -1,14 +1,26 @@
-"""The vLLM under test: the installed package, or a source tree given by path."""
+"""The vLLM under test: the installed package, or a source tree given by path; and how its files are read.
+
+Every walk of the target (discovery, the fingerprint, staging) takes its files through `files_to_read`, and
+every Python source is read with `read_source`: a FIFO, a socket, a directory named `x.py`, a dangling
+symlink or a symlink loop is skipped with a note and never opened (a FIFO would be waited on for ever); a
+file that cannot be read, or decoded as Python reads it, is exit 5 naming it.
+"""
 
 from __future__ import annotations
 
+import errno
 import importlib.util
+import io
 import re
+import stat
 import sys
+import tokenize
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from warnonce_guard.guards.errors import NotAVllmTree, TargetNotFound
+from warnonce_guard.guards.errors import NotAVllmTree, SourceDoesNotParse, TargetNotFound
+from warnonce_guard.guards.notes import note
 
 PACKAGE = "vllm"
 
@@ -36,7 +48,7 @@ def _version_info(package_dir: Path) -> tuple[str, str | None]:
     version_file = package_dir / "_version.py"
     if not version_file.is_file():
         return "unknown (no _version.py: an unbuilt source tree)", None
-    text = version_file.read_text(encoding="utf-8")
+    text = read_source(version_file)
     version = re.search(r"__version__\s*=\s*(?:version\s*=\s*)?['\"]([^'\"]+)['\"]", text)
     commit = re.search(r"__commit_id__\s*=\s*(?:commit_id\s*=\s*)?['\"]([^'\"]+)['\"]", text)
     return (version.group(1) if version else "unknown"), (commit.group(1) if commit else None)
@@ -90,3 +102,64 @@ def check_loaded(target: Target) -> None:
         raise TargetNotFound(
             f"the imported vllm is {loaded}, not the target {target.package_dir}; run the guards in a fresh process"
         )
+
+
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+}
+
+
+def not_a_file(path: Path) -> str | None:
+    """What `path` is, when it is not a regular file (through its symlinks); None for one. Nothing is opened."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "a symlink loop"
+        if err.errno == errno.ENOENT:
+            return "a dangling symlink" if path.is_symlink() else "gone"
+        return None  # not ours to judge here (a folder we may not enter): reading it says why
+    return None if stat.S_ISREG(mode) else _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def files_to_read(paths: Iterable[Path]) -> Iterator[Path]:
+    """The regular files among a walk's `paths`; every other one is skipped with a note."""
+    for path in paths:
+        if (what := not_a_file(path)) is None:
+            yield path
+        else:
+            note(f"skipped {path}: {what}, not a file to read")
+
+
+def unreadable(path: Path, err: OSError) -> SourceDoesNotParse:
+    """The one line for a file of the target the system will not read (permissions, an I/O error)."""
+    why = err.strerror or err
+    return SourceDoesNotParse(f"{path}: cannot be read ({why}); make it readable or point at another tree")
+
+
+def read_source(path: Path) -> str:
+    """A Python file of the target, decoded as Python decodes it (a coding line, else UTF-8) with its newlines
+    made `\\n`; `SourceDoesNotParse` naming it when it cannot be read or decoded."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise unreadable(path, err) from None
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        bad_coding = None
+    except SyntaxError as err:  # a coding line naming no codec, or not UTF-8 in the first two lines
+        encoding, bad_coding = "utf-8", err.msg
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as err:
+        raise SourceDoesNotParse(
+            f"{path}: not {encoding} text ({err.reason} at byte {err.start}), which Python cannot read; "
+            "fix the file or point at another tree"
+        ) from None
+    if bad_coding is not None:
+        raise SourceDoesNotParse(f"{path}: {bad_coding}; fix the file or point at another tree")
+    return text.replace("\r\n", "\n").replace("\r", "\n")

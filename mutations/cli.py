@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -21,12 +22,13 @@ import signal
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from warnonce_guard import guards as guards_package
+from warnonce_guard.guards import notes
 from warnonce_guard.guards import target as targets
 from warnonce_guard.guards.errors import (
     ExitCode,
@@ -124,9 +126,7 @@ def cmd_guards(args: argparse.Namespace) -> int:
         sites_file = Path(folder) / "sites.json"
         sites_file.write_text(json.dumps([site.to_json() for site in sites]), encoding="utf-8")
         code = pytest.main(_pytest_args(args, sites_file))
-    if code == pytest.ExitCode.INTERRUPTED and _STOPPED_BY:
-        raise Interrupted(_STOPPED_BY[-1])
-    return PYTEST_EXIT.get(int(code), ExitCode.INTERNAL_ERROR)
+    return PYTEST_EXIT.get(int(code), ExitCode.INTERNAL_ERROR)  # after a signal of ours, its code (`_main`)
 
 
 def _pytest_args(args: argparse.Namespace, sites_file: Path) -> list[str]:
@@ -298,13 +298,88 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_STOPPED_BY: list[ExitCode] = []  # the signals that reached this process, as exit codes
+STOP_SIGNALS = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED}
 
 
-def _stop(signum: int, frame: FrameType | None) -> None:
-    code = ExitCode.INTERRUPTED if signum == signal.SIGINT else ExitCode.TERMINATED
-    _STOPPED_BY.append(code)
-    raise Interrupted(code)
+class Stops:
+    """The stop signals (SIGINT, SIGTERM) that reach one command, and what each does.
+
+    The first one during the command raises `Interrupted` into it, and its code is the command's exit code
+    whatever surfaces then (libcst turns the interrupt into a KeyError, pytest into its own "interrupted", a
+    pool into a broken pool). A later one never raises into the cleanup the first one started (stopping the
+    mutmut session takes up to 5 s): a process (`exiting`) ends at once with the first one's code, after its
+    one line if that was not said yet (what the run started dies with it: PR_SET_PDEATHSIG); in process,
+    nothing happens. A signal once the command is over counts as a first one that comes too late to raise.
+    """
+
+    def __init__(self, exiting: bool) -> None:
+        self.exiting = exiting
+        self.running = True  # until the command has ended, a first signal raises into it
+        self.first: ExitCode | None = None
+        self.said = False  # the first one's line is on stderr
+        self._arrivals: int | None = None  # the read end of the wakeup pipe, while `arrivals_noted`
+
+    @contextlib.contextmanager
+    def arrivals_noted(self) -> Iterator[None]:
+        """For the block, the order signals arrive in is kept: the interpreter's C-level handler writes each
+        one's number to a wakeup pipe. Python runs the handlers of signals pending together lowest number
+        first: SIGTERM then Ctrl-C during one long C call (writing a 200 MB report) would have been 130."""
+        read, write = os.pipe()
+        for end in (read, write):
+            os.set_blocking(end, False)
+        try:
+            previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: no handler of ours runs there either
+            previous = None
+        self._arrivals = read if previous is not None else None
+        try:
+            yield
+        finally:
+            self._arrivals = None
+            if previous is not None:
+                signal.set_wakeup_fd(previous)
+            os.close(read)
+            os.close(write)
+
+    def _first_arrived(self, signum: int) -> int:
+        """The stop signal that arrived first among those pending now (`signum` when none is noted)."""
+        try:
+            arrived = os.read(self._arrivals, 4096) if self._arrivals is not None else b""
+        except OSError:  # nothing written
+            arrived = b""
+        return next((number for number in arrived if number in STOP_SIGNALS), signum)
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.first is None:
+            code = STOP_SIGNALS[signal.Signals(self._first_arrived(signum))]
+            self.first = code
+            if self.running:
+                raise Interrupted(code)
+        if self.exiting:
+            self.exit_now()
+
+    def exit_now(self) -> None:
+        """End the process with the first signal's code, its line said once."""
+        assert self.first is not None
+        if not self.said:
+            self.said = True
+            with contextlib.suppress(OSError):
+                os.write(2, f"{self.line()}\n".encode())
+        os._exit(int(self.first))
+
+    def line(self, detail: str = "") -> str:
+        assert self.first is not None
+        return f"warnonce-guard: {self.first.name.lower()}{f'; {detail}' if detail else ''}"
+
+    def say(self, detail: str) -> None:
+        """Print the first signal's line (held from a later signal while it is written: never half a line)."""
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
+        try:
+            if not self.said:
+                print(self.line(detail), file=sys.stderr, flush=True)
+                self.said = True
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 class ReaderMayLeave:
@@ -342,15 +417,16 @@ class ReaderMayLeave:
 
 
 def entry(argv: Sequence[str] | None = None) -> int:
-    """The process's entry point (the `warnonce-guard` script, `python -m`): `main`, for a process that exits
-    with its code."""
+    """`main` for a process that exits with its code (called by `warnonce_guard.mutations.__main__`, the
+    process's first module, which answers the signals before and after)."""
     return main(argv, exiting=True)
 
 
 def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
-    """Run one command; its exit code. Signal handlers are put back after, unless `exiting` and a signal
-    stopped the command: then a second SIGINT or SIGTERM while the process ends (Ctrl-C pressed again, a
-    hung library's thread) ends it at once with the same 130 or 143, never death by a signal (-2)."""
+    """Run one command; its exit code. SIGINT and SIGTERM stop it as `Stops` says; the handlers are put back
+    after, unless `exiting` and a signal stopped the command: then a later SIGINT or SIGTERM while the process
+    ends (Ctrl-C pressed again, a hung library's thread) ends it at once with the first one's 130 or 143,
+    never death by a signal (-2)."""
     streams = {name: getattr(sys, name) for name in ("stdout", "stderr")}
     for name, stream in streams.items():
         if stream is not None:  # None: started with it closed, and print() already writes nothing
@@ -364,56 +440,71 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
                 setattr(sys, name, stream)
 
 
-def _exit_at_once(code: ExitCode) -> Callable[[int, FrameType | None], None]:
-    """A handler for a signal that comes after the one that stopped the command: exit now, with its code."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        os._exit(int(code))
-
-    return handler
-
-
 def _main(argv: Sequence[str] | None, exiting: bool) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "guards":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.pytest_args = extra
-    signals_before = len(_STOPPED_BY)
-    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stops = Stops(exiting)
+    previous: dict[signal.Signals, Any] = {}
+    code, failure = int(ExitCode.INTERNAL_ERROR), None
     try:
-        try:
-            return int(args.run(args))
-        except ModuleNotFoundError as err:
-            missing = (err.name or "").split(".")[0]
-            if missing not in MUTATION_EXTRA:
-                raise
-            raise NotInstalled(
-                f"`warnonce-guard {args.command}` needs {missing}, part of the mutation extra: "
-                "pip install 'warnonce-guard[mutation]'"
-            ) from None
-    except GuardError as err:
-        print(f"warnonce-guard: error: {err}", file=sys.stderr)
-        return int(err.exit_code)
-    except Interrupted as stop:
+        with stops.arrivals_noted():
+            for sig in STOP_SIGNALS:
+                previous[sig] = signal.signal(sig, stops.handle)
+            with notes.shown_as_lines():
+                code = _command(args, stops)
+    except BaseException as err:  # a signal's Interrupted can surface anywhere up to here: judged below
+        stops.running = False
+        failure = err
+    finally:
+        if not (exiting and stops.first is not None):  # a stopped process keeps answering with the first code
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    return _ended(stops, code, failure)
+
+
+def _command(args: argparse.Namespace, stops: Stops) -> int:
+    """Run the command (a first stop signal raises into it until it ends)."""
+    try:
+        return int(args.run(args))
+    except ModuleNotFoundError as err:
+        missing = (err.name or "").split(".")[0]
+        if missing not in MUTATION_EXTRA:
+            raise
+        raise NotInstalled(
+            f"`warnonce-guard {args.command}` needs {missing}, part of the mutation extra: "
+            "pip install 'warnonce-guard[mutation]'"
+        ) from None
+    finally:
+        stops.running = False
+
+
+def _ended(stops: Stops, code: int, failure: BaseException | None) -> int:
+    """The command's exit code, and its one line on stderr (a traceback too for a bug of ours)."""
+    if stops.first is not None:  # a signal reached the command: its code, whatever surfaced after it
+        stops.say(failure.detail if isinstance(failure, Interrupted) else "")
+        return int(stops.first)
+    if failure is None:
+        return code
+    if isinstance(failure, GuardError):
+        print(f"warnonce-guard: error: {failure}", file=sys.stderr)
+        return int(failure.exit_code)
+    if isinstance(failure, KeyboardInterrupt):  # not a signal of ours (a library's, a test's)
+        stop = failure if isinstance(failure, Interrupted) else Interrupted(ExitCode.INTERRUPTED)
         detail = f"; {stop.detail}" if stop.detail else ""
         print(f"warnonce-guard: {stop.exit_code.name.lower()}{detail}", file=sys.stderr)
         return int(stop.exit_code)
-    except KeyboardInterrupt:
-        print("warnonce-guard: interrupted", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
-    except Exception:
-        traceback.print_exc()
-        print(
-            "warnonce-guard: internal error: the traceback above is a bug in warnonce-guard, not a problem with "
-            "your input; please report it",
-            file=sys.stderr,
-        )
-        return int(ExitCode.INTERNAL_ERROR)
-    finally:
-        stopped = len(_STOPPED_BY) > signals_before
-        for sig, handler in previous.items():
-            signal.signal(sig, _exit_at_once(_STOPPED_BY[-1]) if exiting and stopped else handler)
+    if not isinstance(failure, Exception):
+        raise failure  # SystemExit and the like: not a command's outcome to translate
+    traceback.print_exception(failure)
+    print(
+        "warnonce-guard: internal error: the traceback above is a bug in warnonce-guard, not a problem with "
+        "your input; please report it",
+        file=sys.stderr,
+    )
+    return int(ExitCode.INTERNAL_ERROR)
 
 
 if __name__ == "__main__":

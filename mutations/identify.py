@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper
 from warnonce_guard.guards.atomic import write_atomic
 from warnonce_guard.guards.errors import ExitCode, GuardError
 from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN, log_method, walk
-from warnonce_guard.guards.sites import Site
+from warnonce_guard.guards.sites import Site, interrupts_kept, positions
 from warnonce_guard.mutations.engine import naming
 from warnonce_guard.mutations.engine.state import BadState
 from warnonce_guard.mutations.operators import PACKAGE, anchors_of, operator_of
@@ -103,8 +103,9 @@ def identify_file(
 ) -> list[MutantIdentity]:
     """Every mutant mutmut makes of one site file, named as mutmut names it (same operators, same anchors)."""
     anchors = anchors_of(sites)
-    module, generated = naming.generate(file, source, packages, pattern, anchors)
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    with interrupts_kept():  # mutmut's generator records positions with libcst too
+        module, generated = naming.generate(file, source, packages, pattern, anchors)
+    where_is = positions(MetadataWrapper(module, unsafe_skip_copy=True))
     at = {(site.line, site.column): site for site in sites if site.file == file and site.mutable}
     found: list[MutantIdentity] = []
     for mutation in generated:
@@ -114,7 +115,7 @@ def identify_file(
                 f"{mutation.mutant_id}: the mutant changes no logger call; mutmut and the operators differ"
             )
         call, mutated_call = pair
-        where = positions[call]
+        where = where_is[call]
         operator = next(
             (op for p in packages if (op := operator_of(mutation.original, mutation.mutated, p, pattern, anchors))),
             "unknown",

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from types import FrameType
 
 STOP_GRACE_S = 5.0  # how long a process group gets to exit after SIGTERM before SIGKILL
 _PR_SET_PDEATHSIG = 1
@@ -53,27 +54,45 @@ def bind_to_parent() -> None:
         os._exit(1)  # the parent died while this interpreter was starting
 
 
-_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
-_helpers: tuple[int, set[signal.Signals]] | None = None  # in _helpers_bound_to_run: the run's pid, its old mask
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_run_pid: int | None = None  # in helpers_bound_to_run: the run's pid
 
 
 def _forked_helper() -> None:
-    """In a process forked by staging or discovery (with SIGINT and SIGTERM held): Ctrl-C is left to the run,
-    SIGTERM ends it (as the pool stops a worker), and it dies with the run, even on SIGKILL."""
-    global _helpers
-    bound, _helpers = _helpers, None
-    if bound is None:
+    """In a process forked by staging or discovery: Ctrl-C is left to the run, SIGTERM ends it (as the pool
+    stops a worker), and it dies with the run, even on SIGKILL."""
+    global _run_pid
+    run_pid, _run_pid = _run_pid, None
+    if run_pid is None:
         return
-    run_pid, mask = bound
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     die_with_parent()
     if os.getppid() != run_pid:
         os._exit(1)  # the run died before this helper could ask to die with it
-    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 os.register_at_fork(after_in_child=_forked_helper)
+
+
+@contextlib.contextmanager
+def stop_signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM that arrive in the block are noted, in order, and the first is raised again when the
+    block is over, for its handler to act on then. Unlike a signal mask (the kernel delivers what a mask held
+    lowest number first), this keeps which came first: SIGTERM then Ctrl-C is still SIGTERM's 143."""
+    arrived: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        arrived.append(signum)
+
+    previous = {sig: signal.signal(sig, note) for sig in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if arrived:
+            signal.raise_signal(arrived[0])  # the others came after it: later signals, which never raise
 
 
 @contextlib.contextmanager
@@ -81,18 +100,17 @@ def helpers_bound_to_run() -> Iterator[None]:
     """Processes forked in the block (staging's copier, discovery's parsers) die with this one and stay quiet.
 
     The command line's SIGINT/SIGTERM handlers raise; a helper inheriting them printed a traceback on Ctrl-C
-    (and one dying of it broke the pool, another traceback, in the run). So the two signals are held for the
-    block, helpers fork with them held and replace the handlers before letting them in, and in the run they
-    take effect when the block ends: staging and discovery take a second or two on vLLM.
+    (and one dying of it broke the pool, another traceback, in the run). So the two signals are deferred for
+    the block (`stop_signals_deferred`), helpers replace the handlers they inherit as they start, and in the
+    run the first signal takes effect when the block ends: staging and discovery take a second or two on vLLM.
     """
-    global _helpers
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
-    _helpers = (os.getpid(), mask)
-    try:
-        yield
-    finally:
-        _helpers = None
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    global _run_pid
+    with stop_signals_deferred():
+        _run_pid = os.getpid()
+        try:
+            yield
+        finally:
+            _run_pid = None
 
 
 def stop_group(session: subprocess.Popen[bytes]) -> None:

@@ -41,7 +41,7 @@ from warnonce_guard.mutations.report import atomic, print_table, provenance, wri
 from warnonce_guard.mutations.report.printable import printable
 from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, Operator, RunInfo, RunResult
-from warnonce_guard.mutations.workspace import WorkRoot, Workspace
+from warnonce_guard.mutations.workspace import PERMISSION_ERRORS, WorkRoot, Workspace, cannot_write
 
 SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
 # What a disk refuses a write with (only writes: reading the target never fails so): one line, not a traceback,
@@ -306,6 +306,8 @@ def mutate(
         except OSError as err:
             if not _disk_refused_the_workspace(err, ws):
                 raise  # not the work directory's disk (stdout, /dev/shm) or not a disk's refusal: a traceback
+            if err.errno in PERMISSION_ERRORS:
+                raise cannot_write(err, f"cannot write in the work directory {ws.dir}") from None
             raise StagingFailed(
                 f"cannot write in the work directory {ws.dir} ({err.strerror}); free space on its disk or pass "
                 "--work-dir elsewhere (finished verdicts are kept)"
@@ -321,8 +323,8 @@ def mutate(
 
 
 def _disk_refused_the_workspace(err: OSError, ws: Workspace) -> bool:
-    """Whether `err` is the disk refusing a write of a file in the workspace."""
-    if err.errno not in DISK_ERRORS:
+    """Whether `err` is the disk refusing a write of a file in the workspace (or the system: another user's)."""
+    if err.errno not in DISK_ERRORS | PERMISSION_ERRORS:
         return False
     names = [os.fsdecode(name) for name in (err.filename, err.filename2) if isinstance(name, (str, bytes))]
     return any(Path(name).resolve().is_relative_to(ws.dir.resolve()) for name in names)

@@ -27,12 +27,11 @@ from typing import Any
 
 from warnonce_guard import guards
 from warnonce_guard.guards.atomic import write_atomic
-from warnonce_guard.guards.errors import StagingFailed
 from warnonce_guard.guards.sites import Site
-from warnonce_guard.guards.target import PACKAGE, Target
+from warnonce_guard.guards.target import PACKAGE, Target, files_to_read, unreadable
 from warnonce_guard.mutations.engine import config as engine_config
 from warnonce_guard.mutations.engine.state import BadState
-from warnonce_guard.mutations.workspace import Workspace
+from warnonce_guard.mutations.workspace import Workspace, cannot_write
 
 GUARD_TEST_FILES = ("conftest.py", "test_kernel_import_sites.py")
 GUARDS_DIR = Path(guards.__file__).resolve().parent
@@ -53,20 +52,23 @@ def _copy_tree(source: Path, destination: Path) -> None:
     third of which hold only C/C++ sources.
     """
     for folder, _, files in os.walk(source):
-        kept = [name for name in files if not name.endswith(_SKIPPED)]
+        kept = list(files_to_read(Path(folder, name) for name in sorted(files) if not name.endswith(_SKIPPED)))
         if not kept:
             continue
         target = destination / os.path.relpath(folder, source)
         target.mkdir(parents=True, exist_ok=True)
-        for name in kept:
-            shutil.copy2(os.path.join(folder, name), target / name)
+        for path in kept:
+            try:
+                shutil.copy2(path, target / path.name)
+            except OSError as err:
+                if err.filename2 is None and os.fspath(err.filename or "") == os.fspath(path):  # opening the source
+                    raise unreadable(path, err) from None
+                raise
 
 
 def _tree_signature(root: Path, pattern: str = "*.py") -> list[tuple[str, int, int]]:
     out = []
-    for path in sorted(root.rglob(pattern)):
-        if "__pycache__" in path.parts:
-            continue
+    for path in files_to_read(p for p in sorted(root.rglob(pattern)) if "__pycache__" not in p.parts):
         st = path.stat()
         out.append((path.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns))
     return out
@@ -197,7 +199,7 @@ def copy_packages(ws: Workspace, packages: dict[str, Path]) -> list[str]:
                 discarded.append(said)
             _link_all(ws, name)
     except OSError as err:
-        raise StagingFailed(f"cannot stage the target in {ws.dir}: {err}; pass --work-dir on a writable disk") from None
+        raise cannot_write(err, f"cannot stage the target in {ws.dir}") from None
     return discarded
 
 
@@ -212,4 +214,4 @@ def prepare(ws: Workspace, target: Target, sites: list[Site], packages: dict[str
         engine_config.write(ws.setup_cfg, [site.file for site in sites], ws.guard_tests.name)
         write_atomic(ws.sites_file, json.dumps([site.to_json() for site in sites], indent=1))
     except OSError as err:
-        raise StagingFailed(f"cannot stage the target in {ws.dir}: {err}; pass --work-dir on a writable disk") from None
+        raise cannot_write(err, f"cannot stage the target in {ws.dir}") from None

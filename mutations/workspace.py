@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 from collections.abc import Iterator
@@ -32,10 +33,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock, Timeout
-from warnonce_guard.guards.errors import StagingFailed, WorkDirBusy
+from warnonce_guard.guards.errors import GuardError, PathUnusable, StagingFailed, WorkDirBusy
+from warnonce_guard.guards.notes import note
 from warnonce_guard.mutations import ownership
 
 LOCK_NAME = ".warnonce-guard.lock"
+# What the system refuses a user who may not write there (another user's files): the path's fault (exit 10),
+# where a full or read-only disk is the disk's (exit 12)
+PERMISSION_ERRORS = frozenset({errno.EACCES, errno.EPERM})
+
+
+def cannot_write(err: OSError, what: str) -> GuardError:
+    """The one line for the work directory refusing a write: `what` (e.g. "cannot create X"), why, and the fix."""
+    why = err.strerror or str(err)
+    if (file := err.filename2 or err.filename) is not None:
+        why = f"{why}: {os.fsdecode(file)}"
+    if err.errno in PERMISSION_ERRORS:
+        return PathUnusable(f"{what}: {why} (another user's files?); pass a --work-dir of your own")
+    return StagingFailed(f"{what}: {why}; pass --work-dir on a writable disk")
 
 
 @dataclass(frozen=True)
@@ -102,8 +117,7 @@ class Workspace:
             if not ownership.marked(self.dir, ownership.Kind.WORKSPACE):
                 ownership.mark(self.dir, ownership.Kind.WORKSPACE)
         except OSError as err:
-            why = err.strerror or err
-            raise StagingFailed(f"cannot create {self.dir}: {why}; pass --work-dir on a writable disk") from None
+            raise cannot_write(err, f"cannot create {self.dir}") from None
 
 
 @dataclass(frozen=True)
@@ -124,7 +138,7 @@ class WorkRoot:
             if not ownership.marked(self.dir, self.kind):
                 ownership.mark(self.dir, self.kind)
         except OSError as err:
-            raise StagingFailed(f"cannot create --work-dir {self.dir}: {err.strerror or err}") from None
+            raise cannot_write(err, f"cannot create --work-dir {self.dir}") from None
         lock = FileLock(self.dir / LOCK_NAME, timeout=0)
         try:
             lock.acquire()
@@ -133,35 +147,56 @@ class WorkRoot:
                 f"--work-dir {self.dir}: another warnonce-guard run is using it; wait for it to finish "
                 "or pass another --work-dir"
             ) from None
+        except OSError as err:  # a lock file another user's run made
+            raise cannot_write(err, f"--work-dir {self.dir}: cannot take its lock {LOCK_NAME}") from None
         try:
             yield self
         finally:
             lock.release()
 
     def prune(self, current: Workspace, keep: int = 3) -> list[Path]:
-        """Remove all but the `keep` most recently used workspaces (never `current`, never an unmarked directory)."""
-        if current.dir.is_dir():
+        """Remove all but the `keep` most recently used workspaces (never `current`, never an unmarked directory);
+        one this user may not remove (another user's) is left, with a note. Returns the removed ones."""
+        with contextlib.suppress(OSError):  # its mtime only orders the pruning: another user's stays as it is
             os.utime(current.dir)
-        ours = [
-            path
-            for path in self.dir.iterdir()
-            if path != current.dir and ownership.marked(path, ownership.Kind.WORKSPACE)
-        ]
-        stale = sorted(ours, key=lambda p: p.stat().st_mtime, reverse=True)[max(0, keep - 1) :]
+        ours = []
+        for path in self.dir.iterdir():
+            with contextlib.suppress(OSError):
+                if path != current.dir and ownership.marked(path, ownership.Kind.WORKSPACE):
+                    ours.append((path.stat().st_mtime, path))
+        stale = [path for _, path in sorted(ours, reverse=True)[max(0, keep - 1) :]]
+        removed = []
         for path in stale:
-            remove_marked(path)
-        return stale
+            if (why := remove_marked(path)) is None:
+                removed.append(path)
+            else:
+                note(f"kept the old workspace {path}: {why}; its owner may remove it")
+        return removed
 
 
-def remove_marked(directory: Path) -> None:
-    """Delete a directory of ours, its marker last: a removal cut short leaves it marked, so it is finished later."""
-    for child in directory.iterdir():
-        if child.name == ownership.MARKER:
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
-    (directory / ownership.MARKER).unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        directory.rmdir()
+def remove_marked(directory: Path) -> str | None:
+    """Delete a directory of ours, its marker last: a removal cut short leaves it marked, so it is finished later.
+
+    Returns why it could not be removed whole (another user's files in it), None once it is gone; what could be
+    removed is, and the marker stays while anything else does."""
+    failed: list[tuple[Path, OSError]] = []
+    try:
+        for child in directory.iterdir():
+            if child.name == ownership.MARKER:
+                continue
+            try:
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink(missing_ok=True)
+            except OSError as err:
+                failed.append((child, err))
+        if not failed:
+            (directory / ownership.MARKER).unlink(missing_ok=True)
+            directory.rmdir()
+    except OSError as err:
+        failed.append((directory, err))
+    if not failed:
+        return None
+    where, err = failed[0]
+    return f"{err.strerror or err}: {where}"

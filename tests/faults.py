@@ -6,6 +6,7 @@ A run's phases, as the work directory shows them (one fresh work directory per r
 
     staging     a `.vllm.partial` copy is being made
     generation  the mutmut session is running and `generation.json` is not written yet
+    naming      `generation.json` is written and `identities.json` not yet: the run names the mutants (libcst)
     baseline    `generation.json` is written and no mutant has a finished guard session yet
     mutants     some mutants have a finished guard session, not all
     report      a `.<out>.tmp-*` directory is being filled beside --out
@@ -13,23 +14,30 @@ A run's phases, as the work directory shows them (one fresh work directory per r
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import pickle
+import pwd
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from toy import INTERFACE, make_tree
 from warnonce_guard.mutations.operators import OPERATORS, apply_operator
 
 ROOT = Path(__file__).resolve().parent.parent
-PHASES = ("staging", "generation", "baseline", "mutants", "report")
+PHASES = ("staging", "generation", "naming", "baseline", "mutants", "report")
 # One site in the toy tree: one mutant per operator that fits its call (from the operator registry).
 MUTANTS = sum(len(apply_operator(name, INTERFACE)) for name in OPERATORS)
 ERROR_PREFIX = "warnonce-guard: error: "
@@ -122,12 +130,127 @@ def hash_tree(*roots: Path) -> dict[str, str]:
     return out
 
 
+# --- disks ----------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def small_disk(folder: Path, size_kb: int) -> Iterator[Path]:
+    """`folder` as a tmpfs of `size_kb` KB for the block (root only: the test is skipped where none can be had)."""
+    import pytest
+
+    folder.mkdir(parents=True, exist_ok=True)
+    mount = shutil.which("mount")
+    if os.geteuid() != 0 or mount is None:
+        pytest.skip("mounting a small tmpfs needs root")
+    if subprocess.run([mount, "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(folder)]).returncode:
+        pytest.skip("no tmpfs can be mounted here")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def fill_leaving(disk: Path, free_kb: int) -> None:
+    """Empty `disk`, then fill it with one file so that `free_kb` KB stay free."""
+    for child in disk.iterdir():
+        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    st = os.statvfs(disk)
+    filler = st.f_bavail * st.f_frsize - free_kb * 1024
+    if filler > 0:
+        fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            os.posix_fallocate(fd, 0, filler)
+        finally:
+            os.close(fd)
+
+
+def size_kb(folder: Path) -> int:
+    return sum(p.lstat().st_size for p in folder.rglob("*")) // 1024
+
+
+@contextlib.contextmanager
+def no_longer_than(seconds: float) -> Iterator[None]:
+    """The block must end within `seconds` (a FIFO opened for reading waits for ever): TimeoutError otherwise."""
+
+    def expired(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# --- another user -----------------------------------------------------------------------------------------
+
+NOBODY = "nobody"
+
+
+@contextlib.contextmanager
+def shared_folder() -> Iterator[Path]:
+    """A folder every user can reach (pytest's tmp_path is under a 0700 directory of root's), removed after."""
+    folder = Path(tempfile.mkdtemp(prefix="warnonce-shared-", dir="/tmp"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def shared_tree() -> Iterator[Path]:
+    """A toy vLLM tree (root's) that every user can reach."""
+    with shared_folder() as shared:
+        yield make_tree(shared / "tree")
+
+
+def give_to_nobody(*paths: Path) -> None:
+    user = pwd.getpwnam(NOBODY)
+    for path in paths:
+        os.chown(path, user.pw_uid, user.pw_gid)
+
+
+def as_nobody(function: Callable[[], Any]) -> Any:
+    """`function()` in a forked child running as the unprivileged user nobody; its result (pickled back), or the
+    test fails with the child's traceback. Skips unless root (only root can become another user). The child
+    imports nothing new the user could not read: call the code once as root first."""
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("becoming another user needs root")
+    user = pwd.getpwnam(NOBODY)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+            outcome: tuple[str, Any] = ("returned", function())
+        except BaseException:
+            outcome = ("raised", traceback.format_exc())
+        with os.fdopen(write, "wb") as out:
+            pickle.dump(outcome, out)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        kind, value = pickle.load(pipe)
+    os.waitpid(pid, 0)
+    if kind == "raised":
+        pytest.fail(f"as {NOBODY}:\n{value}")
+    return value
+
+
 # --- running the command line ----------------------------------------------------------------------------
 
 
 def cli_args(tree: Path, out: Path, work: Path, viewer: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "warnonce_guard.mutations.cli", "mutate",
+        sys.executable, "-m", "warnonce_guard.mutations", "mutate",
         "--vllm-src", str(tree), "--out", str(out), "--work-dir", str(work), "--viewer-js", str(viewer), *extra,
     ]  # fmt: skip
 
@@ -242,6 +365,17 @@ def cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
+def answers_stop_signals(pid: int) -> bool:
+    """Whether the process catches SIGTERM: Python catches only SIGINT by itself, so this is true from the first
+    instruction of warnonce-guard's own (its entry module installs the handlers) until it ends."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:")).split()[1]
+    return bool(int(caught, 16) & (1 << (signal.SIGTERM - 1)))
+
+
 def session_alive(work: Path) -> bool:
     return any(SESSION_MODULE in cmd for _, cmd in processes_mentioning(str(work)))
 
@@ -284,6 +418,8 @@ def in_phase(phase: str, dirs: RunDirs) -> bool:
         return bool(dirs.glob(".vllm.partial"))
     if phase == "generation":
         return session_alive(dirs.work) and not dirs.glob("generation.json")
+    if phase == "naming":
+        return bool(dirs.glob("generation.json")) and not dirs.glob("identities.json")
     if phase == "baseline":
         return bool(dirs.glob("generation.json")) and dirs.finished_mutants() == 0
     if phase == "mutants":
@@ -301,6 +437,8 @@ def stopped_in(phase: str, dirs: RunDirs) -> bool:
         return not dirs.glob("setup.cfg")  # written right after the copy
     if phase == "generation":
         return bool(dirs.glob("mutmut.log")) and not dirs.glob("generation.json")
+    if phase == "naming":
+        return bool(dirs.glob("generation.json")) and not dirs.glob("identities.json")
     if phase == "baseline":
         return bool(dirs.glob("generation.json")) and dirs.finished_mutants() == 0
     if phase == "mutants":

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from toy import CLI, INTERFACE, make_tree
+from toy import CLI, INTERFACE, add_odd_files, make_tree
 from warnonce_guard.guards.errors import ExitCode, NotAVllmTree, NothingToCheck, SourceDoesNotParse, TargetNotFound
 
 pytestmark = pytest.mark.slow  # runs the command line in subprocesses
@@ -132,6 +132,38 @@ def test_a_second_signal_while_an_interrupted_run_ends_exits_at_once_with_130(
     assert (run.returncode, run.stderr.strip()) == (ExitCode.INTERRUPTED, "warnonce-guard: interrupted")
 
 
+# The installed `warnonce-guard` script, run as the shell runs it, after `PRELUDE` prepared a signal for a moment.
+SCRIPT = Path(CLI[0]).with_name("warnonce-guard")
+RUN_SCRIPT = "import runpy, sys\nsys.argv = [{script!r}, *{args!r}]\nrunpy.run_path({script!r}, run_name='__main__')\n"
+SIGNAL_WHILE_IMPORTING = (
+    "import os, sys, time\n"
+    "class SignalWhileImporting:  # a finder that asks for no module: the signal lands amid the imports\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == 'warnonce_guard.mutations.cli':\n"
+    "            os.kill(os.getpid(), {sig})\n"
+    "            time.sleep(5)\n"
+    "sys.meta_path.insert(0, SignalWhileImporting())\n"
+)
+SIGNAL_AT_EXIT = (
+    "import atexit, os, time\n"
+    "atexit.register(lambda: (os.kill(os.getpid(), {sig}), time.sleep(5)))  # runs last of the exit functions\n"
+)
+
+
+@pytest.mark.parametrize("prelude", [SIGNAL_WHILE_IMPORTING, SIGNAL_AT_EXIT], ids=["importing", "at-exit"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_signal_before_the_command_or_after_it_is_its_exit_code_and_one_line(
+    sig: signal.Signals, prelude: str, tmp_path: Path
+) -> None:
+    """The command line's imports take a few hundred milliseconds: a signal there was a KeyboardInterrupt
+    traceback with -2 (SIGTERM: a silent -15), and so was one while the interpreter ended."""
+    tree = make_tree(tmp_path / "tree")
+    code = prelude.format(sig=int(sig)) + RUN_SCRIPT.format(script=str(SCRIPT), args=["sites", "--vllm-src", str(tree)])
+    run = subprocess.run([CLI[0], "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    said = "interrupted" if sig == signal.SIGINT else "terminated"
+    assert (run.returncode, run.stderr) == (128 + sig, f"warnonce-guard: {said}\n")
+
+
 def test_a_reader_that_leaves_a_shared_stdout_and_stderr_pipe_does_not_change_the_exit_code(tmp_path: Path) -> None:
     # `... 2>&1 | head`: the error line itself meets the closed pipe
     proc = subprocess.Popen(
@@ -143,3 +175,35 @@ def test_a_reader_that_leaves_a_shared_stdout_and_stderr_pipe_does_not_change_th
     assert proc.stdout is not None
     proc.stdout.close()
     assert proc.wait(timeout=60) == ExitCode.TARGET_NOT_FOUND
+
+
+COMMANDS = {
+    "sites": ("sites",),
+    "guards": ("guards", "-q", "-p", "no:cacheprovider"),
+    "mutate": ("mutate", "--out", "report", "--work-dir", "work"),
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_what_is_no_file_to_read_in_the_target_is_skipped_with_one_note_each_and_never_waited_on(
+    command: str, tmp_path: Path
+) -> None:
+    """A FIFO named *.py hung each command for ever; a dangling symlink, a loop, a directory named x.py: exit 70."""
+    tree = make_tree(tmp_path / "tree")
+    odd = add_odd_files(tree)
+    run = subprocess.run(
+        [*CLI, *COMMANDS[command], "--vllm-src", str(tree)], capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )
+    assert run.returncode == ExitCode.OK, run.stdout + run.stderr
+    noted = {path: what for path, what in odd.items() if command == "mutate" or path.suffix == ".py"}
+    notes = sorted(f"warnonce-guard: note: skipped {path}: {what}, not a file to read" for path, what in noted.items())
+    assert sorted(run.stderr.splitlines()) == notes  # each once, though discovery, fingerprint and staging meet it
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_version_file_that_is_not_utf8_is_one_line_and_exit_5(command: str, tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    (tree / "vllm" / "_version.py").write_bytes(b"__version__ = '9.9.9'  # caf\xe9\n")
+    args = [*CLI, *COMMANDS[command], "--vllm-src", str(tree)]
+    run = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
+    one_line_error(run, ExitCode.SOURCE_DOES_NOT_PARSE, f"{tree / 'vllm' / '_version.py'}: not utf-8 text")

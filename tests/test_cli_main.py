@@ -4,10 +4,12 @@ runs it, in a subprocess, is tests/test_cli.py (slow tier)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 from toy import INTERFACE, make_tree
 from warnonce_guard.guards import platforms
-from warnonce_guard.guards.errors import ExitCode
+from warnonce_guard.guards.errors import EngineFailed, ExitCode
 from warnonce_guard.guards.platforms import RegisteredPlatform
 from warnonce_guard.mutations import cli
 
@@ -180,7 +182,6 @@ def test_guards_stopped_by_sigterm_exit_143_not_pytests_interrupted(
             return pytest.ExitCode.INTERRUPTED
         pytest.fail("SIGTERM did not interrupt")
 
-    monkeypatch.setattr(cli, "_STOPPED_BY", [])
     monkeypatch.setattr(pytest, "main", terminated_pytest)
     assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.TERMINATED
     assert stderr_lines(capsys) == ["warnonce-guard: terminated"]
@@ -266,7 +267,6 @@ def test_a_signal_during_a_command_is_one_line_and_its_exit_code_and_the_handler
 
     previous = signal.signal(sig, callers_handler)
     try:
-        monkeypatch.setattr(cli, "_STOPPED_BY", [])
         monkeypatch.setattr(cli, "cmd_platforms", signalled)
 
         assert cli.main(["platforms"]) == code
@@ -274,6 +274,140 @@ def test_a_signal_during_a_command_is_one_line_and_its_exit_code_and_the_handler
         assert signal.getsignal(sig) is callers_handler
     finally:
         signal.signal(sig, previous)
+
+
+CODES = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED}
+
+
+def signalled_then(sig: signal.Signals, then: Callable[[BaseException], object]) -> Callable[[object], int]:
+    """A command stopped by `sig`, whose cleanup then does `then` with the interrupt (raises, or signals again)."""
+
+    def command(args: object) -> int:
+        try:
+            os.kill(os.getpid(), sig)
+            time.sleep(5)
+        except KeyboardInterrupt as stop:
+            then(stop)
+            return int(ExitCode.OK)  # `then` swallowed it: the command ends as if nothing happened
+        return pytest.fail("the signal did not stop the command")
+
+    return command
+
+
+def raise_key_error(stop: BaseException) -> None:
+    raise KeyError("a position libcst never recorded") from stop
+
+
+def raise_engine_failed(stop: BaseException) -> None:
+    raise EngineFailed("the mutmut session failed (exit code -2)")  # it got the terminal's Ctrl-C too
+
+
+def swallow(stop: BaseException) -> None:  # as pytest does, or a pool that breaks
+    pass
+
+
+@pytest.mark.parametrize("then", [raise_key_error, raise_engine_failed, swallow], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(("sig", "code"), CODES.items())
+def test_once_a_signal_reached_a_command_its_code_is_the_exit_whatever_surfaces_after_it(
+    sig: signal.Signals,
+    code: ExitCode,
+    then: Callable[[BaseException], object],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """libcst turned a Ctrl-C into a KeyError: exit 70 with megabytes of traceback."""
+    monkeypatch.setattr(cli, "cmd_platforms", signalled_then(sig, then))
+    assert cli.main(["platforms"]) == code
+    assert stderr_lines(capsys) == [f"warnonce-guard: {code.name.lower()}"]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [(signal.SIGINT, signal.SIGINT), (signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM)],
+    ids=lambda o: "-".join(s.name for s in o),
+)
+def test_a_later_signal_does_not_raise_into_the_cleanup_the_first_one_started(
+    order: tuple[signal.Signals, signal.Signals], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second Ctrl-C raised a second interrupt into the cleanup (exit 1 and a traceback, or -2), and TERM then
+    INT said 130: the first signal decides."""
+    first, second = order
+    cleaned = []
+
+    def again(stop: BaseException) -> None:
+        os.kill(os.getpid(), second)
+        time.sleep(0.05)  # the handler runs here
+        cleaned.append("the cleanup ran to its end")
+        raise stop
+
+    monkeypatch.setattr(cli, "cmd_platforms", signalled_then(first, again))
+    code = CODES[first]
+    assert cli.main(["platforms"]) == code
+    assert cleaned == ["the cleanup ran to its end"]
+    assert stderr_lines(capsys) == [f"warnonce-guard: {code.name.lower()}"]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [(signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM)],
+    ids=lambda o: "-".join(s.name for s in o),
+)
+def test_the_first_of_two_signals_that_land_during_one_long_c_call_decides(
+    order: tuple[signal.Signals, signal.Signals], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python runs the handlers of signals pending together lowest number first: SIGTERM then Ctrl-C while the
+    run wrote a 200 MB report in one call was 130."""
+    in_the_call = threading.Event()
+
+    def send_both() -> None:
+        in_the_call.wait()
+        for sig in order:
+            time.sleep(0.02)
+            os.kill(os.getpid(), sig)
+
+    def long_c_call(args: object) -> int:
+        sender = threading.Thread(target=send_both)
+        sender.start()
+        data = bytes(400_000_000)
+        in_the_call.set()
+        hashlib.sha256(data)  # one C call (no handler runs in it): both signals arrive meanwhile
+        sender.join()
+        time.sleep(5)
+        return pytest.fail("the signals did not stop the command")
+
+    monkeypatch.setattr(cli, "cmd_platforms", long_c_call)
+    code = CODES[order[0]]
+    assert cli.main(["platforms"]) == code
+    assert stderr_lines(capsys) == [f"warnonce-guard: {code.name.lower()}"]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [(signal.SIGINT, signal.SIGINT), (signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM)],
+    ids=lambda o: "-".join(s.name for s in o),
+)
+def test_a_process_ends_at_once_with_the_first_code_and_one_line_on_a_later_signal_during_cleanup(
+    order: tuple[signal.Signals, signal.Signals], monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    first, second = order
+    exits: list[int] = []
+
+    def again(stop: BaseException) -> None:
+        os.kill(os.getpid(), second)
+        time.sleep(0.05)
+        raise stop
+
+    previous = {sig: signal.getsignal(sig) for sig in CODES}
+    try:
+        monkeypatch.setattr(os, "_exit", exits.append)  # the process would end here
+        monkeypatch.setattr(cli, "cmd_platforms", signalled_then(first, again))
+        code = CODES[first]
+        assert cli.entry(["platforms"]) == code
+        assert exits == [code]
+        assert capfd.readouterr().err.splitlines() == [f"warnonce-guard: {code.name.lower()}"]
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def test_a_keyboard_interrupt_from_anywhere_is_an_interrupt_not_a_bug(
@@ -310,7 +444,6 @@ def test_a_process_stopped_by_a_signal_exits_at_once_with_its_code_on_a_second_o
 
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        monkeypatch.setattr(cli, "_STOPPED_BY", [])
         monkeypatch.setattr(cli, "cmd_platforms", interrupted)
         assert cli.entry(["platforms"]) == ExitCode.INTERRUPTED
         assert stderr_lines(capsys) == ["warnonce-guard: interrupted"]

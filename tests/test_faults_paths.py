@@ -15,7 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from faults import ROOT, CleanRun, cli_args, hash_tree, one_line_error, read_verdicts, run
+from faults import (
+    ROOT,
+    CleanRun,
+    as_nobody,
+    cli_args,
+    fill_leaving,
+    give_to_nobody,
+    hash_tree,
+    one_line_error,
+    read_verdicts,
+    run,
+    shared_tree,
+    size_kb,
+    small_disk,
+)
 from toy import CLI, make_tree
 from warnonce_guard.guards.errors import ExitCode
 from warnonce_guard.mutations.cli import main
@@ -290,3 +304,104 @@ def test_an_earlier_work_dir_prunes_only_its_own_workspaces_and_keeps_the_users_
     assert read_verdicts(tmp_path / "report") == clean_run.verdicts
     assert hash_tree(*users) == before
     assert [ws.exists() for ws in old] == [False, False, True, True]
+
+
+@pytest.mark.slow
+def test_a_work_directory_on_a_full_disk_is_one_line_and_exit_12_whatever_write_the_disk_refuses(
+    untouched_user_tree: Path,
+    small_viewer: Path,
+    clean_run: CleanRun,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
+) -> None:
+    """A real small tmpfs filled to leave from nothing to more than a run needs: with 88 KB free, a write that
+    names no file was a traceback and exit 70. The mutmut session's own full disk is its part of the run (13)."""
+    needs = size_kb(clean_run.work)
+    outcomes = {}
+    with small_disk(tmp_path / "disk", needs + 512) as disk:
+        for free_kb in range(0, needs + 48, 8):
+            fill_leaving(disk, free_kb)
+            out = tmp_path / f"report-{free_kb}"
+            done = run(cli_args(untouched_user_tree, out, disk / "work", small_viewer), cwd=tmp_path)
+            outcomes[free_kb] = (done.returncode, done.stderr.strip())
+            assert "Traceback" not in done.stderr and done.returncode != ExitCode.INTERNAL_ERROR, done.stderr
+            if done.returncode == ExitCode.STAGING_FAILED:
+                line = one_line_error(done.stderr)
+                assert str(disk / "work") in line and "No space left on device" in line, line
+                assert not out.exists()
+    record_property("outcome", "; ".join(f"{kb} KB free: exit {code}" for kb, (code, _) in outcomes.items()))
+    codes = [code for code, _ in outcomes.values()]
+    assert codes[0] == ExitCode.STAGING_FAILED and codes[-1] == ExitCode.OK, outcomes  # not vacuous
+
+
+# --- another user's files in the work directory (the run as the unprivileged user nobody) -------------------
+
+
+def main_as_nobody(argv: list[str]) -> tuple[int, str]:
+    """`main(argv)` in a forked child as the user nobody: its exit code and stderr."""
+
+    def command() -> tuple[int, str]:
+        import io
+        import sys
+
+        sys.stderr = io.StringIO()
+        try:
+            code = main(argv)
+        except SystemExit as stop:
+            code = int(stop.code or 0)
+        return code, sys.stderr.getvalue()
+
+    return as_nobody(command)
+
+
+@pytest.mark.usefixtures("fake_session")
+def test_a_work_directory_root_ran_in_first_is_one_line_and_exit_10_for_its_user() -> None:
+    """The user's work directory, used once by root: its lock is root's, and filelock's PermissionError was 70."""
+    with shared_tree() as tree:
+        viewer = tree.parent / "viewer.js"
+        viewer.write_text("/* stand-in */")
+        mine = tree.parent / "mine"
+        mine.mkdir()
+        give_to_nobody(mine)
+        work = mine / "work"
+        work.mkdir()
+        give_to_nobody(work)
+        argv = ["mutate", "--vllm-src", str(tree), "--viewer-js", str(viewer), "--work-dir", str(work)]
+        assert main([*argv, "--out", str(tree.parent / "roots-report")]) == ExitCode.OK  # root's run
+
+        code, said = main_as_nobody([*argv, "--out", str(mine / "report")])
+    assert code == ExitCode.PATH_UNUSABLE, said
+    assert f"--work-dir {work}: cannot take its lock .warnonce-guard.lock: Permission denied" in one_line_error(said)
+    assert not (mine / "report").exists()
+
+
+@pytest.mark.usefixtures("fake_session")
+def test_old_workspaces_of_another_user_are_left_with_one_note_and_the_run_goes_on() -> None:
+    """Root's workspaces in a user's work directory: pruning raised PermissionError, exit 70, on every run."""
+    with shared_tree() as tree:
+        viewer = tree.parent / "viewer.js"
+        viewer.write_text("/* stand-in */")
+        mine = tree.parent / "mine"
+        mine.mkdir()
+        give_to_nobody(mine)
+        argv = ["mutate", "--vllm-src", str(tree), "--viewer-js", str(viewer), "--work-dir", str(mine / "work")]
+        assert main([*argv, "--out", str(tree.parent / "roots-report")]) == ExitCode.OK  # as root: warm-up
+        shutil.rmtree(mine / "work")
+        assert main_as_nobody([*argv, "--out", str(mine / "report")])[0] == ExitCode.OK  # the user's first run
+        roots = []
+        for i in range(3):  # three older workspaces of root's: the oldest is pruned, then kept with a note
+            ws = mine / "work" / f"roots-{i}"
+            (ws / "vllm").mkdir(parents=True)
+            (ws / "vllm" / "x.py").write_text("root's")
+            mark(ws, Kind.WORKSPACE)
+            os.utime(ws, (1000 + i, 1000 + i))
+            roots.append(ws)
+
+        for _ in range(2):  # on every run
+            code, said = main_as_nobody([*argv, "--out", str(mine / "report")])
+            assert code == ExitCode.OK, said
+            assert said.splitlines() == [
+                f"warnonce-guard: note: kept the old workspace {roots[0]}: Permission denied: {roots[0] / 'vllm'}; "
+                "its owner may remove it"
+            ]
+        assert all(ws.exists() for ws in roots)

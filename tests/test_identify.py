@@ -9,7 +9,9 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 from toy import INTERFACE
+from warnonce_guard.guards.errors import ExitCode, Interrupted
 from warnonce_guard.guards.sites import sites_in_source
 from warnonce_guard.mutations.engine import naming
 from warnonce_guard.mutations.engine.state import BadState
@@ -39,6 +41,28 @@ def test_every_mutant_of_a_site_is_named_with_its_site_operator_and_exact_text()
     by_operator = {i.operator: i.replacement for i in identities}
     assert by_operator["live-arg"] == 'logger.warning_once("Failed to import from vllm._C: %s", e)'
     assert [i.mutant_id for i in identities] == [f"{MODULE}.xǁPlatformǁimport_kernels__mutmut_{n}" for n in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("at_token", [40, 200])
+def test_a_signal_while_mutants_are_named_stays_the_interrupt_it_is(
+    at_token: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libcst records positions in `finally` blocks that turned the interrupt into a KeyError (exit 70, megabytes
+    of traceback, for SIGINT/SIGTERM in the 0.3 s vLLM's naming takes)."""
+    (site,) = sites_in_source(INTERFACE, FILE, MODULE)
+    tokens = []
+    add_token = PositionProvidingCodegenState.add_token
+
+    def signalled(state: PositionProvidingCodegenState, value: str) -> None:  # where the handler would raise
+        tokens.append(value)
+        if len(tokens) == at_token:
+            raise Interrupted(ExitCode.TERMINATED)
+        add_token(state, value)
+
+    monkeypatch.setattr(PositionProvidingCodegenState, "add_token", signalled)
+    with pytest.raises(Interrupted) as stopped:
+        identify_file(INTERFACE, FILE, [site])
+    assert stopped.value.exit_code == ExitCode.TERMINATED
 
 
 def test_a_mutant_whose_call_no_discovered_site_starts_at_is_kept_marked_and_shown_where_it_is() -> None:

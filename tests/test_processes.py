@@ -77,6 +77,30 @@ def test_ctrl_c_while_helpers_fork_takes_effect_when_the_block_ends() -> None:
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # let in again
 
 
+@pytest.mark.parametrize("order", [(signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM)])
+def test_the_first_of_two_signals_while_helpers_run_is_the_one_that_takes_effect(
+    order: tuple[signal.Signals, signal.Signals],
+) -> None:
+    """A signal mask would hand them over lowest number first: SIGTERM then Ctrl-C became Ctrl-C's 130."""
+    raised = []
+
+    def handler(signum: int, frame: object) -> None:  # as the command line's: only the first one raises
+        raised.append(signal.Signals(signum))
+        if len(raised) == 1:
+            raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, handler) for sig in order}
+    try:
+        with pytest.raises(KeyboardInterrupt), processes.helpers_bound_to_run():
+            for sig in order:
+                os.kill(os.getpid(), sig)
+            time.sleep(0.05)
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+    assert raised[0] == order[0]
+
+
 # --- stopping the session's process group -----------------------------------------------------------------
 
 GROUP = """

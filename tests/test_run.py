@@ -16,6 +16,7 @@ import subprocess
 import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from records_support import KILLED_ONCE, KILLED_TWICE, SURVIVES, UNRECORDED, FakeSession
@@ -281,6 +282,26 @@ def test_a_full_disk_after_staging_is_one_line_naming_the_work_directory(
     assert "\n" not in said and "--work-dir" in said
     assert raised.value.exit_code == ExitCode.STAGING_FAILED
     assert not run.out.exists()  # no partial report
+
+
+@pytest.mark.parametrize("record", ["identities.json", "result.json"])
+def test_a_full_disk_refusing_a_write_that_names_no_file_is_still_the_work_directorys(
+    record: str, run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk refuses the `write` (which names no file), not the `open`: on a tmpfs with 88 KB free, writing
+    identities.json was a traceback and exit 70."""
+    write_text = Path.write_text
+
+    def full_disk(path: Path, *args: Any, **kwargs: Any) -> int:
+        if path.name.startswith(f".{record}."):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return write_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(StagingFailed) as raised:
+        run()
+    assert str(raised.value).startswith(f"cannot write in the work directory {run.ws.dir} (No space left on device)")
+    assert not run.out.exists() and not any(p.name.startswith(f".{record}.") for p in run.ws.dir.iterdir())
 
 
 @pytest.mark.parametrize("filename", [None, "/dev/shm/sem.mp-1", "<stdout>"], ids=["no-file", "shm", "stdout"])

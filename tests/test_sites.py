@@ -7,7 +7,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from warnonce_guard.guards.errors import SourceDoesNotParse
+from faults import as_nobody, no_longer_than, shared_tree
+from libcst.metadata.position_provider import PositionProvidingCodegenState
+from toy import INTERFACE, add_odd_files, make_tree
+from warnonce_guard.guards.errors import ExitCode, Interrupted, SourceDoesNotParse
 from warnonce_guard.guards.sites import Condition, Site, discover, might_hold_site, sites_in_source
 
 FILE, MODULE = "vllm/platforms/x.py", "vllm.platforms.x"
@@ -465,3 +468,46 @@ def test_discover_takes_another_package_name(tmp_path: Path) -> None:
     (site,) = discover(tmp_path, package="toyllm")
 
     assert (site.file, site.module, site.kernel_module) == ("toyllm/p.py", "toyllm.p", "toyllm._C")
+
+
+def test_a_signal_while_discovery_records_positions_stays_the_interrupt_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libcst's position recording turned the interrupt into a chain of KeyErrors (`sites`, `guards`: exit 70)."""
+
+    def signalled(state: PositionProvidingCodegenState, value: str) -> None:  # where the handler would raise
+        raise Interrupted(ExitCode.INTERRUPTED)
+
+    monkeypatch.setattr(PositionProvidingCodegenState, "add_token", signalled)
+    with pytest.raises(Interrupted):
+        sites_in_source(INTERFACE, "vllm/platforms/interface.py", "vllm.platforms.interface")
+
+
+def test_discovery_skips_what_is_no_file_to_read_with_a_note_and_never_waits_on_a_fifo(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A FIFO named *.py hung `sites`, `guards` and `mutate` for ever; a dangling symlink, a loop or a directory
+    named x.py was a traceback (exit 70)."""
+    tree = make_tree(tmp_path / "tree")
+    odd = add_odd_files(tree)
+    with no_longer_than(20):
+        sites = discover(tree)
+    assert [site.file for site in sites] == ["vllm/platforms/interface.py"]
+    noted = sorted(record.getMessage() for record in caplog.records)
+    modules = {path: what for path, what in odd.items() if path.suffix == ".py"}
+    assert noted == sorted(f"skipped {path}: {what}, not a file to read" for path, what in modules.items())
+
+
+def test_a_site_file_this_user_may_not_read_is_exit_5_naming_it() -> None:
+    with shared_tree() as tree:
+        site_file = tree / "vllm" / "platforms" / "interface.py"
+        site_file.chmod(0o600)
+        discover(tree)  # as root: it reads
+
+        def discover_as_user() -> str:
+            try:
+                discover(tree)
+            except SourceDoesNotParse as err:
+                return str(err)
+            return "discovered"
+
+        said = as_nobody(discover_as_user)
+    assert said.startswith(f"{site_file}: cannot be read (Permission denied); make it readable")

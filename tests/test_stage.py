@@ -9,14 +9,17 @@ import os
 from pathlib import Path
 
 import pytest
-from toy import INTERFACE, LOGGER_SOURCE, make_tree
-from warnonce_guard.guards.errors import StagingFailed
+from faults import as_nobody, give_to_nobody, no_longer_than, shared_tree
+from toy import INTERFACE, LOGGER_SOURCE, add_odd_files, make_tree
+from warnonce_guard.guards.errors import GuardError, StagingFailed
 from warnonce_guard.guards.sites import discover
 from warnonce_guard.guards.target import source_tree
 from warnonce_guard.mutations import stage
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.engine.state import BadState
 from warnonce_guard.mutations.workspace import Workspace
+
+COPIED = ["__init__.py", "_version.py", "logger.py", "platforms", "platforms/__init__.py", "platforms/interface.py"]
 
 
 @pytest.fixture
@@ -194,13 +197,45 @@ def test_a_copy_that_changed_or_was_never_recorded_is_discarded_and_made_again(
     assert os.path.samefile(ws.mutants / "vllm" / "logger.py", ws.pristine("vllm") / "logger.py")
 
 
-def test_a_target_file_that_cannot_be_read_is_a_staging_failure_naming_the_work_dir(
-    tmp_path: Path, ws: Workspace
+def test_what_is_no_file_to_read_is_left_out_of_the_copy_and_the_fingerprint_with_a_note(
+    tmp_path: Path, ws: Workspace, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """A FIFO was waited on for ever (copy2 opens it; the fingerprint and listing stat every file); a dangling
+    symlink or a loop was exit 12 blaming the work directory, a traceback for the fingerprint."""
     tree = make_tree(tmp_path / "tree")
-    (tree / "vllm" / "dangling.py").symlink_to(tmp_path / "gone.py")
-    with pytest.raises(StagingFailed, match=f"cannot stage the target in {ws.dir}: .*; pass --work-dir"):
+    odd = add_odd_files(tree)
+    with no_longer_than(20):
+        stage.fingerprint(source_tree(tree), {"vllm": tree / "vllm"})
         stage.copy_packages(ws, {"vllm": tree / "vllm"})
+
+    copied = sorted(p.relative_to(ws.pristine("vllm")).as_posix() for p in ws.pristine("vllm").rglob("*"))
+    assert copied == sorted([*COPIED, "folder.py", "folder.py/inside.txt"])  # a directory is copied as one
+    noted = {record.getMessage() for record in caplog.records}
+    skipped = {path: what for path, what in odd.items() if path.name != "folder.py"}  # staging copies it
+    assert {f"skipped {path}: {what}, not a file to read" for path, what in skipped.items()} <= noted
+
+
+def test_a_target_file_this_user_may_not_read_is_exit_5_naming_it_not_the_work_directory() -> None:
+    """It was exit 12, 'cannot stage the target in <work dir>': the work directory was fine."""
+    with shared_tree() as tree:
+        secret = tree / "vllm" / "notes.txt"  # not even a Python file: staging copies every file
+        secret.write_text("root's")
+        secret.chmod(0o600)
+        work = tree.parent / "work"
+        work.mkdir()
+        give_to_nobody(work)
+        stage.copy_packages(Workspace(tree.parent / "warm-up"), {"vllm": tree / "vllm"})  # as root: it reads
+
+        def stage_as_user() -> tuple[str, str]:
+            try:
+                stage.copy_packages(Workspace(work / "ws"), {"vllm": tree / "vllm"})
+            except GuardError as err:
+                return type(err).__name__, str(err)
+            return "staged", ""
+
+        kind, said = as_nobody(stage_as_user)
+    assert kind == "SourceDoesNotParse", said
+    assert said.startswith(f"{secret}: cannot be read (Permission denied)")
 
 
 def test_prepare_leaves_the_site_files_to_mutmut_and_writes_the_runs_files(tmp_path: Path, ws: Workspace) -> None:

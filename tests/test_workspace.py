@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from warnonce_guard.guards.errors import StagingFailed, WorkDirBusy
+from faults import as_nobody, give_to_nobody, shared_folder
+from warnonce_guard.guards.errors import PathUnusable, StagingFailed, WorkDirBusy
+from warnonce_guard.guards.notes import LOGGER as NOTES
 from warnonce_guard.mutations.ownership import MARKER, Kind, mark, marked
 from warnonce_guard.mutations.workspace import WorkRoot, remove_marked
 
@@ -87,3 +90,62 @@ def test_a_work_directory_that_cannot_be_made_is_a_staging_failure_naming_it(tmp
     ws = root.workspace("0123456789abcdef")
     with pytest.raises(StagingFailed, match=f"cannot create {ws.dir}: .*; pass --work-dir on a writable disk"):
         ws.create()
+
+
+# --- another user's files (run as the unprivileged user nobody, in a forked child) --------------------------
+
+
+def test_a_lock_another_users_run_made_is_one_line_for_this_user_exit_10() -> None:
+    """A work directory of the user's that root ran in first: filelock's PermissionError was exit 70."""
+    with shared_folder() as shared:
+        root = WorkRoot(shared / "work")
+        root.dir.mkdir()
+        give_to_nobody(root.dir)  # the user's own directory
+        with root.claimed():  # root's run: its marker and lock file are root's
+            pass
+
+        def claim() -> tuple[str, str]:
+            try:
+                with root.claimed():
+                    return "claimed", ""
+            except PathUnusable as err:
+                return type(err).__name__, str(err)
+
+        kind, said = as_nobody(claim)
+    assert kind == "PathUnusable" and said.startswith(f"--work-dir {root.dir}: cannot take its lock "), said
+    assert "Permission denied" in said and "\n" not in said
+
+
+def test_pruning_leaves_another_users_workspaces_with_a_note_and_never_fails() -> None:
+    """Root-owned workspaces in a user's work directory: pruning raised PermissionError (exit 70) on every run."""
+    with shared_folder() as shared:
+        root = WorkRoot(shared / "work")
+        root.dir.mkdir()
+        give_to_nobody(root.dir)
+        olds = []
+        for i in range(4):  # the oldest two are pruned: one root's, one the user's
+            ws = root.dir / f"old{i}"
+            (ws / "vllm").mkdir(parents=True)
+            (ws / "vllm" / "x.py").write_text("x")
+            mark(ws, Kind.WORKSPACE)
+            if i == 1:
+                give_to_nobody(ws, ws / "vllm", ws / "vllm" / "x.py", ws / MARKER)
+            os.utime(ws, (1000 + i, 1000 + i))
+            olds.append(ws)
+        current = root.workspace("current")
+        current.create()
+        give_to_nobody(current.dir, current.dir / MARKER)
+
+        def prune() -> tuple[list[Path], list[str]]:
+            noted: list[str] = []
+            handler = logging.Handler()
+            handler.emit = lambda record: noted.append(record.getMessage())  # type: ignore[method-assign]
+            NOTES.addHandler(handler)
+            return root.prune(current), noted
+
+        removed, noted = as_nobody(prune)
+        assert removed == [olds[1]] and not olds[1].exists()
+        assert olds[0].exists() and marked(olds[0], Kind.WORKSPACE)  # root's: kept whole, still marked
+        assert len(noted) == 1 and noted[0] == (
+            f"kept the old workspace {olds[0]}: Permission denied: {olds[0] / 'vllm'}; its owner may remove it"
+        )

@@ -8,6 +8,7 @@ whose `import_kernels()` try to import `<pkg>._C`.
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -92,7 +93,7 @@ class Platform:
 EAGER_CALL = 'logger.warning_once("Failed to import from PKG._C: %s", repr(e))'
 
 # The command line, run in a subprocess as a user runs it.
-CLI = [sys.executable, "-m", "warnonce_guard.mutations.cli"]
+CLI = [sys.executable, "-m", "warnonce_guard.mutations"]
 
 _names = itertools.count()
 
@@ -139,6 +140,28 @@ def make_tree(root: Path, interface: str = INTERFACE) -> Path:
     (package / "platforms" / "__init__.py").write_text("")
     (package / "platforms" / "interface.py").write_text(interface)
     return root
+
+
+# What a target may hold that is no file to read, by the name it has under vllm/, and what the note calls it.
+ODD_FILES = {
+    "fifo.py": "a FIFO",  # opening one waits for a writer: for ever
+    "dangling.py": "a dangling symlink",
+    "loop.py": "a symlink loop",
+    "folder.py": "a directory",
+    "data.fifo": "a FIFO",  # staging copies every file, not only *.py
+}
+
+
+def add_odd_files(tree: Path) -> dict[Path, str]:
+    """Put `ODD_FILES` into the tree's vllm/ package; each path with what it is."""
+    package = tree / "vllm"
+    os.mkfifo(package / "fifo.py")
+    (package / "dangling.py").symlink_to(package / "gone.py")
+    (package / "loop.py").symlink_to(package / "loop.py")
+    (package / "folder.py").mkdir()
+    (package / "folder.py" / "inside.txt").write_text("a file in a directory named like a module\n")
+    os.mkfifo(package / "data.fifo")
+    return {package / name: what for name, what in ODD_FILES.items()}
 
 
 def fitting_operators(source: str) -> list[str]:
