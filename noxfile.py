@@ -145,7 +145,7 @@ def audit(session: nox.Session) -> None:
 def replay(session: nox.Session) -> None:
     """Historical replay: guards and mutation run against vLLM 0.29.0 (before the fix) must expose every site."""
     _guard_env(session, REPLAYED_VLLM)
-    session.run("python", "-m", "pytest", "tests/test_replay.py", "-v", env={"WARNONCE_GUARD_REPLAY": REPLAYED_VLLM})
+    session.run("python", "-m", "pytest", "tests/e2e/test_replay.py", "-v", env={"WARNONCE_GUARD_REPLAY": REPLAYED_VLLM})
 
 
 @nox.session(python=PYTHON)
@@ -178,7 +178,7 @@ def wheel(session: nox.Session) -> None:
     outside the checkout: nothing but the installed package (no checkout, no npm) makes the report."""
     _project_env(session)
     wheel_env = {"WARNONCE_GUARD_WHEEL": PINNED_VLLM}
-    session.run("python", "-m", "pytest", "tests/test_wheel.py", "-v", *session.posargs, env=wheel_env)
+    session.run("python", "-m", "pytest", "tests/e2e/test_wheel.py", "-v", *session.posargs, env=wheel_env)
 
 
 @nox.session(python=PYTHON)
@@ -186,4 +186,4 @@ def lint(session: nox.Session) -> None:
     """ruff over the whole project, and README's generated tables in step with their registries."""
     _project_env(session)
     session.run("ruff", "check", ".")
-    session.run("python", "-m", "warnonce_guard.mutations.readme", "--check")
+    session.run("python", "-m", "tools.readme", "--check")

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "warnonce_guard.mutations.cli"]
+CLI = [sys.executable, "-m", "warnonce_guard.cli.main"]
 
 
 def _toy_logger_source() -> str:

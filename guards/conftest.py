@@ -27,11 +27,9 @@ import os
 from pathlib import Path
 
 import pytest
-from warnonce_guard.guards import target as targets
-from warnonce_guard.guards.errors import GuardError, NothingToCheck
+from warnonce_guard.common.errors import GuardError, NothingToCheck
 from warnonce_guard.guards.outcome import GuardFailure
-from warnonce_guard.guards.platforms import platform_sites, resolve_platform
-from warnonce_guard.guards.records import (
+from warnonce_guard.guards.sessions import (
     FINISHED_STATUSES,
     UNWRITTEN_STATUS,
     EngineProtocol,
@@ -41,7 +39,9 @@ from warnonce_guard.guards.records import (
     RecordKind,
     write_session,
 )
-from warnonce_guard.guards.sites import Site, discover
+from warnonce_guard.rule import target as targets
+from warnonce_guard.rule.platforms import platform_sites, resolve_platform
+from warnonce_guard.rule.sites import Site, discover
 
 _TARGET = pytest.StashKey[targets.Target]()
 

@@ -20,13 +20,13 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
+from warnonce_guard.common.errors import PlatformImportFailed
 from warnonce_guard.guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, blocking, stubbing
-from warnonce_guard.guards.errors import PlatformImportFailed
 from warnonce_guard.guards.observe import LoggerSpy, Observation, RecordCapture
-from warnonce_guard.guards.platforms import PlatformNotFound, load_class
-from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN, is_kernel_module
-from warnonce_guard.guards.sites import Site
 from warnonce_guard.guards.steering import CannotSteer, steered
+from warnonce_guard.rule.platforms import PlatformNotFound, load_class
+from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN, is_kernel_module
+from warnonce_guard.rule.sites import Site
 
 CALLS = 2
 # The referrer chain behind a finding walks the whole heap (about 0.3 s with torch imported). The mutation

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from warnonce_guard.guards.detectors import Finding, findings
 from warnonce_guard.guards.drive import CannotDrive, drive
-from warnonce_guard.guards.records import RecordKind
-from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN
-from warnonce_guard.guards.sites import Site
+from warnonce_guard.guards.sessions import RecordKind
+from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN
+from warnonce_guard.rule.sites import Site
 
 
 class GuardFailure(AssertionError):

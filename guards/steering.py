@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from warnonce_guard.guards.sites import Condition
+from warnonce_guard.rule.sites import Condition
 
 _MISSING = object()
 

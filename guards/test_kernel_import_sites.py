@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from warnonce_guard.guards.errors import PlatformImportFailed
+from warnonce_guard.common.errors import PlatformImportFailed
 from warnonce_guard.guards.outcome import check_site
-from warnonce_guard.guards.sites import Site
-from warnonce_guard.guards.target import Target
+from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.target import Target
 
 
 def test_site_releases_exception_and_warns_once(site: Site, guard_target: Target) -> None:

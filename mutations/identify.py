@@ -19,14 +19,14 @@ from typing import Any
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper
-from warnonce_guard.guards.atomic import write_atomic
-from warnonce_guard.guards.errors import ExitCode, GuardError
-from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN, log_method, walk
-from warnonce_guard.guards.sites import Site, interrupts_kept, positions
+from warnonce_guard.common.errors import ExitCode, GuardError
+from warnonce_guard.common.files import write_atomic
 from warnonce_guard.mutations.engine import naming
 from warnonce_guard.mutations.engine.state import BadState
 from warnonce_guard.mutations.operators import PACKAGE, anchors_of, operator_of
 from warnonce_guard.mutations.workspace import Workspace
+from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN, log_method, walk
+from warnonce_guard.rule.sites import Site, interrupts_kept, positions
 
 
 class MutantsUnaccounted(GuardError):

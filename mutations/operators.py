@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import NamedTuple
 
 import libcst as cst
-from warnonce_guard.guards.formatting import placeholder_for_arg, with_conversion
-from warnonce_guard.guards.site_rule import (
+from warnonce_guard.rule.formatting import placeholder_for_arg, with_conversion
+from warnonce_guard.rule.site_rule import (
     DEFAULT_KERNEL_PATTERN,
     ONCE_METHODS,
     anchor,
@@ -27,7 +27,7 @@ from warnonce_guard.guards.site_rule import (
     site_calls,
     walk,
 )
-from warnonce_guard.guards.sites import Site
+from warnonce_guard.rule.sites import Site
 
 PACKAGE = "vllm"
 # What each `*_once` method becomes when `once-dropped` removes the cache.

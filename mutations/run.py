@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
-from warnonce_guard.guards import target as targets
-from warnonce_guard.guards.atomic import write_atomic
-from warnonce_guard.guards.errors import (
+from warnonce_guard.common import ownership
+from warnonce_guard.common.console import RunProgress
+from warnonce_guard.common.errors import (
     EngineFailed,
     ExitCode,
     Interrupted,
@@ -25,23 +25,25 @@ from warnonce_guard.guards.errors import (
     StagingFailed,
     TargetChanged,
 )
-from warnonce_guard.guards.platforms import platform_sites, resolve_platform
-from warnonce_guard.guards.records import baseline_sessions as read_baseline_sessions
-from warnonce_guard.guards.records import mutant_session_path, read_session, unwritable
-from warnonce_guard.guards.sites import Site, discover
-from warnonce_guard.mutations import ownership, results, stage
+from warnonce_guard.common.files import write_atomic
+from warnonce_guard.common.processes import helpers_bound_to_run, stop_group
+from warnonce_guard.guards.sessions import baseline_sessions as read_baseline_sessions
+from warnonce_guard.guards.sessions import mutant_session_path, read_session, unwritable
+from warnonce_guard.mutations import judge as results
+from warnonce_guard.mutations import stage
 from warnonce_guard.mutations.engine import attempts, layout, state
 from warnonce_guard.mutations.engine import session as engine_session
 from warnonce_guard.mutations.engine.watch import Watch, stall_limit
 from warnonce_guard.mutations.identify import NamedMutant, read_identities, write_identities
 from warnonce_guard.mutations.operators import OPERATORS
-from warnonce_guard.mutations.processes import helpers_bound_to_run, stop_group
-from warnonce_guard.mutations.progress import RunProgress
+from warnonce_guard.mutations.records import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, Operator, RunInfo, RunResult
 from warnonce_guard.mutations.report import atomic, print_table, provenance, write_report
 from warnonce_guard.mutations.report.printable import printable
 from warnonce_guard.mutations.report.viewer import find_viewer
-from warnonce_guard.mutations.verdicts import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, Operator, RunInfo, RunResult
 from warnonce_guard.mutations.workspace import PERMISSION_ERRORS, WorkRoot, Workspace, cannot_write
+from warnonce_guard.rule import target as targets
+from warnonce_guard.rule.platforms import platform_sites, resolve_platform
+from warnonce_guard.rule.sites import Site, discover
 
 SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
 # What a disk refuses a write with (only writes: reading the target never fails so): one line, not a traceback,

@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from warnonce_guard import guards
-from warnonce_guard.guards.atomic import write_atomic
-from warnonce_guard.guards.sites import Site
-from warnonce_guard.guards.target import PACKAGE, Target, files_to_read, unreadable
+from warnonce_guard.common.files import write_atomic
 from warnonce_guard.mutations.engine import config as engine_config
 from warnonce_guard.mutations.engine.state import BadState
 from warnonce_guard.mutations.workspace import Workspace, cannot_write
+from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.target import PACKAGE, Target, files_to_read, unreadable
 
 GUARD_TEST_FILES = ("conftest.py", "test_kernel_import_sites.py")
 GUARDS_DIR = Path(guards.__file__).resolve().parent

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock, Timeout
-from warnonce_guard.guards.errors import GuardError, PathUnusable, StagingFailed, WorkDirBusy
-from warnonce_guard.guards.notes import note
-from warnonce_guard.mutations import ownership
+from warnonce_guard.common import ownership
+from warnonce_guard.common.errors import GuardError, PathUnusable, StagingFailed, WorkDirBusy
+from warnonce_guard.common.notes import note
 
 LOCK_NAME = ".warnonce-guard.lock"
 # What the system refuses a user who may not write there (another user's files): the path's fault (exit 10),

@@ -10,8 +10,8 @@ import zipfile
 from pathlib import Path
 
 from toy import EAGER_CALL, PLATFORM_SOURCE, write_toy
-from warnonce_guard.mutations.history.index import Dist, Release
-from warnonce_guard.mutations.history.records import GuardRun, Outcome, ReleaseMeta, SiteOutcome
+from warnonce_guard.history.index import Dist, Release
+from warnonce_guard.history.records import GuardRun, Outcome, ReleaseMeta, SiteOutcome
 
 LIVE_CALL = 'logger.warning_once("Failed to import from PKG._C: %r", e)'
 PLAIN_CALL = 'logger.warning("Failed to import from PKG._C: %r", e)'

@@ -16,13 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from warnonce_guard.guards.records import GuardRecord, GuardSession, Phase, RecordKind, write_session
-from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN
-from warnonce_guard.guards.sites import Site
+from warnonce_guard.guards.sessions import GuardRecord, GuardSession, Phase, RecordKind, write_session
 from warnonce_guard.mutations.engine import layout, naming, state
 from warnonce_guard.mutations.operators import anchors_of
-from warnonce_guard.mutations.report import npm
-from warnonce_guard.mutations.verdicts import (
+from warnonce_guard.mutations.records import (
     CRASHED,
     EXPOSED,
     GUARDED,
@@ -40,6 +37,10 @@ from warnonce_guard.mutations.verdicts import (
     SiteBaseline,
 )
 from warnonce_guard.mutations.workspace import Workspace
+from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN
+from warnonce_guard.rule.sites import Site
+
+from tools import npm
 
 CPU = "vllm/platforms/cpu.py"
 CUDA = "vllm/platforms/cuda.py"

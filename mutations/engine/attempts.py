@@ -25,7 +25,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from warnonce_guard.guards.atomic import write_atomic
+from warnonce_guard.common.files import write_atomic
 from warnonce_guard.mutations.engine.state import BadState
 from warnonce_guard.mutations.engine.status import EngineStatus, engine_status
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from warnonce_guard.guards.atomic import write_atomic
+from warnonce_guard.common.files import write_atomic
 
 SETTINGS: dict[str, str | list[str]] = {
     "process_isolation": "fork",  # one worker per mutant, forked from a session that imported vLLM once

@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from warnonce_guard.guards.errors import EngineFailed
+from warnonce_guard.common.errors import EngineFailed
 
 
 class GenerationWorkerLost(EngineFailed):

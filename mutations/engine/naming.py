@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
-from warnonce_guard.guards.sites import Site
 from warnonce_guard.mutations.engine.seam import our_operators
 from warnonce_guard.mutations.operators import Anchors
+from warnonce_guard.rule.sites import Site
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 
-from warnonce_guard.guards.errors import EngineFailed
-from warnonce_guard.guards.site_rule import DEFAULT_KERNEL_PATTERN
+from warnonce_guard.common.errors import EngineFailed
 from warnonce_guard.mutations.operators import PACKAGE, Anchors, operators_for
+from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN
 
 PINNED_MUTMUT = "3.8.1"
 SEAM_MODULE = "mutmut.mutation.file_mutation"

@@ -31,16 +31,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from warnonce_guard.guards.errors import ExitCode, GuardError
-from warnonce_guard.guards.records import UNWRITTEN_STATUS
-from warnonce_guard.guards.sites import Site
+from warnonce_guard.common.errors import ExitCode, GuardError
+from warnonce_guard.common.processes import bind_to_parent, child_environment, die_with_parent
+from warnonce_guard.guards.sessions import UNWRITTEN_STATUS
 from warnonce_guard.mutations.engine import naming, state
 from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.seam import our_operators
 from warnonce_guard.mutations.engine.workers import RecordsUnwritten, Registrar
 from warnonce_guard.mutations.operators import anchors_of
-from warnonce_guard.mutations.processes import bind_to_parent, child_environment, die_with_parent
 from warnonce_guard.mutations.workspace import Workspace
+from warnonce_guard.rule.sites import Site
 
 # mutmut's protocol with the tests it runs, passed on to the guards' conftest (guards.records) by name:
 MUTANT_VARIABLE = "MUTANT_UNDER_TEST"  # the mutant a test process runs; mutmut sets it before each session

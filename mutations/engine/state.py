@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warnonce_guard.guards.atomic import write_atomic
+from warnonce_guard.common.files import write_atomic
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.workspace import Workspace
 

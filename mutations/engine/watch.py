@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from warnonce_guard.guards.errors import EngineFailed
+from warnonce_guard.common.errors import EngineFailed
 from warnonce_guard.mutations.engine import config, layout, state
 from warnonce_guard.mutations.workspace import Workspace
 

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from warnonce_guard.guards.errors import StagingFailed
-from warnonce_guard.guards.records import UNWRITTEN_STATUS, mutant_session_path, read_session
+from warnonce_guard.common.errors import StagingFailed
+from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, mutant_session_path, read_session
 from warnonce_guard.mutations.engine import attempts
 from warnonce_guard.mutations.engine.attempts import Outcome
 from warnonce_guard.mutations.engine.state import BadState

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from warnonce_guard.guards.errors import ReportFailed
-from warnonce_guard.mutations import ownership
+from warnonce_guard.common import ownership
+from warnonce_guard.common.errors import ReportFailed
+from warnonce_guard.mutations.records import RunResult
 from warnonce_guard.mutations.report import atomic, html, junit, provenance, stryker, summary, viewer
 from warnonce_guard.mutations.report.printable import printable_result
 from warnonce_guard.mutations.report.terminal import print_table
-from warnonce_guard.mutations.verdicts import RunResult
 
 __all__ = ["FILES", "print_table", "write_report"]
 

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from filelock import FileLock, Timeout
-from warnonce_guard.guards.errors import PathUnusable, WorkDirBusy
-from warnonce_guard.mutations import ownership
+from warnonce_guard.common import ownership
+from warnonce_guard.common.errors import PathUnusable, WorkDirBusy
 
 LOCK_SUFFIX = ".warnonce-guard.lock"
 _held = threading.local()  # the lock files this thread holds: a holder's nested claim does not lock again

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from warnonce_guard.guards.errors import ExitCode, GuardError
+from warnonce_guard.common.errors import ExitCode, GuardError
 
 
 class ViewerMissing(GuardError):

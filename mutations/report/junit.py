@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from warnonce_guard.mutations.verdicts import EXPOSED, KILLED, SKIPPED, UNREACHED, MutantVerdict, RunResult
+from warnonce_guard.mutations.records import EXPOSED, KILLED, SKIPPED, UNREACHED, MutantVerdict, RunResult
 
 SUITE = "warnonce-guard mutation"
 

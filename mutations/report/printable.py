@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from warnonce_guard.mutations.verdicts import RunResult
+from warnonce_guard.mutations.records import RunResult
 
 
 def printable(text: str) -> str:

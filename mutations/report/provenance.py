@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from warnonce_guard.mutations import ownership
-from warnonce_guard.mutations.verdicts import RunInfo, RunResult
+from warnonce_guard.common import ownership
+from warnonce_guard.mutations.records import RunInfo, RunResult
 
 
 def _run_json(run: RunInfo) -> dict[str, str]:

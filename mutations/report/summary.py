@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from warnonce_guard.mutations.report import provenance
-from warnonce_guard.mutations.verdicts import (
+from warnonce_guard.mutations.records import (
     GUARDED,
     KILLED,
     SKIPPED,
@@ -16,6 +15,7 @@ from warnonce_guard.mutations.verdicts import (
     SiteStatus,
     percent,
 )
+from warnonce_guard.mutations.report import provenance
 
 MUTANT_STATUSES = tuple(MutantStatus)
 SITE_STATUSES = tuple(SiteStatus)

@@ -7,9 +7,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from warnonce_guard.guards.sites import Site
+from warnonce_guard.mutations.records import EXPOSED, KILLED, UNREACHED, RunResult, percent
 from warnonce_guard.mutations.report.printable import printable_result
-from warnonce_guard.mutations.verdicts import EXPOSED, KILLED, UNREACHED, RunResult, percent
+from warnonce_guard.rule.sites import Site
 
 STYLES = {
     "killed": "green",

@@ -3,7 +3,7 @@
 `vendor/` holds `mutation-test-elements.js` from mutation-testing-elements and the report JSON schema
 from mutation-testing-report-schema, the versions `requirements/npm/package.json` pins, with their
 licence (Apache-2.0) and `VENDOR.json`: each file's sha256. `python -m
-warnonce_guard.mutations.report.npm --vendor` refreshes them from those pins; a test compares them.
+tools.npm --vendor` refreshes them from those pins; a test compares them.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _checked(path: Path) -> Path:
     if not path.is_file() or entry is None or hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
         raise ViewerMissing(
             f"{path} is missing or not the file this release shipped; reinstall warnonce-guard "
-            "(or run `python -m warnonce_guard.mutations.report.npm --vendor` in a checkout)"
+            "(or run `python -m tools.npm --vendor` in a checkout)"
         )
     return path
 

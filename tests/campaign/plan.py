@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from warnonce_guard.guards.errors import ExitCode
+from warnonce_guard.common.errors import ExitCode
 
 MAX_GAP_S = 1.0  # between the two signals of a double signal: drawn uniformly from [0, MAX_GAP_S]
 

@@ -1,0 +1,1 @@
+"""The command line: one entry point, one module per command."""

@@ -1,0 +1,64 @@
+"""The process's first module: the `warnonce-guard` script and `python -m warnonce_guard.mutations`.
+
+SIGINT and SIGTERM are answered from its first instruction on, before the command line and its libraries
+(libcst, rich: a few hundred milliseconds) are imported, and to its last one: the process ends here with
+`os._exit`, after Python's exit functions, so that no signal meets an interpreter tearing itself down (there,
+Python gives the signals back to the system, and a Ctrl-C is death by SIGINT, -2). Only the interpreter's
+own start-up, before this module runs, is not covered (README, "Interrupted runs").
+
+It imports only modules built into the interpreter or loaded with it (even `typing` would take 5 ms).
+"""
+
+import _signal  # what `signal` wraps, loaded with the interpreter (`signal` itself takes 1.5 ms to import)
+import atexit
+import os
+import sys
+
+# the exit code is 128 + the signal's number, as shells report it (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
+SAID = {_signal.SIGINT: "interrupted", _signal.SIGTERM: "terminated"}
+_arrivals = -1  # the read end of the wakeup pipe: the signals in the order they came (see cli.Stops)
+
+
+def stopped_before_the_command(signum: int, frame: object) -> None:
+    """A signal before the command line took over (or after it ended): nothing to clean up, so one line and
+    exit now with the code of the signal that came first."""
+    try:
+        arrived = os.read(_arrivals, 64)
+    except OSError:
+        arrived = b""
+    signum = next((number for number in arrived if number in SAID), signum)
+    try:
+        os.write(2, f"warnonce-guard: {SAID[signum]}\n".encode())
+    finally:  # stderr closed, or its reader gone: the exit code still says it
+        os._exit(128 + signum)
+
+
+def entry() -> None:
+    """Run the command line and end the process with its exit code (never returns)."""
+    global _arrivals
+    _arrivals, write = os.pipe()
+    for end in (_arrivals, write):
+        os.set_blocking(end, False)
+    _signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    for sig in SAID:
+        _signal.signal(sig, stopped_before_the_command)
+    try:
+        from warnonce_guard.cli.main import entry as command_line
+
+        code = command_line()
+    except SystemExit as stop:  # argparse's usage errors and --help
+        if not isinstance(stop.code, int | None):
+            raise
+        code = stop.code or 0
+    atexit._run_exitfuncs()  # what Python's own exit would run first (multiprocessing's, logging's)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a full or closed stream: the exit code still says what happened
+            pass
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    entry()

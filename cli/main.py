@@ -1,0 +1,512 @@
+"""`warnonce-guard`: the command line. The only place that prints errors and turns them into exit codes.
+
+    warnonce-guard sites  [--vllm-src PATH] [--json]       list kernel-import sites
+    warnonce-guard guards [--vllm-src PATH] [--platform MODULE:CLASS] [PYTEST ARGS]
+    warnonce-guard platforms                              list vLLM platform plugins
+    warnonce-guard mutate [--vllm-src PATH] [--out DIR]    baseline, mutate, run guards, score, report
+    warnonce-guard audit  [PATH ...] [--vllm-src PATH] [--format text|json|github|sarif]
+                          [--baseline FILE] [--write-baseline FILE] [--strict]
+                                                          every *_once call that can cache a live object
+    warnonce-guard history [--from V] [--to V] [--only V1,V2,...] [--out DIR]
+                                                          every vLLM release on the index, checked
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import signal
+import sys
+import tempfile
+import traceback
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+
+from warnonce_guard import guards as guards_package
+from warnonce_guard.cli.history import add_parser as add_history_parser
+from warnonce_guard.common import notes
+from warnonce_guard.common.errors import (
+    ExitCode,
+    GuardError,
+    Interrupted,
+    NothingToCheck,
+    NotInstalled,
+    UsageError,
+    exit_code_table,
+)
+from warnonce_guard.rule import target as targets
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from warnonce_guard.rule.sites import Site
+
+GUARDS_DIR = Path(guards_package.__file__).resolve().parent
+# What `pip install 'warnonce-guard[mutation]'` adds; `audit` and strict mode need none of it.
+MUTATION_EXTRA = frozenset({"rich", "libcst", "mutmut", "filelock"})
+
+
+def console() -> Console:
+    """A rich console for tables and progress (CI logs: wide, so table rows stay whole)."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=200)
+
+
+def _sites_table(sites: list[Site], title: str) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("file", "line", "function", "kernel module", "call", "form", "guarded"):
+        table.add_column(column)
+    for site in sites:
+        form = f"[green]{site.form}[/]" if site.form == "eager" else f"[red]{site.form}[/]"
+        guarded = "yes" if site.cached else "no (not cached)"
+        table.add_row(
+            site.file, str(site.line), site.qualname, site.kernel_module, site.log_method, form, guarded
+        )
+    return table
+
+
+def _target_sites(args: argparse.Namespace) -> tuple[targets.Target, list[Site]]:
+    """The target, and its sites: all of them, or those a `--platform` class runs."""
+    from warnonce_guard.rule.platforms import platform_sites, resolve_platform
+    from warnonce_guard.rule.sites import discover
+
+    target = targets.resolve(args.vllm_src)
+    if not getattr(args, "platform", None):
+        return target, discover(target.root)
+    targets.activate(target)
+    return target, platform_sites(resolve_platform(args.platform))
+
+
+def cmd_sites(args: argparse.Namespace) -> int:
+    target, sites = _target_sites(args)
+    cached = [s for s in sites if s.cached]
+    if args.json:
+        print(json.dumps({"target": target.describe(), "sites": [s.to_json() for s in sites]}, indent=2))
+    else:
+        shown = console()
+        shown.print(_sites_table(sites, target.describe()))
+        live = sum(1 for s in cached if s.form == "live")
+        shown.print(
+            f"{len(cached)} cached site(s): {len(cached) - live} eager, {live} live; "
+            f"{len(sites) - len(cached)} not cached"
+        )
+    if not cached:
+        raise NothingToCheck(f"no kernel-import site logs through a *_once call in {target.describe()}")
+    return 0
+
+
+# pytest's exit statuses, as rows of our table.
+PYTEST_EXIT = {
+    0: ExitCode.OK,
+    1: ExitCode.CHECK_FAILED,
+    2: ExitCode.INTERRUPTED,
+    3: ExitCode.INTERNAL_ERROR,
+    4: ExitCode.USAGE,
+    5: ExitCode.NOTHING_TO_CHECK,
+}
+
+
+def cmd_guards(args: argparse.Namespace) -> int:
+    import pytest
+
+    target, sites = _target_sites(args)  # bad input and "nothing to check" stop here, before pytest starts
+    if not any(site.cached for site in sites):
+        raise NothingToCheck(
+            f"no kernel-import site logs through a *_once call in {target.describe()}; nothing to guard"
+        )
+    print(f"guarding {target.describe()}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="warnonce-guard-") as folder:
+        sites_file = Path(folder) / "sites.json"
+        sites_file.write_text(json.dumps([site.to_json() for site in sites]), encoding="utf-8")
+        code = pytest.main(_pytest_args(args, sites_file))
+    return PYTEST_EXIT.get(int(code), ExitCode.INTERNAL_ERROR)  # after a signal of ours, its code (`_main`)
+
+
+def _pytest_args(args: argparse.Namespace, sites_file: Path) -> list[str]:
+    pytest_args = [
+        str(GUARDS_DIR),
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(GUARDS_DIR),
+        # this process imported guards and mutations before pytest could rewrite their asserts (they have none)
+        "-W",
+        "ignore::pytest.PytestAssertRewriteWarning",
+        # import the guards under their own names: never `guards` as a top-level package of sys.modules
+        "--import-mode=importlib",
+        *args.pytest_args,
+        "--sites-file",
+        str(sites_file),
+    ]
+    if args.vllm_src:
+        pytest_args += ["--vllm-src", str(args.vllm_src)]
+    if args.platform:
+        pytest_args += ["--platform", args.platform]
+    return pytest_args
+
+
+def cmd_platforms(args: argparse.Namespace) -> int:
+    from rich.table import Table
+    from warnonce_guard.rule.platforms import ENTRY_POINT_GROUP, registered_platforms
+
+    found = registered_platforms()
+    table = Table(title=f"platforms registered under the {ENTRY_POINT_GROUP!r} entry points")
+    for column in ("name", "entry point", "platform class (use with --platform)"):
+        table.add_column(column)
+    for plugin in found:
+        shown = plugin.platform or f"[dim]{plugin.error or 'not available here'}[/]"
+        table.add_row(plugin.name, plugin.entry_point, shown)
+    shown = console()
+    shown.print(table)
+    shown.print(f"{len(found)} registered platform plugin(s)")
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from warnonce_guard.audit import formats as audit_formats
+    from warnonce_guard.audit import scan as audit
+
+    if args.paths and args.vllm_src:
+        raise UsageError("audit: give PATHs or --vllm-src, not both (--vllm-src picks a vLLM tree to audit whole)")
+    accepted = audit.load_baseline(args.baseline) if args.baseline else frozenset()  # bad input fails first
+    if args.paths:
+        result = audit.audit_paths([Path(p) for p in args.paths])
+        described = ", ".join(args.paths)
+    else:
+        target = targets.resolve(args.vllm_src)
+        result, described = audit.audit(target.root), target.describe()
+    comparison = audit.compare(result.findings, accepted)
+    if args.write_baseline:
+        audit.write_baseline(args.write_baseline, result.findings, described)
+        print(f"wrote {len(result.findings)} accepted finding(s) to {args.write_baseline}", file=sys.stderr)
+    write = audit_formats.writer(args.format, baseline=bool(args.baseline))
+    sys.stdout.write(write(result, comparison, described, args.strict))
+    return ExitCode.OK if args.write_baseline else audit.exit_code(comparison, strict=args.strict)
+
+
+def cmd_mutate(args: argparse.Namespace) -> int:
+    from warnonce_guard.mutations.run import mutate
+
+    return mutate(
+        vllm_src=args.vllm_src,
+        out_dir=Path(args.out),
+        work_dir=Path(args.work_dir),
+        fail_under=args.fail_under,
+        viewer_js=Path(args.viewer_js) if args.viewer_js else None,
+        console=console(),
+        platform=args.platform,
+    )
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad command line reported as one line and `ExitCode.USAGE`."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"warnonce-guard: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        sys.exit(ExitCode.USAGE)
+
+
+def percent(text: str) -> float:
+    """`--fail-under`: a finite number from 0 to 100."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a percentage from 0 to 100") from None
+    if not math.isfinite(value) or not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text} is not a percentage from 0 to 100")
+    return value
+
+
+EPILOG = "exit codes:\n" + exit_code_table()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = Parser(
+        prog="warnonce-guard", description=__doc__.splitlines()[0], epilog=EPILOG, formatter_class=formatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    target_help = "root of a vLLM source tree (default: the installed vLLM)"
+    platform_help = "a platform class (e.g. a plugin's): the sites its import_kernels runs, called through it"
+
+    sites = sub.add_parser("sites", help="list every kernel-import site of the target")
+    sites.add_argument("--vllm-src", metavar="PATH", help=target_help)
+    sites.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sites.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
+    sites.set_defaults(run=cmd_sites)
+
+    guards = sub.add_parser("guards", help="run the guards against the target", formatter_class=formatter)
+    guards.add_argument("--vllm-src", metavar="PATH", help=target_help)
+    guards.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
+    guards.epilog = "Other arguments are passed on to pytest.\n\n" + EPILOG
+    guards.set_defaults(run=cmd_guards)
+
+    platforms = sub.add_parser("platforms", help="list platform plugins registered with vLLM")
+    platforms.set_defaults(run=cmd_platforms)
+
+    mutate = sub.add_parser(
+        "mutate",
+        help="mutation run: baseline, mutants, guards, score, report",
+        epilog=EPILOG,
+        formatter_class=formatter,
+    )
+    mutate.add_argument("--vllm-src", metavar="PATH", help=target_help)
+    mutate.add_argument(
+        "--out",
+        default="mutation-report",
+        help="report directory, replaced whole: it must be new, empty or an earlier report (default: %(default)s)",
+    )
+    mutate.add_argument(
+        "--work-dir",
+        default=".warnonce-work",
+        help="where staged copies and mutmut's state live: new, empty or an earlier work directory "
+        "(default: %(default)s)",
+    )
+    mutate.add_argument("--fail-under", type=percent, default=100.0, metavar="PERCENT", help="minimum score (0-100)")
+    mutate.add_argument("--viewer-js", metavar="FILE", help="mutation-testing-elements bundle for index.html")
+    mutate.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
+    mutate.set_defaults(run=cmd_mutate)
+
+    audit = sub.add_parser(
+        "audit",
+        help="every *_once call whose arguments can cache a live object",
+        epilog=EPILOG,
+        formatter_class=formatter,
+    )
+    audit.add_argument(
+        "paths", nargs="*", metavar="PATH", help="Python files or package directories (default: the target vLLM)"
+    )
+    audit.add_argument("--vllm-src", metavar="PATH", help=target_help)
+    audit.add_argument(
+        "--format",
+        choices=("text", "json", "github", "sarif"),
+        default="text",
+        help="text (path:line:col: CODE message), json, github (workflow annotations) or sarif (2.1.0)",
+    )
+    audit.add_argument("--baseline", metavar="FILE", help="JSON file of accepted findings: only new ones fail")
+    audit.add_argument("--write-baseline", metavar="FILE", help="accept every finding: write them to FILE, exit 0")
+    audit.add_argument("--strict", action="store_true", help="fail on any new finding, not only live exceptions")
+    audit.set_defaults(run=cmd_audit)
+
+    add_history_parser(sub).epilog = EPILOG
+    return parser
+
+
+STOP_SIGNALS = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED}
+
+
+class Stops:
+    """The stop signals (SIGINT, SIGTERM) that reach one command, and what each does.
+
+    The first one during the command raises `Interrupted` into it, and its code is the command's exit code
+    whatever surfaces then (libcst turns the interrupt into a KeyError, pytest into its own "interrupted", a
+    pool into a broken pool). A later one never raises into the cleanup the first one started (stopping the
+    mutmut session takes up to 5 s): a process (`exiting`) ends at once with the first one's code, after its
+    one line if that was not said yet (what the run started dies with it: PR_SET_PDEATHSIG); in process,
+    nothing happens. A signal once the command is over counts as a first one that comes too late to raise.
+    """
+
+    def __init__(self, exiting: bool) -> None:
+        self.exiting = exiting
+        self.running = True  # until the command has ended, a first signal raises into it
+        self.first: ExitCode | None = None
+        self.said = False  # the first one's line is on stderr
+        self._arrivals: int | None = None  # the read end of the wakeup pipe, while `arrivals_noted`
+
+    @contextlib.contextmanager
+    def arrivals_noted(self) -> Iterator[None]:
+        """For the block, the order signals arrive in is kept: the interpreter's C-level handler writes each
+        one's number to a wakeup pipe. Python runs the handlers of signals pending together lowest number
+        first: SIGTERM then Ctrl-C during one long C call (writing a 200 MB report) would have been 130."""
+        read, write = os.pipe()
+        for end in (read, write):
+            os.set_blocking(end, False)
+        try:
+            previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: no handler of ours runs there either
+            previous = None
+        self._arrivals = read if previous is not None else None
+        try:
+            yield
+        finally:
+            self._arrivals = None
+            if previous is not None:
+                signal.set_wakeup_fd(previous)
+            os.close(read)
+            os.close(write)
+
+    def _first_arrived(self, signum: int) -> int:
+        """The stop signal that arrived first among those pending now (`signum` when none is noted)."""
+        try:
+            arrived = os.read(self._arrivals, 4096) if self._arrivals is not None else b""
+        except OSError:  # nothing written
+            arrived = b""
+        return next((number for number in arrived if number in STOP_SIGNALS), signum)
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.first is None:
+            code = STOP_SIGNALS[signal.Signals(self._first_arrived(signum))]
+            self.first = code
+            if self.running:
+                raise Interrupted(code)
+        if self.exiting:
+            self.exit_now()
+
+    def exit_now(self) -> None:
+        """End the process with the first signal's code, its line said once."""
+        assert self.first is not None
+        if not self.said:
+            self.said = True
+            with contextlib.suppress(OSError):
+                os.write(2, f"{self.line()}\n".encode())
+        os._exit(int(self.first))
+
+    def line(self, detail: str = "") -> str:
+        assert self.first is not None
+        return f"warnonce-guard: {self.first.name.lower()}{f'; {detail}' if detail else ''}"
+
+    def say(self, detail: str) -> None:
+        """Print the first signal's line (held from a later signal while it is written: never half a line)."""
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
+        try:
+            if not self.said:
+                print(self.line(detail), file=sys.stderr, flush=True)
+                self.said = True
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+class ReaderMayLeave:
+    """Standard output or error for one command: when the reader of a pipe leaves (`... 2>&1 | head -1`),
+    the rest goes to /dev/null and the command finishes, so its exit code is still its verdict (not 1 from
+    rich, not a traceback for a broken pipe)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.reader_left = False
+
+    def _left(self) -> None:
+        self.reader_left = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self.stream.fileno())
+        finally:
+            os.close(devnull)
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._left()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._left()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def entry(argv: Sequence[str] | None = None) -> int:
+    """`main` for a process that exits with its code (called by `warnonce_guard.cli.__main__`, the
+    process's first module, which answers the signals before and after)."""
+    return main(argv, exiting=True)
+
+
+def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
+    """Run one command; its exit code. SIGINT and SIGTERM stop it as `Stops` says; the handlers are put back
+    after, unless `exiting` and a signal stopped the command: then a later SIGINT or SIGTERM while the process
+    ends (Ctrl-C pressed again, a hung library's thread) ends it at once with the first one's 130 or 143,
+    never death by a signal (-2)."""
+    streams = {name: getattr(sys, name) for name in ("stdout", "stderr")}
+    for name, stream in streams.items():
+        if stream is not None:  # None: started with it closed, and print() already writes nothing
+            setattr(sys, name, ReaderMayLeave(stream))
+    try:
+        return _main(argv, exiting)
+    finally:
+        for name, stream in streams.items():
+            if stream is not None:
+                getattr(sys, name).flush()
+                setattr(sys, name, stream)
+
+
+def _main(argv: Sequence[str] | None, exiting: bool) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "guards":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.pytest_args = extra
+    stops = Stops(exiting)
+    previous: dict[signal.Signals, Any] = {}
+    code, failure = int(ExitCode.INTERNAL_ERROR), None
+    try:
+        with stops.arrivals_noted():
+            for sig in STOP_SIGNALS:
+                previous[sig] = signal.signal(sig, stops.handle)
+            with notes.shown_as_lines():
+                code = _command(args, stops)
+    except BaseException as err:  # a signal's Interrupted can surface anywhere up to here: judged below
+        stops.running = False
+        failure = err
+    finally:
+        if not (exiting and stops.first is not None):  # a stopped process keeps answering with the first code
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    return _ended(stops, code, failure)
+
+
+def _command(args: argparse.Namespace, stops: Stops) -> int:
+    """Run the command (a first stop signal raises into it until it ends)."""
+    try:
+        return int(args.run(args))
+    except ModuleNotFoundError as err:
+        missing = (err.name or "").split(".")[0]
+        if missing not in MUTATION_EXTRA:
+            raise
+        raise NotInstalled(
+            f"`warnonce-guard {args.command}` needs {missing}, part of the mutation extra: "
+            "pip install 'warnonce-guard[mutation]'"
+        ) from None
+    finally:
+        stops.running = False
+
+
+def _ended(stops: Stops, code: int, failure: BaseException | None) -> int:
+    """The command's exit code, and its one line on stderr (a traceback too for a bug of ours)."""
+    if stops.first is not None:  # a signal reached the command: its code, whatever surfaced after it
+        stops.say(failure.detail if isinstance(failure, Interrupted) else "")
+        return int(stops.first)
+    if failure is None:
+        return code
+    if isinstance(failure, GuardError):
+        print(f"warnonce-guard: error: {failure}", file=sys.stderr)
+        return int(failure.exit_code)
+    if isinstance(failure, KeyboardInterrupt):  # not a signal of ours (a library's, a test's)
+        stop = failure if isinstance(failure, Interrupted) else Interrupted(ExitCode.INTERRUPTED)
+        detail = f"; {stop.detail}" if stop.detail else ""
+        print(f"warnonce-guard: {stop.exit_code.name.lower()}{detail}", file=sys.stderr)
+        return int(stop.exit_code)
+    if not isinstance(failure, Exception):
+        raise failure  # SystemExit and the like: not a command's outcome to translate
+    traceback.print_exception(failure)
+    print(
+        "warnonce-guard: internal error: the traceback above is a bug in warnonce-guard, not a problem with "
+        "your input; please report it",
+        file=sys.stderr,
+    )
+    return int(ExitCode.INTERNAL_ERROR)
+
+
+if __name__ == "__main__":
+    sys.exit(entry())

@@ -1,0 +1,1 @@
+"""The shared ground: exit codes and errors, files and ownership, processes, the console."""

@@ -1,0 +1,179 @@
+"""Own only what you create: marker files, and the checks that refuse a path before any work is done.
+
+`warnonce-guard mutate` writes into two places a user names: `--out` (the report directory, replaced
+whole) and `--work-dir` (staged copies, mutmut's state, old runs pruned). Each directory it creates
+gets a marker file saying so. It replaces or deletes only a directory that carries its marker (or is
+missing, or is empty); anything else is refused with one line, before the run starts:
+
+- `--out`: an existing file; a non-empty directory without the report marker; a target package
+  (`vllm/`, a plugin's), a directory inside it or above it; the target's root (a checkout) or above
+  it (a new directory inside a checkout, beside `vllm/`, is fine); the work directory, inside or
+  above it; the current directory or one above it.
+- `--work-dir`: the same, with the report directory in place of the work directory.
+- `--viewer-js`: must be a readable file.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from warnonce_guard.common.errors import PathRefused, PathUnusable
+
+MARKER = ".warnonce-guard"
+TOOL = "warnonce-guard"
+
+
+class Kind(StrEnum):
+    """What a marked directory is."""
+
+    REPORT = "report"  # an --out directory
+    WORK_ROOT = "work-root"  # a --work-dir directory
+    WORKSPACE = "workspace"  # one run's directory inside a work root (pruned when old)
+    HISTORY = "history"  # a `history --work-dir` directory (downloads, release trees, kept verdicts)
+
+
+def mark(directory: Path, kind: Kind) -> None:
+    """Write the marker that says `directory` is ours (as `kind`)."""
+    (directory / MARKER).write_text(json.dumps({"tool": TOOL, "kind": kind.value}) + "\n", encoding="utf-8")
+
+
+def marked(directory: Path, kind: Kind) -> bool:
+    """Whether `directory` carries our marker for `kind` (a directory, not a symlink to one)."""
+    if directory.is_symlink() or not directory.is_dir():
+        return False
+    try:
+        data = json.loads((directory / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("tool") == TOOL and data.get("kind") == kind.value
+
+
+def unfinished(directory: Path) -> bool:
+    """A directory holding nothing but, at most, a marker cut short: a run killed between making the directory
+    and writing its marker. It holds nothing of anyone's, so it may be reused or removed."""
+    if directory.is_symlink() or not directory.is_dir():
+        return False
+    try:
+        entries = [child.name for child in directory.iterdir()]
+        return entries == [] or (entries == [MARKER] and (directory / MARKER).stat().st_size == 0)
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class Protected:
+    """A directory an output path must keep away from: itself and above it always, inside it unless `inside_ok`."""
+
+    label: str  # e.g. "the target package"
+    path: Path
+    inside_ok: bool = False
+
+    def clashes(self, candidate: Path) -> bool:
+        """As written and as the filesystem resolves it: a symlinked parent must not lead inside the target."""
+        for resolve in (os.path.abspath, os.path.realpath):
+            mine, theirs = Path(resolve(self.path)), Path(resolve(candidate))
+            if mine.is_relative_to(theirs) or (not self.inside_ok and theirs.is_relative_to(mine)):
+                return True
+        return False
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _writable(directory: Path, option: str, path: Path) -> None:
+    base = _nearest_existing(directory)
+    if not base.is_dir():
+        raise PathUnusable(f"{option} {path}: {base} is not a directory; pass a path under a directory")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise PathUnusable(f"{option} {path}: {base} is not writable; pass a path on a writable disk")
+
+
+def _writable_parent(path: Path, option: str) -> None:
+    """The directory that would hold `path` exists (or can be made) and is writable."""
+    _writable(path.parent, option, path)
+
+
+def check_writable_dir(directory: Path, option: str) -> None:
+    """`directory` is a writable directory or can be made in one; `PathUnusable` naming `option` otherwise."""
+    _writable(directory, option, directory)
+
+
+def _empty_or_ours(path: Path, kind: Kind, option: str, what: str) -> None:
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise PathRefused(f"{option} {path}: a file is there, not a {what} directory; pass a new or empty directory")
+    if not path.is_dir():
+        return
+    if marked(path, kind):
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PathUnusable(f"{option} {path}: not writable; pass a path on a writable disk")
+        return
+    try:
+        entries = [child.name for child in path.iterdir()]
+    except OSError as err:
+        raise PathUnusable(f"{option} {path}: cannot list it ({err.strerror}); pass another directory") from None
+    # A marker left empty (the run was killed between creating and writing it) alone in its directory is ours
+    # and as good as empty; refusing it would leave a work directory no run can use.
+    if entries and not unfinished(path):
+        raise PathRefused(
+            f"{option} {path}: holds files warnonce-guard did not create (no {MARKER} marker); "
+            "pass a new or empty directory"
+        )
+
+
+def _keep_clear(path: Path, option: str, protected: Iterable[Protected]) -> None:
+    for guarded in protected:
+        if guarded.clashes(path):
+            where = "or above it" if guarded.inside_ok else "inside it or above it"
+            raise PathRefused(f"{option} {path}: is {guarded.label}, {where}; pass a directory of its own")
+
+
+def check_out_dir(out: Path, protected: Iterable[Protected], cwd: Path | None = None) -> Path:
+    """The absolute `--out` directory, or `PathRefused`/`PathUnusable` with the reason; nothing is written."""
+    out = Path(os.path.abspath(out))
+    here = Path(os.path.realpath(cwd or Path.cwd()))
+    if here.is_relative_to(out) or here.is_relative_to(os.path.realpath(out)):  # first: `--out .` says so
+        raise PathRefused(f"--out {out}: is the current directory or above it; pass a directory of its own")
+    _keep_clear(out, "--out", protected)
+    _empty_or_ours(out, Kind.REPORT, "--out", "report")
+    _writable_parent(out, "--out")
+    return out
+
+
+def check_work_root(work: Path, protected: Iterable[Protected], kind: Kind = Kind.WORK_ROOT) -> Path:
+    """The absolute `--work-dir` (of a mutation run, or of `kind`), or `PathRefused`/`PathUnusable` with the
+    reason; nothing is written."""
+    work = Path(os.path.abspath(work))
+    _keep_clear(work, "--work-dir", protected)
+    _empty_or_ours(work, kind, "--work-dir", "work" if kind is Kind.WORK_ROOT else kind.value)
+    _writable_parent(work, "--work-dir")
+    return work
+
+
+def check_readable_file(path: Path, option: str, utf8: bool = False) -> Path:
+    """`path` as an absolute path, if it is a readable file (and, with `utf8`, UTF-8 text throughout)."""
+    path = Path(os.path.abspath(path))
+    if not path.is_file():
+        raise PathUnusable(f"{option} {path}: no such file; pass the path of an existing file")
+    if not os.access(path, os.R_OK):
+        raise PathUnusable(f"{option} {path}: not readable; check its permissions")
+    if utf8:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        try:
+            with path.open("rb") as file:
+                while chunk := file.read(1 << 20):
+                    decoder.decode(chunk)
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as err:
+            raise PathUnusable(f"{option} {path}: not UTF-8 text ({err.reason}); pass the text file itself") from None
+        except OSError as err:
+            raise PathUnusable(f"{option} {path}: cannot read it ({err.strerror or err})") from None
+    return path

@@ -1,0 +1,174 @@
+"""What a guard session leaves for the mutation run: one `GuardSession` file per finished pytest session.
+
+The guards' conftest writes it at the end of a session, atomically (a temporary file renamed into
+place), and only when the session finished (every guard ran: pytest's exit status 0 or 1). A session
+cut short by a signal, a crash or a kill writes nothing, so a verdict can never rest on a partial
+record. `mutations.results` reads these files back, validating each; one that does not validate is
+treated as absent.
+
+Layout under the attribution directory (the workspace's `attribution/`):
+
+    mutants/<mutant name>.json            the last finished session that tested that mutant
+    baseline/<run id>-<pid>-<n>.json      sessions on the unmutated code (mutmut's stats and clean runs,
+                                          and the complete baseline), several per run
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from warnonce_guard.common.files import write_atomic
+
+FINISHED_STATUSES = frozenset({0, 1})  # pytest: every test ran; all passed (0) or some failed (1)
+# The exit status of a finished session whose record could not be written (a full disk, a read-only or
+# damaged attribution folder): not a verdict, and not one of pytest's or mutmut's codes (sysexits' CANTCREAT).
+UNWRITTEN_STATUS = 73
+
+
+class Phase(StrEnum):
+    """What a guard session ran against."""
+
+    BASELINE = "baseline"  # the unmutated code
+    MUTANT = "mutant"  # one mutant
+
+
+@dataclass(frozen=True)
+class EngineProtocol:
+    """How the mutation engine says what a test process runs (given to the guards by the engine's session).
+
+    `variable` is the environment variable holding the current mutant's name; `baseline` the values it
+    takes for runs of the unmutated code; `mark` a substring of every mutant's name. Any other value
+    (the engine's own checks) is neither, and its sessions are not recorded.
+    """
+
+    variable: str
+    baseline: frozenset[str]
+    mark: str
+
+    def phase(self, mutant: str) -> Phase | None:
+        if mutant in self.baseline:
+            return Phase.BASELINE
+        return Phase.MUTANT if self.mark and self.mark in mutant else None
+
+
+class RecordKind(StrEnum):
+    """How one guard ended."""
+
+    PASSED = "passed"  # no detector fired
+    LEAK = "leak"  # detectors fired (they are listed)
+    UNREACHED = "unreached"  # the guard could not bring execution to its site
+    ERROR = "error"  # the guard itself raised something else (its message says what)
+
+
+@dataclass(frozen=True)
+class GuardRecord:
+    """One guard's outcome in one session phase (setup, call or teardown)."""
+
+    test: str  # the guard's pytest node id
+    site: str | None  # the id of the site it guards
+    phase: str
+    kind: RecordKind
+    detectors: tuple[str, ...] = ()  # what fired, for LEAK
+    message: str = ""  # the first line of the failure
+
+    @property
+    def failed(self) -> bool:
+        return self.kind is not RecordKind.PASSED
+
+    @classmethod
+    def from_json(cls, data: Any) -> GuardRecord:
+        if not isinstance(data, dict):
+            raise ValueError("a record is not an object")
+        detectors = data["detectors"]
+        if not isinstance(detectors, list) or not all(isinstance(d, str) for d in detectors):
+            raise ValueError("detectors is not a list of strings")
+        site = data["site"]
+        fields = (data["test"], data["phase"], data["message"])
+        if not all(isinstance(f, str) for f in fields) or not (site is None or isinstance(site, str)):
+            raise ValueError("a record field has the wrong type")
+        return cls(data["test"], site, data["phase"], RecordKind(data["kind"]), tuple(detectors), data["message"])
+
+
+@dataclass(frozen=True)
+class GuardSession:
+    """Every guard outcome of one finished pytest session, and its exit status."""
+
+    run: str  # the mutation run's id (WARNONCE_GUARD_RUN_ID)
+    phase: Phase
+    mutant: str  # the engine's name for what ran: a mutant's name, or its value for the unmutated code
+    exit_status: int
+    records: tuple[GuardRecord, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["records"] = [asdict(r) | {"kind": r.kind.value, "detectors": list(r.detectors)} for r in self.records]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> GuardSession:
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+        run, mutant, status, records = data["run"], data["mutant"], data["exit_status"], data["records"]
+        if not isinstance(run, str) or not isinstance(mutant, str) or type(status) is not int:
+            raise ValueError("run, mutant or exit_status has the wrong type")
+        if status not in FINISHED_STATUSES or not isinstance(records, list):
+            raise ValueError("not a finished session")
+        return cls(run, Phase(data["phase"]), mutant, status, tuple(GuardRecord.from_json(r) for r in records))
+
+
+def session_path(folder: Path, session: GuardSession) -> Path:
+    """Where a session's file goes: one per mutant (the newest replaces the last), several per baseline run."""
+    if session.phase is Phase.BASELINE:
+        return folder / "baseline" / f"{session.run or 'norun'}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+    return mutant_session_path(folder, session.mutant)
+
+
+def write_session(folder: Path, session: GuardSession) -> Path:
+    """Write the session's file atomically: it exists whole or not at all."""
+    path = session_path(folder, session)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(session.to_json()))
+    return path
+
+
+def read_session(path: Path) -> GuardSession | None:
+    """The session in one file, or None when it is unreadable or does not validate."""
+    try:
+        return GuardSession.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def unwritable(folder: Path) -> str | None:
+    """Why sessions cannot write their records under `folder` (a probe written and removed in each of its
+    folders), or None when they can: a full disk, a read-only or immutable folder, a file in a folder's place."""
+    for sub in (folder, folder / "mutants", folder / "baseline"):
+        if sub.exists() and not sub.is_dir():
+            return f"{sub} is not a directory"
+        try:
+            sub.mkdir(exist_ok=True)
+            probe = sub / ".write-probe"
+            write_atomic(probe, "{}")
+            probe.unlink()
+        except OSError as err:
+            return f"{sub}: {err.strerror or err}"
+    return None
+
+
+def mutant_session_path(folder: Path, mutant: str) -> Path:
+    return folder / "mutants" / f"{mutant}.json"
+
+
+def baseline_sessions(folder: Path, run: str) -> Iterator[GuardSession]:
+    """The valid baseline sessions of one run."""
+    for path in sorted((folder / "baseline").glob(f"{run}-*.json")):
+        session = read_session(path)
+        if session is not None and session.run == run:
+            yield session

@@ -1,0 +1,153 @@
+"""A release's verdict from its discovery survey and its guard run: a pure function, no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+
+from warnonce_guard.history.records import (
+    GuardRun,
+    Outcome,
+    ReleaseMeta,
+    ReleaseVerdict,
+    SiteInfo,
+    SiteOutcome,
+    Survey,
+    Verdict,
+)
+
+DETECTOR_ORDER = ("exception retained", "owner pinned", "warning repeated", "message changed", "unreached")
+HOOK = "import_kernels"
+REQUIREMENTS = "requirements/history-env.txt"
+# Import names whose distribution is named otherwise; the rest install under their own name.
+DISTRIBUTIONS = {
+    "zmq": "pyzmq",
+    "yaml": "pyyaml",
+    "cv2": "opencv-python-headless",
+    "PIL": "pillow",
+    "google": "protobuf",
+    "sklearn": "scikit-learn",
+    "cpuinfo": "py-cpuinfo",
+}
+MAX_LISTED = 3
+
+
+def classify(meta: ReleaseMeta, survey: Survey, guards: GuardRun | None, duration_s: float = 0.0) -> ReleaseVerdict:
+    """exposed / guarded / no sites / not checked, with the detectors and the one-line reason."""
+    cached = survey.cached
+    counts = {
+        "sites": len(cached),
+        "plain_sites": len(survey.plain),
+        "live": sum(1 for s in cached if s.form == "live"),
+        "eager": sum(1 for s in cached if s.form == "eager"),
+    }
+
+    def verdict(
+        kind: Verdict,
+        reason: str = "",
+        detectors: tuple[str, ...] = (),
+        outcomes: tuple[SiteOutcome, ...] = (),
+        retry: bool = False,
+    ) -> ReleaseVerdict:
+        return ReleaseVerdict(
+            meta,
+            kind,
+            **counts,
+            detectors=detectors,
+            reason=reason,
+            site_outcomes=outcomes,
+            duration_s=duration_s,
+            retry=retry,
+        )
+
+    if survey.error:
+        return verdict(Verdict.NOT_CHECKED, f"discovery failed: {survey.error}")
+    if not cached:
+        return verdict(Verdict.NO_SITES, what_instead(survey))
+    if guards is None:
+        raise ValueError(f"{meta.version}: {len(cached)} cached site(s) but no guard run to classify")
+    if guards.error:
+        retry = guards.timed_out or guards.stopped
+        return verdict(Verdict.NOT_CHECKED, f"guards did not run: {guards.error}", retry=retry)
+    outcomes = tuple(guards.outcome_of(site.id) for site in cached)
+    leaks = [o for o in outcomes if o.outcome is Outcome.LEAK]
+    unproven = [o for o in outcomes if o.outcome not in (Outcome.LEAK, Outcome.PASSED)]
+    if leaks:
+        fired = ordered(
+            d for o in (*leaks, *unproven) if o.outcome in (Outcome.LEAK, Outcome.UNREACHED) for d in o.detectors
+        )
+        reason = f"{len(unproven)} of {len(cached)} site(s) not checked: {why(unproven)}" if unproven else ""
+        return verdict(Verdict.EXPOSED, reason, fired, outcomes)
+    if unproven:
+        return verdict(
+            Verdict.NOT_CHECKED,
+            why(unproven),
+            ordered(d for o in unproven for d in o.detectors if d in DETECTOR_ORDER),
+            outcomes,
+        )
+    return verdict(Verdict.GUARDED, "", (), outcomes)
+
+
+def not_checked(meta: ReleaseMeta, reason: str, retry: bool, duration_s: float = 0.0) -> ReleaseVerdict:
+    """A release that could not be brought to discovery (e.g. its download failed)."""
+    return ReleaseVerdict(meta, Verdict.NOT_CHECKED, reason=reason, duration_s=duration_s, retry=retry)
+
+
+def ordered(detectors: Iterable[str]) -> tuple[str, ...]:
+    """Each detector once, in the guards' order (unknown ones last, alphabetically)."""
+    found = set(detectors)
+    known = [d for d in DETECTOR_ORDER if d in found]
+    return (*known, *sorted(found - set(known)))
+
+
+def why(outcomes: list[SiteOutcome]) -> str:
+    """What kept sites from a verdict, and what would fix it, one clause per cause."""
+    clauses: list[str] = []
+    missing = sorted({o.missing_module for o in outcomes if o.missing_module})
+    for name in missing:
+        top = name.split(".")[0]
+        if top == "vllm":
+            clauses.append(f"the release's tree lacks `{name}` (not in the archive's vllm/ package)")
+        else:
+            clauses.append(f"needs module `{name}`: add `{DISTRIBUTIONS.get(top, top)}` (pinned) to {REQUIREMENTS}")
+    for o in outcomes:
+        if o.missing_module:
+            continue
+        if o.outcome is Outcome.UNREACHED:
+            clauses.append(f"{o.site_id} unreached: {o.message.split(' unreached: ', 1)[-1]}")
+        elif o.outcome is Outcome.MISSING:
+            clauses.append(f"{o.site_id}: {o.message}")
+        else:
+            clauses.append(f"{o.site_id}: {o.message or ', '.join(o.detectors)}")
+    return "; ".join(dict.fromkeys(clauses))
+
+
+def _files(sites: Iterable[SiteInfo]) -> str:
+    names = list(dict.fromkeys(PurePosixPath(s.file).relative_to("vllm").as_posix() for s in sites))
+    more = f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else ""
+    return ", ".join(names[:MAX_LISTED]) + more
+
+
+def _methods(sites: Iterable[SiteInfo]) -> str:
+    return "/".join(f"logger.{m}" for m in dict.fromkeys(s.log_method for s in sites))
+
+
+def what_instead(survey: Survey) -> str:
+    """For a release with no `*_once` kernel-import site: what it does instead, in one line."""
+    in_hook = [s for s in survey.plain if s.qualname.rsplit(".", 1)[-1] == HOOK]
+    elsewhere = [s for s in survey.plain if s not in in_hook]
+    if in_hook:
+        head = f"import_kernels logs with plain {_methods(in_hook)} (not cached)"
+        tail = f"{len(in_hook)} site(s) in {_files(in_hook)}"
+        more = f"; {len(elsewhere)} more outside it in {_files(elsewhere)}" if elsewhere else ""
+        return f"{head}: {tail}{more}"
+    if not survey.has_platforms:
+        head = "no vllm/platforms package (no Platform.import_kernels)"
+    elif not survey.hooks:
+        head = "no import_kernels in vllm/platforms"
+    else:
+        head = "import_kernels logs no caught kernel-import exception"
+    if elsewhere:
+        plain = f"kernel imports log with plain {_methods(elsewhere)} (not cached)"
+        return f"{head}; {plain}: {len(elsewhere)} site(s) in {_files(elsewhere)}"
+    return head if survey.hooks else f"{head}; no kernel-import site logs a caught exception"

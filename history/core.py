@@ -1,0 +1,144 @@
+"""The adapter: everything the history knows about the rest of warnonce-guard, in this one module.
+
+When the core changes, re-point what is here and nothing else:
+- `discover_sites(tree)`: discovery (`guards.sites.discover`) turned into `SiteInfo` records;
+- `run_guards(tree, log)`: the guards against a tree in a fresh interpreter (`warnonce-guard guards`, dying
+  with the sweep), read back from the finished guard session they record (`guards.records`), as for a
+  mutation run's baseline;
+- `TOOL_DIRS`: the code whose change invalidates kept verdicts (the mutation run's, `mutations.stage`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from warnonce_guard.common.errors import ExitCode, GuardError
+from warnonce_guard.common.processes import child_environment
+from warnonce_guard.guards.sessions import GuardRecord, RecordKind, baseline_sessions
+from warnonce_guard.history.records import GuardRun, Outcome, SiteInfo, SiteOutcome
+from warnonce_guard.mutations.stage import TOOL_DIRS
+from warnonce_guard.rule.sites import discover
+
+__all__ = ["ATTRIBUTION_PREFIX", "TOOL_DIRS", "TreeNotUsable", "discover_sites", "run_guards"]
+
+GUARD_TIMEOUT_S = 900.0
+RUN_ID = "history"
+ATTRIBUTION_PREFIX = ".attribution-"  # a guard run's records, in a temporary folder beside its log
+_MISSING_MODULE = re.compile(r"no module named '([^']+)'", re.IGNORECASE)
+_OUTCOME = {
+    RecordKind.PASSED: Outcome.PASSED,
+    RecordKind.LEAK: Outcome.LEAK,
+    RecordKind.UNREACHED: Outcome.UNREACHED,
+    RecordKind.ERROR: Outcome.ERROR,
+}
+# How the guards' conftest learns that a session is to be recorded as a run on unmutated code: the
+# variable it reads the mutant's name from (never set here, so the name is ""), and "" as a baseline
+# value. Every other setting the caller's environment may carry that would point the guards elsewhere
+# is dropped.
+_RECORDING = {
+    "WARNONCE_GUARD_MUTANT_VARIABLE": "WARNONCE_GUARD_HISTORY_MUTANT",
+    "WARNONCE_GUARD_BASELINE_PHASES": "",
+    "WARNONCE_GUARD_MUTANT_MARK": "",
+    "WARNONCE_GUARD_RUN_ID": RUN_ID,
+}
+_INHERITED_PREFIXES = ("WARNONCE_GUARD_", "MUTANT_UNDER_TEST")
+# A guard run stopped from outside (its exit codes for Ctrl-C and SIGTERM, or killed: the OOM killer's SIGKILL),
+# which a rerun may finish; a crash (SIGSEGV, SIGABRT) is the release's or the environment's, and stays.
+_STOPPED = (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
+_STOPPING_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+# `warnonce-guard guards ARGS` in an interpreter that dies with the sweep, even on SIGKILL (mutations.processes).
+_BOUND_CLI = (
+    "import sys; from warnonce_guard.common.processes import bind_to_parent; bind_to_parent(); "
+    "from warnonce_guard.cli.main import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+class TreeNotUsable(Exception):
+    """Discovery cannot run on a tree (a file does not parse): the release is `not checked`."""
+
+
+def discover_sites(tree: Path) -> tuple[SiteInfo, ...]:
+    """Every kernel-import site under `tree/vllm`, cached or not."""
+    try:
+        sites = discover(tree)
+    except GuardError as err:
+        raise TreeNotUsable(str(err)) from None
+    return tuple(
+        SiteInfo(s.id, s.file, s.qualname, s.kernel_module, s.line, s.log_method, s.cached, s.form) for s in sites
+    )
+
+
+def run_guards(tree: Path, log: Path, timeout: float = GUARD_TIMEOUT_S) -> GuardRun:
+    """`warnonce-guard guards --vllm-src TREE` in a subprocess (its output to `log`), one outcome per site."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=ATTRIBUTION_PREFIX, dir=log.parent) as attribution:
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith(_INHERITED_PREFIXES)}
+        env = child_environment(inherited, **_RECORDING, WARNONCE_GUARD_ATTRIBUTION=attribution)
+        options = ["--vllm-src", str(tree), "-q", "--tb=line", "-p", "no:cacheprovider"]
+        command = [sys.executable, "-c", _BOUND_CLI, "guards", *options]
+        with log.open("w", encoding="utf-8") as out:
+            try:
+                done = subprocess.run(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=log.parent,
+                    timeout=timeout,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                error = f"the guards timed out after {timeout:.0f} s (log: {log})"
+                return GuardRun(-1, (), error, time.monotonic() - started, timed_out=True)
+        records = [r for s in baseline_sessions(Path(attribution), RUN_ID) for r in s.records if r.site]
+    outcomes = _merge([_outcome(record) for record in records])
+    error = None if outcomes else _run_error(log, done.returncode)
+    stopped = done.returncode in _STOPPED or -done.returncode in _STOPPING_SIGNALS
+    return GuardRun(done.returncode, outcomes, error, time.monotonic() - started, stopped=stopped)
+
+
+def _outcome(record: GuardRecord) -> SiteOutcome:
+    outcome = _OUTCOME[record.kind]
+    missing = _MISSING_MODULE.search(record.message) if outcome is Outcome.ERROR else None
+    return SiteOutcome(
+        str(record.site), outcome, record.detectors, record.message, missing.group(1) if missing else None
+    )
+
+
+_RANK = {Outcome.PASSED: 0, Outcome.LEAK: 1, Outcome.UNREACHED: 2, Outcome.ERROR: 3, Outcome.MISSING: 4}
+
+
+def _merge(outcomes: list[SiteOutcome]) -> tuple[SiteOutcome, ...]:
+    """One outcome per site (a test can report its call and then a failing teardown): the worst wins."""
+    by_site: dict[str, SiteOutcome] = {}
+    for outcome in outcomes:
+        known = by_site.get(outcome.site_id)
+        if known is None or _RANK[outcome.outcome] > _RANK[known.outcome]:
+            by_site[outcome.site_id] = outcome
+    return tuple(by_site.values())
+
+
+def _run_error(log: Path, code: int) -> str:
+    """Why a guard run left no record: a signal, pytest's usage error or our one-line error, else the exit code."""
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        if -code in _STOPPING_SIGNALS:
+            return f"the guards were killed by {name} before they finished (log: {log}); rerun to retry"
+        return f"the guards crashed ({name}) before they finished (log: {log})"
+    if code in _STOPPED:
+        return f"the guards were interrupted (exit {code}) before they finished (log: {log}); rerun to retry"
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else []
+    for line in lines:
+        for prefix in ("ERROR: warnonce-guard: ", "warnonce-guard: error: ", "ERROR: "):
+            if line.startswith(prefix):
+                return line[len(prefix) :].strip()
+    return f"the guards exited {code} without a result (log: {log})"

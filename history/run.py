@@ -1,0 +1,255 @@
+"""The sweep: for each selected release, newest first, a kept verdict or fetch -> survey -> guards -> classify.
+
+Each release ends as one line on the console and in `<work dir>/history.log`, as soon as it is done; on a
+terminal a progress bar shows which release and stage is under way. Only finished verdicts are kept, so
+an interrupted sweep resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import site
+import sysconfig
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from functools import partial
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from warnonce_guard.cli.history import DEFAULT_WORK_DIR
+from warnonce_guard.common import ownership
+from warnonce_guard.common.errors import StagingFailed
+from warnonce_guard.common.files import is_temporary
+from warnonce_guard.history import index as releases_index
+from warnonce_guard.history.cache import VerdictCache, tool_fingerprint
+from warnonce_guard.history.classify import classify, not_checked
+from warnonce_guard.history.core import ATTRIBUTION_PREFIX, run_guards
+from warnonce_guard.history.fetch import Fetched, FetchFailed, fetch_release
+from warnonce_guard.history.records import HistoryReport, ReleaseMeta, ReleaseVerdict, Verdict
+from warnonce_guard.history.render import check_outputs, write_outputs
+from warnonce_guard.history.survey import survey
+from warnonce_guard.mutations.workspace import WorkRoot
+
+
+@dataclass(frozen=True)
+class Options:
+    start: str | None = None
+    end: str | None = None
+    only: tuple[str, ...] = ()
+    pre: bool = False
+    work_dir: Path = DEFAULT_WORK_DIR
+    out_dir: Path | None = None  # default: the work directory
+    index_url: str = releases_index.DEFAULT_INDEX
+    timeout_s: float = 900.0
+    command: str = "warnonce-guard history"
+
+
+def site_packages() -> list[ownership.Protected]:
+    """Every site-packages directory of this interpreter: fetched releases never go into one."""
+    installed = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    installed |= {*site.getsitepackages(), site.getusersitepackages()}
+    return [
+        ownership.Protected(f"site-packages ({folder}); fetched releases never go there", Path(folder))
+        for folder in sorted(installed)
+    ]
+
+
+def check_paths(work_dir: Path, out_dir: Path | None) -> tuple[WorkRoot, Path]:
+    """The work directory (new, empty or an earlier history work directory, never in site-packages or above the
+    current directory) and where the tables go; `PathRefused`/`PathUnusable` before any work."""
+    here = ownership.Protected("the current directory", Path.cwd(), inside_ok=True)
+    work = ownership.check_work_root(work_dir, [*site_packages(), here], ownership.Kind.HISTORY)
+    out = Path(os.path.abspath(out_dir)) if out_dir else work
+    check_outputs(out)
+    return WorkRoot(work, ownership.Kind.HISTORY), out
+
+
+def remove_leftovers(work_dir: Path) -> list[Path]:
+    """What killed sweeps left half-written in the work directory (downloads, trees, records, tables, a guard
+    run's records); call it only while holding the directory, when no other run writes there."""
+    results = work_dir / "results"
+    folders = [work_dir, work_dir / "downloads", work_dir / "trees", work_dir / "logs"]
+    folders += [path for path in results.iterdir() if path.is_dir()] if results.is_dir() else []
+    left = [
+        path
+        for folder in folders
+        if folder.is_dir()
+        for path in folder.iterdir()
+        if is_temporary(path.name) or (folder == work_dir / "logs" and path.name.startswith(ATTRIBUTION_PREFIX))
+    ]
+    for path in left:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return left
+
+
+def check_release(
+    release: releases_index.Release,
+    work_dir: Path,
+    timeout_s: float,
+    stage: Callable[[str], None],
+    say: Callable[[str], None],
+) -> ReleaseVerdict:
+    """Fetch, survey, guard and classify one release (the guards only when it has cached sites); `say` gets
+    one line for each thing of its own discarded from the work directory on the way (a damaged kept tree)."""
+    started = time.monotonic()
+    meta = ReleaseMeta(release.version, release.date, release.yanked)
+    stage("fetching")
+    try:
+        fetched = fetch_release(release, work_dir)
+    except FetchFailed as err:
+        return not_checked(meta, f"fetch failed: {err}", retry=True, duration_s=time.monotonic() - started)
+    for note in fetched.notes:
+        say(f"{release.version}: {note}")
+    meta = replace(meta, source=fetched.dist.filename, fallback=fallback_note(fetched))
+    stage("discovery")
+    found = survey(fetched.tree)
+    guards = None
+    if found.cached and not found.error:
+        stage(f"guards on {len(found.cached)} site(s)")
+        guards = run_guards(fetched.tree, work_dir / "logs" / f"{release.version}.log", timeout_s)
+    verdict = classify(meta, found, guards, time.monotonic() - started)
+    # checked from a wheel because the sdist's download failed: not kept, so the next sweep tries the sdist again
+    return replace(verdict, retry=True) if fetched.retry else verdict
+
+
+def fallback_note(fetched: Fetched) -> str:
+    """Why a wheel was checked instead of an sdist (empty when the sdist was)."""
+    if fetched.dist.kind == "sdist":
+        return ""
+    return f"the sdist failed: {'; '.join(fetched.failures)}" if fetched.failures else "no sdist on the index"
+
+
+def progress_line(v: ReleaseVerdict, how: str) -> str:
+    forms = ", ".join(f"{n} {form}" for n, form in ((v.live, "live"), (v.eager, "eager")) if n)
+    if v.sites:
+        sites = f"{v.sites} sites ({forms})"
+    else:
+        sites = f"0 sites ({v.plain_sites} plain)" if v.plain_sites or v.verdict is not Verdict.NOT_CHECKED else "–"
+    detail = "; ".join(filter(None, (", ".join(v.detectors), v.reason)))
+    return f"{v.version:<11} {v.verdict.value:<11} {sites:<24} {detail}  ({how})"
+
+
+def _environment() -> str:
+    try:
+        torch = f"torch {version('torch')}"
+    except PackageNotFoundError:
+        torch = "no torch"
+    return f"Python {platform.python_version()}, {torch}"
+
+
+class _Progress:
+    """A progress bar on a terminal; elsewhere (CI logs, files) only the finished lines."""
+
+    def __init__(self, console: Console, progress: Progress | None, total: int):
+        self.console, self.progress = console, progress
+        self.task = progress.add_task("", total=total) if progress else None
+
+    def stage(self, version: str, text: str) -> None:
+        if self.progress is not None and self.task is not None:
+            self.progress.update(self.task, description=f"{version}: {text}")
+
+    def say(self, line: str) -> None:
+        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    def done(self, line: str) -> None:
+        self.say(line)
+        if self.progress is not None and self.task is not None:
+            self.progress.advance(self.task)
+
+
+@contextmanager
+def _progress(console: Console, total: int) -> Iterator[_Progress]:
+    if not console.is_terminal:
+        yield _Progress(console, None, total)
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        yield _Progress(console, bar, total)
+
+
+def run_history(options: Options, console: Console) -> HistoryReport:
+    """Check every selected release (or reuse its kept verdict), then write history.json and history.md.
+
+    Paths and the index are checked before anything is written; the work directory is held (one sweep at
+    a time) from its creation to the tables.
+    """
+    started = time.monotonic()
+    root, out = check_paths(options.work_dir, options.out_dir)
+    listed = releases_index.fetch_index(options.index_url)
+    selection = releases_index.select(listed, options.start, options.end, options.only, options.pre)
+    fingerprint = tool_fingerprint()
+    with root.claimed():
+        work_dir = root.dir
+        remove_leftovers(work_dir)
+        cache = VerdictCache(work_dir, fingerprint)
+        console.print(
+            f"{len(selection.releases)} release(s), {selection.releases[0].version} to "
+            f"{selection.releases[-1].version}; work directory {work_dir}; tool fingerprint {fingerprint}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        verdicts, checked = sweep(selection.releases, cache, work_dir, options.timeout_s, console)
+        report = HistoryReport(
+            command=options.command,
+            generated=datetime.now(UTC).isoformat(timespec="seconds"),
+            fingerprint=fingerprint,
+            environment=_environment(),
+            verdicts=tuple(verdicts),
+            prereleases_left_out=selection.prereleases_left_out,
+            checked=checked,
+            from_cache=len(verdicts) - checked,
+            duration_s=time.monotonic() - started,
+        )
+        paths = write_outputs(report, out)
+    console.print(f"wrote {', '.join(str(p) for p in paths)}", markup=False, highlight=False, soft_wrap=True)
+    return report
+
+
+@contextmanager
+def _writing(work_dir: Path) -> Iterator[None]:
+    """The sweep's own files in the work directory: a disk that fills up or turns read-only stops the sweep with
+    `StagingFailed` (as when the work directory cannot be created), verdicts finished so far kept."""
+    try:
+        yield
+    except OSError as err:
+        raise StagingFailed(
+            f"--work-dir {work_dir}: cannot write {err.filename or 'in it'} ({err.strerror or err}); finished "
+            "verdicts are kept: free space (or pass --work-dir on another disk) and rerun"
+        ) from None
+
+
+def sweep(
+    releases: Sequence[releases_index.Release], cache: VerdictCache, work_dir: Path, timeout_s: float, console: Console
+) -> tuple[list[ReleaseVerdict], int]:
+    """Each release's kept verdict, or a new one (kept when finished); one line per release as it is done."""
+    verdicts: list[ReleaseVerdict] = []
+    checked = 0
+    with _progress(console, len(releases)) as progress:
+        for release in releases:
+            verdict = cache.get(release)
+            if verdict is not None:
+                how = "cached"
+            else:
+                with _writing(work_dir):
+                    stage = partial(progress.stage, release.version)
+                    verdict = check_release(release, work_dir, timeout_s, stage, progress.say)
+                    cache.put(release, verdict)
+                checked += 1
+                how = f"{verdict.duration_s:.1f} s"
+            verdicts.append(verdict)
+            line = progress_line(verdict, how)
+            progress.done(line)
+            with _writing(work_dir), (work_dir / "history.log").open("a", encoding="utf-8") as log:
+                log.write(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}  {line}\n")
+    return verdicts, checked

@@ -1,0 +1,40 @@
+"""Discovery on one release's tree, plus where that release defines `import_kernels` (for `no sites` rows)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from warnonce_guard.history.core import TreeNotUsable, discover_sites
+from warnonce_guard.history.records import Survey
+
+PACKAGE = "vllm"
+HOOK = "import_kernels"
+
+
+def survey(tree: Path) -> Survey:
+    """Every kernel-import site of the tree (cached or not) and the classes that define `import_kernels`."""
+    platforms = tree / PACKAGE / "platforms"
+    hooks = kernel_hooks(tree)
+    try:
+        sites = discover_sites(tree)
+    except TreeNotUsable as err:
+        return Survey((), hooks, platforms.is_dir(), str(err))
+    return Survey(sites, hooks, platforms.is_dir())
+
+
+def kernel_hooks(tree: Path) -> tuple[str, ...]:
+    """`vllm/platforms/<file>::<Class>` for every class in vllm/platforms that defines `import_kernels`."""
+    found = []
+    for path in sorted((tree / PACKAGE / "platforms").glob("*.py")):
+        try:
+            module = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except SyntaxError:
+            continue  # discovery names the file that does not parse
+        relative = path.relative_to(tree).as_posix()
+        for node in module.body:
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == HOOK for item in node.body
+            ):
+                found.append(f"{relative}::{node.name}")
+    return tuple(found)

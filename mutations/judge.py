@@ -1,0 +1,191 @@
+"""Verdicts from what a mutation run left behind: a status per site at baseline and per mutant.
+
+Inputs, all typed: mutmut's exit code per mutant (`mutations.engine.state`), the finished guard
+sessions (`guards.records`) and the named mutants (`mutations.identify`). mutmut records no killed-by;
+the guard sessions are where it comes from.
+
+The rule a verdict must pass (one function, `judge`): a mutant is killed or survived only when mutmut's
+exit code and a finished guard session for it were both written, and agree. Anything else (no code
+yet, an interrupted run, a session that never finished, a code the session contradicts) is NOT_RUN:
+never counted, and tested again by the next run. A worker killed from outside or past its time limit
+is crashed or timeout only once that happened `attempts.REPEATS` times in a row (the session's ledger,
+`mutations.engine.attempts`); before that it is NOT_RUN too.
+
+killed-by is one fixed rule, whatever order the guards ran in: the guard of the mutant's own site when
+its detectors fired, else the first guard by node id whose detectors fired.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from warnonce_guard.guards.sessions import GuardRecord, GuardSession, RecordKind
+from warnonce_guard.mutations.engine import attempts as engine_attempts
+from warnonce_guard.mutations.engine.attempts import Outcome
+from warnonce_guard.mutations.engine.status import EngineStatus, engine_status
+from warnonce_guard.mutations.identify import NamedMutant
+from warnonce_guard.mutations.records import (
+    CRASHED,
+    EXPOSED,
+    GUARDED,
+    KILLED,
+    NO_TESTS,
+    NOT_RUN,
+    SKIPPED,
+    SURVIVED,
+    TIMEOUT,
+    UNATTRIBUTED,
+    UNREACHED,
+    Location,
+    MutantStatus,
+    MutantVerdict,
+    SiteBaseline,
+)
+from warnonce_guard.rule.sites import Site
+
+# A worker ended by one of these was stopped from outside (Ctrl-C, kill, hang-up): not a verdict.
+INTERRUPTED_CODES = engine_attempts.STOPPED_CODES
+
+
+@dataclass(frozen=True)
+class Judgement:
+    status: MutantStatus
+    reason: str
+    killer: GuardRecord | None = None
+
+
+def judge(code: int | None, session: GuardSession | None, attempts: int = 0, site: str | None = None) -> Judgement:
+    """One mutant's status from mutmut's exit code, the finished guard session that tested it (if any), how
+    many attempts in a row ended abnormally (the ledger), and the id of the mutant's own site."""
+    engine = engine_status(code)
+    outcome = engine_attempts.outcome(code)
+    if code is None:
+        return Judgement(NOT_RUN, "not run yet")
+    if outcome is Outcome.STOPPED:
+        return Judgement(NOT_RUN, f"its run was interrupted (exit code {code}); tested again next run")
+    if outcome is not Outcome.OWN and attempts < engine_attempts.REPEATS:
+        what = "ran past its time limit" if outcome is Outcome.TIMEOUT else "was killed from outside"
+        return Judgement(
+            NOT_RUN,
+            f"its worker {what} ({engine_attempts.describe(code)}) on {attempts} of the "
+            f"{engine_attempts.REPEATS} attempts a verdict needs; tested again next run",
+        )
+    if outcome is Outcome.TIMEOUT:
+        return Judgement(TIMEOUT, f"the guards ran past their time limit on {attempts} attempts (exit code {code})")
+    if outcome is Outcome.KILLED:
+        return Judgement(
+            CRASHED, f"its worker was killed ({engine_attempts.describe(code)}) on {attempts} attempts in a row"
+        )
+    if engine is EngineStatus.NO_TESTS:
+        return Judgement(NO_TESTS, "no guard covers the mutated function")
+    if code not in (0, 1):
+        failed = next((r for r in session.records if r.failed), None) if session else None
+        why = f"; {failed.message}" if failed else ""
+        return Judgement(CRASHED, f"the guard run ended without a guard's verdict (exit code {code}, {engine}){why}")
+    if session is None:
+        return Judgement(NOT_RUN, f"exit code {code} but no finished guard record (an interrupted run?); tested again")
+    if session.exit_status != code:
+        return Judgement(
+            NOT_RUN, f"exit code {code} but its guard record says {session.exit_status}; tested again next run"
+        )
+    if code == 0:
+        return Judgement(SURVIVED, "every guard passed with the bug put back")
+    killer = killed_by(session.records, site)
+    if killer is not None:
+        return Judgement(KILLED, killer.message, killer)
+    failed = next((r for r in session.records if r.failed), None)
+    why = f"{failed.kind}: {failed.message}" if failed else "no guard failed"
+    return Judgement(CRASHED, f"the guards failed without a detector firing ({why})")
+
+
+def killed_by(records: Iterable[GuardRecord], site: str | None) -> GuardRecord | None:
+    """The killer: the guard of the mutant's own site if its detectors fired, else the first by node id that fired."""
+    leaks = sorted((r for r in records if r.kind is RecordKind.LEAK), key=lambda r: (r.site != site, r.test))
+    return leaks[0] if leaks else None
+
+
+def retest(
+    codes: Mapping[str, int | None],
+    sessions: Mapping[str, GuardSession],
+    attempts: Mapping[str, tuple[int, ...]] | None = None,
+) -> dict[str, str]:
+    """Mutants with an exit code that no verdict stands on, and why: their codes are cleared before a run."""
+    out = {}
+    for mutant, code in codes.items():
+        if code is None:
+            continue
+        judgement = judge(code, sessions.get(mutant), len((attempts or {}).get(mutant, ())))
+        if judgement.status is NOT_RUN:
+            out[mutant] = judgement.reason
+    return out
+
+
+def site_baselines(sites: Iterable[Site], sessions: Iterable[GuardSession]) -> list[SiteBaseline]:
+    """Each site's guard on the unmutated code: guarded, exposed or unreached (a failure anywhere wins)."""
+    by_site: dict[str, list[GuardRecord]] = defaultdict(list)
+    for session in sessions:
+        for record in session.records:
+            if record.site:
+                by_site[record.site].append(record)
+    out = []
+    for site in sites:
+        seen = by_site.get(site.id, [])
+        failed = next((r for r in seen if r.failed), None)
+        guard = seen[0].test if seen else ""
+        if not seen:
+            out.append(SiteBaseline(site, UNREACHED, guard, (), "the guard did not run on the unmutated code"))
+        elif failed is None:
+            out.append(SiteBaseline(site, GUARDED, guard))
+        elif failed.kind is RecordKind.LEAK:
+            out.append(SiteBaseline(site, EXPOSED, guard, failed.detectors, failed.message))
+        else:
+            out.append(SiteBaseline(site, UNREACHED, guard, (), failed.message))
+    return out
+
+
+def verdicts(
+    named: Iterable[NamedMutant],
+    sites: Iterable[Site],
+    site_baselines: Iterable[SiteBaseline],
+    codes: Mapping[str, int | None],
+    durations: Mapping[str, float],
+    sessions: Mapping[str, GuardSession],
+    attempts: Mapping[str, tuple[int, ...]] | None = None,
+) -> list[MutantVerdict]:
+    """One verdict per named mutant; mutants at a site that is not guarded at baseline are skipped, never killed."""
+    by_id = {site.id: site for site in sites}
+    status_of_site = {b.site.id: b for b in site_baselines}
+    out = []
+    for mutant in named:
+        orphan = mutant.orphan_site
+        site = orphan if orphan is not None else by_id[mutant.site_id]
+        session = sessions.get(mutant.mutant_id)
+        baseline = status_of_site.get(site.id)
+        if mutant.unattributed:
+            judgement = Judgement(UNATTRIBUTED, f"not counted: {mutant.unattributed}")
+        elif baseline is None or baseline.status != GUARDED:
+            status = baseline.status if baseline else "not guarded"
+            judgement = Judgement(SKIPPED, f"not counted: the site is {status} at baseline")
+        else:
+            tries = len((attempts or {}).get(mutant.mutant_id, ()))
+            judgement = judge(codes.get(mutant.mutant_id), session, tries, mutant.site_id)
+        killer = judgement.killer
+        out.append(
+            MutantVerdict(
+                mutant_id=mutant.mutant_id,
+                site=site,
+                operator=mutant.operator,
+                status=judgement.status,
+                location=Location(site.line, site.column + 1, site.end_line, site.end_column + 1),
+                original=mutant.original,
+                replacement=mutant.replacement,
+                killed_by=killer.test if killer else None,
+                detectors=killer.detectors if killer else (),
+                reason=judgement.reason,
+                covered_by=tuple(dict.fromkeys(r.test for r in session.records)) if session else (),
+                duration_s=durations.get(mutant.mutant_id),
+            )
+        )
+    return out

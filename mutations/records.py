@@ -1,0 +1,222 @@
+"""The records a mutation run produces: one per site at baseline, one per mutant, and the run around them.
+
+Everything downstream (score, reports) reads only these; nothing here knows mutmut or pytest.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from importlib import metadata
+from typing import Any
+
+from warnonce_guard.rule.sites import Site
+
+
+class MutantStatus(StrEnum):
+    """What happened to one mutant (the Stryker report maps these to its own names)."""
+
+    KILLED = "killed"  # a guard's detectors fired with the mutant in place
+    SURVIVED = "survived"  # every guard passed with the mutant in place
+    TIMEOUT = "timeout"  # the guards ran past their time limit
+    CRASHED = "crashed"  # the guard run ended without a guard's verdict (segfault, error in a guard, ...)
+    NO_TESTS = "no tests"  # no guard covers the mutated function
+    SKIPPED = "skipped"  # not counted: its site is exposed or unreached at baseline
+    NOT_RUN = "not run"  # no finished run of it yet (interrupted, or mutmut stopped first): re-tested next run
+    UNATTRIBUTED = "unattributed"  # no discovered site explains it: a bug of the site rule, never counted
+
+
+class SiteStatus(StrEnum):
+    """A site's guard on the unmutated target."""
+
+    GUARDED = "guarded"  # the guard passes: the site is eager and reached
+    EXPOSED = "exposed"  # the guard fails: the bug is live in the target
+    UNREACHED = "unreached"  # no guard could drive execution to the site
+
+
+KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN, UNATTRIBUTED = MutantStatus
+GUARDED, EXPOSED, UNREACHED = SiteStatus
+
+
+@dataclass(frozen=True)
+class Location:
+    """1-based line and column, as the Stryker schema counts them; `end` is exclusive."""
+
+    start_line: int
+    start_column: int
+    end_line: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class SiteBaseline:
+    site: Site
+    status: SiteStatus
+    guard: str  # the guard's pytest node id
+    detectors: tuple[str, ...] = ()  # what fired, when EXPOSED
+    detail: str = ""  # the guard's failure message, when not GUARDED
+
+    @property
+    def reason(self) -> str:
+        """One line: why the site has no counted mutants (every report says it the same way)."""
+        if self.status == EXPOSED:
+            return f"site exposed at baseline: {', '.join(self.detectors) or self.detail or 'the guard failed'}"
+        if self.status == UNREACHED:
+            return f"site unreached at baseline: {self.detail or 'no guard could drive execution to it'}"
+        return "site guarded at baseline"
+
+
+@dataclass(frozen=True)
+class MutantVerdict:
+    mutant_id: str  # mutmut's name, e.g. vllm.platforms.cpu.xǁCpuPlatformǁimport_kernels__mutmut_3
+    site: Site
+    operator: str  # e.g. "eager-repr-revert"
+    status: MutantStatus
+    location: Location  # of the replaced code in the original file
+    original: str  # source text that was replaced
+    replacement: str  # source text it was replaced with
+    killed_by: str | None = None  # the guard's pytest node id, when KILLED
+    detectors: tuple[str, ...] = ()  # what fired in that guard, when KILLED
+    reason: str = ""  # one line: why it has this status (the guard's first finding, exit code, ...)
+    covered_by: tuple[str, ...] = ()  # guards that ran against it
+    duration_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Operator:
+    name: str
+    description: str
+
+
+def tool_version() -> str:
+    """This tool's version, from its package metadata ("unknown" when run from a tree that is not installed)."""
+    try:
+        return metadata.version("warnonce-guard")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Which run of `warnonce-guard mutate` this is: every report says which run wrote it."""
+
+    run_id: str  # also the id the run gives its mutmut session (generation.json records it)
+    started: str  # UTC, ISO 8601 to the second: 2026-05-01T12:34:56Z
+    tool_version: str
+
+    @classmethod
+    def begin(cls) -> RunInfo:
+        """A new run, starting now."""
+        return cls(uuid.uuid4().hex, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), tool_version())
+
+    @classmethod
+    def from_json(cls, data: Any) -> RunInfo | None:
+        return None if data is None else cls(str(data["run_id"]), str(data["started"]), str(data["tool_version"]))
+
+
+@dataclass
+class RunResult:
+    """One mutation run of one target."""
+
+    vllm_version: str
+    vllm_commit: str | None
+    target: str  # where the target came from, e.g. "installed at /.../site-packages/vllm"
+    sources: dict[str, str]  # file (as in Site.file) -> original source text
+    operators: list[Operator]
+    baselines: list[SiteBaseline]
+    mutants: list[MutantVerdict] = field(default_factory=list)
+    duration_s: float = 0.0
+    run: RunInfo | None = None  # the run that wrote this result (for reused verdicts: the run reusing them)
+    verdicts_from: RunInfo | None = None  # the earlier run whose verdicts these are, when they were reused
+
+    def count(self, status: MutantStatus) -> int:
+        return sum(1 for m in self.mutants if m.status == status)
+
+    @property
+    def scored(self) -> list[MutantVerdict]:
+        """The mutants the score counts: every one that ran (skipped and not-run ones did not)."""
+        return [m for m in self.mutants if m.status not in (SKIPPED, NOT_RUN, UNATTRIBUTED)]
+
+    @property
+    def score(self) -> float | None:
+        """Killed / scored, in percent; None when there is nothing to score (never a vacuous 100%)."""
+        scored = self.scored
+        if not scored:
+            return None
+        return 100.0 * sum(1 for m in scored if m.status == KILLED) / len(scored)
+
+    def sites_with(self, status: SiteStatus) -> list[SiteBaseline]:
+        return [b for b in self.baselines if b.status == status]
+
+    @property
+    def final(self) -> bool:
+        """Every verdict stands on its own: no mutant waits for a run, no site waits for its environment."""
+        return not self.count(NOT_RUN) and not self.sites_with(UNREACHED)
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole result as JSON values (sites as `Site.to_json`, enums as their values)."""
+        data = asdict(self)
+        data["baselines"] = [asdict(b) | {"site": b.site.to_json()} for b in self.baselines]
+        data["mutants"] = [asdict(m) | {"site": m.site.to_json()} for m in self.mutants]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunResult:
+        """The inverse of `to_json`; raises KeyError, TypeError or ValueError on anything else."""
+        baselines = [
+            SiteBaseline(
+                **(
+                    b
+                    | {
+                        "site": Site.from_json(b["site"]),
+                        "status": SiteStatus(b["status"]),
+                        "detectors": tuple(b["detectors"]),
+                    }
+                )
+            )
+            for b in data["baselines"]
+        ]
+        mutants = [
+            MutantVerdict(
+                **(
+                    m
+                    | {
+                        "site": Site.from_json(m["site"]),
+                        "status": MutantStatus(m["status"]),
+                        "location": Location(**m["location"]),
+                        "detectors": tuple(m["detectors"]),
+                        "covered_by": tuple(m["covered_by"]),
+                    }
+                )
+            )
+            for m in data["mutants"]
+        ]
+        operators = [Operator(**o) for o in data["operators"]]
+        fields = {k: data[k] for k in ("vllm_version", "vllm_commit", "target", "sources", "duration_s")}
+        runs = {k: RunInfo.from_json(data.get(k)) for k in ("run", "verdicts_from")}
+        return cls(**fields, operators=operators, baselines=baselines, mutants=mutants, **runs)
+
+    @property
+    def viewer_score(self) -> float | None:
+        """The score the Stryker viewer shows: (Killed + Timeout) / (those + Survived + NoCoverage)."""
+        detected = self.count(KILLED) + self.count(TIMEOUT)
+        valid = detected + self.count(SURVIVED) + self.count(NO_TESTS)
+        return 100.0 * detected / valid if valid else None
+
+    @property
+    def score_note(self) -> str | None:
+        """A sentence for when the viewer's score differs from the run's, else None."""
+        ours, shown = self.score, self.viewer_score
+        if ours is None or shown is None or abs(ours - shown) < 0.005:
+            return None
+        return (
+            f"The mutation score is {ours:.2f}% (killed / mutants run). The Stryker viewer shows {shown:.2f}%:"
+            " it counts timeouts as detected and leaves crashes out."
+        )
+
+
+def percent(score: float | None) -> str:
+    """A score as every report prints it: `66.67%`, or `n/a` when nothing was scored."""
+    return "n/a" if score is None else f"{score:.2f}%"

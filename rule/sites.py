@@ -1,0 +1,481 @@
+"""Site discovery: every kernel-import site of a target, found by parsing its source with libcst.
+
+What a site is, is `guards.site_rule`'s to say (a logger call passing NAME in the handler
+`except ImportError as NAME:` of a `try:` that imports a kernel module); this module walks a file for
+them and records what the guards need: where each is, the `if` tests on the way to it, its message
+and arguments. `*_once` calls are cached (and guarded); plain `warning` & co. are listed as not cached.
+A site is `live` when the liveness policy (`guards.liveness`, shared with the audit) says an argument
+carries the exception itself, else `eager`. The frozen `Site` record is the vocabulary everything
+downstream speaks.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from warnonce_guard.common.errors import SourceDoesNotParse
+from warnonce_guard.rule.site_rule import (
+    DEFAULT_KERNEL_PATTERN,
+    ONCE_METHODS,
+    PLAIN_METHODS,
+    anchor,
+    is_live,
+    kernel_import,
+    log_method,
+    references,
+    site_calls,
+    walk,
+)
+from warnonce_guard.rule.target import files_to_read, read_source
+
+
+@dataclass(frozen=True)
+class Condition:
+    """An `if` test on the way to a site and the truth value the site needs."""
+
+    expr: str
+    want: bool
+    in_handler: bool = False
+
+
+@dataclass(frozen=True)
+class Site:
+    """One kernel-import site; `id` survives line shifts between vLLM releases."""
+
+    file: str  # posix path relative to the target root, e.g. vllm/platforms/cpu.py
+    module: str  # vllm.platforms.cpu
+    qualname: str  # CpuPlatform.import_kernels
+    kernel_module: str  # vllm._C_AVX2
+    occurrence: int  # index among sites with the same file, qualname and kernel module
+    line: int  # first line of the logging call
+    end_line: int  # last line of the logging call
+    column: int  # 0-based column where the call starts
+    end_column: int  # 0-based column just past the call's end
+    import_line: int
+    log_method: str  # warning_once, info_once, ..., or a plain warning
+    form: str  # "eager" (formatted before the call) or "live" (the exception reaches the call)
+    exc_name: str
+    message: str | None  # the format string, when it is a literal
+    message_source: str  # the source of the first argument (a literal, an f-string, a name, ...)
+    args: tuple[str, ...]  # source of the positional arguments after the message
+    exc_arg_index: int  # which of `args` references the exception (-1: only the message or a keyword does)
+    receiver: str  # the logger expression the call goes through, e.g. `logger`
+    anchor: str = ""  # digest of the enclosing `try` statement's source (`site_rule.anchor`)
+    conditions: tuple[Condition, ...] = field(default=())
+    driver: str | None = None  # `module:Class` whose import_kernels the guard calls (a platform plugin)
+
+    @property
+    def id(self) -> str:
+        return f"{self.file}::{self.qualname}::{self.kernel_module}#{self.occurrence}"
+
+    @property
+    def test_id(self) -> str:
+        """The id of the site's guard in pytest node ids (no `::` or `/`, which node ids reserve)."""
+        via = f"-via-{self.driver.replace(':', '.')}" if self.driver else ""
+        return f"{Path(self.file).stem}-{self.qualname}-{self.kernel_module}-{self.occurrence}{via}"
+
+    @property
+    def package(self) -> str:
+        """The top-level package the site lives in (vllm, or a platform plugin's)."""
+        return self.module.split(".")[0]
+
+    @property
+    def cached(self) -> bool:
+        return self.log_method in ONCE_METHODS
+
+    @property
+    def current_package(self) -> str:
+        """The package the site's module imports relative to (`from . import _C`)."""
+        return self.module if self.file.endswith("__init__.py") else self.module.rpartition(".")[0]
+
+    @property
+    def mutable(self) -> bool:
+        """A cached site in a function or method mutmut can run (not at module level): the operators' targets."""
+        return self.cached and self.qualname != "<module>"
+
+    @property
+    def class_name(self) -> str | None:
+        parts = self.qualname.split(".")
+        return parts[-2] if len(parts) > 1 else None
+
+    @property
+    def function_name(self) -> str:
+        return self.qualname.split(".")[-1]
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data.update(id=self.id, cached=self.cached)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Site:
+        fields = {k: v for k, v in data.items() if k not in ("id", "cached")}
+        fields["args"] = tuple(fields["args"])  # type: ignore[arg-type]
+        fields["conditions"] = tuple(Condition(**c) for c in fields["conditions"])  # type: ignore[arg-type,union-attr]
+        return cls(**fields)  # type: ignore[arg-type]
+
+
+# ---- discovery ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Scope:
+    names: tuple[str, ...] = ()
+    conditions: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Region:
+    """Lines of a file worth a libcst parse: a function or method holding a candidate `try`."""
+
+    start: int  # first line (its first decorator's), 1-based
+    end: int  # last line
+    indented: bool  # a method: parsed inside a one-line wrapper, so its indentation stays as written
+    outer: tuple[str, ...]  # the classes around it
+
+
+_WRAPPER = "class _:\n"  # a one-line block for an indented region: columns and whitespace stay as written
+
+
+class _SiteFinder:
+    def __init__(
+        self, wrapper: MetadataWrapper, file: str, module: str, package: str, pattern: str, line_offset: int = 0
+    ):
+        self.module_node = wrapper.module
+        self.positions = positions(wrapper)
+        self.file, self.module, self.package, self.pattern = file, module, package, pattern
+        self.current_package = module if file.endswith("__init__.py") else module.rpartition(".")[0]
+        self.line_offset = line_offset  # the region's place in its file
+        self.sites: list[Site] = []
+
+    @classmethod
+    def run(cls, source: str, file: str, module: str, package: str, pattern: str) -> list[Site]:
+        """Walk one file for sites, parsing only the functions that hold a candidate `try` (libcst is slow:
+        a method of vLLM's cpu.py parses in a fraction of the time of the whole file). Sites come out the
+        same: branch conditions never cross a `def`, columns and whitespace are kept, lines are offset."""
+        regions = _regions(source, pattern)
+        if regions is None:
+            finder = cls(parse(source, file), file, module, package, pattern)
+            finder.walk(finder.module_node.body, _Scope())
+            return finder.sites
+        lines = source.splitlines(keepends=True)
+        sites: list[Site] = []
+        for region in regions:
+            text = "".join(lines[region.start - 1 : region.end])
+            try:
+                wrapper = MetadataWrapper(cst.parse_module(_WRAPPER + text if region.indented else text))
+            except cst.ParserSyntaxError:
+                return [*sites, *cls._whole(source, file, module, package, pattern)]  # names the line, or parses
+            offset = region.start - 1 - (1 if region.indented else 0)
+            finder = cls(wrapper, file, module, package, pattern, offset)
+            body = finder.module_node.body
+            top = body[0].body.body if region.indented else body  # type: ignore[attr-defined]
+            finder.walk(top, _Scope(region.outer))
+            sites += finder.sites
+        return _renumbered(sites)
+
+    @classmethod
+    def _whole(cls, source: str, file: str, module: str, package: str, pattern: str) -> list[Site]:
+        finder = cls(parse(source, file), file, module, package, pattern)
+        finder.walk(finder.module_node.body, _Scope())
+        return finder.sites
+
+    def line(self, node: cst.CSTNode, end: bool = False) -> int:
+        where = self.positions[node]
+        return (where.end if end else where.start).line + self.line_offset
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module_node.code_for_node(node).strip()
+
+    def walk(self, body: Sequence[cst.CSTNode], scope: _Scope) -> None:
+        for stmt in body:
+            self.visit(stmt, scope)
+
+    def visit(self, stmt: cst.CSTNode, scope: _Scope) -> None:
+        if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
+            inner = _Scope((*scope.names, stmt.name.value), ())  # a new def starts a new branch path
+            self.walk(stmt.body.body, inner)
+        elif isinstance(stmt, cst.If):
+            self.visit_if(stmt, scope, in_handler=False)
+        elif isinstance(stmt, cst.Try):
+            self.visit_try(stmt, scope)
+            self.walk(stmt.body.body, scope)
+            for handler in stmt.handlers:
+                self.walk(handler.body.body, scope)
+            for extra in (stmt.orelse, stmt.finalbody):
+                if extra is not None:
+                    self.walk(extra.body.body, scope)
+        elif isinstance(stmt, (cst.With, cst.For, cst.While)):
+            self.walk(stmt.body.body, scope)
+
+    def visit_if(self, stmt: cst.If, scope: _Scope, in_handler: bool) -> None:
+        test = self.code(stmt.test)
+        self.walk(stmt.body.body, _Scope(scope.names, (*scope.conditions, Condition(test, True, in_handler))))
+        negated = _Scope(scope.names, (*scope.conditions, Condition(test, False, in_handler)))
+        if isinstance(stmt.orelse, cst.If):
+            self.visit_if(stmt.orelse, negated, in_handler)
+        elif isinstance(stmt.orelse, cst.Else):
+            self.walk(stmt.orelse.body.body, negated)
+
+    def visit_try(self, stmt: cst.Try, scope: _Scope) -> None:
+        kernel = kernel_import(stmt, self.package, self.current_package, self.pattern)
+        if kernel is None:
+            return
+        import_line = self.line(stmt.body.body[0])
+        digest = anchor(stmt)
+        for call, handler, name in site_calls(stmt, self.package, self.current_package, self.pattern):
+            self.sites.append(replace(self.site(call, kernel, import_line, name, scope, handler), anchor=digest))
+
+    def site(
+        self, call: cst.Call, kernel: str, import_line: int, name: str, scope: _Scope, handler: cst.ExceptHandler
+    ) -> Site:
+        first = call.args[0].value if call.args else None
+        message = (
+            str(first.evaluated_value)
+            if isinstance(first, (cst.SimpleString, cst.ConcatenatedString)) and isinstance(first.evaluated_value, str)
+            else None
+        )
+        rest = [arg.value for arg in call.args[1:] if arg.keyword is None]
+        exc_index = next((i for i, arg in enumerate(rest) if references(arg, name)), -1)
+        occurrence = sum(
+            1 for s in self.sites if (s.qualname, s.kernel_module) == (".".join(scope.names) or "<module>", kernel)
+        )
+        return Site(
+            file=self.file,
+            module=self.module,
+            qualname=".".join(scope.names) or "<module>",
+            kernel_module=kernel,
+            occurrence=occurrence,
+            line=self.line(call),
+            end_line=self.line(call, end=True),
+            column=self.positions[call].start.column,
+            end_column=self.positions[call].end.column,
+            import_line=import_line,
+            log_method=log_method(call) or "",
+            form="live" if is_live(call, name) else "eager",
+            exc_name=name,
+            message=message,
+            message_source=self.code(first) if first is not None else "",
+            args=tuple(self.code(arg) for arg in rest),
+            exc_arg_index=exc_index,
+            receiver=self.code(call.func.value) if isinstance(call.func, cst.Attribute) else "",
+            conditions=scope.conditions + self.handler_conditions(handler, call),
+        )
+
+    def handler_conditions(self, handler: cst.ExceptHandler, call: cst.Call) -> tuple[Condition, ...]:
+        """`if` tests inside the handler that enclose the logging call."""
+        found: list[Condition] = []
+
+        def descend(body: Sequence[cst.CSTNode], acc: tuple[Condition, ...]) -> bool:
+            for stmt in body:
+                if any(node is call for node in walk(stmt)):
+                    if isinstance(stmt, cst.If):
+                        return descend_if(stmt, acc)
+                    found.extend(acc)
+                    return True
+            return False
+
+        def descend_if(stmt: cst.If, acc: tuple[Condition, ...]) -> bool:
+            test = self.code(stmt.test)
+            if any(node is call for node in walk(stmt.body)):
+                return descend(stmt.body.body, (*acc, Condition(test, True, True)))
+            negated = (*acc, Condition(test, False, True))
+            if isinstance(stmt.orelse, cst.If):
+                return descend_if(stmt.orelse, negated)
+            return stmt.orelse is not None and descend(stmt.orelse.body.body, negated)
+
+        descend(handler.body.body, ())
+        return tuple(found)
+
+
+@contextlib.contextmanager
+def interrupts_kept() -> Iterator[None]:
+    """Around libcst's work (parsing, positions, mutmut's generator): an interrupt comes out as the interrupt.
+
+    libcst records a node's position in a `finally` that looks up its children's, which an exception passing
+    through never recorded: a Ctrl-C (or the command line's SIGTERM) in the middle came out as a KeyError,
+    chained once per level of the tree (megabytes of traceback on vLLM, exit 70).
+    """
+    try:
+        yield
+    except Exception as err:
+        cause: BaseException | None = err
+        seen = set()
+        while cause is not None and id(cause) not in seen and not isinstance(cause, KeyboardInterrupt):
+            seen.add(id(cause))
+            cause = cause.__context__
+        if isinstance(cause, KeyboardInterrupt):
+            raise cause from None
+        raise
+
+
+def positions(wrapper: MetadataWrapper) -> Mapping[cst.CSTNode, CodeRange]:
+    """Where each node of the wrapped module is (libcst's `PositionProvider`; see `interrupts_kept`)."""
+    with interrupts_kept():
+        return wrapper.resolve(PositionProvider)
+
+
+def parse(source: str, file: str) -> MetadataWrapper:
+    """Parse one file, turning a syntax error into `SourceDoesNotParse` naming file and line."""
+    try:
+        return MetadataWrapper(cst.parse_module(source))
+    except cst.ParserSyntaxError as err:
+        raise SourceDoesNotParse(
+            f"{file}:{_error_line(source, err)}: does not parse ({err.message}); fix the file or point at another tree"
+        ) from None
+
+
+def _error_line(source: str, err: cst.ParserSyntaxError) -> int:
+    """The line to blame: libcst's `raw_line` is 1 for a tokenizer error and can be off by one; CPython's is exact."""
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError) as py_err:
+        return getattr(py_err, "lineno", None) or err.raw_line
+    return err.raw_line
+
+
+def sites_in_source(
+    source: str, file: str, module: str, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTERN
+) -> list[Site]:
+    """Every site in one file's source text."""
+    if not might_hold_site(source, pattern) or not _logs_a_caught_exception(source, pattern):
+        return []
+    return _SiteFinder.run(source, file, module, package, pattern)
+
+
+# Module names a file may import, found by two regexes that start with a literal (fast to scan for):
+# `from vllm._C import ops` names the kernel before `import`; `import vllm._C`, `from vllm import (\n _C,\n)`
+# and `import_module(\n "vllm._C")` after it, possibly past a parenthesised part spanning lines.
+_FROM_MODULE = re.compile(r"from[ \t]+([\w.]+)[ \t]+import")
+_IMPORTED = re.compile(r"import(?:_module)?\b([^\n(]*(?:\([^)]*\)[^\n]*)?)")
+_TOKEN = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def might_hold_site(source: str, pattern: str = DEFAULT_KERNEL_PATTERN) -> bool:
+    """Cheap text test that lets most files skip the libcst parse: an `except` and a kernel-ish import."""
+    if "except" not in source:
+        return False
+    for regex in (_FROM_MODULE, _IMPORTED):
+        for match in regex.finditer(source):
+            for token in _TOKEN.findall(match.group(1)):
+                if re.search(pattern, token.rsplit(".", 1)[-1]):
+                    return True
+    return False
+
+
+def _ast_imported_names(statements: list[ast.stmt]) -> Iterator[str]:
+    for node in (n for stmt in statements for n in ast.walk(stmt)):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield node.module or ""
+            yield from (alias.name for alias in node.names)
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            yield node.args[0].value  # importlib.import_module("...") and look-alikes: a superset is fine
+
+
+def _is_candidate(node: ast.AST, pattern: str) -> bool:
+    """A `try` that imports a kernel-looking module, with a handler `except ... as NAME` that passes NAME to a
+    logger method in any argument: a superset of what the site rule accepts, found with the stdlib parser."""
+    if not isinstance(node, ast.Try) or not any(
+        re.search(pattern, name.rsplit(".", 1)[-1]) for name in _ast_imported_names(node.body)
+    ):
+        return False
+    methods = ONCE_METHODS | PLAIN_METHODS
+    return any(
+        handler.name
+        and isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in methods
+        and any(
+            isinstance(n, ast.Name) and n.id == handler.name
+            for a in [*call.args, *(k.value for k in call.keywords)]
+            for n in ast.walk(a)
+        )
+        for handler in node.handlers
+        for stmt in handler.body
+        for call in ast.walk(stmt)
+    )
+
+
+def _logs_a_caught_exception(source: str, pattern: str = DEFAULT_KERNEL_PATTERN) -> bool:
+    """A second, structural prefilter with the stdlib parser (far faster than libcst): some candidate `try`
+    (`_is_candidate`). A file `ast` cannot parse goes on to libcst, which reports where."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return True
+    return any(_is_candidate(node, pattern) for node in ast.walk(tree))
+
+
+def _regions(source: str, pattern: str) -> list[_Region] | None:
+    """The functions and methods (of classes, nested or not) that hold a candidate `try`, in source order;
+    None when the whole file must be parsed (it does not parse with `ast`, or a candidate sits outside
+    any function)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    found: dict[int, _Region] = {}
+
+    def visit(node: ast.AST, outer: tuple[str, ...]) -> bool:
+        """False when a candidate is found outside any function."""
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                if not visit(child, (*outer, child.name)):
+                    return False
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if any(_is_candidate(n, pattern) for n in ast.walk(child)):
+                    start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                    end = child.end_lineno or child.lineno
+                    found[start] = _Region(start, end, child.col_offset > 0, outer)
+            elif _is_candidate(child, pattern) or not visit(child, outer):
+                return False
+        return True
+
+    return sorted(found.values(), key=lambda r: r.start) if visit(tree, ()) else None
+
+
+def _renumbered(sites: list[Site]) -> list[Site]:
+    """Occurrence indices counted over the whole file, in source order."""
+    seen: dict[tuple[str, str], int] = {}
+    out = []
+    for site in sorted(sites, key=lambda s: (s.line, s.column)):
+        key = (site.qualname, site.kernel_module)
+        out.append(replace(site, occurrence=seen.get(key, 0)))
+        seen[key] = seen.get(key, 0) + 1
+    return out
+
+
+def module_name(relative: Path) -> str:
+    parts = list(relative.with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def discover(root: Path, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTERN) -> list[Site]:
+    """Every site under `root/package`, sorted by file and line.
+
+    Cheap prefilters pick the few files worth a libcst parse, and only their functions that hold a
+    candidate `try` are parsed: on vLLM, a few hundredths of a second each, so no worker processes.
+    """
+    found: list[Site] = []
+    for path in files_to_read(sorted((root / package).rglob("*.py"))):
+        source = read_source(path)
+        if might_hold_site(source, pattern) and _logs_a_caught_exception(source, pattern):
+            relative = path.relative_to(root)
+            found += _SiteFinder.run(source, relative.as_posix(), module_name(relative), package, pattern)
+    return sorted(found, key=lambda s: (s.file, s.line))

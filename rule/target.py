@@ -1,0 +1,165 @@
+"""The vLLM under test: the installed package, or a source tree given by path; and how its files are read.
+
+Every walk of the target (discovery, the fingerprint, staging) takes its files through `files_to_read`, and
+every Python source is read with `read_source`: a FIFO, a socket, a directory named `x.py`, a dangling
+symlink or a symlink loop is skipped with a note and never opened (a FIFO would be waited on for ever); a
+file that cannot be read, or decoded as Python reads it, is exit 5 naming it.
+"""
+
+from __future__ import annotations
+
+import errno
+import importlib.util
+import io
+import re
+import stat
+import sys
+import tokenize
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from warnonce_guard.common.errors import NotAVllmTree, SourceDoesNotParse, TargetNotFound
+from warnonce_guard.common.notes import note
+
+PACKAGE = "vllm"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the `vllm` package to check lives: `root / "vllm"` is the package directory."""
+
+    root: Path
+    origin: str  # "installed", "source tree" or "staged copy"
+    version: str
+    commit: str | None
+
+    @property
+    def package_dir(self) -> Path:
+        return self.root / PACKAGE
+
+    def describe(self) -> str:
+        commit = f" ({self.commit})" if self.commit else ""
+        return f"vLLM {self.version}{commit}, {self.origin} at {self.package_dir}"
+
+
+def _version_info(package_dir: Path) -> tuple[str, str | None]:
+    """Version and commit from `_version.py` (written by the build), without importing vLLM."""
+    version_file = package_dir / "_version.py"
+    if not version_file.is_file():
+        return "unknown (no _version.py: an unbuilt source tree)", None
+    text = read_source(version_file)
+    version = re.search(r"__version__\s*=\s*(?:version\s*=\s*)?['\"]([^'\"]+)['\"]", text)
+    commit = re.search(r"__commit_id__\s*=\s*(?:commit_id\s*=\s*)?['\"]([^'\"]+)['\"]", text)
+    return (version.group(1) if version else "unknown"), (commit.group(1) if commit else None)
+
+
+def installed() -> Target:
+    """The vLLM that `import vllm` would find, located without importing it."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise TargetNotFound(
+            "vLLM is not installed in this environment; run `nox -s guards` (it installs one) or pass --vllm-src PATH"
+        )
+    package_dir = Path(next(iter(spec.submodule_search_locations)))
+    return Target(package_dir.parent, "installed", *_version_info(package_dir))
+
+
+def source_tree(path: str | Path, origin: str = "source tree") -> Target:
+    """A vLLM checkout (or any directory holding a `vllm/` package) given by path."""
+    root = Path(path).expanduser().resolve()
+    if not root.exists():
+        raise TargetNotFound(f"--vllm-src {path}: no such directory; pass the root of a vLLM checkout")
+    if root.name == PACKAGE and (root / "__init__.py").is_file():
+        root = root.parent
+    if not (root / PACKAGE / "__init__.py").is_file() or not (root / PACKAGE / "platforms").is_dir():
+        raise NotAVllmTree(
+            f"--vllm-src {path}: not a vLLM tree (no vllm/__init__.py with vllm/platforms/); "
+            "pass the directory that contains the vllm/ package"
+        )
+    return Target(root, origin, *_version_info(root / PACKAGE))
+
+
+def resolve(vllm_src: str | Path | None) -> Target:
+    """The target named on the command line: a source tree if given, else the installed vLLM."""
+    return source_tree(vllm_src) if vllm_src else installed()
+
+
+def activate(target: Target) -> None:
+    """Make `import vllm` load the target: put its root first on sys.path (a no-op when installed)."""
+    root = str(target.root)
+    if target.origin != "installed" and sys.path[:1] != [root]:
+        sys.path.insert(0, root)
+
+
+def check_loaded(target: Target) -> None:
+    """Fail loudly if the `vllm` already imported is not the target's (a stale or shadowed copy)."""
+    module = sys.modules.get(PACKAGE)
+    if module is None or module.__file__ is None:
+        return
+    loaded = Path(module.__file__).resolve().parent
+    if loaded != target.package_dir.resolve():
+        raise TargetNotFound(
+            f"the imported vllm is {loaded}, not the target {target.package_dir}; run the guards in a fresh process"
+        )
+
+
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+}
+
+
+def not_a_file(path: Path) -> str | None:
+    """What `path` is, when it is not a regular file (through its symlinks); None for one. Nothing is opened."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "a symlink loop"
+        if err.errno == errno.ENOENT:
+            return "a dangling symlink" if path.is_symlink() else "gone"
+        return None  # not ours to judge here (a folder we may not enter): reading it says why
+    return None if stat.S_ISREG(mode) else _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def files_to_read(paths: Iterable[Path]) -> Iterator[Path]:
+    """The regular files among a walk's `paths`; every other one is skipped with a note."""
+    for path in paths:
+        if (what := not_a_file(path)) is None:
+            yield path
+        else:
+            note(f"skipped {path}: {what}, not a file to read")
+
+
+def unreadable(path: Path, err: OSError) -> SourceDoesNotParse:
+    """The one line for a file of the target the system will not read (permissions, an I/O error)."""
+    why = err.strerror or err
+    return SourceDoesNotParse(f"{path}: cannot be read ({why}); make it readable or point at another tree")
+
+
+def read_source(path: Path) -> str:
+    """A Python file of the target, decoded as Python decodes it (a coding line, else UTF-8) with its newlines
+    made `\\n`; `SourceDoesNotParse` naming it when it cannot be read or decoded."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise unreadable(path, err) from None
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        bad_coding = None
+    except SyntaxError as err:  # a coding line naming no codec, or not UTF-8 in the first two lines
+        encoding, bad_coding = "utf-8", err.msg
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as err:
+        raise SourceDoesNotParse(
+            f"{path}: not {encoding} text ({err.reason} at byte {err.start}), which Python cannot read; "
+            "fix the file or point at another tree"
+        ) from None
+    if bad_coding is not None:
+        raise SourceDoesNotParse(f"{path}: {bad_coding}; fix the file or point at another tree")
+    return text.replace("\r\n", "\n").replace("\r", "\n")

@@ -1,0 +1,1 @@
+"""Strict mode: a pytest plugin that checks the *_once cache contract at run time."""

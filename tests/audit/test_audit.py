@@ -1,0 +1,415 @@
+"""The audit on synthetic sources: which `*_once` arguments can keep a live object, and the baseline ratchet."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from warnonce_guard.audit.scan import BadBaseline, Finding, audit, findings_in_source, load_baseline
+from warnonce_guard.cli.main import main
+from warnonce_guard.common.errors import SourceDoesNotParse
+
+FILE = "vllm/platforms/x.py"
+
+
+def find(source: str, file: str = FILE) -> list[Finding]:
+    return findings_in_source(textwrap.dedent(source), file)
+
+
+def logged(arg: str, setup: str = "") -> str:
+    """A function that logs `arg` from inside `except Exception as e` (with `setup` lines first)."""
+    lines = ["def f(x, xs):", "    try:", "        pass", "    except Exception as e:"]
+    lines += [f"        {line}" for line in setup.splitlines()]
+    lines.append(f'        logger.warning_once("msg %s", {arg})')
+    return "\n".join(lines) + "\n"
+
+
+def kinds(source: str) -> list[tuple[str, str]]:
+    return [(f.argument, f.kind) for f in find(source)]
+
+
+# ---- what is safe, what is live -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "'text'",
+        "3",
+        "1.5",
+        "None",
+        "True",
+        "b'raw'",
+        "f'{e}'",
+        "repr(e)",
+        "str(e)",
+        "ascii(e)",
+        "format(e, '')",
+        "'{}'.format(e)",
+        "f'{x}: {{}}'.format(e)",
+        "'%s' % (e,)",
+        "', '.join(xs)",
+        "', '.join(map(str, e.args))",
+        "len(xs)",
+        "int(x)",
+        "float(x)",
+        "bool(e)",
+        "type(e).__name__",
+        "type(x).__qualname__",
+        "(repr(e), 1, 'a')",
+        "not e",
+        "e is None",
+        "x in xs",
+        "1 + 2",
+        "'a' if x else 'b'",
+        "hasattr(e, 'errno')",
+    ],
+)
+def test_safe_argument_is_not_reported(arg: str) -> None:
+    assert find(logged(arg)) == []
+
+
+@pytest.mark.parametrize(
+    ("arg", "kind"),
+    [
+        ("e", "exception"),
+        ("e.__traceback__", "exception"),
+        ("e.args", "attribute"),
+        ("type(e)", "call"),
+        ("e.with_traceback(None)", "exception"),
+        ("foo(e)", "exception"),
+        ("(e, 1)", "exception"),
+        ("e.__class__.__name__", "exception"),
+        ("x", "name"),
+        ("x.__name__", "attribute"),
+        ("foo(x).__name__", "attribute"),
+        ("-x", "expression"),
+        ("x.attr", "attribute"),
+        ("xs[0]", "subscript"),
+        ("foo(x)", "call"),
+        ("type(x)", "call"),
+        ("x.__class__.__name__", "attribute"),
+        ("sep.join(xs)", "call"),
+        ("(x, 1)", "container"),
+        ("[1, 2]", "container"),
+        ("{'a': 1}", "container"),
+        ("[y for y in xs]", "container"),
+        ("*xs", "starred"),
+        ("lambda: 1", "lambda"),
+        ("x + 1", "expression"),
+        ("x if x else 'b'", "expression"),
+        ("x == 1", "expression"),
+    ],
+)
+def test_live_argument_is_reported_with_its_kind(arg: str, kind: str) -> None:
+    assert kinds(logged(arg)) == [(arg, kind)]
+
+
+def test_message_that_is_not_a_literal_is_checked_like_any_argument() -> None:
+    source = """\
+        logger.info_once(MESSAGE)
+        logger.info_once(f"{MESSAGE}")
+        logger.info_once("%s" % MESSAGE)
+    """
+    assert kinds(source) == [("MESSAGE", "name")]
+
+
+def test_keywords_are_checked_except_scope() -> None:
+    source = """\
+        logger.warning_once("msg", scope=where)
+        logger.warning_once("msg", extra=payload, **kw)
+    """
+    assert kinds(source) == [("extra=payload", "name"), ("**kw", "starred")]
+
+
+def test_every_once_level_and_any_receiver_is_audited_but_plain_calls_are_not() -> None:
+    source = """\
+        logger.debug_once("%s", a)
+        self.log.info_once("%s", b)
+        get_logger().error_once("%s", c)
+        vllm_logger.print_warning_once("%s", d)
+        logger.warning("%s", e)
+        warning_once("%s", f)
+    """
+    assert [(f.level, f.argument) for f in find(source)] == [
+        ("debug_once", "a"),
+        ("info_once", "b"),
+        ("error_once", "c"),
+        ("print_warning_once", "d"),
+    ]
+
+
+# ---- where the exception comes from ----------------------------------------------------------------
+
+
+def test_name_outside_any_handler_is_not_an_exception() -> None:
+    source = """\
+        def f(e):
+            logger.warning_once("%s", e)
+    """
+    assert kinds(source) == [("e", "name")]
+
+
+def test_handler_name_ends_with_the_handler() -> None:
+    source = """\
+        try:
+            pass
+        except ImportError as e:
+            pass
+        e = compute()
+        logger.warning_once("%s", e)
+    """
+    assert kinds(source) == [("e", "name")]
+
+
+def test_nested_function_in_a_handler_closes_over_the_exception() -> None:
+    source = """\
+        try:
+            pass
+        except ImportError as e:
+            def later():
+                logger.warning_once("%s", e)
+            callback = lambda: logger.info_once("%s", e)
+    """
+    assert kinds(source) == [("e", "exception"), ("e", "exception")]
+
+
+def test_parameter_of_a_nested_function_shadows_the_exception() -> None:
+    source = """\
+        try:
+            pass
+        except ImportError as e:
+            def later(e):
+                logger.warning_once("%s", e)
+    """
+    assert kinds(source) == [("e", "name")]
+
+
+def test_nested_handlers_each_bind_their_own_name() -> None:
+    source = """\
+        try:
+            pass
+        except ImportError as outer:
+            try:
+                pass
+            except OSError as inner:
+                logger.warning_once("%s %s", outer, inner)
+            logger.warning_once("%s", inner)
+    """
+    assert kinds(source) == [("outer", "exception"), ("inner", "exception"), ("inner", "name")]
+
+
+def test_name_rebound_to_a_string_is_no_longer_the_exception() -> None:
+    assert kinds(logged("e", setup="e = str(e)")) == [("e", "name")]
+
+
+def test_rebinding_in_one_branch_keeps_the_exception_after_the_branch() -> None:
+    assert kinds(logged("e", setup="if x:\n    e = str(e)")) == [("e", "exception")]
+
+
+def test_alias_of_the_exception_is_an_exception_even_after_the_handler() -> None:
+    source = """\
+        last = None
+        for attempt in range(3):
+            try:
+                pass
+            except OSError as e:
+                last = e
+        logger.warning_once("gave up: %s", last)
+    """
+    assert kinds(source) == [("last", "exception")]
+
+
+# ---- identity ---------------------------------------------------------------------------------------
+
+
+def test_function_names_are_qualified() -> None:
+    source = """\
+        logger.info_once("%s", a)
+
+        class Platform:
+            @classmethod
+            def import_kernels(cls):
+                def inner():
+                    logger.info_once("%s", b)
+                logger.info_once("%s", c)
+    """
+    assert [(f.qualname, f.argument) for f in find(source)] == [
+        ("<module>", "a"),
+        ("Platform.import_kernels.inner", "b"),
+        ("Platform.import_kernels", "c"),
+    ]
+
+
+def test_key_has_no_line_and_numbers_duplicates() -> None:
+    source = """\
+        def f():
+            logger.info_once("%s", x)
+            logger.info_once("%s", x)
+    """
+    first, second = find(source)
+    assert first.key == f"{FILE}::f::info_once::x#0"
+    assert second.key == f"{FILE}::f::info_once::x#1"
+    shifted = find("\n\n\n" + textwrap.dedent(source))
+    assert [f.key for f in shifted] == [first.key, second.key]
+    assert shifted[0].line == first.line + 3
+
+
+def test_file_that_does_not_parse_is_named_with_its_line() -> None:
+    with pytest.raises(SourceDoesNotParse, match=r"vllm/platforms/x\.py:2: does not parse"):
+        find('logger.info_once("ok")\ndef broken(:\n')
+
+
+def test_file_without_once_calls_is_not_parsed() -> None:
+    assert find("def broken(:\n") == []
+
+
+# ---- the command: text, JSON, baseline ratchet ------------------------------------------------------
+
+
+LEAK = """\
+def import_kernels():
+    try:
+        import vllm._C
+    except ImportError as e:
+        logger.warning_once("Failed: %r", e)
+"""
+NOISE = 'def helper(x):\n    logger.info_once("%s", x)\n'
+
+
+def tree(root: Path, **files: str) -> Path:
+    """`root/vllm` with `__init__.py`, `platforms/` and the given modules (name -> source)."""
+    (root / "vllm" / "platforms").mkdir(parents=True, exist_ok=True)
+    (root / "vllm" / "__init__.py").write_text("", encoding="utf-8")
+    for name, source in files.items():
+        (root / "vllm" / f"{name}.py").write_text(source, encoding="utf-8")
+    return root
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["audit", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_live_exception_fails_and_other_findings_do_not(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tree(tmp_path, noise=NOISE)
+    assert run(capsys, "--vllm-src", str(root))[0] == 0
+    tree(tmp_path, leak=LEAK)
+    code, out, _ = run(capsys, "--vllm-src", str(root))
+    assert code == 1
+    assert "2 finding(s), 1 live exception(s): 1 new, 0 accepted by the baseline" in out
+    assert out.splitlines()[0].startswith("vllm/leak.py:5:43: WOG001 logger.warning_once(...) passes `e`")
+
+
+def test_strict_fails_on_any_new_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tree(tmp_path, noise=NOISE)
+    assert run(capsys, "--vllm-src", str(root), "--strict")[0] == 1
+
+
+def test_json_document_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tree(tmp_path, leak=LEAK, noise=NOISE)
+    code, out, _ = run(capsys, "--vllm-src", str(root), "--format", "json")
+    doc = json.loads(out)
+    assert code == 1
+    assert set(doc) == {"target", "counts", "findings", "suppressed", "stale"}
+    assert doc["counts"]["findings"] == 2 and doc["counts"]["exceptions"] == 1
+    assert doc["counts"]["files_scanned"] == 3 and doc["counts"]["files_parsed"] == 2
+    leak = next(f for f in doc["findings"] if f["kind"] == "exception")
+    assert leak == {
+        "file": "vllm/leak.py",
+        "line": 5,
+        "qualname": "import_kernels",
+        "level": "warning_once",
+        "argument": "e",
+        "kind": "exception",
+        "occurrence": 0,
+        "column": 43,
+        "end_line": 5,
+        "end_column": 44,
+        "suppressed": None,
+        "key": "vllm/leak.py::import_kernels::warning_once::e#0",
+        "code": "WOG001",
+        "accepted": False,
+    }
+    assert "vLLM" in doc["target"]
+
+
+def test_baseline_accepts_known_findings_and_fails_on_a_new_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tree(tmp_path / "src", leak=LEAK, noise=NOISE)
+    baseline = tmp_path / "baseline.json"
+    code, _, err = run(capsys, "--vllm-src", str(root), "--write-baseline", str(baseline))
+    assert code == 0 and "wrote 2 accepted finding(s)" in err
+
+    assert run(capsys, "--vllm-src", str(root), "--baseline", str(baseline))[0] == 0
+
+    second = LEAK.replace("import_kernels", "import_more_kernels")
+    tree(root, leak=LEAK + second)
+    code, out, _ = run(capsys, "--vllm-src", str(root), "--baseline", str(baseline), "--format", "json")
+    counts = json.loads(out)["counts"]
+    assert code == 1
+    assert (counts["new_exceptions"], counts["accepted"], counts["stale"]) == (1, 2, 0)
+
+
+def test_baseline_survives_line_shifts_and_lists_stale_entries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tree(tmp_path / "src", leak=LEAK, noise=NOISE)
+    baseline = tmp_path / "baseline.json"
+    run(capsys, "--vllm-src", str(root), "--write-baseline", str(baseline))
+
+    tree(root, leak="# a new header\n\n" + LEAK)
+    (root / "vllm" / "noise.py").unlink()
+    code, out, _ = run(capsys, "--vllm-src", str(root), "--baseline", str(baseline))
+    assert code == 0
+    assert "1 finding(s), 1 live exception(s): 0 new, 1 accepted by the baseline" in out
+    assert "WOG001" not in out  # accepted: not reported again
+    assert "1 stale baseline entry" in out
+    assert "stale baseline entry (matches no finding): vllm/noise.py::helper::info_once::x#0" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        ("{not json", "not valid JSON"),
+        ('{"findings": [1]}', "not a baseline"),
+        ("[]", "not a baseline"),
+    ],
+)
+def test_bad_baseline_is_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, message: str
+) -> None:
+    root = tree(tmp_path / "src", noise=NOISE)
+    baseline = tmp_path / "baseline.json"
+    if content is not None:
+        baseline.write_text(content, encoding="utf-8")
+    with pytest.raises(BadBaseline, match=message):
+        load_baseline(baseline)
+    code, out, err = run(capsys, "--vllm-src", str(root), "--baseline", str(baseline))
+    assert code == BadBaseline.exit_code != 0
+    assert out == "" and err.count("\n") == 1 and message in err
+
+
+def test_unparsable_file_in_the_tree_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tree(tmp_path, broken='logger.info_once("x")\nif :\n')
+    code, _, err = run(capsys, "--vllm-src", str(root))
+    assert code == SourceDoesNotParse.exit_code
+    assert "vllm/broken.py:2: does not parse" in err and err.count("\n") == 1
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
+def test_audit_of_the_installed_vllm_covers_every_file() -> None:
+    from warnonce_guard.rule.target import installed
+
+    target = installed()
+    result = audit(target.root)
+    assert result.files_scanned == sum(1 for _ in target.package_dir.rglob("*.py"))
+    assert 0 < result.files_parsed <= result.files_scanned
+    assert result.findings, "vLLM has *_once calls with non-literal arguments"
+    assert all((target.root / f.file).is_file() for f in result.findings)

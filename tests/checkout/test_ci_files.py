@@ -1,0 +1,184 @@
+"""The CI files: valid against their published schemas, and calling only what a person runs locally.
+
+The workflow's schema is check-jsonschema's vendored copy (`--builtin-schema vendor.github-workflows`).
+The Buildkite file is a job file of vLLM's pipeline generator, which plain Buildkite schemas do not
+describe; `tests/schemas/vllm-buildkite-job.json` does, and is itself checked against every job file of
+vLLM 0.33.0. The checks run with every HTTP(S) proxy pointed at a closed local port, so an attempt to
+download a schema fails the test instead of passing online.
+Nox sessions are read from noxfile.py's syntax tree: nox itself is not installed in the sessions'
+environments, where these tests run.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import layout
+import pytest
+from ruamel.yaml import YAML  # check-jsonschema's own YAML parser (YAML 1.2: `on` stays a string)
+
+ROOT = layout.ROOT
+WORKFLOW = ROOT / ".github" / "workflows" / "mutation-guard.yml"
+BUILDKITE = ROOT / ".buildkite" / "mutation-guard.yml"
+JOB_SCHEMA = ROOT / "tests" / "schemas" / "vllm-buildkite-job.json"
+VLLM_JOBS = sorted((ROOT / "tests" / "data" / "vllm-0.33.0-buildkite" / "test_areas").glob("*.yaml"))
+NOXFILE = ROOT / "noxfile.py"
+PR_PATHS = {"guards/**", "mutations/**", "setup.cfg", "noxfile.py"}
+
+OFFLINE = "http://127.0.0.1:9"  # the discard port: nothing listens, every request through it fails
+NOX_SESSION = re.compile(r"\bnox\b[^\n;&|]*?(?:\s-s|\s--sessions?)[ =]+([\w-]+)")
+
+
+def load(path: Path) -> Any:
+    return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+
+
+def check_jsonschema(schema: str | Path, *paths: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("no_proxy", "http_proxy", "https_proxy")}
+    env.update(HTTP_PROXY=OFFLINE, HTTPS_PROXY=OFFLINE, http_proxy=OFFLINE, https_proxy=OFFLINE)
+    which = ["--schemafile", str(schema)] if isinstance(schema, Path) else ["--builtin-schema", schema]
+    command = [sys.executable, "-m", "check_jsonschema", *which, *map(str, paths)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+
+
+def nox_sessions() -> set[str]:
+    """Names of the functions noxfile.py decorates with `@nox.session` (or their `name=`)."""
+    names = set()
+    for node in ast.parse(NOXFILE.read_text(encoding="utf-8")).body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for decorator in node.decorator_list:
+            call = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if ast.unparse(call) in ("nox.session", "session"):
+                keywords = decorator.keywords if isinstance(decorator, ast.Call) else []
+                renamed = [k.value.value for k in keywords if k.arg == "name" and isinstance(k.value, ast.Constant)]
+                names.add(renamed[0] if renamed else node.name)
+    return names
+
+
+def pinned_vllm() -> str:
+    for node in ast.parse(NOXFILE.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["PINNED_VLLM"]:
+            return ast.literal_eval(node.value)
+    raise AssertionError("noxfile.py defines no PINNED_VLLM")
+
+
+def workflow_commands() -> list[str]:
+    return [step["run"] for job in load(WORKFLOW)["jobs"].values() for step in job["steps"] if "run" in step]
+
+
+def buildkite_commands() -> list[str]:
+    commands = []
+    for step in load(BUILDKITE)["steps"]:
+        for key in ("command", "commands"):
+            value = step.get(key, [])
+            commands += [value] if isinstance(value, str) else value
+    return commands
+
+
+def sessions_called(commands: list[str]) -> set[str]:
+    return {name for command in commands for name in NOX_SESSION.findall(command.replace("\\\n", " "))}
+
+
+@pytest.mark.parametrize(
+    ("schema", "path"), [("vendor.github-workflows", WORKFLOW), (JOB_SCHEMA, BUILDKITE)], ids=["gha", "bk"]
+)
+def test_ci_file_validates_against_its_schema_offline(schema: str | Path, path: Path) -> None:
+    result = check_jsonschema(schema, path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_job_file_schema_accepts_every_job_file_vllm_writes() -> None:
+    assert len(VLLM_JOBS) >= 30
+    result = check_jsonschema(JOB_SCHEMA, *VLLM_JOBS)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("schema", "path", "good", "bad"),
+    [
+        ("vendor.github-workflows", WORKFLOW, "runs-on: ubuntu-24.04", "runs-on: 24.04"),
+        (JOB_SCHEMA, BUILDKITE, "  optional: true", "  optional: sometimes"),
+        (JOB_SCHEMA, BUILDKITE, "  commands:\n  - python3 -m pip", "  command:\n  - python3 -m pip"),
+    ],
+    ids=["gha", "bk-value", "bk-command-key"],
+)
+def test_schema_check_rejects_the_file_with_one_wrong_value(
+    schema: str | Path, path: Path, good: str, bad: str, tmp_path: Path
+) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count(good) >= 1
+    broken = tmp_path / path.name
+    broken.write_text(text.replace(good, bad, 1), encoding="utf-8")
+    result = check_jsonschema(schema, broken)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Schema validation errors" in result.stdout
+
+
+def test_session_names_are_read_from_the_noxfile() -> None:
+    assert {"tests", "guards", "sites", "mutation", "lint"} <= nox_sessions()
+
+
+def test_workflow_calls_only_nox_sessions_the_noxfile_defines() -> None:
+    called = sessions_called(workflow_commands())
+    assert {"tests", "mutation"} <= called
+    assert called <= nox_sessions(), f"unknown nox sessions: {sorted(called - nox_sessions())}"
+
+
+def test_buildkite_steps_need_nothing_but_pip_and_the_tool() -> None:
+    commands = buildkite_commands()
+    assert sessions_called(commands) == set() and not any("npm" in c or "chromium" in c for c in commands)
+    assert all(c.startswith(("python3 -m pip install --no-deps ", "warnonce-guard ")) for c in commands)
+
+
+def test_session_pattern_reads_the_forms_people_type() -> None:
+    commands = ["python -m nox -s tests", 'nox -s mutation -- --vllm "$VLLM"', "nox --session=lint", "nox -l"]
+    assert sessions_called(commands) == {"tests", "mutation", "lint"}
+
+
+def test_workflow_runs_nightly_on_demand_and_on_pull_requests_touching_the_guards() -> None:
+    triggers = load(WORKFLOW)["on"]
+    assert triggers["schedule"] and all("cron" in entry for entry in triggers["schedule"])
+    assert "vllm" in triggers["workflow_dispatch"]["inputs"]
+    assert set(triggers["pull_request"]["paths"]) >= PR_PATHS
+
+
+def test_workflow_pins_the_vllm_the_noxfile_pins() -> None:
+    workflow = load(WORKFLOW)
+    assert workflow["on"]["workflow_dispatch"]["inputs"]["vllm"]["default"] == pinned_vllm()
+    assert workflow["env"]["PINNED_VLLM"] == pinned_vllm()
+
+
+def test_workflow_keeps_the_report_whatever_the_gate_says() -> None:
+    steps = load(WORKFLOW)["jobs"]["mutation"]["steps"]
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()" and upload["with"]["path"].rstrip("/") == "mutation-report"
+    summary = next(s for s in steps if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
+    assert summary["if"].startswith("always()") and "hashFiles('mutation-report/summary.md')" in summary["if"]
+
+
+def test_buildkite_steps_are_written_as_vllm_writes_its_own() -> None:
+    job = load(BUILDKITE)
+    assert job["depends_on"] == ["image-build-cpu"]
+    guards, nightly = job["steps"]
+    for step in (guards, nightly):
+        assert set(step["source_file_dependencies"]) == {"vllm/platforms/", "vllm/logger.py"}
+        assert step["device"].startswith("cpu-") and "command" not in step and "if" not in step
+    assert nightly["optional"] is True and nightly["key"].endswith("-nightly") and "[Nightly]" in nightly["label"]
+    assert "optional" not in guards
+    upload = nightly["commands"][-1]
+    assert 'buildkite-agent artifact upload "mutation-report/**/*"' in upload and upload.endswith("exit $$status")
+
+
+def test_workflow_pins_every_action_by_commit_with_its_version_in_a_comment() -> None:
+    uses = re.findall(r"uses: (\S+)(.*)", WORKFLOW.read_text(encoding="utf-8"))
+    assert uses
+    for action, comment in uses:
+        assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", action), action
+        assert re.fullmatch(r" # v\d+\.\d+\.\d+", comment), (action, comment)

@@ -1,0 +1,210 @@
+"""The command line: bad input is one line on stderr naming the problem and the fix, and a non-zero exit."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import layout
+import pytest
+from toy import CLI, INTERFACE, add_odd_files, make_tree
+from warnonce_guard.common.errors import ExitCode, NotAVllmTree, NothingToCheck, SourceDoesNotParse, TargetNotFound
+
+pytestmark = pytest.mark.slow  # runs the command line in subprocesses
+
+ROOT = layout.ROOT
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd)
+
+
+def one_line_error(run: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
+    assert run.returncode == code, run.stdout + run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warnonce-guard: error: "), run.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+@pytest.mark.parametrize("command", ["sites", "mutate"])
+def test_a_missing_source_tree_is_named(command: str, tmp_path: Path) -> None:
+    one_line_error(cli(command, "--vllm-src", str(tmp_path / "nope")), TargetNotFound.exit_code, "no such directory")
+
+
+def test_a_directory_that_is_not_a_vllm_tree_is_named(tmp_path: Path) -> None:
+    one_line_error(cli("sites", "--vllm-src", str(tmp_path)), NotAVllmTree.exit_code, "not a vLLM tree")
+
+
+@pytest.mark.parametrize("extra", [(), ("--work-dir", "w", "--out", "r")], ids=["sites", "mutate"])
+def test_a_tree_without_sites_is_a_failure_not_a_pass(extra: tuple[str, ...], tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree", INTERFACE.replace("warning_once", "warning"))
+    command = "mutate" if extra else "sites"
+    run = cli(command, "--vllm-src", str(tree), *extra, cwd=tmp_path)
+    one_line_error(run, NothingToCheck.exit_code, "no kernel-import site logs through a *_once call")
+    assert not (tmp_path / "r").exists()  # no partial report
+
+
+def test_the_sites_of_a_tree_without_sites_are_still_listed_before_failing(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree", INTERFACE.replace("warning_once", "warning"))
+    run = cli("sites", "--vllm-src", str(tree), "--json")
+    assert '"cached": false' in run.stdout and run.returncode == NothingToCheck.exit_code
+
+
+def test_a_file_that_does_not_parse_is_named_with_its_line(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree", INTERFACE + "\ndef broken(:\n    pass\n")
+    line = len(INTERFACE.splitlines()) + 2  # after the source and one blank line
+    one_line_error(cli("sites", "--vllm-src", str(tree)), SourceDoesNotParse.exit_code, f"interface.py:{line}:")
+
+
+def test_guards_on_a_tree_without_sites_stop_before_pytest_as_nothing_to_check(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree", INTERFACE.replace("warning_once", "warning"))
+    run = cli("guards", "--vllm-src", str(tree), "-q")
+    one_line_error(run, ExitCode.NOTHING_TO_CHECK, "no kernel-import site logs through a *_once call")
+    assert "passed" not in run.stdout
+
+
+def test_guards_name_a_platform_module_that_cannot_import(tmp_path: Path) -> None:
+    broken = "import missing_dependency\n" + INTERFACE
+    tree = make_tree(tmp_path / "tree", broken)
+    run = cli("guards", "--vllm-src", str(tree), "-q", "--tb=line")
+    assert run.returncode == 1
+    assert "no module named 'missing_dependency'; install it into the guard environment" in run.stdout
+    assert "Traceback" not in run.stdout
+
+
+def test_an_unknown_option_is_one_line_and_a_usage_error(tmp_path: Path) -> None:
+    one_line_error(cli("sites", "--bogus"), ExitCode.USAGE, "unrecognized arguments: --bogus", "--help")
+
+
+def test_help_prints_the_exit_code_table() -> None:
+    shown = cli("mutate", "--help")
+    assert shown.returncode == 0
+    for code in ExitCode:
+        assert f"{code.value:>3}  " in shown.stdout
+
+
+def _with_the_reader_gone(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The command with its stdout a pipe whose reader left before it wrote (`... | head -0`)."""
+    proc = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the child is still starting Python: its first write finds no reader
+    err = proc.stderr.read()
+    return subprocess.CompletedProcess(args, proc.wait(timeout=120), "", err)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("sites",), ("sites", "--json"), ("audit", "--format", "sarif"), ("audit", "--format", "text")],
+    ids=["sites-table", "sites-json", "audit-sarif", "audit-text"],
+)
+def test_a_reader_that_leaves_the_pipe_changes_neither_the_exit_code_nor_stderr(
+    args: tuple[str, ...], tmp_path: Path
+) -> None:
+    tree = make_tree(tmp_path / "tree", INTERFACE.replace(': %s", repr(e)', ': %r", e'))  # audit: a live exception
+    full = subprocess.run([*CLI, *args, "--vllm-src", str(tree)], capture_output=True, text=True, cwd=tmp_path)
+    cut = _with_the_reader_gone(*args, "--vllm-src", str(tree), cwd=tmp_path)
+    assert full.stdout  # the command does write: the reader's leaving is met
+    # Not vacuous: one of the commands passes and the audits fail, so the code is the verdict, not a constant.
+    assert full.returncode == (ExitCode.OK if args[0] == "sites" else ExitCode.CHECK_FAILED), full.stderr
+    assert (cut.returncode, cut.stderr) == (full.returncode, full.stderr)
+
+
+@pytest.mark.parametrize("again", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_while_an_interrupted_run_ends_exits_at_once_with_130(
+    again: signal.Signals, tmp_path: Path
+) -> None:
+    # The second signal lands after the command has returned, while the process ends; the end then hangs
+    # (as on a library's thread): the signal must neither kill it with -2 nor be lost.
+    script = (
+        "import os, signal, sys, time\n"
+        "from warnonce_guard.mutations import cli\n"
+        "def interrupted(args):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(5)\n"
+        "cli.cmd_platforms = interrupted\n"
+        "code = cli.entry(['platforms'])\n"
+        f"os.kill(os.getpid(), {int(again)})\n"
+        "time.sleep(60)\n"
+        "sys.exit(code)\n"
+    )
+    run = subprocess.run([CLI[0], "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=30)
+    assert (run.returncode, run.stderr.strip()) == (ExitCode.INTERRUPTED, "warnonce-guard: interrupted")
+
+
+# The installed `warnonce-guard` script, run as the shell runs it, after `PRELUDE` prepared a signal for a moment.
+SCRIPT = Path(CLI[0]).with_name("warnonce-guard")
+RUN_SCRIPT = "import runpy, sys\nsys.argv = [{script!r}, *{args!r}]\nrunpy.run_path({script!r}, run_name='__main__')\n"
+SIGNAL_WHILE_IMPORTING = (
+    "import os, sys, time\n"
+    "class SignalWhileImporting:  # a finder that asks for no module: the signal lands amid the imports\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == 'warnonce_guard.cli.main':\n"
+    "            os.kill(os.getpid(), {sig})\n"
+    "            time.sleep(5)\n"
+    "sys.meta_path.insert(0, SignalWhileImporting())\n"
+)
+SIGNAL_AT_EXIT = (
+    "import atexit, os, time\n"
+    "atexit.register(lambda: (os.kill(os.getpid(), {sig}), time.sleep(5)))  # runs last of the exit functions\n"
+)
+
+
+@pytest.mark.parametrize("prelude", [SIGNAL_WHILE_IMPORTING, SIGNAL_AT_EXIT], ids=["importing", "at-exit"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_signal_before_the_command_or_after_it_is_its_exit_code_and_one_line(
+    sig: signal.Signals, prelude: str, tmp_path: Path
+) -> None:
+    """The command line's imports take a few hundred milliseconds: a signal there was a KeyboardInterrupt
+    traceback with -2 (SIGTERM: a silent -15), and so was one while the interpreter ended."""
+    tree = make_tree(tmp_path / "tree")
+    code = prelude.format(sig=int(sig)) + RUN_SCRIPT.format(script=str(SCRIPT), args=["sites", "--vllm-src", str(tree)])
+    run = subprocess.run([CLI[0], "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    said = "interrupted" if sig == signal.SIGINT else "terminated"
+    assert (run.returncode, run.stderr) == (128 + sig, f"warnonce-guard: {said}\n")
+
+
+def test_a_reader_that_leaves_a_shared_stdout_and_stderr_pipe_does_not_change_the_exit_code(tmp_path: Path) -> None:
+    # `... 2>&1 | head`: the error line itself meets the closed pipe
+    proc = subprocess.Popen(
+        [*CLI, "sites", "--vllm-src", str(tmp_path / "nowhere")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=tmp_path,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == ExitCode.TARGET_NOT_FOUND
+
+
+COMMANDS = {
+    "sites": ("sites",),
+    "guards": ("guards", "-q", "-p", "no:cacheprovider"),
+    "mutate": ("mutate", "--out", "report", "--work-dir", "work"),
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_what_is_no_file_to_read_in_the_target_is_skipped_with_one_note_each_and_never_waited_on(
+    command: str, tmp_path: Path
+) -> None:
+    """A FIFO named *.py hung each command for ever; a dangling symlink, a loop, a directory named x.py: exit 70."""
+    tree = make_tree(tmp_path / "tree")
+    odd = add_odd_files(tree)
+    run = subprocess.run(
+        [*CLI, *COMMANDS[command], "--vllm-src", str(tree)], capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )
+    assert run.returncode == ExitCode.OK, run.stdout + run.stderr
+    noted = {path: what for path, what in odd.items() if command == "mutate" or path.suffix == ".py"}
+    notes = sorted(f"warnonce-guard: note: skipped {path}: {what}, not a file to read" for path, what in noted.items())
+    assert sorted(run.stderr.splitlines()) == notes  # each once, though discovery, fingerprint and staging meet it
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_version_file_that_is_not_utf8_is_one_line_and_exit_5(command: str, tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    (tree / "vllm" / "_version.py").write_bytes(b"__version__ = '9.9.9'  # caf\xe9\n")
+    args = [*CLI, *COMMANDS[command], "--vllm-src", str(tree)]
+    run = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
+    one_line_error(run, ExitCode.SOURCE_DOES_NOT_PARSE, f"{tree / 'vllm' / '_version.py'}: not utf-8 text")

@@ -1,0 +1,467 @@
+"""The command line in process (`cli.main`): what each command prints, and how every way of ending becomes one
+line on stderr and one exit code of the table (`guards.errors.ExitCode`). The same command line run as a user
+runs it, in a subprocess, is tests/cli/test_cli.py (slow tier)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from toy import INTERFACE, make_tree
+from warnonce_guard.cli import main as cli
+from warnonce_guard.common.errors import EngineFailed, ExitCode
+from warnonce_guard.rule import platforms
+from warnonce_guard.rule.platforms import RegisteredPlatform
+
+SITE_ID = "vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0"
+PLAIN = INTERFACE.replace("warning_once", "warning")  # a site, but not a cached one: nothing to guard
+
+
+def stderr_lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    return capsys.readouterr().err.strip().splitlines()
+
+
+def test_sites_prints_a_table_of_the_sites_and_counts_them(toy_tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["sites", "--vllm-src", str(toy_tree)]) == ExitCode.OK
+    shown = capsys.readouterr().out
+    assert "vLLM 9.9.9 (gtoy), source tree at" in shown and "Platform.import_kernels" in shown
+    assert "1 cached site(s): 1 eager, 0 live; 0 not cached" in shown
+
+
+def test_sites_counts_a_site_that_passes_the_exception_itself_as_live(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = make_tree(tmp_path / "tree", INTERFACE.replace('%s", repr(e)', '%r", e'))
+    assert cli.main(["sites", "--vllm-src", str(tree)]) == ExitCode.OK
+    assert "1 cached site(s): 0 eager, 1 live; 0 not cached" in capsys.readouterr().out
+
+
+def test_sites_json_is_the_target_and_its_site_records(toy_tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["sites", "--vllm-src", str(toy_tree), "--json"]) == ExitCode.OK
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["target"] == f"vLLM 9.9.9 (gtoy), source tree at {toy_tree.resolve() / 'vllm'}"
+    assert [(s["id"], s["cached"], s["form"]) for s in shown["sites"]] == [(SITE_ID, True, "eager")]
+
+
+def test_sites_of_a_tree_without_a_cached_site_are_listed_then_fail_as_nothing_to_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = make_tree(tmp_path / "tree", PLAIN)
+    assert cli.main(["sites", "--vllm-src", str(tree), "--json"]) == ExitCode.NOTHING_TO_CHECK
+    captured = capsys.readouterr()
+    assert [s["cached"] for s in json.loads(captured.out)["sites"]] == [False]
+    assert captured.err.startswith("warnonce-guard: error: no kernel-import site logs through a *_once call")
+
+
+def test_bad_input_is_one_line_naming_the_problem_and_its_own_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["sites", "--vllm-src", str(tmp_path / "nope")]) == ExitCode.TARGET_NOT_FOUND
+    (line,) = stderr_lines(capsys)
+    assert line.startswith("warnonce-guard: error: --vllm-src ") and "no such directory" in line
+
+
+# --- the command line itself ------------------------------------------------------------------------------
+
+
+def test_an_unknown_option_is_a_usage_error_pointing_at_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["sites", "--bogus"])
+    assert stop.value.code == ExitCode.USAGE
+    assert stderr_lines(capsys) == [
+        "warnonce-guard: error: unrecognized arguments: --bogus (see `warnonce-guard --help`)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("abc", "'abc' is not a number; give a percentage from 0 to 100"),
+        ("101", "101 is not a percentage from 0 to 100"),
+        ("-1", "-1 is not a percentage from 0 to 100"),
+        ("nan", "nan is not a percentage from 0 to 100"),
+        ("inf", "inf is not a percentage from 0 to 100"),
+    ],
+)
+def test_fail_under_must_be_a_percentage(value: str, why: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["mutate", "--fail-under", value])
+    assert stop.value.code == ExitCode.USAGE
+    (line,) = stderr_lines(capsys)
+    assert line.startswith("warnonce-guard: error: ") and why in line
+
+
+@pytest.mark.parametrize(("value", "parsed"), [("0", 0.0), ("99.5", 99.5), ("100", 100.0)])
+def test_fail_under_takes_any_percentage_from_0_to_100(value: str, parsed: float) -> None:
+    assert cli.build_parser().parse_args(["mutate", "--fail-under", value]).fail_under == parsed
+
+
+def test_mutate_defaults_to_a_perfect_score_and_the_default_directories() -> None:
+    args = cli.build_parser().parse_args(["mutate"])
+    assert (args.fail_under, args.out, args.work_dir, args.viewer_js) == (
+        100.0, "mutation-report", ".warnonce-work", None
+    )  # fmt: skip
+
+
+# --- guards: pytest in this process -----------------------------------------------------------------------
+
+
+class FakePytest:
+    """Stands in for `pytest.main`: records what it was given (and the sites file it was handed) and returns `code`."""
+
+    def __init__(self, code: int | pytest.ExitCode = 0) -> None:
+        self.code = code
+        self.args: list[str] = []
+        self.sites: list[dict[str, object]] = []
+
+    def __call__(self, args: list[str]) -> int | pytest.ExitCode:
+        self.args = list(args)
+        sites_file = Path(args[args.index("--sites-file") + 1])
+        self.sites = json.loads(sites_file.read_text(encoding="utf-8"))
+        return self.code
+
+
+def test_guards_hand_pytest_the_discovered_sites_the_tree_and_every_option_they_do_not_know(
+    toy_tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakePytest()
+    monkeypatch.setattr(pytest, "main", fake)
+
+    assert cli.main(["guards", "--vllm-src", str(toy_tree), "-q", "-k", "cpu"]) == ExitCode.OK
+
+    assert [site["id"] for site in fake.sites] == [SITE_ID]
+    assert fake.args[0] == str(cli.GUARDS_DIR) and "--import-mode=importlib" in fake.args
+    at = fake.args.index("-q")
+    assert fake.args[at : at + 3] == ["-q", "-k", "cpu"]
+    assert fake.args[-2:] == ["--vllm-src", str(toy_tree)]
+    assert capsys.readouterr().out.startswith("guarding vLLM 9.9.9 (gtoy)")
+
+
+@pytest.mark.parametrize(
+    ("pytest_code", "ours"),
+    [
+        (0, ExitCode.OK),
+        (1, ExitCode.CHECK_FAILED),
+        (2, ExitCode.INTERRUPTED),
+        (3, ExitCode.INTERNAL_ERROR),
+        (4, ExitCode.USAGE),
+        (5, ExitCode.NOTHING_TO_CHECK),
+        (99, ExitCode.INTERNAL_ERROR),
+    ],
+)
+def test_guards_exit_with_pytests_status_as_a_row_of_our_table(
+    toy_tree: Path, monkeypatch: pytest.MonkeyPatch, pytest_code: int, ours: ExitCode
+) -> None:
+    monkeypatch.setattr(pytest, "main", FakePytest(pytest_code))
+    assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ours
+
+
+def test_guards_on_a_tree_without_a_cached_site_stop_before_pytest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pytest, "main", lambda args: pytest.fail("pytest ran"))
+    assert cli.main(["guards", "--vllm-src", str(make_tree(tmp_path / "tree", PLAIN))]) == ExitCode.NOTHING_TO_CHECK
+
+
+def test_guards_stopped_by_sigterm_exit_143_not_pytests_interrupted(
+    toy_tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def terminated_pytest(args: list[str]) -> pytest.ExitCode:
+        try:  # pytest turns the KeyboardInterrupt our handler raises into its own "interrupted"
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            return pytest.ExitCode.INTERRUPTED
+        pytest.fail("SIGTERM did not interrupt")
+
+    monkeypatch.setattr(pytest, "main", terminated_pytest)
+    assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.TERMINATED
+    assert stderr_lines(capsys) == ["warnonce-guard: terminated"]
+
+
+# --- platforms --------------------------------------------------------------------------------------------
+
+
+def test_platforms_lists_each_registered_plugin_with_its_class_or_why_it_is_not_available(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = [
+        RegisteredPlatform("broken", "broken_plugin:register", None, "ImportError: no module named torch_npu"),
+        RegisteredPlatform("npu", "npu_plugin:register", "npu_plugin.platform.NPUPlatform"),
+    ]
+    monkeypatch.setattr(platforms, "registered_platforms", lambda: found)
+
+    assert cli.main(["platforms"]) == ExitCode.OK
+
+    shown = capsys.readouterr().out
+    assert "npu_plugin.platform.NPUPlatform" in shown and "ImportError: no module named torch_npu" in shown
+    assert "2 registered platform plugin(s)" in shown
+
+
+# --- how a command ends -----------------------------------------------------------------------------------
+
+
+def test_a_command_that_needs_the_mutation_extra_names_it_and_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "rich.table", None)  # as if rich were not installed
+    assert cli.main(["platforms"]) == ExitCode.NOT_INSTALLED
+    assert stderr_lines(capsys) == [
+        "warnonce-guard: error: `warnonce-guard platforms` needs rich, part of the mutation extra: "
+        "pip install 'warnonce-guard[mutation]'"
+    ]
+
+
+def failing_command(error: BaseException) -> Callable[[object], int]:
+    """A command (as the parser calls one) that raises `error`."""
+
+    def command(args: object) -> int:
+        raise error
+
+    return command
+
+
+def test_a_missing_module_outside_the_extra_is_a_bug_with_its_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "cmd_platforms", failing_command(ModuleNotFoundError("no numpy", name="numpy")))
+    assert cli.main(["platforms"]) == ExitCode.INTERNAL_ERROR
+    assert "ModuleNotFoundError: no numpy" in capsys.readouterr().err
+
+
+def test_a_bug_of_ours_keeps_its_traceback_and_exits_70(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "cmd_platforms", failing_command(RuntimeError("an invariant broke")))
+    assert cli.main(["platforms"]) == ExitCode.INTERNAL_ERROR
+    said = stderr_lines(capsys)
+    assert said[0] == "Traceback (most recent call last):" and "RuntimeError: an invariant broke" in said
+    assert said[-1].startswith("warnonce-guard: internal error: the traceback above is a bug in warnonce-guard")
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "line"),
+    [
+        (signal.SIGINT, ExitCode.INTERRUPTED, "warnonce-guard: interrupted"),
+        (signal.SIGTERM, ExitCode.TERMINATED, "warnonce-guard: terminated"),
+    ],
+)
+def test_a_signal_during_a_command_is_one_line_and_its_exit_code_and_the_handlers_are_put_back(
+    sig: signal.Signals, code: ExitCode, line: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def signalled(args: object) -> int:
+        os.kill(os.getpid(), sig)
+        time.sleep(5)
+        return pytest.fail("the signal did not stop the command")
+
+    def callers_handler(signum: int, frame: object) -> None:
+        pytest.fail("the caller's handler ran")
+
+    previous = signal.signal(sig, callers_handler)
+    try:
+        monkeypatch.setattr(cli, "cmd_platforms", signalled)
+
+        assert cli.main(["platforms"]) == code
+        assert stderr_lines(capsys) == [line]
+        assert signal.getsignal(sig) is callers_handler
+    finally:
+        signal.signal(sig, previous)
+
+
+CODES = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED}
+
+
+def signalled_then(sig: signal.Signals, then: Callable[[BaseException], object]) -> Callable[[object], int]:
+    """A command stopped by `sig`, whose cleanup then does `then` with the interrupt (raises, or signals again)."""
+
+    def command(args: object) -> int:
+        try:
+            os.kill(os.getpid(), sig)
+            time.sleep(5)
+        except KeyboardInterrupt as stop:
+            then(stop)
+            return int(ExitCode.OK)  # `then` swallowed it: the command ends as if nothing happened
+        return pytest.fail("the signal did not stop the command")
+
+    return command
+
+
+def raise_key_error(stop: BaseException) -> None:
+    raise KeyError("a position libcst never recorded") from stop
+
+
+def raise_engine_failed(stop: BaseException) -> None:
+    raise EngineFailed("the mutmut session failed (exit code -2)")  # it got the terminal's Ctrl-C too
+
+
+def swallow(stop: BaseException) -> None:  # as pytest does, or a pool that breaks
+    pass
+
+
+@pytest.mark.parametrize("then", [raise_key_error, raise_engine_failed, swallow], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(("sig", "code"), CODES.items())
+def test_once_a_signal_reached_a_command_its_code_is_the_exit_whatever_surfaces_after_it(
+    sig: signal.Signals,
+    code: ExitCode,
+    then: Callable[[BaseException], object],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """libcst turned a Ctrl-C into a KeyError: exit 70 with megabytes of traceback."""
+    monkeypatch.setattr(cli, "cmd_platforms", signalled_then(sig, then))
+    assert cli.main(["platforms"]) == code
+    assert stderr_lines(capsys) == [f"warnonce-guard: {code.name.lower()}"]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [(signal.SIGINT, signal.SIGINT), (signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM)],
+    ids=lambda o: "-".join(s.name for s in o),
+)
+def test_a_later_signal_does_not_raise_into_the_cleanup_the_first_one_started(
+    order: tuple[signal.Signals, signal.Signals], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second Ctrl-C raised a second interrupt into the cleanup (exit 1 and a traceback, or -2), and TERM then
+    INT said 130: the first signal decides."""
+    first, second = order
+    cleaned = []
+
+    def again(stop: BaseException) -> None:
+        os.kill(os.getpid(), second)
+        time.sleep(0.05)  # the handler runs here
+        cleaned.append("the cleanup ran to its end")
+        raise stop
+
+    monkeypatch.setattr(cli, "cmd_platforms", signalled_then(first, again))
+    code = CODES[first]
+    assert cli.main(["platforms"]) == code
+    assert cleaned == ["the cleanup ran to its end"]
+    assert stderr_lines(capsys) == [f"warnonce-guard: {code.name.lower()}"]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [(signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM)],
+    ids=lambda o: "-".join(s.name for s in o),
+)
+def test_the_first_of_two_signals_that_land_during_one_long_c_call_decides(
+    order: tuple[signal.Signals, signal.Signals], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python runs the handlers of signals pending together lowest number first: SIGTERM then Ctrl-C while the
+    run wrote a 200 MB report in one call was 130."""
+    in_the_call = threading.Event()
+
+    def send_both() -> None:
+        in_the_call.wait()
+        for sig in order:
+            time.sleep(0.02)
+            os.kill(os.getpid(), sig)
+
+    def long_c_call(args: object) -> int:
+        sender = threading.Thread(target=send_both)
+        sender.start()
+        data = bytes(400_000_000)
+        in_the_call.set()
+        hashlib.sha256(data)  # one C call (no handler runs in it): both signals arrive meanwhile
+        sender.join()
+        time.sleep(5)
+        return pytest.fail("the signals did not stop the command")
+
+    monkeypatch.setattr(cli, "cmd_platforms", long_c_call)
+    code = CODES[order[0]]
+    assert cli.main(["platforms"]) == code
+    assert stderr_lines(capsys) == [f"warnonce-guard: {code.name.lower()}"]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [(signal.SIGINT, signal.SIGINT), (signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM)],
+    ids=lambda o: "-".join(s.name for s in o),
+)
+def test_a_process_ends_at_once_with_the_first_code_and_one_line_on_a_later_signal_during_cleanup(
+    order: tuple[signal.Signals, signal.Signals], monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    first, second = order
+    exits: list[int] = []
+
+    def again(stop: BaseException) -> None:
+        os.kill(os.getpid(), second)
+        time.sleep(0.05)
+        raise stop
+
+    previous = {sig: signal.getsignal(sig) for sig in CODES}
+    try:
+        monkeypatch.setattr(os, "_exit", exits.append)  # the process would end here
+        monkeypatch.setattr(cli, "cmd_platforms", signalled_then(first, again))
+        code = CODES[first]
+        assert cli.entry(["platforms"]) == code
+        assert exits == [code]
+        assert capfd.readouterr().err.splitlines() == [f"warnonce-guard: {code.name.lower()}"]
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def test_a_keyboard_interrupt_from_anywhere_is_an_interrupt_not_a_bug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "cmd_platforms", failing_command(KeyboardInterrupt()))
+    assert cli.main(["platforms"]) == ExitCode.INTERRUPTED
+    assert stderr_lines(capsys) == ["warnonce-guard: interrupted"]
+
+
+def test_output_to_a_pipe_whose_reader_left_goes_to_devnull_without_an_error() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with os.fdopen(write_end, "w") as stream:
+        out = cli.ReaderMayLeave(stream)
+        assert out.write("a line\n") == len("a line\n") and not out.reader_left  # still in the buffer
+        out.flush()  # EPIPE: the reader has left
+        assert out.reader_left
+        assert os.path.samestat(os.fstat(write_end), os.stat(os.devnull))  # what follows is discarded
+        out.write("x" * 100_000)
+        out.flush()
+
+
+def test_a_process_stopped_by_a_signal_exits_at_once_with_its_code_on_a_second_one(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(args: object) -> int:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+        return pytest.fail("the signal did not stop the command")
+
+    def exit_now(code: int) -> None:
+        raise SystemExit(code)
+
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        monkeypatch.setattr(cli, "cmd_platforms", interrupted)
+        assert cli.entry(["platforms"]) == ExitCode.INTERRUPTED
+        assert stderr_lines(capsys) == ["warnonce-guard: interrupted"]
+        # Ctrl-C pressed again, or SIGTERM, while the process ends: it exits now, still 130 (not -2, not a hang)
+        monkeypatch.setattr(os, "_exit", exit_now)
+        for sig in previous:
+            handler = signal.getsignal(sig)
+            assert callable(handler) and handler not in previous.values()
+            with pytest.raises(SystemExit) as exited:
+                handler(sig, None)
+            assert exited.value.code == ExitCode.INTERRUPTED
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def test_a_process_that_ran_to_its_end_keeps_its_signal_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "cmd_platforms", lambda args: ExitCode.OK)
+    before = signal.getsignal(signal.SIGINT)
+    assert cli.entry(["platforms"]) == ExitCode.OK
+    assert signal.getsignal(signal.SIGINT) is before  # only a stopped process stops listening

@@ -1,0 +1,92 @@
+"""Fault injection: two runs in one work directory. One is refused at once (exit 11, one line) and touches
+nothing; the other ends with the clean run's verdicts; a run afterwards does too, re-testing no mutant."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from faults import (
+    CleanRun,
+    RunDirs,
+    TreeShape,
+    cli_args,
+    in_phase,
+    one_line_error,
+    read_verdicts,
+    run,
+    start,
+    survivors,
+    wait_until,
+)
+from warnonce_guard.common.errors import ExitCode
+
+pytestmark = pytest.mark.slow
+
+BUSY = "another warnonce-guard run is using it"
+
+
+@pytest.fixture(scope="module")
+def fault_shape() -> TreeShape:
+    return TreeShape(guard_sleep_s=0.3)  # runs long enough to overlap
+
+
+def finished_sessions(dirs: RunDirs) -> dict[Path, int]:
+    return {path: path.stat().st_mtime_ns for path in dirs.glob("attribution/mutants/*.json")}
+
+
+def then_a_rerun_retests_nothing(dirs: RunDirs, viewer: Path, clean: CleanRun) -> None:
+    tested = finished_sessions(dirs)
+    again = run(cli_args(dirs.tree, dirs.out, dirs.work, viewer), cwd=dirs.work.parent)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert read_verdicts(dirs.out) == clean.verdicts
+    assert finished_sessions(dirs) == tested and len(tested) == len(clean.verdicts.mutants)
+
+
+def test_two_runs_started_together(
+    untouched_user_tree: Path,
+    small_viewer: Path,
+    clean_run: CleanRun,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
+) -> None:
+    dirs = RunDirs(untouched_user_tree, tmp_path / "report", tmp_path / "work")  # the same --out too
+    args = cli_args(dirs.tree, dirs.out, dirs.work, small_viewer)
+    runs = [start(args, tmp_path, tmp_path / f"logs{i}") for i in (1, 2)]
+    codes = [started.wait() for started in runs]
+
+    assert sorted(codes) == [0, ExitCode.WORK_DIR_BUSY], [started.err for started in runs]
+    refused = runs[codes.index(ExitCode.WORK_DIR_BUSY)]
+    assert BUSY in one_line_error(refused.err) and refused.out == ""
+    assert read_verdicts(dirs.out) == clean_run.verdicts
+    assert survivors(dirs.work) == []
+    then_a_rerun_retests_nothing(dirs, small_viewer, clean_run)
+    record_property("outcome", f"exits {codes}; refused: {refused.err.strip()}")
+
+
+def test_a_run_started_while_another_tests_mutants_is_refused_at_once(
+    untouched_user_tree: Path,
+    small_viewer: Path,
+    clean_run: CleanRun,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
+) -> None:
+    dirs = RunDirs(untouched_user_tree, tmp_path / "report", tmp_path / "work")
+    first = start(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), tmp_path, tmp_path / "logs1")
+    if not wait_until(lambda: in_phase("mutants", dirs), first.proc):
+        pytest.skip(f"the first run ended (exit {first.wait()}) before its mutants were seen")
+
+    began = time.monotonic()
+    second = run(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), cwd=tmp_path)
+    refused_after = time.monotonic() - began
+
+    assert second.returncode == ExitCode.WORK_DIR_BUSY, second.stdout + second.stderr
+    assert BUSY in one_line_error(second.stderr)
+    assert first.proc.poll() is None, "the first run ended before the second was refused: not a real overlap"
+    assert refused_after < 5.0  # at once, not after waiting for the lock
+    assert first.wait() == 0, first.err
+    record_property("outcome", f"second exit {second.returncode} after {refused_after:.2f} s; first exit 0")
+    assert read_verdicts(dirs.out) == clean_run.verdicts
+    then_a_rerun_retests_nothing(dirs, small_viewer, clean_run)

@@ -1,0 +1,171 @@
+"""The whole mutation run, end to end, on a small vLLM-shaped tree (no torch): stage, mutmut, verdicts, report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
+from warnonce_guard.common.errors import EngineFailed, ExitCode, TargetChanged
+from warnonce_guard.mutations import run as run_module
+from warnonce_guard.mutations.run import mutate
+
+pytestmark = pytest.mark.slow
+
+
+def run(tree: Path, tmp_path: Path) -> tuple[int, Path, Path]:
+    out, work = tmp_path / "report", tmp_path / "work"
+    code = mutate(str(tree), out, work, 100.0, None, Console(width=200, record=True))
+    return code, out, work
+
+
+def workspace_of(work: Path) -> Path:
+    (ws,) = [p for p in work.iterdir() if p.is_dir()]
+    return ws
+
+
+def statuses(out: Path) -> list[str]:
+    report = json.loads((out / "mutation.json").read_text())
+    return sorted(m["status"] for f in report["files"].values() for m in f["mutants"])
+
+
+def test_every_operator_is_killed_with_its_guard_and_detectors_named(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    code, out, _ = run(tree, tmp_path)
+
+    assert code == ExitCode.OK
+    report = json.loads((out / "mutation.json").read_text())
+    mutants = report["files"]["vllm/platforms/interface.py"]["mutants"]
+    assert sorted(m["mutatorName"] for m in mutants) == fitting_operators(INTERFACE)
+    assert {m["status"] for m in mutants} == {"Killed"}
+    assert all(m["killedBy"] and "interface-Platform.import_kernels" in m["killedBy"][0] for m in mutants)
+    summary = (out / "summary.md").read_text()
+    assert "warning repeated" in summary and "exception retained" in summary
+    assert (out / "junit.xml").is_file() and (out / "index.html").is_file()
+
+
+def test_guards_import_the_staged_copy_and_the_tree_is_left_as_it_was(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
+    code, _, work = run(tree, tmp_path)
+
+    assert code == ExitCode.OK
+    assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == before  # no __pycache__ either
+    ws = workspace_of(work)
+    mutated = (ws / "mutants" / "vllm" / "platforms" / "interface.py").read_text()
+    assert "__mutmut_1" in mutated  # what the guards imported carries the mutants
+    pristine = ws / "vllm" / "platforms" / "interface.py"  # mutmut wrote its copy, not through a link
+    assert pristine.read_text() == INTERFACE
+    assert not os.path.samefile(pristine, ws / "mutants" / "vllm" / "platforms" / "interface.py")
+    assert os.path.samefile(ws / "vllm" / "logger.py", ws / "mutants" / "vllm" / "logger.py")
+    sessions = [json.loads(f.read_text()) for f in (ws / "attribution" / "mutants").glob("*.json")]
+    assert len(sessions) == len(fitting_operators(INTERFACE)) and all(s["exit_status"] == 1 for s in sessions)
+
+
+def test_a_leaking_tree_is_exposed_and_fails_the_gate(tmp_path: Path) -> None:
+    leaking = INTERFACE.replace('%s", repr(e)', '%r", e')
+    code, out, _ = run(make_tree(tmp_path / "tree", leaking), tmp_path)
+
+    assert code == ExitCode.CHECK_FAILED
+    summary = (out / "summary.md").read_text()
+    assert "exposed" in summary and "owner pinned" in summary
+    assert "Killed" not in statuses(out)
+
+
+def test_a_second_run_with_nothing_changed_retests_no_mutant(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    run(tree, tmp_path)
+    ws = workspace_of(tmp_path / "work")
+    mtimes = {f: f.stat().st_mtime_ns for f in (ws / "attribution" / "mutants").glob("*.json")}
+
+    code, out, _ = run(tree, tmp_path)
+
+    assert code == ExitCode.OK and len(mtimes) == len(fitting_operators(INTERFACE))
+    assert {f: f.stat().st_mtime_ns for f in (ws / "attribution" / "mutants").glob("*.json")} == mtimes
+    assert statuses(out) == ["Killed"] * len(fitting_operators(INTERFACE))
+
+
+def test_mutmut_results_and_show_work_on_the_run(tmp_path: Path) -> None:
+    run(make_tree(tmp_path / "tree"), tmp_path)
+    ws = workspace_of(tmp_path / "work")
+    mutmut = [sys.executable, "-c", "from mutmut.__main__ import cli; cli()"]
+
+    results = subprocess.run([*mutmut, "results", "--all", "true"], cwd=ws, capture_output=True, text=True)
+    assert results.stdout.count(": killed") == len(fitting_operators(INTERFACE)), results.stdout + results.stderr
+
+    name = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1"
+    shown = subprocess.run([*mutmut, "show", name], cwd=ws, capture_output=True, text=True)
+    assert f"# {name}: killed" in shown.stdout
+    assert '+        logger.warning_once("Failed to import from vllm._C: %r", e)' in shown.stdout
+
+
+def test_a_session_that_dies_before_generating_is_an_error_not_a_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_module, "run_session", lambda *args: 7)
+    with pytest.raises(EngineFailed, match=r"exit code 7\) before generating its mutants; see .*mutmut\.log"):
+        run(make_tree(tmp_path / "tree"), tmp_path)
+    assert not (tmp_path / "report").exists()
+
+
+def test_a_session_that_fails_after_generating_is_an_error_not_a_report_of_unreached_sites(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = run_module.run_session
+
+    def crashed(*args: object) -> int:
+        real(*args)  # generates, and records what it can
+        return int(ExitCode.ENGINE_FAILED)  # as the session reports a crash of mutmut's
+
+    monkeypatch.setattr(run_module, "run_session", crashed)
+    with pytest.raises(EngineFailed, match=r"the mutmut session failed \(exit code 13\); see .*mutmut\.log"):
+        run(make_tree(tmp_path / "tree"), tmp_path)
+    assert not (tmp_path / "report").exists()
+
+
+CRASHING_SESSION = """
+import sys
+from warnonce_guard.mutations.engine import session
+
+def crash(*args):
+    raise KeyError("tests_by_mangled_function_name")  # as mutmut's load_stats does on a stats file it cannot read
+
+session.run_mutmut = crash
+session.bind_to_parent = lambda: None
+sys.exit(session.main(sys.argv[1:]))
+"""
+
+
+def test_a_crash_inside_the_session_is_its_own_exit_code_not_mutmuts_clean_guards_failed(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "packages.json").write_text('["vllm"]')
+    done = subprocess.run(
+        [sys.executable, "-c", CRASHING_SESSION, str(ws), "run1"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == ExitCode.ENGINE_FAILED, done.stderr  # not 1: that means "the clean guards failed"
+    assert "KeyError: 'tests_by_mangled_function_name'" in done.stderr  # the traceback goes to mutmut.log
+
+
+def test_a_target_edited_during_the_run_keeps_no_verdicts_and_is_staged_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = make_tree(tmp_path / "tree")
+    real_session = run_module.run_session
+
+    def session_then_an_edit(*args: object, **kwargs: object) -> int:
+        code = real_session(*args, **kwargs)  # type: ignore[arg-type]
+        (tree / "vllm" / "logger.py").write_text(LOGGER_SOURCE + "\n# edited while the guards ran\n")
+        return code
+
+    monkeypatch.setattr(run_module, "run_session", session_then_an_edit)
+    with pytest.raises(TargetChanged, match="changed while this run tested it"):
+        run(tree, tmp_path)
+    ws = workspace_of(tmp_path / "work")
+    assert not (tmp_path / "report").exists()
+    assert not (ws / "result.json").exists() and not (ws / "staged.json").exists()

@@ -1,0 +1,340 @@
+"""Driving sites of toy packages: each detector fires on a deliberately leaking site and is quiet on an eager one."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import logging.handlers
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from toy import EAGER_CALL, PLATFORM_SOURCE, purge, unique_package, write_toy
+from warnonce_guard.common.errors import PlatformImportFailed
+from warnonce_guard.guards import detectors
+from warnonce_guard.guards.drive import drive, once_caches
+from warnonce_guard.guards.observe import Observation
+from warnonce_guard.guards.outcome import LeakDetected, SiteUnreached, check_site
+from warnonce_guard.guards.sessions import RecordKind
+from warnonce_guard.rule.sites import Site, discover
+
+PLATFORM = PLATFORM_SOURCE
+
+EAGER = EAGER_CALL
+LIVE_REPR = 'logger.warning_once("Failed to import from PKG._C: %r", e)'
+LIVE_STR = 'logger.warning_once("Failed to import from PKG._C: %s", e)'
+PLAIN = 'logger.warning("Failed to import from PKG._C: %s", repr(e))'
+
+BRANCHED = """
+from PKG.logger import init_logger
+
+logger = init_logger(__name__)
+
+
+class Platform:
+    @classmethod
+    def has_avx2(cls) -> bool:
+        raise RuntimeError("the guard must steer this test, not run it")
+
+    @classmethod
+    def import_kernels(cls) -> None:
+        if Platform.has_avx2():
+            try:
+                import PKG._C_AVX2  # noqa: F401
+            except ImportError as e:
+                logger.warning_once("AVX2 kernels missing: %s", repr(e))
+        else:
+            try:
+                import PKG._C  # noqa: F401
+            except ImportError as e:
+                logger.warning_once("plain kernels missing: %s", repr(e))
+"""
+
+SUBCLASS = """
+
+class Sub(Platform):
+    @classmethod
+    def import_kernels(cls) -> None:
+        try:
+            import PKG._C_AVX2  # noqa: F401
+        except ImportError as err:
+            logger.info_once("Sub kernels missing: %r", err)
+"""
+
+Toy = Callable[..., tuple[str, list[Site]]]
+
+
+@pytest.fixture
+def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Toy]:
+    """Write a toy package with one platform module and return (package, its sites); forgotten afterwards."""
+    packages: list[str] = []
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def make(source: str = PLATFORM, call: str = EAGER, runs: str | None = None) -> tuple[str, list[Site]]:
+        """Sites discovered with `call`; the module then runs `runs` instead (a mutant), if given."""
+        package = unique_package()
+        packages.append(package)
+        write_toy(tmp_path, package, {"interface": source.replace("CALL", call)})
+        sites = discover(tmp_path, package=package)
+        if runs is not None:
+            write_toy(tmp_path, package, {"interface": source.replace("CALL", runs)})
+        importlib.invalidate_caches()
+        return package, sites
+
+    yield make
+    for package in packages:
+        purge(package)
+
+
+def observe(toy: Toy, call: str, runs: str | None = None) -> Observation:
+    package, (site,) = toy(call=call, runs=runs)
+    return drive(site, package=package)
+
+
+def detector_names(error: LeakDetected) -> set[str]:
+    return set(error.detectors)
+
+
+# ---- the verdicts ---------------------------------------------------------------------------------
+
+
+def test_eager_site_is_reached_and_clean(toy: Toy) -> None:
+    obs = observe(toy, EAGER)
+
+    assert obs.reached
+    assert obs.exceptions_raised == 2
+    assert (obs.exceptions_alive, obs.owners_alive) == (0, 0)
+    assert len(obs.emitted) == 1
+    assert obs.emitted[0] == obs.expected_message
+    assert detectors.findings(obs) == []
+
+
+def test_eager_site_passes_its_guard(toy: Toy) -> None:
+    package, (site,) = toy(call=EAGER)
+
+    check_site(site, package=package)
+
+
+def test_live_repr_exception_is_retained_pins_the_owner_and_repeats(toy: Toy) -> None:
+    package, (site,) = toy(call=LIVE_REPR)
+
+    with pytest.raises(LeakDetected) as caught:
+        check_site(site, package=package)
+
+    assert detector_names(caught.value) == {
+        detectors.EXCEPTION_RETAINED,
+        detectors.OWNER_PINNED,
+        detectors.WARNING_REPEATED,
+    }
+    message = str(caught.value)
+    assert site.id in message
+    assert "2 of 2 ImportError instances still alive" in message
+    assert "2 of 2 LLM stand-ins still alive" in message
+    assert f"held by tuple <- _lru_cache_wrapper {package}.logger._print_warning_once" in message
+    assert "held by frame LLMStandIn.__init__ <- frame Platform.import_kernels <- traceback" in message
+
+
+def test_live_exception_passed_to_the_call_is_recorded_by_the_spy(toy: Toy) -> None:
+    obs = observe(toy, LIVE_REPR)
+
+    assert [call.passes_exception for call in obs.log_calls] == [True, True]
+    assert obs.log_calls[0].arg_types == ("BlockedKernelImport",)
+
+
+def test_plain_warning_repeats_without_retaining(toy: Toy) -> None:
+    package, (site,) = toy(call=PLAIN)
+
+    with pytest.raises(LeakDetected) as caught:
+        check_site(site, package=package)
+
+    assert detector_names(caught.value) == {detectors.WARNING_REPEATED}
+
+
+def test_a_mutant_passing_the_exception_to_percent_s_changes_the_message_and_is_retained(toy: Toy) -> None:
+    package, (site,) = toy(call=EAGER, runs=LIVE_STR)
+
+    with pytest.raises(LeakDetected) as caught:
+        check_site(site, package=package)
+
+    assert {detectors.MESSAGE_CHANGED, detectors.EXCEPTION_RETAINED} <= detector_names(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("detector", "leaking"),
+    [
+        (detectors.exception_retained, LIVE_REPR),
+        (detectors.owner_pinned, LIVE_REPR),
+        (detectors.warning_repeated, LIVE_REPR),
+        (detectors.warning_repeated, PLAIN),
+        (detectors.message_changed, (EAGER, LIVE_STR)),
+    ],
+    ids=["retained-live", "pinned-live", "repeated-live", "repeated-plain", "changed-str"],
+)
+def test_each_detector_fires_on_a_leaking_site_and_stays_quiet_on_an_eager_one(
+    toy: Toy, detector: Callable[[Observation], detectors.Finding | None], leaking: str | tuple[str, str]
+) -> None:
+    discovered, runs = leaking if isinstance(leaking, tuple) else (leaking, None)
+    assert detector(observe(toy, discovered, runs)) is not None
+    assert detector(observe(toy, EAGER)) is None
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        'logger.warning_once("Failed to import from PKG._C: %s", str(e))',
+        'logger.warning_once(f"Failed to import from PKG._C: {e!r}")',
+        'logger.warning_once(f"Failed to import from PKG._C: {e}")',
+        'logger.warning_once("Failed to import from PKG._C: " + repr(e))',
+    ],
+    ids=["str", "fstring-repr", "fstring-str", "concatenated"],
+)
+def test_every_eager_form_passes_its_guard_with_the_message_it_renders(toy: Toy, call: str) -> None:
+    package, (site,) = toy(call=call)
+    assert site.form == "eager"
+
+    obs = drive(site, package=package)
+
+    assert obs.expected_message is not None and obs.emitted == [obs.expected_message]
+    assert detectors.findings(obs) == []
+
+
+# ---- steering and reachability ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kernel", "text"), [("_C_AVX2", "AVX2 kernels missing"), ("_C", "plain kernels missing")])
+def test_branches_are_steered_both_ways_to_reach_each_site(toy: Toy, kernel: str, text: str) -> None:
+    package, sites = toy(BRANCHED)
+    (site,) = [s for s in sites if s.kernel_module == f"{package}.{kernel}"]
+
+    obs = drive(site, package=package)
+
+    assert len(obs.emitted) == 1
+    assert obs.emitted[0].startswith(text)
+    assert detectors.findings(obs) == []
+    assert obs.steered == {"Platform.has_avx2()": 2}  # evaluated once per call, both calls
+
+
+def test_steered_branch_test_is_put_back_after_the_drive(toy: Toy) -> None:
+    package, sites = toy(BRANCHED)
+    platform = importlib.import_module(f"{package}.platforms.interface").Platform
+    before = platform.__dict__["has_avx2"]
+
+    for site in sites:
+        drive(site, package=package)
+
+    assert platform.__dict__["has_avx2"] is before
+    with pytest.raises(RuntimeError, match="must steer"):
+        platform.has_avx2()
+
+
+def test_branch_on_cls_cannot_be_steered_and_is_unreached(toy: Toy) -> None:
+    package, sites = toy(BRANCHED.replace("if Platform.has_avx2():", "if cls.has_avx2():"))
+
+    for site in sites:
+        with pytest.raises(SiteUnreached, match="cls") as caught:
+            check_site(site, package=package)
+        assert caught.value.kind is RecordKind.UNREACHED and caught.value.detectors == ()
+
+
+def test_from_import_site_is_driven_like_a_plain_import(toy: Toy) -> None:
+    """`from PKG import _C` would swallow a ModuleNotFoundError for `_C` and raise its own ImportError;
+    the blocker raises a plain ImportError subclass, so the guard still sees its own exception."""
+    package, (site,) = toy(PLATFORM.replace("import PKG._C", "from PKG import _C"), call=LIVE_REPR)
+
+    with pytest.raises(LeakDetected) as caught:
+        check_site(site, package=package)
+
+    assert detectors.EXCEPTION_RETAINED in caught.value.detectors
+
+
+def test_site_that_never_runs_is_unreached(toy: Toy) -> None:
+    source = PLATFORM.replace(
+        "    def import_kernels(cls) -> None:\n", "    def import_kernels(cls) -> None:\n        return\n"
+    )
+    package, (site,) = toy(source)
+
+    with pytest.raises(SiteUnreached, match="no logging call from import_kernels"):
+        check_site(site, package=package)
+
+
+def test_site_in_a_subclass_override_is_driven_on_the_subclass(toy: Toy) -> None:
+    package, sites = toy(PLATFORM + SUBCLASS)
+    (sub,) = [s for s in sites if s.qualname == "Sub.import_kernels"]
+
+    with pytest.raises(LeakDetected) as caught:
+        check_site(sub, package=package)
+
+    assert detectors.EXCEPTION_RETAINED in caught.value.detectors
+
+
+# ---- platform import ----------------------------------------------------------------------------------
+
+
+def test_module_level_kernel_import_is_stubbed_and_the_stub_removed(toy: Toy) -> None:
+    package, (site,) = toy(
+        PLATFORM.replace("logger = init_logger", "import PKG._moe_C  # noqa: F401\n\nlogger = init_logger")
+    )
+
+    obs = drive(site, package=package)
+
+    assert detectors.findings(obs) == []
+    assert f"{package}._moe_C" not in sys.modules
+
+
+def test_missing_third_party_module_is_reported_with_its_name(toy: Toy) -> None:
+    package, (site,) = toy(
+        PLATFORM.replace("from PKG.logger", "import warnonce_no_such_dep  # noqa: F401\nfrom PKG.logger")
+    )
+
+    with pytest.raises(PlatformImportFailed, match="warnonce_no_such_dep"):
+        drive(site, package=package)
+
+
+# ---- no trace ---------------------------------------------------------------------------------------------
+
+
+def test_records_held_by_a_handler_up_the_tree_are_not_mistaken_for_retention(toy: Toy) -> None:
+    """A root handler that keeps records (as pytest's log capture does) must not make a plain warning leak."""
+    package, (site,) = toy(call='logger.warning("Failed to import from PKG._C: %r", e)')
+    keeper = logging.handlers.BufferingHandler(capacity=100)
+    logging.getLogger().addHandler(keeper)
+    try:
+        obs = drive(site, package=package)
+    finally:
+        logging.getLogger().removeHandler(keeper)
+
+    assert obs.exceptions_alive == 0 and obs.owners_alive == 0
+    assert len(obs.emitted) == 2  # still seen: the warning repeats
+
+
+def test_without_evidence_the_leak_is_still_found_only_the_chains_are_left_out(
+    toy: Toy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package, (site,) = toy(call=LIVE_REPR)
+    monkeypatch.setattr("warnonce_guard.guards.drive._EVIDENCE", False)
+
+    obs = drive(site, package=package)
+
+    assert obs.exceptions_alive == 2 and obs.owners_alive == 2
+    assert obs.exception_holders == [] and obs.owner_holders == []
+
+
+def test_drive_leaves_no_trace(toy: Toy) -> None:
+    package, (site,) = toy(call=LIVE_REPR)
+    module = importlib.import_module(site.module)
+    real = logging.getLogger(site.module)
+    real.setLevel(logging.ERROR)
+    handlers, meta_path = list(real.handlers), list(sys.meta_path)
+
+    drive(site, package=package)
+
+    assert module.logger is real
+    assert real.handlers == handlers
+    assert real.level == logging.ERROR
+    assert real.propagate is True
+    assert sys.meta_path == meta_path
+    assert f"{package}._C" not in sys.modules
+    caches = once_caches(package)
+    assert len(caches) == 4
+    assert [cache.cache_info().currsize for cache in caches] == [0, 0, 0, 0]

@@ -1,0 +1,10 @@
+"""Where things are in the checkout, for tests in any folder under tests/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent  # the checkout
+DATA = TESTS / "data"
+SCHEMAS = TESTS / "schemas"

@@ -1,0 +1,419 @@
+"""The engine's session (`mutations.engine.session`), piece by piece, without a real mutmut run: how it is
+started, what it tells the guards, when it records a generation, and how each way it ends becomes its exit
+code. A whole session with mutmut and the guards is the slow tier's (tests/e2e/test_mutation_run.py)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from records_support import meta_document
+from toy import INTERFACE
+from warnonce_guard.common import processes
+from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, Phase
+from warnonce_guard.mutations.engine import layout, naming, session, state
+from warnonce_guard.mutations.engine.seam import SeamMismatch
+from warnonce_guard.mutations.operators import anchors_of
+from warnonce_guard.mutations.workspace import Workspace
+from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN
+from warnonce_guard.rule.sites import sites_in_source
+
+FILE = "vllm/platforms/interface.py"
+HELPER = """
+
+def helper():
+    try:
+        import vllm._moe_C  # noqa: F401
+    except ImportError as e:
+        logger.warning_once("Failed to import from vllm._moe_C: %s", repr(e))
+"""
+MUTANTS = ["vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1"]
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """A staged workspace, as the session finds it: the packages and sites staging recorded."""
+    ws = Workspace(tmp_path / "ws")
+    ws.dir.mkdir()
+    ws.packages_file.write_text('["vllm"]', encoding="utf-8")
+    ws.sites_file.write_text("[]", encoding="utf-8")
+    return ws
+
+
+@pytest.fixture
+def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """A copy of the environment for the test: the session writes into its own process's."""
+    copy = dict(os.environ)
+    monkeypatch.setattr(os, "environ", copy)
+    yield copy
+
+
+def generate(ws: Workspace) -> str:
+    """What mutmut's create_mutants leaves for one site file: its mutants file and `.meta`."""
+    layout.mutated(ws, FILE).parent.mkdir(parents=True, exist_ok=True)
+    layout.mutated(ws, FILE).write_text("# mutants\n", encoding="utf-8")
+    layout.meta(ws, FILE).write_text(json.dumps(meta_document(dict.fromkeys(MUTANTS))), encoding="utf-8")
+    return "generation stats"
+
+
+# --- start: a process of its own -------------------------------------------------------------------------
+
+
+def test_the_session_runs_in_a_process_group_of_its_own_and_appends_to_the_workspace_log(ws: Workspace) -> None:
+    ws.log_file.write_text("an earlier run's log\n", encoding="utf-8")
+    ws.packages_file.unlink()  # it cannot run: it says why in the log and exits ENGINE_FAILED
+    proc = session.start(ws, "run1", [FILE])
+    try:
+        assert os.getpgid(proc.pid) == proc.pid  # the run stops it (and its workers) by its group
+        assert proc.wait(timeout=60) == ExitCode.ENGINE_FAILED
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    log = ws.log_file.read_text(encoding="utf-8")
+    assert log.startswith("an earlier run's log\n") and "packages.json" in log and "Traceback" in log
+
+
+def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: dict[str, object] = {}
+
+    def popen(argv: list[str], **options: object) -> str:
+        started.update(options, argv=argv)
+        return "process"
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    assert session.start(ws, "run1", [FILE, "vllm/platforms/cpu.py"]) == "process"
+    assert started["argv"] == [
+        sys.executable, "-m", "warnonce_guard.mutations.engine.session", str(ws.dir), "run1", FILE,
+        "vllm/platforms/cpu.py",
+    ]  # fmt: skip
+    assert started["env"][processes.PARENT_ENV] == str(os.getpid())  # type: ignore[index]
+    assert started["start_new_session"] is True and started["stderr"] == subprocess.STDOUT
+    assert started["stdin"] == subprocess.DEVNULL  # never waits on the terminal
+
+
+def test_the_session_runs_pytest_with_its_own_options_not_the_users(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: dict[str, object] = {}
+    monkeypatch.setattr(subprocess, "Popen", lambda argv, **options: started.update(options))
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-x --pdb -k nothing")
+    monkeypatch.setenv("PYTEST_PLUGINS", "someones.plugin")
+    monkeypatch.setenv("WARNONCE_GUARD_KEPT", "yes")
+    session.start(ws, "run1", [FILE])
+    env = started["env"]
+    assert isinstance(env, dict) and "PYTEST_ADDOPTS" not in env and "PYTEST_PLUGINS" not in env
+    assert env["WARNONCE_GUARD_KEPT"] == "yes"  # the rest of the environment is passed on
+
+
+def test_a_session_whose_parent_died_while_it_started_exits_at_once(
+    monkeypatch: pytest.MonkeyPatch, environment: dict[str, str]
+) -> None:
+    # the session binds itself to its parent with the one rule the history's guard runs use too
+    assert session.bind_to_parent is processes.bind_to_parent
+    asked: list[str] = []
+    monkeypatch.setattr(processes, "die_with_parent", lambda: asked.append("pdeathsig"))
+
+    def exit_now(code: int) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", exit_now)
+    environment[processes.PARENT_ENV] = str(os.getppid())
+    processes.bind_to_parent()  # its parent is alive: it goes on
+    environment[processes.PARENT_ENV] = str(os.getppid() + 1)  # reparented: the run that started it is gone
+    with pytest.raises(SystemExit) as stop:
+        processes.bind_to_parent()
+    assert stop.value.code == 1 and asked == ["pdeathsig", "pdeathsig"]
+
+
+# --- what it tells the guards ----------------------------------------------------------------------------
+
+
+def test_the_sessions_environment_is_what_the_guards_read_as_the_engines_protocol(
+    ws: Workspace, environment: dict[str, str]
+) -> None:
+    from warnonce_guard.guards.conftest import engine_protocol
+
+    environment["WARNONCE_GUARD_VLLM_SRC"] = "/the/users/tree"
+    session._environment(ws, "run1")
+
+    protocol = engine_protocol()
+    assert protocol.variable == "MUTANT_UNDER_TEST"  # mutmut's (check_seam holds it to that)
+    assert [protocol.phase(name) for name in ("", "stats", MUTANTS[0], "fail", "list_all_tests")] == [
+        Phase.BASELINE, Phase.BASELINE, Phase.MUTANT, None, None
+    ]  # fmt: skip
+    assert (environment["WARNONCE_GUARD_SITES"], environment["WARNONCE_GUARD_ATTRIBUTION"]) == (
+        str(ws.sites_file), str(ws.attribution)
+    )  # fmt: skip
+    assert environment["WARNONCE_GUARD_EXPECT_VLLM"] == str(ws.mutants / "vllm")  # the staged copy, mutated
+    assert environment["WARNONCE_GUARD_RUN_ID"] == "run1" and environment["WARNONCE_GUARD_EVIDENCE"] == "0"
+    assert "WARNONCE_GUARD_VLLM_SRC" not in environment  # never the user's tree
+
+
+def test_the_guards_find_the_sites_of_the_mutated_function_from_the_sessions_environment(
+    ws: Workspace, environment: dict[str, str], mutmut_config: Path
+) -> None:
+    from warnonce_guard.guards.conftest import mutated_function_sites
+
+    source = INTERFACE + HELPER
+    sites = sites_in_source(source, FILE, "vllm.platforms.interface")
+    session._environment(ws, "run1")
+    session._site_functions(sites)  # what run_mutmut tells them once it read the sites
+    _, generated = naming.generate(FILE, source, ["vllm"], DEFAULT_KERNEL_PATTERN, anchors_of(sites))
+
+    assert {g.qualname for g in generated} == {"Platform.import_kernels", "helper"}
+    for mutant in generated:  # every mutant mutmut makes: its function's sites, by mutmut's names
+        environment["MUTANT_UNDER_TEST"] = mutant.mutant_id
+        assert mutated_function_sites() == {site.id for site in sites if site.qualname == mutant.qualname}
+    environment["MUTANT_UNDER_TEST"] = "vllm.platforms.cpu.x_elsewhere__mutmut_1"
+    assert mutated_function_sites() == frozenset()
+    for baseline in ("", "stats"):
+        environment["MUTANT_UNDER_TEST"] = baseline
+        assert mutated_function_sites() is None
+
+
+def test_in_the_engines_sessions_the_mutated_functions_guards_run_first_then_by_node_id() -> None:
+    from warnonce_guard.guards.conftest import guard_order
+
+    guards = [("b", "t[2-b]"), (None, "t[0-none]"), ("a", "t[3-a]"), ("c", "t[1-c]"), ("a", "t[0-a]")]
+    ordered = sorted(guards, key=lambda g: guard_order(g[0], g[1], frozenset({"a", "b"})))
+    assert [nodeid for _, nodeid in ordered] == ["t[0-a]", "t[2-b]", "t[3-a]", "t[0-none]", "t[1-c]"]
+
+
+# --- the generation record ------------------------------------------------------------------------------
+
+
+def test_the_generation_is_recorded_once_mutmut_has_generated(ws: Workspace) -> None:
+    recorded = session.record_generation(ws, "run1", [FILE])(lambda max_children: generate(ws))
+
+    assert not ws.generation_file.exists()
+    assert recorded(max_children=2) == "generation stats"
+    run, files = state.read_generation(ws)
+    assert run == "run1" and files[FILE]["mutants"] == MUTANTS
+    assert files[FILE]["sha256"] == state.file_digest(layout.mutated(ws, FILE))
+
+
+def test_a_generation_that_fails_is_never_recorded(ws: Workspace) -> None:
+    def crashed(max_children: int) -> None:
+        generate(ws)
+        raise MemoryError
+
+    with pytest.raises(MemoryError):
+        session.record_generation(ws, "run1", [FILE])(crashed)(max_children=2)
+    assert not ws.generation_file.exists()
+
+
+# --- mutmut's run, with our operators ------------------------------------------------------------------
+
+
+@pytest.fixture
+def mutmut_main(ws: Workspace, monkeypatch: pytest.MonkeyPatch, mutmut_config: Path) -> object:
+    """mutmut's command module (importing it reads a mutmut config), its generator replaced by one that
+    generates for `ws`; the names the session replaces are put back after the test."""
+    import mutmut.__main__ as mutmut_main
+    from mutmut.mutation.data import SourceFileMutationData
+
+    monkeypatch.setattr(mutmut_main, "create_mutants", lambda max_children: generate(ws))
+    for name in ("_register_mutant_result", "Pool"):
+        monkeypatch.setattr(mutmut_main, name, getattr(mutmut_main, name))
+    monkeypatch.setattr(SourceFileMutationData, "save", SourceFileMutationData.save)
+    return mutmut_main
+
+
+@pytest.mark.parametrize(("stop", "code"), [(None, 0), (SystemExit(1), 1), (SystemExit("mutmut: error"), 1)])
+def test_mutmut_runs_with_our_operators_and_its_exit_becomes_the_code(
+    ws: Workspace, mutmut_main: object, monkeypatch: pytest.MonkeyPatch, stop: SystemExit | None, code: int
+) -> None:
+    from mutmut.mutation import file_mutation
+
+    stock = file_mutation.mutation_operators
+    seen: list[object] = []
+
+    def run(names: list[str], max_children: int | None) -> None:
+        seen.append(file_mutation.mutation_operators)
+        mutmut_main.create_mutants(max_children=1)  # type: ignore[attr-defined]
+        if stop is not None:
+            raise stop
+
+    monkeypatch.setattr(mutmut_main, "_run", run)
+
+    assert session.run_mutmut(ws, "run1", ["vllm"], [FILE]) == code
+    assert seen and seen[0] is not stock and file_mutation.mutation_operators is stock
+    assert state.read_generation(ws)[0] == "run1"  # generation recorded through the wrapped create_mutants
+
+
+def test_a_mutant_whose_worker_was_killed_is_tested_again_in_a_second_round_and_kept_then(
+    ws: Workspace, mutmut_main: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mutmut.workers.isolation import MutantResult
+    from warnonce_guard.mutations.engine.generation import FailFastPool
+
+    rounds: list[list[str]] = []
+    registered: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        mutmut_main,
+        "_register_mutant_result",
+        lambda result, data: registered.append((result.mutant_name, result.exit_code)),
+    )
+
+    def run(names: list[str], max_children: int | None) -> None:
+        assert mutmut_main.Pool is FailFastPool  # type: ignore[attr-defined]  # generation notices a dead worker
+        rounds.append(list(names))
+        code = -signal.SIGKILL if not names else 1  # the OOM killer took the worker once
+        mutmut_main._register_mutant_result(MutantResult(MUTANTS[0], code, 1.0), {})  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(mutmut_main, "_run", run)
+
+    assert session.run_mutmut(ws, "run1", ["vllm"], [FILE]) == 0
+    assert rounds == [[], MUTANTS]  # mutmut re-tests mutants it is given by name
+    assert registered == [(MUTANTS[0], 1)]  # the killed attempt was never kept
+    assert json.loads(ws.attempts_file.read_text(encoding="utf-8"))["mutants"] == {}
+
+
+def test_a_second_round_runs_once_and_keeps_a_repeated_kill(
+    ws: Workspace, mutmut_main: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mutmut.workers.isolation import MutantResult
+
+    rounds: list[list[str]] = []
+    registered: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        mutmut_main,
+        "_register_mutant_result",
+        lambda result, data: registered.append((result.mutant_name, result.exit_code)),
+    )
+
+    def run(names: list[str], max_children: int | None) -> None:
+        rounds.append(list(names))
+        mutmut_main._register_mutant_result(MutantResult(MUTANTS[0], -signal.SIGKILL, 1.0), {})  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(mutmut_main, "_run", run)
+
+    assert session.run_mutmut(ws, "run1", ["vllm"], [FILE]) == 0
+    assert rounds == [[], MUTANTS]
+    assert registered == [(MUTANTS[0], -signal.SIGKILL)]  # killed twice in a row: that is its verdict
+
+
+def test_the_complete_baseline_runs_every_guard_from_mutants_without_stopping_at_the_first_failure(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, environment: dict[str, str]
+) -> None:
+    ws.mutants.mkdir()
+    ran: list[tuple[list[str], str]] = []
+
+    def pytest_main(args: list[str]) -> int:
+        ran.append((args, os.getcwd()))
+        return 1
+
+    monkeypatch.setattr(pytest, "main", pytest_main)
+    monkeypatch.chdir(ws.dir)
+
+    assert session.complete_baseline(ws) == 1
+    ((args, where),) = ran
+    assert where == str(ws.mutants) and args[0] == ws.guard_tests.name and "-x" not in args
+    assert environment["MUTANT_UNDER_TEST"] == ""  # the unmutated code
+    assert Path.cwd() == ws.dir
+
+
+# --- main: the session's exit code ----------------------------------------------------------------------
+
+
+class Session:
+    """`session.main` with mutmut's run and the complete baseline replaced; what each was asked."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, ws: Workspace) -> None:
+        self.ws, self.baselines = ws, 0
+        self.hooks: list[dict[str, object]] = []
+        self.mutmut: int | BaseException = 0
+        monkeypatch.setattr(session, "bind_to_parent", lambda: None)
+        monkeypatch.setattr(os, "register_at_fork", lambda **hooks: self.hooks.append(hooks))
+        monkeypatch.setattr(session, "run_mutmut", self.run_mutmut)
+        monkeypatch.setattr(session, "complete_baseline", self.complete_baseline)
+        monkeypatch.chdir(ws.dir.parent)
+
+    def run_mutmut(self, ws: Workspace, run_id: str, packages: list[str], files: list[str]) -> int:
+        assert (ws, run_id, packages, files) == (self.ws, "run1", ["vllm"], [FILE])
+        assert Path.cwd() == self.ws.dir and os.environ["WARNONCE_GUARD_RUN_ID"] == "run1"
+        if isinstance(self.mutmut, BaseException):
+            raise self.mutmut
+        return self.mutmut
+
+    def complete_baseline(self, ws: Workspace) -> int:
+        self.baselines += 1
+        return 1
+
+    def main(self) -> int:
+        return session.main([str(self.ws.dir), "run1", FILE])
+
+
+@pytest.fixture
+def main(ws: Workspace, monkeypatch: pytest.MonkeyPatch, environment: dict[str, str]) -> Session:
+    return Session(monkeypatch, ws)
+
+
+def test_a_session_whose_guards_all_ran_exits_0_and_its_workers_die_with_it(main: Session) -> None:
+    assert main.main() == 0
+    assert main.baselines == 0
+    assert main.hooks == [{"after_in_child": session.die_with_parent}]
+
+
+def test_when_the_clean_guards_fail_every_guard_runs_once_more_and_the_session_exits_1(main: Session) -> None:
+    main.mutmut = 1  # mutmut stops at the first failing guard of its clean run
+    assert main.main() == 1
+    assert main.baselines == 1
+
+
+def test_a_guard_error_in_the_session_is_one_line_and_its_own_exit_code(
+    main: Session, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main.mutmut = SeamMismatch("mutmut 3.9.0 is not the version the engine was written against")
+    assert main.main() == ExitCode.ENGINE_FAILED
+    assert capsys.readouterr().err == (
+        "warnonce-guard: error: mutmut 3.9.0 is not the version the engine was written against\n"
+    )
+
+
+def test_guards_that_cannot_write_their_records_are_exit_12_naming_the_attribution_folder(
+    main: Session, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main.mutmut = 1  # mutmut's clean run failed: its guards could not write their records either
+    monkeypatch.setattr(session, "complete_baseline", lambda ws: UNWRITTEN_STATUS)
+    assert main.main() == ExitCode.STAGING_FAILED  # not 1: that would read as "the clean guards failed"
+    err = capsys.readouterr().err
+    assert err.startswith("warnonce-guard: error: ") and str(main.ws.attribution) in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("number", [errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM])
+def test_a_write_the_disk_refuses_in_the_session_is_exit_12_in_one_line(
+    main: Session, capsys: pytest.CaptureFixture[str], number: int
+) -> None:
+    main.mutmut = OSError(number, os.strerror(number), str(main.ws.mutants / "x.meta"))
+    assert main.main() == ExitCode.STAGING_FAILED
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and os.strerror(number) in err
+
+
+def test_an_os_error_that_is_not_a_refused_write_is_a_crash_with_its_traceback(
+    main: Session, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main.mutmut = FileNotFoundError(errno.ENOENT, "No such file or directory", "mutants/x.py")
+    assert main.main() == ExitCode.ENGINE_FAILED
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_a_crash_of_mutmut_is_engine_failed_with_its_traceback_never_1(
+    main: Session, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main.mutmut = KeyError("tests_by_mangled_function_name")  # as mutmut's load_stats does on a bad stats file
+    assert main.main() == ExitCode.ENGINE_FAILED  # 1 would read as "the clean guards failed"
+    assert "KeyError: 'tests_by_mangled_function_name'" in capsys.readouterr().err
+    assert main.baselines == 0

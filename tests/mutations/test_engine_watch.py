@@ -1,0 +1,139 @@
+"""Every wait on the mutmut session is bounded without a wall-clock limit on a session that works: a session whose
+process group uses no CPU for longer than any healthy wait is lost (`engine.watch`), and a dead generation
+worker ends generation at once (`engine.generation`). The same on a real run is the slow tier's
+(tests/e2e/test_faults_workers.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from warnonce_guard.common.errors import EngineFailed, ExitCode
+from warnonce_guard.mutations import run as run_module
+from warnonce_guard.mutations.engine import layout, watch
+from warnonce_guard.mutations.engine import session as engine_session
+from warnonce_guard.mutations.engine.generation import FailFastPool, GenerationWorkerLost
+from warnonce_guard.mutations.engine.watch import SessionLost, Watch, group_cpu_ticks, stall_limit
+from warnonce_guard.mutations.workspace import Workspace
+
+IDLE = [sys.executable, "-c", "import time; time.sleep(600)"]
+BUSY = [sys.executable, "-c", "while True: pass"]
+
+
+def group(argv: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, start_new_session=True)
+
+
+def ended(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+@pytest.fixture
+def quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(watch, "SAMPLE_S", 0.05)
+
+
+def test_the_cpu_time_of_a_process_group_is_read_from_proc() -> None:
+    proc = group(BUSY)
+    try:
+        first = group_cpu_ticks(proc.pid)
+        time.sleep(0.5)
+        assert first is not None and group_cpu_ticks(proc.pid) > first  # type: ignore[operator]
+    finally:
+        ended(proc)
+    assert group_cpu_ticks(proc.pid) is None  # no such group any more
+
+
+def test_a_session_that_uses_no_cpu_for_longer_than_its_limit_is_lost(quick: None) -> None:
+    proc = group(IDLE)
+    try:
+        watching = Watch(proc, lambda: 1.0)
+        started = time.monotonic()
+        with pytest.raises(SessionLost) as lost:
+            while time.monotonic() - started < 30:
+                watching.check()
+                time.sleep(0.05)
+        assert 1.0 < time.monotonic() - started < 10
+        assert lost.value.exit_code == ExitCode.ENGINE_FAILED and "used no CPU" in str(lost.value)
+    finally:
+        ended(proc)
+
+
+def test_a_session_that_works_is_never_lost_however_long_it_takes(quick: None) -> None:
+    proc = group(BUSY)
+    try:
+        watching = Watch(proc, lambda: 0.5)
+        started = time.monotonic()
+        while time.monotonic() - started < 1.5:  # three times its limit
+            watching.check()
+            time.sleep(0.05)
+    finally:
+        ended(proc)
+
+
+def test_the_limit_is_twice_mutmuts_own_time_limit_for_the_measured_guards_and_never_below_the_floor(
+    tmp_path: Path,
+) -> None:
+    ws = Workspace(tmp_path)
+    assert stall_limit(ws) == watch.STALL_FLOOR_S  # nothing measured yet
+    layout.stats(ws).parent.mkdir(parents=True)
+    stats = {"tests_by_mangled_function_name": {}, "duration_by_test": {"a": 6.0, "b": 4.0}, "stats_time": 1.0}
+    layout.stats(ws).write_text(json.dumps(stats), encoding="utf-8")
+    assert stall_limit(ws) == 2 * (10.0 + 5.0) * 15.0  # (estimate + timeout_constant) * timeout_multiplier
+    layout.stats(ws).write_text("{", encoding="utf-8")
+    assert stall_limit(ws) == watch.STALL_FLOOR_S
+
+
+def test_a_session_that_stopped_working_ends_the_run_with_exit_13_and_is_stopped(
+    tmp_path: Path, quick: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(ws: Workspace, run_id: str, files: list[str]) -> subprocess.Popen[bytes]:
+        started.append(group(IDLE))  # a session that never generates, and uses no CPU: a deadlock
+        return started[0]
+
+    monkeypatch.setattr(engine_session, "start", start)
+    monkeypatch.setattr(run_module, "stall_limit", lambda ws: 1.0)
+    ws = Workspace(tmp_path)
+    try:
+        with pytest.raises(EngineFailed, match="used no CPU"):
+            run_module.run_session(ws, "run1", [], [], [])  # waiting for its generation
+        assert started[0].poll() is not None  # stopped with its group
+    finally:
+        ended(started[0])
+
+
+# --- generation: a dead worker is noticed ----------------------------------------------------------------
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def _die(x: int) -> int:
+    if x == 3:
+        os.kill(os.getpid(), signal.SIGKILL)  # the OOM killer
+    time.sleep(0.2)
+    return x
+
+
+def test_generation_on_the_fail_fast_pool_gives_every_result() -> None:
+    with FailFastPool(processes=2) as pool:
+        assert sorted(pool.imap_unordered(_square, range(6))) == [0, 1, 4, 9, 16, 25]
+
+
+def test_a_generation_worker_that_dies_ends_generation_at_once_instead_of_waiting_for_ever() -> None:
+    started = time.monotonic()
+    with pytest.raises(GenerationWorkerLost) as lost, FailFastPool(processes=2) as pool:
+        list(pool.imap_unordered(_die, range(6)))
+    assert time.monotonic() - started < 30
+    assert lost.value.exit_code == ExitCode.ENGINE_FAILED

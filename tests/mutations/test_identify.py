@@ -1,0 +1,147 @@
+"""Naming mutmut's mutants (`mutations.identify`): each is the discovered site whose call starts where the mutant's
+changed call starts; what no site explains is kept and marked; identities.json is trusted only while it validates."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata.position_provider import PositionProvidingCodegenState
+from toy import INTERFACE
+from warnonce_guard.common.errors import ExitCode, Interrupted
+from warnonce_guard.mutations.engine import naming
+from warnonce_guard.mutations.engine.state import BadState
+from warnonce_guard.mutations.identify import (
+    MutantsUnaccounted,
+    NamedMutant,
+    changed_call,
+    identify_file,
+    read_identities,
+)
+from warnonce_guard.mutations.workspace import Workspace
+from warnonce_guard.rule.sites import sites_in_source
+
+pytestmark = pytest.mark.usefixtures("module_mutmut_config")  # mutmut's generator reads a config
+
+FILE = "vllm/platforms/interface.py"
+MODULE = "vllm.platforms.interface"
+
+
+def test_every_mutant_of_a_site_is_named_with_its_site_operator_and_exact_text() -> None:
+    (site,) = sites_in_source(INTERFACE, FILE, MODULE)
+    identities = identify_file(INTERFACE, FILE, [site])
+
+    assert sorted(i.operator for i in identities) == ["eager-repr-revert", "live-arg", "once-dropped"]
+    assert {i.site for i in identities} == {site} and not any(i.unattributed for i in identities)
+    call = 'logger.warning_once("Failed to import from vllm._C: %s", repr(e))'
+    assert {i.original for i in identities} == {call}
+    by_operator = {i.operator: i.replacement for i in identities}
+    assert by_operator["live-arg"] == 'logger.warning_once("Failed to import from vllm._C: %s", e)'
+    assert [i.mutant_id for i in identities] == [f"{MODULE}.xǁPlatformǁimport_kernels__mutmut_{n}" for n in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("at_token", [40, 200])
+def test_a_signal_while_mutants_are_named_stays_the_interrupt_it_is(
+    at_token: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libcst records positions in `finally` blocks that turned the interrupt into a KeyError (exit 70, megabytes
+    of traceback, for SIGINT/SIGTERM in the 0.3 s vLLM's naming takes)."""
+    (site,) = sites_in_source(INTERFACE, FILE, MODULE)
+    tokens = []
+    add_token = PositionProvidingCodegenState.add_token
+
+    def signalled(state: PositionProvidingCodegenState, value: str) -> None:  # where the handler would raise
+        tokens.append(value)
+        if len(tokens) == at_token:
+            raise Interrupted(ExitCode.TERMINATED)
+        add_token(state, value)
+
+    monkeypatch.setattr(PositionProvidingCodegenState, "add_token", signalled)
+    with pytest.raises(Interrupted) as stopped:
+        identify_file(INTERFACE, FILE, [site])
+    assert stopped.value.exit_code == ExitCode.TERMINATED
+
+
+def test_a_mutant_whose_call_no_discovered_site_starts_at_is_kept_marked_and_shown_where_it_is() -> None:
+    (site,) = sites_in_source(INTERFACE, FILE, MODULE)
+    stale = replace(site, column=site.column + 4)  # the same try, but the record's call is elsewhere
+
+    identities = identify_file(INTERFACE, FILE, [stale])
+
+    assert identities and all(i.unattributed.endswith("changes a call no discovered site has") for i in identities)
+    stand_in = identities[0].site
+    assert (stand_in.line, stand_in.column) == (site.line, site.column)  # the call's own position
+    assert stand_in.kernel_module == f"unattributed@{site.line}" and stand_in.file == FILE
+    named = identities[0].named()
+    assert named.orphan_site == stand_in and named.unattributed == identities[0].unattributed
+
+
+def test_a_call_laid_out_unusually_is_still_shown_exactly_as_written() -> None:
+    source = INTERFACE.replace(
+        'logger.warning_once("Failed to import from vllm._C: %s", repr(e))',
+        'logger.warning_once(\n  "Failed to import from vllm._C: %s",\n                repr(e))',  # less than its block
+    )
+    (site,) = sites_in_source(source, FILE, MODULE)
+
+    by_operator = {i.operator: i for i in identify_file(source, FILE, [site])}
+
+    live = by_operator["live-arg"]
+    assert live.original == 'logger.warning_once(\n  "Failed to import from vllm._C: %s",\n                repr(e))'
+    assert live.replacement == 'logger.warning_once(\n  "Failed to import from vllm._C: %s",\n                e)'
+
+
+def test_a_mutant_that_changes_no_logger_call_is_unaccounted(monkeypatch: pytest.MonkeyPatch) -> None:
+    (site,) = sites_in_source(INTERFACE, FILE, MODULE)
+    module = cst.parse_module(INTERFACE)
+    stray = naming.Generated(f"{MODULE}.x_f__mutmut_1", "f", cst.Name("a"), cst.Name("b"))
+    monkeypatch.setattr(naming, "generate", lambda *args: (module, [stray]))
+    with pytest.raises(MutantsUnaccounted, match="changes no logger call; mutmut and the operators differ"):
+        identify_file(INTERFACE, FILE, [site])
+
+
+def test_a_change_of_node_kind_before_any_logger_call_is_no_changed_call() -> None:
+    assert changed_call(cst.parse_expression("f(x)"), cst.parse_expression("x")) is None
+
+
+# --- identities.json --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    return Workspace(tmp_path)
+
+
+def test_named_mutants_read_back_as_written(ws: Workspace) -> None:
+    named = [NamedMutant("m__mutmut_1", "s", "live-arg", "repr(e)", "e")]
+    ws.identities_file.write_text(json.dumps([asdict(n) for n in named]))
+    assert read_identities(ws) == named
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (None, "missing"),
+        ("[", "not valid JSON"),
+        ('{"mutant_id": "m"}', "not a list of named mutants"),
+        ('[{"mutant_id": "m"}]', "not a named mutant"),
+        (
+            '[{"mutant_id": "m", "site_id": "s", "operator": 1, "original": "a", "replacement": "b",'
+            ' "unattributed": "", "orphan": null}]',
+            "a named mutant's field has the wrong type",
+        ),
+        (
+            '[{"mutant_id": "m", "site_id": "s", "operator": "o", "original": "a", "replacement": "b",'
+            ' "unattributed": "", "orphan": []}]',
+            "a named mutant's field has the wrong type",
+        ),
+    ],
+    ids=["missing", "truncated", "object", "fields-missing", "operator-not-text", "orphan-not-a-site"],
+)
+def test_identities_that_do_not_validate_are_not_trusted(ws: Workspace, text: str | None, why: str) -> None:
+    if text is not None:
+        ws.identities_file.write_text(text)
+    with pytest.raises(BadState, match=why):
+        read_identities(ws)

@@ -1,0 +1,162 @@
+"""The seam into mutmut 3.8.1: with it, mutmut makes exactly our mutants on vLLM's real sources."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from mutmut.mutation import data, file_mutation, trampoline
+from mutmut.mutation.file_mutation import Mutation
+from toy import mutmut_settings
+from warnonce_guard.mutations.engine import seam
+from warnonce_guard.mutations.engine.seam import ENGINE_NAMES, SeamMismatch, check_seam, our_operators
+from warnonce_guard.mutations.operators import OPERATORS, apply_operator, operator_of
+from warnonce_guard.rule.sites import sites_in_source
+
+# Kernel-import sites per platform file in vLLM 0.33.0, all `"...: %s", repr(e)`: one mutant per site and
+# operator that fits that form.
+SITES_PER_FILE = {"cpu.py": 4, "cuda.py": 1, "interface.py": 1, "rocm.py": 0}
+FITTING = [name for name in OPERATORS if apply_operator(name, OPERATORS["eager-repr-revert"].examples[0].before)]
+
+
+def _platforms() -> Path:
+    """vllm/platforms of the installed vLLM, found without importing it."""
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("vLLM is not installed in this environment")
+    return Path(next(iter(spec.submodule_search_locations))) / "platforms"
+
+
+@pytest.fixture(scope="module")
+def platforms() -> Path:
+    return _platforms()
+
+
+@pytest.fixture(autouse=True)
+def _settings(mutmut_config: Path) -> None:
+    """Every test here runs with a throwaway mutmut config current."""
+
+
+@pytest.fixture(scope="module")
+def seam_mutations(platforms: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Mutation]]:
+    """What mutmut makes of each platform file with our operators in (parsed once per module: libcst is slow)."""
+    with mutmut_settings(tmp_path_factory.mktemp("mutmut")), our_operators():
+        return {file: mutations_of(platforms / file) for file in SITES_PER_FILE}
+
+
+def mutations_of(path: Path) -> list[Mutation]:
+    _, mutations, _, _ = file_mutation.create_mutations(str(path), path.read_text(encoding="utf-8"))
+    return mutations
+
+
+@pytest.mark.parametrize("file", list(SITES_PER_FILE))
+def test_with_the_seam_mutmut_makes_one_mutant_per_site_and_operator(
+    seam_mutations: dict[str, list[Mutation]], file: str
+) -> None:
+    mutations = seam_mutations[file]
+    per_operator = Counter(operator_of(m.original_node, m.mutated_node) for m in mutations)
+    expected = SITES_PER_FILE[file]
+    assert per_operator == Counter({name: expected for name in FITTING if expected})
+    assert len(mutations) == len(FITTING) * expected
+
+
+def test_the_seams_mutants_match_discovery_and_live_in_functions(
+    platforms: Path, seam_mutations: dict[str, list[Mutation]]
+) -> None:
+    for file, mutations in seam_mutations.items():
+        source = (platforms / file).read_text(encoding="utf-8")
+        sites = sites_in_source(source, f"vllm/platforms/{file}", f"vllm.platforms.{file[:-3]}")
+        once_dropped = [m for m in mutations if operator_of(m.original_node, m.mutated_node) == "once-dropped"]
+        assert len(once_dropped) == sum(s.cached for s in sites), file
+        # mutmut only applies mutations inside a top-level function or method; others would be dropped.
+        assert all(m.contained_by_top_level_function is not None for m in mutations), file
+
+
+def test_mutmut_builds_a_mutated_file_from_our_mutants(platforms: Path) -> None:
+    with our_operators():
+        mutated = file_mutation.mutate_file_contents("cpu.py", (platforms / "cpu.py").read_text())
+    assert len(mutated.mutant_names) == len(FITTING) * SITES_PER_FILE["cpu.py"]
+    compile(mutated.code, "cpu.py", "exec")
+
+
+def test_without_the_seam_stock_mutmut_makes_many_mutants(platforms: Path) -> None:
+    assert len(mutations_of(platforms / "cpu.py")) > 50
+
+
+def test_the_seam_restores_the_stock_operators_on_exit_even_after_an_error() -> None:
+    stock = file_mutation.mutation_operators
+    with pytest.raises(RuntimeError), our_operators():
+        assert file_mutation.mutation_operators is not stock
+        raise RuntimeError("boom")
+    assert file_mutation.mutation_operators is stock
+
+
+def test_check_seam_passes_on_the_pinned_mutmut() -> None:
+    check_seam()
+
+
+@pytest.mark.parametrize(
+    ("module", "name"), [(m, n) for m, names in ENGINE_NAMES.items() for n in names], ids=lambda x: str(x)
+)
+def test_check_seam_raises_when_any_internal_the_engine_uses_is_gone(
+    monkeypatch: pytest.MonkeyPatch, module: str, name: str
+) -> None:
+    monkeypatch.delattr(importlib.import_module(module), name)
+    with pytest.raises(SeamMismatch, match=name):
+        check_seam()
+
+
+def test_check_seam_raises_when_mutmut_stops_naming_the_mutant_in_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    def set_mutant_under_test(name: str) -> None:
+        os.environ["SOMETHING_ELSE"] = name
+
+    monkeypatch.setattr(trampoline, "set_mutant_under_test", set_mutant_under_test)
+    with pytest.raises(SeamMismatch, match="MUTANT_UNDER_TEST"):
+        check_seam()
+
+
+def test_check_seam_raises_when_the_meta_format_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    def load(self: object) -> None:
+        return None
+
+    monkeypatch.setattr(data.SourceFileMutationData, "load", load)
+    with pytest.raises(SeamMismatch, match=r"\.meta format"):
+        check_seam()
+
+
+def test_check_seam_raises_when_create_mutations_stops_reading_the_global(monkeypatch: pytest.MonkeyPatch) -> None:
+    def create_mutations(filename: str, code: str) -> None:
+        return None
+
+    monkeypatch.setattr(file_mutation, "create_mutations", create_mutations)
+    with pytest.raises(SeamMismatch, match="create_mutations"):
+        check_seam()
+
+
+def test_check_seam_raises_on_another_mutmut_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(seam.metadata, "version", lambda _: "3.9.0")
+    with pytest.raises(SeamMismatch, match=r"3\.9\.0"):
+        check_seam()
+    with pytest.raises(SeamMismatch), our_operators():
+        pass  # the seam refuses to swap anything on an unknown mutmut
+
+
+def test_only_the_engine_imports_mutmut() -> None:
+    import ast
+
+    from warnonce_guard import guards, mutations
+
+    offenders = []
+    for package in (guards, mutations):
+        for path in Path(package.__file__).parent.rglob("*.py"):
+            if "engine" in path.relative_to(Path(mutations.__file__).parent.parent).parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                offenders += [f"{path.name}: {name}" for name in names if name.split(".")[0] == "mutmut"]
+    assert offenders == []

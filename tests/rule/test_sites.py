@@ -1,0 +1,513 @@
+"""Site discovery on synthetic sources: what counts as a kernel-import site, and what is recorded about it."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from faults import as_nobody, no_longer_than, shared_tree
+from libcst.metadata.position_provider import PositionProvidingCodegenState
+from toy import INTERFACE, add_odd_files, make_tree
+from warnonce_guard.common.errors import ExitCode, Interrupted, SourceDoesNotParse
+from warnonce_guard.rule.sites import Condition, Site, discover, might_hold_site, sites_in_source
+
+FILE, MODULE = "vllm/platforms/x.py", "vllm.platforms.x"
+
+
+def find(source: str, file: str = FILE, module: str = MODULE, package: str = "vllm") -> list[Site]:
+    return sites_in_source(textwrap.dedent(source), file, module, package)
+
+
+def only(source: str, **where: str) -> Site:
+    found = find(source, **where)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def guarded(body: str, handler: str = 'logger.warning_once("Failed: %s", repr(e))', name: str = "e") -> str:
+    """A method whose `try` runs `body` and whose `except ImportError as name` runs `handler`."""
+    return (
+        "class P:\n"
+        "    @classmethod\n"
+        "    def import_kernels(cls):\n"
+        "        try:\n"
+        f"            {body}\n"
+        f"        except ImportError as {name}:\n"
+        f"            {handler}\n"
+    )
+
+
+# ---- import forms ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "kernel"),
+    [
+        ("import vllm._C  # noqa: F401", "vllm._C"),
+        ("from vllm import _C  # noqa: F401", "vllm._C"),
+        ("from vllm._C import ops  # noqa: F401", "vllm._C"),
+        ("from vllm import (_C,)  # noqa: F401", "vllm._C"),
+        ('importlib.import_module("vllm._C")', "vllm._C"),
+        ("import vllm._C_AVX2  # noqa: F401", "vllm._C_AVX2"),
+        ("import vllm._moe_C_stable_libtorch  # noqa: F401", "vllm._moe_C_stable_libtorch"),
+    ],
+)
+def test_every_import_form_names_its_kernel_module(body: str, kernel: str) -> None:
+    assert only(guarded(body)).kernel_module == kernel
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "from vllm import (\n                _C,\n            )",
+        'importlib.import_module(\n                "vllm._C"\n            )',
+    ],
+    ids=["from-import-in-parentheses", "import-module-call"],
+)
+def test_kernel_import_spanning_lines_is_found(body: str) -> None:
+    assert only(guarded(body)).kernel_module == "vllm._C"
+
+
+@pytest.mark.parametrize(
+    ("body", "file", "module", "kernel"),
+    [
+        ("from . import _C", FILE, MODULE, "vllm.platforms._C"),
+        ("from .. import _C", FILE, MODULE, "vllm._C"),
+        ("from . import _C", "vllm/platforms/__init__.py", "vllm.platforms", "vllm.platforms._C"),
+    ],
+    ids=["sibling", "parent", "in-package-init"],
+)
+def test_relative_import_resolves_against_the_files_package(body: str, file: str, module: str, kernel: str) -> None:
+    assert only(guarded(body), file=file, module=module).kernel_module == kernel
+
+
+@pytest.mark.parametrize("name", ["e", "err", "exc"])
+def test_any_exception_name_is_followed(name: str) -> None:
+    site = only(guarded("import vllm._C", f'logger.warning_once("Failed: %r", {name})', name=name))
+
+    assert site.exc_name == name
+    assert site.form == "live"
+
+
+def test_site_records_message_arguments_receiver_and_lines() -> None:
+    site = only(guarded("import vllm._C", 'self_logger.warning_once("Failed %s in %s", repr(e), "x")'))
+
+    assert (site.file, site.module, site.qualname) == (FILE, MODULE, "P.import_kernels")
+    assert site.message == "Failed %s in %s"
+    assert site.args == ("repr(e)", '"x"')
+    assert site.exc_arg_index == 0
+    assert site.receiver == "self_logger"
+    assert (site.import_line, site.line) == (5, 7)
+    assert site.id == "vllm/platforms/x.py::P.import_kernels::vllm._C#0"
+    assert "::" not in site.test_id and "/" not in site.test_id
+
+
+def test_exception_in_a_later_argument_records_its_index() -> None:
+    site = only(guarded("import vllm._C", 'logger.warning_once("%s: %s", "vllm._C", e)'))
+
+    assert site.exc_arg_index == 1
+    assert site.form == "live"
+
+
+def test_multi_line_call_is_located_at_its_first_line() -> None:
+    source = """
+        def import_kernels():
+            try:
+                import vllm._C
+            except ImportError as e:
+                logger.warning_once(
+                    "Failed to import from vllm._C: %s",
+                    repr(e),
+                )
+    """
+    site = only(source)
+
+    assert (site.import_line, site.line) == (4, 6)
+    assert site.qualname == "import_kernels"
+
+
+# ---- branches -----------------------------------------------------------------------------------------
+
+CPU_LIKE = """
+class CpuPlatform(Platform):
+    @classmethod
+    def import_kernels(cls) -> None:
+        if Platform.get_cpu_architecture() in (CpuArchEnum.X86,):
+            ignored_msg = "dynamic module does not define module export function"
+            if torch.cpu._is_avx512_supported():
+                if torch.cpu._is_avx512_bf16_supported():
+                    try:
+                        import vllm._C  # noqa: F401
+                    except ImportError as e:
+                        logger.warning_once("Failed to import from vllm._C: %s", repr(e))
+                else:
+                    try:
+                        import vllm._C_AVX512  # noqa: F401
+                    except ImportError as e:
+                        if ignored_msg not in e.msg:
+                            logger.warning_once("Failed to import from vllm._C_AVX512: %s", repr(e))
+            else:
+                try:
+                    import vllm._C_AVX2  # noqa: F401
+                except ImportError as e:
+                    if ignored_msg not in e.msg:
+                        logger.warning_once("Failed to import from vllm._C_AVX2: %s", repr(e))
+        else:
+            try:
+                import vllm._C  # noqa: F401
+            except ImportError as e:
+                logger.warning_once("Failed to import from vllm._C: %s", repr(e))
+"""
+
+ARCH = "Platform.get_cpu_architecture() in (CpuArchEnum.X86,)"
+AVX512 = "torch.cpu._is_avx512_supported()"
+BF16 = "torch.cpu._is_avx512_bf16_supported()"
+IGNORED = "ignored_msg not in e.msg"
+
+
+def test_nested_branches_are_recorded_with_the_truth_value_each_site_needs() -> None:
+    by_id = {site.id.split("::", 1)[1]: site.conditions for site in find(CPU_LIKE)}
+
+    assert by_id == {
+        "CpuPlatform.import_kernels::vllm._C#0": (
+            Condition(ARCH, True),
+            Condition(AVX512, True),
+            Condition(BF16, True),
+        ),
+        "CpuPlatform.import_kernels::vllm._C_AVX512#0": (
+            Condition(ARCH, True),
+            Condition(AVX512, True),
+            Condition(BF16, False),
+            Condition(IGNORED, True, in_handler=True),
+        ),
+        "CpuPlatform.import_kernels::vllm._C_AVX2#0": (
+            Condition(ARCH, True),
+            Condition(AVX512, False),
+            Condition(IGNORED, True, in_handler=True),
+        ),
+        "CpuPlatform.import_kernels::vllm._C#1": (Condition(ARCH, False),),
+    }
+
+
+def test_elif_chain_negates_every_earlier_test() -> None:
+    source = """
+        def import_kernels():
+            if a.first():
+                pass
+            elif a.second():
+                pass
+            else:
+                try:
+                    import vllm._C
+                except ImportError as e:
+                    logger.warning_once("%s", repr(e))
+    """
+    assert only(source).conditions == (Condition("a.first()", False), Condition("a.second()", False))
+
+
+def test_handler_else_branch_is_recorded_negated_in_handler() -> None:
+    handler = "\n".join(
+        [
+            'if e.msg.startswith("x"):',
+            "                pass",
+            "            else:",
+            '                logger.info("%r", e)',
+        ]
+    )
+
+    assert only(guarded("import vllm._C", handler)).conditions == (Condition('e.msg.startswith("x")', False, True),)
+
+
+def test_branches_of_the_enclosing_function_do_not_leak_into_a_nested_def() -> None:
+    source = """
+        if HAS_CUDA:
+            class P:
+                def import_kernels(self):
+                    try:
+                        import vllm._C
+                    except ImportError as e:
+                        logger.warning_once("%s", repr(e))
+    """
+    assert only(source).conditions == ()
+
+
+def test_occurrence_counts_imports_of_one_module_within_one_function() -> None:
+    ids = [site.id for site in find(CPU_LIKE)]
+
+    assert "vllm/platforms/x.py::CpuPlatform.import_kernels::vllm._C#0" in ids
+    assert "vllm/platforms/x.py::CpuPlatform.import_kernels::vllm._C#1" in ids
+
+
+def test_ids_survive_a_shift_of_lines() -> None:
+    before, after = find(CPU_LIKE), find("\n\n\n" + CPU_LIKE)
+
+    assert [s.id for s in after] == [s.id for s in before]
+    assert [s.line for s in after] == [s.line + 3 for s in before]
+
+
+def test_site_in_a_subclass_override_is_qualified_by_the_subclass() -> None:
+    source = """
+        class Base:
+            @classmethod
+            def import_kernels(cls):
+                pass
+
+        class Sub(Base):
+            @classmethod
+            def import_kernels(cls):
+                try:
+                    import vllm._C
+                except ImportError as e:
+                    logger.warning_once("%r", e)
+    """
+    site = only(source)
+
+    assert site.qualname == "Sub.import_kernels"
+    assert (site.class_name, site.function_name) == ("Sub", "import_kernels")
+
+
+def test_module_level_site_is_qualified_as_module() -> None:
+    site = only("try:\n    import vllm._C\nexcept ImportError as e:\n    logger.warning_once('%r', e)\n")
+
+    assert site.qualname == "<module>"
+    assert site.class_name is None
+
+
+# ---- logging methods and forms ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["warning_once", "info_once", "debug_once", "error_once"])
+def test_every_once_method_is_a_cached_site(method: str) -> None:
+    site = only(guarded("import vllm._C", f'logger.{method}("Failed: %s", repr(e))'))
+
+    assert site.log_method == method
+    assert site.cached
+
+
+@pytest.mark.parametrize("method", ["warning", "info", "error", "exception"])
+def test_plain_logging_method_is_listed_but_not_cached(method: str) -> None:
+    site = only(guarded("import vllm._C", f'logger.{method}("Failed: %s", repr(e))'))
+
+    assert site.log_method == method
+    assert not site.cached
+    assert site.to_json()["cached"] is False
+
+
+@pytest.mark.parametrize(
+    "arg",
+    ["repr(e)", "str(e)", 'f"{e}"', '"%s" % e', '"{}".format(e)', "e.msg", "e.name", "e.args", "type(e)"],
+)
+def test_exception_formatted_before_the_call_or_only_its_data_is_eager(arg: str) -> None:
+    assert only(guarded("import vllm._C", f'logger.warning_once("Failed: %s", {arg})')).form == "eager"
+
+
+@pytest.mark.parametrize("arg", ["e", "e.__traceback__", "(e,)", "foo(e)", "e.with_traceback(None)"])
+def test_exception_object_reaching_the_call_is_live(arg: str) -> None:
+    assert only(guarded("import vllm._C", f'logger.warning_once("Failed: %s", {arg})')).form == "live"
+
+
+@pytest.mark.parametrize(
+    ("call", "form"),
+    [
+        ('logger.warning_once(f"Failed to import from vllm._C: {e!r}")', "eager"),
+        ('logger.warning_once("Failed: " + repr(e))', "eager"),
+        ("logger.warning_once(e)", "live"),
+        ('logger.warning_once("Failed: %s", repr(e), exc_info=e)', "live"),
+        ('logger.warning_once("Failed: %s", repr(e), scope="local")', "eager"),
+    ],
+    ids=["fstring-message", "concatenated-message", "exception-as-message", "exc-info-keyword", "scope-keyword"],
+)
+def test_the_exception_in_the_message_or_a_keyword_makes_a_site_with_the_policys_form(call: str, form: str) -> None:
+    site = only(guarded("import vllm._C", call))
+    assert (site.form, site.exc_arg_index) == (form, 0 if "repr(e)," in call else -1)
+
+
+def test_one_live_argument_makes_the_site_live() -> None:
+    assert only(guarded("import vllm._C", 'logger.warning_once("%s %r", repr(e), e)')).form == "live"
+
+
+# ---- what is not a site ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        guarded("import vllm._custom_ops  # noqa: F401"),
+        guarded("import numpy  # noqa: F401"),
+        guarded("import other._C  # noqa: F401"),
+        guarded("import vllm._C").replace("except ImportError as e:", "except ImportError:"),
+        guarded("import vllm._C").replace("except ImportError", "except ValueError"),
+        guarded("import vllm._C", 'logger.warning_once("Failed to import vllm._C")'),
+        guarded("import vllm._C", 'logger.warning_once("Failed: %s", other)'),
+        guarded("import vllm._C", 'print("Failed: %s" % e)'),
+        "import vllm._C\nlogger.warning_once('%r', e)\n",
+        "def f():\n    import vllm._C\n    logger.warning_once('%r', e)\n",
+    ],
+    ids=[
+        "custom-ops",
+        "numpy",
+        "other-package",
+        "handler-without-as",
+        "catches-value-error",
+        "no-exception-argument",
+        "other-name",
+        "not-a-logger-call",
+        "module-level-outside-try",
+        "function-outside-try",
+    ],
+)
+def test_not_a_site(source: str) -> None:
+    assert find(source) == []
+
+
+@pytest.mark.parametrize(
+    "except_clause",
+    ["except ModuleNotFoundError as e:", "except (OSError, ImportError) as e:", "except Exception as e:"],
+)
+def test_handlers_that_catch_import_error_count(except_clause: str) -> None:
+    source = guarded("import vllm._C").replace("except ImportError as e:", except_clause)
+
+    assert len(find(source)) == 1
+
+
+# ---- the prefilter and parse errors ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        guarded("import vllm._C"),
+        guarded("from vllm._C import ops"),
+        guarded('importlib.import_module("vllm._C_AVX2")'),
+        "try:\n    from vllm import (\n        _C,\n    )\nexcept ImportError:\n    pass\n",
+    ],
+    ids=["import", "from-kernel-module", "import-module", "parenthesised"],
+)
+def test_prefilter_keeps_files_that_might_hold_a_site(source: str) -> None:
+    assert might_hold_site(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["import vllm._C\n", guarded("import numpy"), "try:\n    x = vllm_C\nexcept ImportError:\n    pass\n"],
+    ids=["no-except", "no-kernel-import", "kernel-name-not-imported"],
+)
+def test_prefilter_skips_files_that_cannot_hold_a_site(source: str) -> None:
+    assert not might_hold_site(source)
+
+
+def test_prefilter_skips_the_parse_of_a_broken_file_without_sites() -> None:
+    assert find("def broken(:\n") == []
+
+
+@pytest.mark.parametrize(
+    ("broken", "line"),
+    [
+        (guarded("import vllm._C)"), 5),
+        (guarded("import vllm._C").replace("except ImportError as e:", "except ImportError as e"), 6),
+    ],
+    ids=["tokenizer-error", "parser-error"],
+)
+def test_source_that_does_not_parse_names_file_and_line(broken: str, line: int) -> None:
+    with pytest.raises(SourceDoesNotParse, match=rf"^vllm/platforms/x\.py:{line}: does not parse"):
+        find(broken)
+
+
+# ---- records and the tree --------------------------------------------------------------------------------
+
+
+def test_site_round_trips_through_json() -> None:
+    for site in find(CPU_LIKE):
+        data = json.loads(json.dumps(site.to_json()))
+
+        assert data["id"] == site.id
+        assert Site.from_json(data) == site
+
+
+SITE_FILE = """\
+def import_kernels():
+    try:
+        import vllm._C
+    except ImportError as e:
+        logger.warning_once("%r", e)
+"""
+
+
+def test_discover_finds_sites_inside_the_package_sorted_by_file_and_line(tmp_path: Path) -> None:
+    files = {
+        "vllm/__init__.py": "",
+        "vllm/platforms/__init__.py": "",
+        "vllm/platforms/z.py": SITE_FILE,
+        "vllm/platforms/cpu.py": SITE_FILE + "\n\n" + SITE_FILE.replace("import_kernels", "again"),
+        "vllm/platforms/cuda.py": "\n" * 5 + SITE_FILE,
+        "vllm/platforms/plain.py": "import os\n",
+        "other/platforms/x.py": SITE_FILE,
+        "setup.py": SITE_FILE,
+    }
+    for relative, text in files.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(text, encoding="utf-8")
+
+    found = discover(tmp_path)
+
+    assert [(s.file, s.line, s.qualname) for s in found] == [
+        ("vllm/platforms/cpu.py", 5, "import_kernels"),
+        ("vllm/platforms/cpu.py", 12, "again"),
+        ("vllm/platforms/cuda.py", 10, "import_kernels"),
+        ("vllm/platforms/z.py", 5, "import_kernels"),
+    ]
+    assert {s.module for s in found} == {"vllm.platforms.cpu", "vllm.platforms.cuda", "vllm.platforms.z"}
+
+
+def test_discover_takes_another_package_name(tmp_path: Path) -> None:
+    (tmp_path / "toyllm").mkdir()
+    (tmp_path / "toyllm" / "p.py").write_text(guarded("import toyllm._C"), encoding="utf-8")
+
+    (site,) = discover(tmp_path, package="toyllm")
+
+    assert (site.file, site.module, site.kernel_module) == ("toyllm/p.py", "toyllm.p", "toyllm._C")
+
+
+def test_a_signal_while_discovery_records_positions_stays_the_interrupt_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libcst's position recording turned the interrupt into a chain of KeyErrors (`sites`, `guards`: exit 70)."""
+
+    def signalled(state: PositionProvidingCodegenState, value: str) -> None:  # where the handler would raise
+        raise Interrupted(ExitCode.INTERRUPTED)
+
+    monkeypatch.setattr(PositionProvidingCodegenState, "add_token", signalled)
+    with pytest.raises(Interrupted):
+        sites_in_source(INTERFACE, "vllm/platforms/interface.py", "vllm.platforms.interface")
+
+
+def test_discovery_skips_what_is_no_file_to_read_with_a_note_and_never_waits_on_a_fifo(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A FIFO named *.py hung `sites`, `guards` and `mutate` for ever; a dangling symlink, a loop or a directory
+    named x.py was a traceback (exit 70)."""
+    tree = make_tree(tmp_path / "tree")
+    odd = add_odd_files(tree)
+    with no_longer_than(20):
+        sites = discover(tree)
+    assert [site.file for site in sites] == ["vllm/platforms/interface.py"]
+    noted = sorted(record.getMessage() for record in caplog.records)
+    modules = {path: what for path, what in odd.items() if path.suffix == ".py"}
+    assert noted == sorted(f"skipped {path}: {what}, not a file to read" for path, what in modules.items())
+
+
+def test_a_site_file_this_user_may_not_read_is_exit_5_naming_it() -> None:
+    with shared_tree() as tree:
+        site_file = tree / "vllm" / "platforms" / "interface.py"
+        site_file.chmod(0o600)
+        discover(tree)  # as root: it reads
+
+        def discover_as_user() -> str:
+            try:
+                discover(tree)
+            except SourceDoesNotParse as err:
+                return str(err)
+            return "discovered"
+
+        said = as_nobody(discover_as_user)
+    assert said.startswith(f"{site_file}: cannot be read (Permission denied); make it readable")
