@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -35,7 +36,11 @@ from warnonce_guard.rule.target import PACKAGE, Target, files_to_read, unreadabl
 
 GUARD_TEST_FILES = ("conftest.py", "test_kernel_import_sites.py")
 GUARDS_DIR = Path(guards.__file__).resolve().parent
-TOOL_DIRS = (GUARDS_DIR, Path(__file__).resolve().parent)  # this tool's code: guards/ and mutations/
+# This tool's code, every package of it (a change anywhere, the site rule's above all, can change a verdict).
+TOOL_PACKAGES = ("common", "rule", "guards", "audit", "strict", "mutations", "history", "cli")
+TOOL_DIRS = tuple(
+    Path(importlib.import_module(f"warnonce_guard.{name}").__file__ or "").resolve().parent for name in TOOL_PACKAGES
+)
 # What else can change a verdict besides the target and this tool: the engine, the guards' test runner,
 # the parser, and what the guards import.
 VERDICT_DISTRIBUTIONS = ("mutmut", "pytest", "libcst", "torch")

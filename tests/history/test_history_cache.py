@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import configparser
 import json
 from dataclasses import replace
 from pathlib import Path
 
+import layout
 import pytest
 from history_support import LEAKS, META
 from warnonce_guard.history import cache as caching
 from warnonce_guard.history.cache import VerdictCache, tool_fingerprint
 from warnonce_guard.history.index import Dist, Release
 from warnonce_guard.history.records import ReleaseVerdict, Verdict
+from warnonce_guard.mutations import stage
 
 DIST = Dist("vllm-9.9.9.tar.gz", "sdist", "file:///x", "ab" * 32, 10, "2026-01-02T10:00:00Z", None)
 RELEASE = Release("9.9.9", (DIST,))
@@ -70,8 +73,15 @@ def tool(tmp_path: Path) -> tuple[Path, ...]:
     return folders
 
 
+def test_the_fingerprint_covers_every_package_the_project_installs() -> None:
+    config = configparser.ConfigParser()
+    config.read(layout.ROOT / "setup.cfg")
+    installed = {line.split("=")[0].strip() for line in config["options"]["package_dir"].split("\n") if line.strip()}
+    assert {f"warnonce_guard.{name}" for name in stage.TOOL_PACKAGES} == installed
+
+
 def test_the_fingerprint_covers_the_installed_tool_code() -> None:
-    assert [folder.name for folder in caching.TOOL_DIRS] == ["guards", "mutations"]
+    assert [folder.name for folder in caching.TOOL_DIRS] == list(stage.TOOL_PACKAGES)
     assert all((folder / "__init__.py").is_file() for folder in caching.TOOL_DIRS)
 
 
