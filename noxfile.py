@@ -145,7 +145,8 @@ def audit(session: nox.Session) -> None:
 def replay(session: nox.Session) -> None:
     """Historical replay: guards and mutation run against vLLM 0.29.0 (before the fix) must expose every site."""
     _guard_env(session, REPLAYED_VLLM)
-    session.run("python", "-m", "pytest", "tests/e2e/test_replay.py", "-v", env={"WARNONCE_GUARD_REPLAY": REPLAYED_VLLM})
+    replay = {"WARNONCE_GUARD_REPLAY": REPLAYED_VLLM}
+    session.run("python", "-m", "pytest", "tests/e2e/test_replay.py", "-v", env=replay)
 
 
 @nox.session(python=PYTHON)

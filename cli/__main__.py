@@ -1,4 +1,4 @@
-"""The process's first module: the `warnonce-guard` script and `python -m warnonce_guard.mutations`.
+"""The process's first module: the `warnonce-guard` script and `python -m warnonce_guard.cli`.
 
 SIGINT and SIGTERM are answered from its first instruction on, before the command line and its libraries
 (libcst, rich: a few hundred milliseconds) are imported, and to its last one: the process ends here with

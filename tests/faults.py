@@ -250,7 +250,7 @@ def as_nobody(function: Callable[[], Any]) -> Any:
 
 def cli_args(tree: Path, out: Path, work: Path, viewer: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "warnonce_guard.mutations", "mutate",
+        sys.executable, "-m", "warnonce_guard.cli", "mutate",
         "--vllm-src", str(tree), "--out", str(out), "--work-dir", str(work), "--viewer-js", str(viewer), *extra,
     ]  # fmt: skip
 

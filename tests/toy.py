@@ -93,7 +93,7 @@ class Platform:
 EAGER_CALL = 'logger.warning_once("Failed to import from PKG._C: %s", repr(e))'
 
 # The command line, run in a subprocess as a user runs it.
-CLI = [sys.executable, "-m", "warnonce_guard.mutations"]
+CLI = [sys.executable, "-m", "warnonce_guard.cli"]
 
 _names = itertools.count()
 

@@ -105,6 +105,10 @@ def closing(records: Sequence[TrialRecord], command: str, seed: int) -> list[str
         total, wrong = Counter(map(key, records)), Counter(key(r) for r in records if not r.ok)
         counts = ", ".join(f"{name} {total[name]} ({wrong[name]} wrong)" for name in sorted(total))
         lines.append(f"per {what}: {counts}")
+    early = sum(r.sent and r.phase == "interpreter" for r in records)
+    lines.append(
+        f"in the interpreter's start-up (before the entry module caught stop signals; README: Python's): {early}"
+    )
     late = sum(not r.sent for r in records)
     lines.append(f"not delivered (the run or its aimed process had ended by the moment): {late} of {len(records)}")
     bad = sum(not r.ok for r in records)

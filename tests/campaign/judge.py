@@ -40,6 +40,7 @@ class Observation:
     left: tuple[str, ...] = ()  # processes of the run still alive after it ended ("pid cmdline")
     changed: tuple[str, ...] = ()  # files of the target or of the user's folder that changed
     stray: tuple[str, ...] = field(default=())  # temporary report folders left beside --out
+    in_startup: bool = False  # the signal reached the command before its first module caught stop signals
 
 
 def differences(clean: Verdicts, got: Verdicts) -> list[str]:
@@ -70,7 +71,9 @@ def _summary(found: list[str]) -> str:
     return "; ".join(found[:SHOWN]) + more
 
 
-def _run_problems(outcome: Outcome, what: str, allowed: frozenset[int] | None) -> list[str]:
+def _run_problems(
+    outcome: Outcome, what: str, allowed: frozenset[int] | None, python_speaks: bool = False
+) -> list[str]:
     if outcome.code is None:
         return [f"{what} did not end (hung)"]
     reasons = []
@@ -78,17 +81,19 @@ def _run_problems(outcome: Outcome, what: str, allowed: frozenset[int] | None) -
         expected = " or ".join(str(code) for code in sorted(allowed))
         said = f": {outcome.first_line}" if outcome.first_line else ""
         reasons.append(f"{what} exited {outcome.code}, expected {expected}{said}")
-    if "Traceback (most recent call last)" in outcome.stderr + outcome.stdout:
+    if not python_speaks and "Traceback (most recent call last)" in outcome.stderr + outcome.stdout:
         reasons.append(f"{what} printed a traceback")
     return reasons
 
 
 def judge(obs: Observation, clean: Verdicts, clean_exit: int) -> list[str]:
     """Every way the trial broke the contract."""
-    allowed = allowed_exits(obs.fault, obs.sent, obs.after_end, clean_exit)
-    reasons = _run_problems(obs.faulted, "the faulted run", allowed)
+    allowed = allowed_exits(obs.fault, obs.sent, obs.after_end, clean_exit, obs.in_startup)
+    reasons = _run_problems(obs.faulted, "the faulted run", allowed, python_speaks=obs.in_startup)
     lines = len(obs.faulted.stderr.strip().splitlines())
-    if lines > 1:
+    if obs.in_startup:
+        pass  # Python's own start-up answered the signal: its words, not ours (the reruns are held as always)
+    elif lines > 1:
         reasons.append(f"the faulted run wrote {lines} lines on stderr")
     elif lines == 0 and obs.faulted.code is not None and obs.faulted.code >= 2:  # an error, not a verdict
         reasons.append(f"the faulted run exited {obs.faulted.code} without a line on stderr")

@@ -108,13 +108,17 @@ def draw_moment(rng: random.Random, fault: Fault, windows: Windows) -> tuple[flo
     return moment, (rng.uniform(0.0, MAX_GAP_S) if len(fault.signals) > 1 else 0.0)
 
 
-def allowed_exits(fault: Fault, sent: bool, after_end: bool, clean_exit: int) -> frozenset[int]:
+def allowed_exits(
+    fault: Fault, sent: bool, after_end: bool, clean_exit: int, in_startup: bool = False
+) -> frozenset[int]:
     """The exit codes the contract allows the faulted run.
 
     A fault that reached the run while it worked: 130 for SIGINT, 143 for SIGTERM (the first of two signals
     decides), -9 for a SIGKILL of the command, 13 for a killed session; a killed worker's mutant is tested
     again, so the run ends as a clean one. A fault that landed after the end (the report complete, or the aimed
-    process gone for good) also allows the clean run's exit code.
+    process gone for good) also allows the clean run's exit code. A signal that reached the command during the
+    interpreter's own start-up, before its first module caught stop signals, is Python's (README: not covered):
+    killed by it, or 1 for a Ctrl-C that interrupts `site`; and ours if the handlers were installed meanwhile.
     """
     if not sent:
         return frozenset({clean_exit})
@@ -124,4 +128,7 @@ def allowed_exits(fault: Fault, sent: bool, after_end: bool, clean_exit: int) ->
         reached = clean_exit
     else:
         reached = _BY_SIGNAL[fault.signals[0]]
+    if in_startup:
+        first = fault.signals[0]
+        return frozenset({reached, -int(first)} | ({1} if first == _INT else set()))
     return frozenset({reached, clean_exit} if after_end else {reached})

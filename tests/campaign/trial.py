@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faults import SESSION_MODULE, RunDirs, Started, Verdicts, hash_tree, read_verdicts, start
+from faults import SESSION_MODULE, RunDirs, Started, Verdicts, answers_stop_signals, hash_tree, read_verdicts, start
 
 from campaign.judge import Observation, Outcome, differences, judge
 from campaign.plan import INTERRUPTED, Aim, Fault, Windows
@@ -214,6 +214,7 @@ class Injection:
     phase: str = "ended"
     second_sent: bool = False
     aimed: str = ""
+    in_startup: bool = False  # the command did not catch stop signals yet: the interpreter was starting
 
 
 def _alive(aim: Aim, running: Running, work: Path) -> int | None:
@@ -274,10 +275,15 @@ def inject(
         done.after_end = True  # the last session or worker was gone: the moment fell after the end
         return done
     done.aimed = str(pid)
+    done.in_startup = fault.aim in (Aim.COMMAND, Aim.GROUP) and not answers_stop_signals(running.proc.pid)
     done.sent_wall, done.at_s = time.time(), time.monotonic() - running.t0
     done.sent = _send(fault, pid, fault.signals[0])
     second_at = time.monotonic() + gap
-    done.phase = phase_of(dirs, mutants, workers=_alive(Aim.WORKER, running, dirs.work) is not None)
+    done.phase = (
+        "interpreter"
+        if done.in_startup
+        else phase_of(dirs, mutants, workers=_alive(Aim.WORKER, running, dirs.work) is not None)
+    )
     if done.sent and len(fault.signals) > 1 and _sleep_until(running, second_at):
         done.second_sent = _send(fault, pid, fault.signals[1])
     return done
@@ -385,6 +391,7 @@ def run_trial(
         tuple(left),
         tuple(changed),
         tuple(stray),
+        injection.in_startup,
     )
     record.phase, record.at_s = injection.phase, injection.at_s
     record.sent, record.after_end, record.exit_code = injection.sent, injection.after_end, faulted.code

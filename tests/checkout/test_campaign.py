@@ -125,6 +125,27 @@ def test_each_fault_allows_the_exit_codes_the_contract_gives_it(
     assert allowed_exits(FAULTS[fault], sent, after_end, clean_exit=0) == allowed
 
 
+@pytest.mark.parametrize(
+    ("fault", "ours", "python"),
+    [("term-int-group", 143, {-15}), ("int-command", 130, {-2, 1}), ("kill-group", -9, set())],
+)
+def test_a_signal_in_the_interpreters_start_up_also_allows_what_python_does_with_it(
+    fault: str, ours: int, python: set[int]
+) -> None:
+    """Before the entry module catches stop signals the interpreter answers them (README: not covered)."""
+    assert allowed_exits(FAULTS[fault], True, False, clean_exit=0, in_startup=True) == {ours, *python}
+    assert allowed_exits(FAULTS[fault], True, False, clean_exit=0) == {ours}
+
+
+def test_python_speaking_in_its_start_up_is_ok_but_the_reruns_are_held_as_always() -> None:
+    fatal = Outcome(1, "", "Fatal Python error: init_import_site\nTraceback (most recent call last):\n  x\n")
+    early = observed("int-command", faulted=fatal, faulted_report=None, in_startup=True)
+    assert judge(early, CLEAN, 0) == []
+    assert judge(replace(early, in_startup=False), CLEAN, 0)  # the same words from our code are wrong
+    failed_rerun = replace(early, reruns=(Outcome(13, "", "warnonce-guard: error: x\n"),))
+    assert any("rerun 1 exited 13" in r for r in judge(failed_rerun, CLEAN, 0))
+
+
 # --- the judge --------------------------------------------------------------------------------------------
 
 
