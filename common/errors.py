@@ -12,78 +12,51 @@ import enum
 
 
 class ExitCode(enum.IntEnum):
-    """What the exit status of `warnonce-guard` means (one value per kind of outcome)."""
+    """What the exit status of `warnonce-guard` means (one value per kind of outcome), each with its meaning."""
 
-    OK = 0  # the check ran and passed
-    # the check ran and failed: score below --fail-under, a site exposed or unreached, a guard failed, a new
-    # finding, a release of the history left `not checked`
-    CHECK_FAILED = 1
-    USAGE = 2  # the command line is wrong: unknown option, a value out of range (--fail-under nan)
-    TARGET_NOT_FOUND = 3  # no vLLM installed, or --vllm-src does not exist
-    NOT_A_VLLM_TREE = 4  # --vllm-src exists but holds no vllm/ package with vllm/platforms/
-    SOURCE_DOES_NOT_PARSE = 5  # a file of the target cannot be read, or a Python file of it does not parse
-    PLATFORM_NOT_FOUND = 6  # --platform cannot be imported or is not a platform class
-    PLATFORM_IMPORT_FAILED = 7  # a platform module fails to import in the guard environment
-    NOTHING_TO_CHECK = 8  # no *_once kernel-import site (or no mutant): never a vacuous pass
-    PATH_REFUSED = 9  # --out or --work-dir would replace or delete something warnonce-guard did not create
-    PATH_UNUSABLE = 10  # --out, --work-dir or --viewer-js is missing, not a directory/file, or not writable
-    WORK_DIR_BUSY = 11  # another run holds the work directory, or is writing its report where --out points
-    STAGING_FAILED = 12  # the work directory cannot be written (staging, repair, mutmut's session, verdicts); history's
-    ENGINE_FAILED = 13  # mutmut is missing, another version, moved its internals, or its session died or hung
-    MUTANTS_UNACCOUNTED = 14  # mutmut and warnonce-guard disagree on which mutants exist
-    VIEWER_MISSING = 15  # the HTML report viewer bundle is not installed
-    REPORT_FAILED = 16  # the report cannot be written
-    BAD_BASELINE = 17  # the audit baseline cannot be read or written
-    NPM_FAILED = 18  # installing the pinned npm packages failed
-    NOT_INSTALLED = 19  # the command needs the mutation extra: pip install 'warnonce-guard[mutation]'
-    TARGET_CHANGED = 20  # the target's files changed while the run tested them: no verdict is kept
-    INDEX_UNAVAILABLE = 21  # history: the package index cannot be read or is not a PEP 691 JSON page
-    NO_RELEASE = 22  # history: --from/--to/--only select no release on the index
-    INTERNAL_ERROR = 70  # a bug in warnonce-guard (an invariant it broke itself): the traceback is kept
-    INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT); complete verdicts are kept, the rest re-tested next run
-    TERMINATED = 143  # stopped by SIGTERM; as for Ctrl-C
+    meaning: str  # a few words, for `--help` and README
 
+    def __new__(cls, value: int, meaning: str) -> ExitCode:
+        member = int.__new__(cls, value)
+        member._value_ = value
+        member.meaning = meaning
+        return member
 
-def exit_code_meanings() -> dict[ExitCode, str]:
-    """What each exit code means, in a few words (for `--help` and README)."""
-    return {
-        ExitCode.OK: "the check ran and passed",
-        ExitCode.CHECK_FAILED: (
-            "the check ran and failed (score, exposed/unreached site, failed guard, new finding, release not checked)"
-        ),
-        ExitCode.USAGE: "bad command line (unknown option, value out of range)",
-        ExitCode.TARGET_NOT_FOUND: "no vLLM installed, or --vllm-src does not exist",
-        ExitCode.NOT_A_VLLM_TREE: "--vllm-src holds no vllm/ package with vllm/platforms/",
-        ExitCode.SOURCE_DOES_NOT_PARSE: "a file of the target cannot be read, or a Python file of it does not parse",
-        ExitCode.PLATFORM_NOT_FOUND: "--platform cannot be loaded or is not a platform class",
-        ExitCode.PLATFORM_IMPORT_FAILED: "a platform module fails to import in this environment",
-        ExitCode.NOTHING_TO_CHECK: "no *_once kernel-import site, or no mutant: nothing was checked",
-        ExitCode.PATH_REFUSED: "--out/--work-dir would replace something warnonce-guard did not create",
-        ExitCode.PATH_UNUSABLE: "--out/--work-dir/--viewer-js missing, of the wrong kind, or not writable",
-        ExitCode.WORK_DIR_BUSY: "another run holds the work directory, or is writing its report in --out",
-        ExitCode.STAGING_FAILED: (
-            "the work directory's disk refuses a write (full, read-only, over quota), also in the mutmut session"
-        ),
-        ExitCode.ENGINE_FAILED: "mutmut missing, another version, or its session (or a child of it) died or hung",
-        ExitCode.MUTANTS_UNACCOUNTED: "mutmut and warnonce-guard disagree on the mutants",
-        ExitCode.VIEWER_MISSING: "the HTML report viewer is not installed",
-        ExitCode.REPORT_FAILED: "the report cannot be written",
-        ExitCode.BAD_BASELINE: "the audit baseline cannot be read or written",
-        ExitCode.NPM_FAILED: "installing the pinned npm packages failed",
-        ExitCode.NOT_INSTALLED: "the command needs the mutation extra (pip install 'warnonce-guard[mutation]')",
-        ExitCode.TARGET_CHANGED: "the target's files changed during the run: its verdicts are not kept",
-        ExitCode.INDEX_UNAVAILABLE: "history: the package index cannot be read, or is not a PEP 691 JSON page",
-        ExitCode.NO_RELEASE: "history: --from/--to/--only select no release on the index",
-        ExitCode.INTERNAL_ERROR: "a bug in warnonce-guard (traceback printed)",
-        ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
-        ExitCode.TERMINATED: "terminated (SIGTERM)",
-    }
+    OK = 0, "the check ran and passed"
+    CHECK_FAILED = 1, (
+        "the check ran and failed (score, exposed/unreached site, failed guard, new finding, release not checked)"
+    )
+    USAGE = 2, "bad command line (unknown option, value out of range)"
+    TARGET_NOT_FOUND = 3, "no vLLM installed, or --vllm-src does not exist"
+    NOT_A_VLLM_TREE = 4, "--vllm-src holds no vllm/ package with vllm/platforms/"
+    SOURCE_DOES_NOT_PARSE = 5, "a file of the target cannot be read, or a Python file of it does not parse"
+    PLATFORM_NOT_FOUND = 6, "--platform cannot be loaded or is not a platform class"
+    PLATFORM_IMPORT_FAILED = 7, "a platform module fails to import in this environment"
+    NOTHING_TO_CHECK = 8, "no *_once kernel-import site, or no mutant: nothing was checked"
+    PATH_REFUSED = 9, "--out/--work-dir would replace something warnonce-guard did not create"
+    PATH_UNUSABLE = 10, "--out/--work-dir/--viewer-js missing, of the wrong kind, or not writable"
+    WORK_DIR_BUSY = 11, "another run holds the work directory, or is writing its report in --out"
+    STAGING_FAILED = 12, (
+        "the work directory's disk refuses a write (full, read-only, over quota), also in the mutmut session"
+    )
+    ENGINE_FAILED = 13, "mutmut missing, another version, or its session (or a child of it) died or hung"
+    MUTANTS_UNACCOUNTED = 14, "mutmut and warnonce-guard disagree on the mutants"
+    VIEWER_MISSING = 15, "the HTML report viewer is not installed"
+    REPORT_FAILED = 16, "the report cannot be written"
+    BAD_BASELINE = 17, "the audit baseline cannot be read or written"
+    NPM_FAILED = 18, "installing the pinned npm packages failed"
+    NOT_INSTALLED = 19, "the command needs the mutation extra (pip install 'warnonce-guard[mutation]')"
+    TARGET_CHANGED = 20, "the target's files changed during the run: its verdicts are not kept"
+    INDEX_UNAVAILABLE = 21, "history: the package index cannot be read, or is not a PEP 691 JSON page"
+    NO_RELEASE = 22, "history: --from/--to/--only select no release on the index"
+    INTERNAL_ERROR = 70, "a bug in warnonce-guard (traceback printed)"
+    INTERRUPTED = 130, "interrupted (Ctrl-C)"
+    TERMINATED = 143, "terminated (SIGTERM)"
 
 
 def exit_code_table() -> str:
     """The table for `--help`: one line per code."""
-    meanings = exit_code_meanings()
-    return "\n".join(f"  {code.value:>3}  {meanings[code]}" for code in ExitCode)
+    return "\n".join(f"  {code.value:>3}  {code.meaning}" for code in ExitCode)
 
 
 class GuardError(Exception):

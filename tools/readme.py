@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from warnonce_guard.common.errors import exit_code_meanings
+from warnonce_guard.common.errors import ExitCode
 from warnonce_guard.guards.detectors import DETECTORS
 from warnonce_guard.mutations.operators import describe_operators
 from warnonce_guard.rule.liveness import EXAMPLES
@@ -37,7 +37,7 @@ def liveness_block() -> str:
 
 
 def exit_codes_block() -> str:
-    rows = [f"| {code.value} | `{code.name}` | {meaning} |" for code, meaning in exit_code_meanings().items()]
+    rows = [f"| {code.value} | `{code.name}` | {code.meaning} |" for code in ExitCode]
     return "\n".join(["| exit | name | meaning |", "|---|---|---|", *rows])
 
 
