@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from warnonce_guard.common.errors import ExitCode, GuardError, SourceDoesNotParse, TargetNotFound
+from warnonce_guard.common.errors import BadBaseline, ExitCode, NoPythonFiles, SourceDoesNotParse
 from warnonce_guard.rule.liveness import EXCEPTION, IGNORED_KEYWORDS, ONCE_METHODS, carries, classify, params
 
 PREFILTER = "_once("
@@ -58,12 +58,6 @@ CODES = {
 }
 # `# warnonce: ok <reason>` on any line of the call accepts its findings; the reason is required.
 PRAGMA = re.compile(r"#\s*warnonce:\s*ok\b[ \t:]*(?P<reason>[^\n]*)")
-
-class BadBaseline(GuardError):
-    """The baseline file is missing, unreadable, not JSON or not a baseline; or it cannot be written."""
-
-    exit_code = ExitCode.BAD_BASELINE
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -343,10 +337,6 @@ def audit(root: Path, package: str = "vllm") -> AuditResult:
     """Every finding under `root/package`, shown relative to `root`: all *.py files are read, those with `_once(`
     parsed."""
     return _audit_files((path, path.relative_to(root).as_posix()) for path in sorted((root / package).rglob("*.py")))
-
-
-class NoPythonFiles(TargetNotFound):
-    """A path given to the audit is missing, or holds no Python file."""
 
 
 def python_files(paths: Iterable[Path], cwd: Path | None = None) -> list[tuple[Path, str]]:

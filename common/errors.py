@@ -80,6 +80,10 @@ class TargetNotFound(GuardError):
     exit_code = ExitCode.TARGET_NOT_FOUND
 
 
+class NoPythonFiles(TargetNotFound):
+    """A path given to the audit is missing, or holds no Python file."""
+
+
 class NotAVllmTree(GuardError):
     """A path was given but it holds no `vllm` package."""
 
@@ -91,6 +95,12 @@ class SourceDoesNotParse(GuardError):
     does not parse; names the file (and the line)."""
 
     exit_code = ExitCode.SOURCE_DOES_NOT_PARSE
+
+
+class PlatformNotFound(GuardError):
+    """`--platform` cannot be imported, or is not a platform class."""
+
+    exit_code = ExitCode.PLATFORM_NOT_FOUND
 
 
 class PlatformImportFailed(GuardError):
@@ -131,6 +141,10 @@ class StagingFailed(GuardError):
     exit_code = ExitCode.STAGING_FAILED
 
 
+class RecordsUnwritten(StagingFailed):
+    """A guard session finished but could not write its record (the attribution folder refused it)."""
+
+
 class TargetChanged(GuardError):
     """The target's files changed while the run tested them (an edit or an upgrade during the run)."""
 
@@ -155,16 +169,62 @@ class EngineFailed(GuardError):
     exit_code = ExitCode.ENGINE_FAILED
 
 
+class SeamMismatch(EngineFailed):
+    """mutmut is not the version whose internals the operator seam was written against."""
+
+
+class GenerationWorkerLost(EngineFailed):
+    """A process generating mutants died before it finished."""
+
+
+class SessionLost(EngineFailed):
+    """The session's process group used no CPU for longer than any healthy wait."""
+
+
+class MutantsUnaccounted(GuardError):
+    """mutmut's mutants and ours differ (a mutant only one side knows)."""
+
+    exit_code = ExitCode.MUTANTS_UNACCOUNTED
+
+
+class ViewerMissing(GuardError):
+    """The mutation-testing-elements bundle the HTML report inlines is not installed."""
+
+    exit_code = ExitCode.VIEWER_MISSING
+
+
 class ReportFailed(GuardError):
     """The report cannot be written where --out points."""
 
     exit_code = ExitCode.REPORT_FAILED
 
 
+class BadBaseline(GuardError):
+    """The audit's baseline file is missing, unreadable, not JSON or not a baseline; or it cannot be written."""
+
+    exit_code = ExitCode.BAD_BASELINE
+
+
+class NpmInstallFailed(GuardError):
+    """`npm ci` of the pinned report packages failed, or npm is not on PATH."""
+
+    exit_code = ExitCode.NPM_FAILED
+
+
 class NotInstalled(GuardError):
     """A command needs a package of the mutation extra that is not installed."""
 
     exit_code = ExitCode.NOT_INSTALLED
+
+
+class BadRecord(ValueError):
+    """A JSON record a run wrote and reads back (mutmut's state, the generation manifest, the named mutants, the
+    sites, the attempts ledger) does not validate; the message says why. Its reader treats it as absent or stale,
+    or turns it into one of the errors above: never a user-facing error itself."""
+
+
+class SourceMissing(RuntimeError):
+    """A site's file has no source text in the run result: a bug of this tool (an invariant it broke), not bad input."""
 
 
 class Interrupted(KeyboardInterrupt):

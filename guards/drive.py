@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from warnonce_guard.common.errors import PlatformImportFailed
+from warnonce_guard.common.errors import PlatformImportFailed, PlatformNotFound
 from warnonce_guard.guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, blocking, stubbing
 from warnonce_guard.guards.observe import LoggerSpy, Observation, RecordCapture
 from warnonce_guard.guards.steering import CannotSteer, steered
-from warnonce_guard.rule.platforms import PlatformNotFound, load_class
+from warnonce_guard.rule.platforms import load_class
 from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN, is_kernel_module
 from warnonce_guard.rule.sites import Site
 

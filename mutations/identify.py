@@ -19,20 +19,13 @@ from typing import Any
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper
-from warnonce_guard.common.errors import ExitCode, GuardError
+from warnonce_guard.common.errors import BadRecord, MutantsUnaccounted
 from warnonce_guard.common.files import write_atomic
 from warnonce_guard.mutations.engine import naming
-from warnonce_guard.mutations.engine.state import BadState
 from warnonce_guard.mutations.operators import PACKAGE, anchors_of, operator_of
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN, log_method, walk
 from warnonce_guard.rule.sites import Site, interrupts_kept, positions
-
-
-class MutantsUnaccounted(GuardError):
-    """mutmut's mutants and ours differ (a mutant only one side knows)."""
-
-    exit_code = ExitCode.MUTANTS_UNACCOUNTED
 
 
 @dataclass(frozen=True)
@@ -70,12 +63,12 @@ class NamedMutant:
     @classmethod
     def from_json(cls, data: Any) -> NamedMutant:
         if not isinstance(data, dict) or set(data) != _NAMED_FIELDS:
-            raise BadState("not a named mutant")
+            raise BadRecord("not a named mutant")
         orphan = data["orphan"]
         if not all(isinstance(data[k], str) for k in _NAMED_FIELDS - {"orphan"}) or not (
             orphan is None or isinstance(orphan, dict)
         ):
-            raise BadState("a named mutant's field has the wrong type")
+            raise BadRecord("a named mutant's field has the wrong type")
         return cls(**data)
 
 
@@ -192,7 +185,7 @@ def _with_exact_text(
 
 def write_identities(ws: Workspace, sites: list[Site], packages: Sequence[str]) -> list[NamedMutant]:
     """Name every mutant of the workspace into identities.json (kept while it validates: same ws, same mutants)."""
-    with contextlib.suppress(BadState):
+    with contextlib.suppress(BadRecord):
         return read_identities(ws)
     named: list[NamedMutant] = []
     with naming.settings(ws.dir):  # mutmut's generator reads its settings from the workspace's setup.cfg
@@ -204,13 +197,13 @@ def write_identities(ws: Workspace, sites: list[Site], packages: Sequence[str]) 
 
 
 def read_identities(ws: Workspace) -> list[NamedMutant]:
-    """The named mutants of a workspace; `BadState` if the file is missing or does not validate."""
+    """The named mutants of a workspace; `BadRecord` if the file is missing or does not validate."""
     if not ws.identities_file.is_file():
-        raise BadState("missing")
+        raise BadRecord("missing")
     try:
         data = json.loads(ws.identities_file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
-        raise BadState("not valid JSON") from None
+        raise BadRecord("not valid JSON") from None
     if not isinstance(data, list):
-        raise BadState("not a list of named mutants")
+        raise BadRecord("not a list of named mutants")
     return [NamedMutant.from_json(item) for item in data]

@@ -18,9 +18,11 @@ from rich.console import Console
 from warnonce_guard.common import ownership
 from warnonce_guard.common.console import RunProgress
 from warnonce_guard.common.errors import (
+    BadRecord,
     EngineFailed,
     ExitCode,
     Interrupted,
+    MutantsUnaccounted,
     NothingToCheck,
     StagingFailed,
     TargetChanged,
@@ -103,7 +105,7 @@ def _tested(ws: Workspace, files: list[str]) -> int:
     """How many mutants have an exit code so far (0 while a `.meta` is being replaced or is unreadable)."""
     try:
         codes, _ = state.read_exit_codes(ws, files)
-    except (state.BadState, OSError):
+    except (BadRecord, OSError):
         return 0
     return sum(code is not None for code in codes.values())
 
@@ -142,7 +144,7 @@ def _wait(session: subprocess.Popen[bytes], watch: Watch) -> int:
 def _wait_for_generation(ws: Workspace, run_id: str, session: subprocess.Popen[bytes], watch: Watch) -> bool:
     """Until the session has recorded this run's generation (True) or ended without it (False)."""
     while True:
-        with contextlib.suppress(state.BadState):
+        with contextlib.suppress(BadRecord):
             if state.read_generation(ws)[0] == run_id:
                 return True
         if session.poll() is not None:
@@ -162,7 +164,7 @@ def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
         say(f"{discarded}; it is made again")
     try:
         ledger = attempts.read(ws.attempts_file)
-    except state.BadState as err:
+    except BadRecord as err:
         say(f"discarded {ws.attempts_file} ({err}); mutants killed or timed out once are tested again")
         ws.attempts_file.unlink()
         ledger = {}
@@ -171,7 +173,7 @@ def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
         ws.identities_file.unlink()
     try:
         codes, _ = state.read_exit_codes(ws, [f for f in files if layout.meta(ws, f).exists()])
-    except state.BadState as err:  # validate() left only valid files: a change under our feet
+    except BadRecord as err:  # validate() left only valid files: a change under our feet
         raise EngineFailed(f"{err}; remove {ws.dir} and run again") from None
     sessions = {name: s for name in codes if (s := read_session(mutant_session_path(ws.attribution, name)))}
     stale = results.retest(codes, sessions, ledger)
@@ -187,11 +189,11 @@ def _identities_problem(ws: Workspace) -> str | None:
     """Why identities.json cannot be reused: it does not validate, or names other mutants than mutmut made."""
     try:
         named = read_identities(ws)
-    except state.BadState as err:
+    except BadRecord as err:
         return str(err)
     try:
         _, generation = state.read_generation(ws)
-    except state.BadState:
+    except BadRecord:
         return "no finished generation to check it against"
     made = sorted(name for entry in generation.values() for name in entry["mutants"])
     if sorted(m.mutant_id for m in named) != made:
@@ -205,17 +207,16 @@ def collect_result(
     files = sorted({site.file for site in sites})
     try:
         codes, durations = state.read_exit_codes(ws, files)
-    except state.BadState as err:
+    except BadRecord as err:
         raise EngineFailed(f"{err}; run again (the workspace is checked and repaired first)") from None
     sessions = {m.mutant_id: s for m in named if (s := read_session(mutant_session_path(ws.attribution, m.mutant_id)))}
     try:
         ledger = attempts.read(ws.attempts_file)
-    except state.BadState:
+    except BadRecord:
         ledger = {}  # a stored code the ledger no longer backs is "not run": tested again by the next run
     site_baselines = results.site_baselines(sites, read_baseline_sessions(ws.attribution, run_id))
     made, known = set(codes), {m.mutant_id for m in named}
     if made != known:
-        from warnonce_guard.mutations.identify import MutantsUnaccounted
 
         raise MutantsUnaccounted(
             f"mutmut's mutants and ours differ: only mutmut {sorted(made - known)}, only ours {sorted(known - made)}"
@@ -274,7 +275,7 @@ def _sites(ws: Workspace, find_sites: Callable[[], list[Site]], say: Callable[[s
     """The sites recorded in the workspace by an earlier run, else discovered now."""
     try:
         return stage.read_sites(ws)
-    except state.BadState as err:
+    except BadRecord as err:
         if ws.sites_file.exists():
             say(f"discarded {ws.sites_file} ({err}); discovering again")
         return find_sites()
@@ -438,7 +439,7 @@ def _run(
         _refused_the_session(ws, session_code, log_start)
     try:
         generated_by = state.read_generation(ws)[0]
-    except state.BadState:
+    except BadRecord:
         generated_by = ""
     said = _session_said(ws, log_start)
     if generated_by != run_id:

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from warnonce_guard import guards
+from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.common.files import write_atomic
 from warnonce_guard.mutations.engine import config as engine_config
-from warnonce_guard.mutations.engine.state import BadState
 from warnonce_guard.mutations.workspace import Workspace, cannot_write
 from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE, Target, files_to_read, unreadable
@@ -176,18 +176,18 @@ def _copy_guard_tests(ws: Workspace) -> None:
 
 
 def read_sites(ws: Workspace) -> list[Site]:
-    """Sites discovered by an earlier run in the same workspace; `BadState` if missing or invalid."""
+    """Sites discovered by an earlier run in the same workspace; `BadRecord` if missing or invalid."""
     if not ws.sites_file.is_file():
-        raise BadState("missing")
+        raise BadRecord("missing")
     try:
         data = json.loads(ws.sites_file.read_text(encoding="utf-8"))
         sites = [Site.from_json(item) for item in data] if isinstance(data, list) else None
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise BadState(f"not a list of sites ({type(err).__name__})") from None
+        raise BadRecord(f"not a list of sites ({type(err).__name__})") from None
     if sites is None:
-        raise BadState("not a list of sites")
+        raise BadRecord("not a list of sites")
     if not any(site.cached for site in sites):  # a run writes the file only once it has a site to mutate
-        raise BadState("no *_once site in it")
+        raise BadRecord("no *_once site in it")
     return sites
 
 

@@ -14,18 +14,12 @@ import inspect
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from warnonce_guard.common.errors import ExitCode, GuardError, NothingToCheck
+from warnonce_guard.common.errors import NothingToCheck, PlatformNotFound
 from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN
 from warnonce_guard.rule.sites import Site, sites_in_source
 
 ENTRY_POINT_GROUP = "vllm.platform_plugins"
 METHOD = "import_kernels"
-
-
-class PlatformNotFound(GuardError):
-    """`--platform` cannot be imported, or is not a platform class."""
-
-    exit_code = ExitCode.PLATFORM_NOT_FOUND
 
 
 @dataclass(frozen=True)

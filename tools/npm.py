@@ -19,8 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from warnonce_guard.common.errors import NpmInstallFailed, ViewerMissing
 from warnonce_guard.mutations.report import viewer
-from warnonce_guard.mutations.report.errors import NpmInstallFailed, ViewerMissing
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "requirements" / "npm"

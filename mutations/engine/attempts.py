@@ -25,8 +25,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.common.files import write_atomic
-from warnonce_guard.mutations.engine.state import BadState
 from warnonce_guard.mutations.engine.status import EngineStatus, engine_status
 
 REPEATS = 2  # abnormal attempts in a row before one counts as the mutant's verdict
@@ -81,28 +81,28 @@ def describe(code: int) -> str:
 def parse(data: Any) -> dict[str, tuple[int, ...]]:
     """Validate an attempts document: per mutant name, a non-empty list of abnormal exit codes."""
     if not isinstance(data, dict) or data.get("version") != VERSION or set(data) != {"version", "mutants"}:
-        raise BadState("not an attempts ledger")
+        raise BadRecord("not an attempts ledger")
     mutants = data["mutants"]
     if not isinstance(mutants, dict):
-        raise BadState("not an attempts ledger")
+        raise BadRecord("not an attempts ledger")
     out = {}
     for name, codes in mutants.items():
         if not isinstance(codes, list) or not codes or not all(type(c) is int and abnormal(c) for c in codes):
-            raise BadState(f"bad attempts for {name}")
+            raise BadRecord(f"bad attempts for {name}")
         out[name] = tuple(codes)
     return out
 
 
 def read(path: Path) -> dict[str, tuple[int, ...]]:
-    """The ledger at `path` (empty when there is none); `BadState` when it does not validate."""
+    """The ledger at `path` (empty when there is none); `BadRecord` when it does not validate."""
     if not path.exists():
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
-        raise BadState("not UTF-8 text") from None
+        raise BadRecord("not UTF-8 text") from None
     except json.JSONDecodeError as err:
-        raise BadState(f"not valid JSON: {err.msg}") from None
+        raise BadRecord(f"not valid JSON: {err.msg}") from None
     return parse(data)
 
 

@@ -15,11 +15,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from warnonce_guard.common.errors import EngineFailed
-
-
-class GenerationWorkerLost(EngineFailed):
-    """A process generating mutants died before it finished."""
+from warnonce_guard.common.errors import GenerationWorkerLost
 
 
 class FailFastPool:

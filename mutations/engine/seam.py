@@ -13,17 +13,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 
-from warnonce_guard.common.errors import EngineFailed
+from warnonce_guard.common.errors import SeamMismatch
 from warnonce_guard.mutations.operators import PACKAGE, Anchors, operators_for
 from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN
 
 PINNED_MUTMUT = "3.8.1"
 SEAM_MODULE = "mutmut.mutation.file_mutation"
 SEAM_ATTRIBUTE = "mutation_operators"
-
-
-class SeamMismatch(EngineFailed):
-    """mutmut is not the version whose internals the operator seam was written against."""
 
 
 # Every name of mutmut's the engine uses, by module. `check_seam` fails loudly if one moves.

@@ -31,13 +31,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from warnonce_guard.common.errors import ExitCode, GuardError
+from warnonce_guard.common.errors import ExitCode, GuardError, RecordsUnwritten
 from warnonce_guard.common.processes import bind_to_parent, child_environment, die_with_parent
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS
 from warnonce_guard.mutations.engine import naming, state
 from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.seam import our_operators
-from warnonce_guard.mutations.engine.workers import RecordsUnwritten, Registrar
+from warnonce_guard.mutations.engine.workers import Registrar
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site

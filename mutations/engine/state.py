@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.common.files import write_atomic
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.workspace import Workspace
@@ -48,10 +49,6 @@ STATS_KEYS = STATS_REQUIRED | {
 }
 
 
-class BadState(ValueError):
-    """A state file that does not validate; the message says why."""
-
-
 @dataclass(frozen=True)
 class Meta:
     """The part of a `.meta` file a verdict needs."""
@@ -75,42 +72,42 @@ def _load_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise BadState("not UTF-8 text") from None
+        raise BadRecord("not UTF-8 text") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise BadState("empty" if not text.strip() else f"not valid JSON: {err.msg}") from None
+        raise BadRecord("empty" if not text.strip() else f"not valid JSON: {err.msg}") from None
 
 
 def parse_meta(data: Any) -> Meta:
     """Validate a `.meta` document (mutmut 3.8.1's keys and types)."""
     if not isinstance(data, dict) or set(data) != META_KEYS:
-        raise BadState("not a mutmut 3.8.1 .meta document")
+        raise BadRecord("not a mutmut 3.8.1 .meta document")
     codes, durations = data["exit_code_by_key"], data["durations_by_key"]
     if not isinstance(codes, dict) or not all(
         isinstance(k, str) and (v is None or type(v) is int) for k, v in codes.items()
     ):
-        raise BadState("exit_code_by_key is not a map of mutant names to exit codes")
+        raise BadRecord("exit_code_by_key is not a map of mutant names to exit codes")
     if not isinstance(durations, dict) or not all(
         isinstance(k, str) and isinstance(v, (int, float)) for k, v in durations.items()
     ):
-        raise BadState("durations_by_key is not a map of mutant names to seconds")
+        raise BadRecord("durations_by_key is not a map of mutant names to seconds")
     return Meta(dict(codes), {k: float(v) for k, v in durations.items()})
 
 
 def parse_stats(data: Any) -> None:
     """Validate a `mutmut-stats.json` document (mutmut 3.8.1's keys and the types its loader relies on)."""
     if not isinstance(data, dict) or not set(data) >= STATS_REQUIRED or not set(data) <= STATS_KEYS:
-        raise BadState("not a mutmut 3.8.1 stats document")
+        raise BadRecord("not a mutmut 3.8.1 stats document")
     if not isinstance(data["tests_by_mangled_function_name"], dict) or not isinstance(data["duration_by_test"], dict):
-        raise BadState("not a mutmut 3.8.1 stats document")
+        raise BadRecord("not a mutmut 3.8.1 stats document")
 
 
 def read_meta(ws: Workspace, file: str) -> Meta:
-    """The `.meta` of one site file; `BadState` if it is missing or does not validate."""
+    """The `.meta` of one site file; `BadRecord` if it is missing or does not validate."""
     path = layout.meta(ws, file)
     if not path.is_file():
-        raise BadState("missing")
+        raise BadRecord("missing")
     return parse_meta(_load_json(path))
 
 
@@ -128,12 +125,12 @@ def write_generation(ws: Workspace, run: str, files: Iterable[str]) -> None:
 
 
 def read_generation(ws: Workspace) -> tuple[str, dict[str, dict[str, Any]]]:
-    """(run id, per-file entries) of the generation manifest; `BadState` if missing or invalid."""
+    """(run id, per-file entries) of the generation manifest; `BadRecord` if missing or invalid."""
     if not ws.generation_file.is_file():
-        raise BadState("missing")
+        raise BadRecord("missing")
     data = _load_json(ws.generation_file)
     if not isinstance(data, dict) or not isinstance(data.get("run"), str) or not isinstance(data.get("files"), dict):
-        raise BadState("not a generation manifest")
+        raise BadRecord("not a generation manifest")
     files = data["files"]
     for file, entry in files.items():
         if (
@@ -141,7 +138,7 @@ def read_generation(ws: Workspace) -> tuple[str, dict[str, dict[str, Any]]]:
             or not isinstance(entry.get("sha256"), str)
             or not isinstance(entry.get("mutants"), list)
         ):
-            raise BadState(f"bad entry for {file}")
+            raise BadRecord(f"bad entry for {file}")
     return data["run"], files
 
 
@@ -162,7 +159,7 @@ def _problem(ws: Workspace, file: str, generation: dict[str, dict[str, Any]] | N
         return layout.mutated(ws, file), "mutant generation did not finish"
     try:
         meta = read_meta(ws, file)
-    except BadState as err:
+    except BadRecord as err:
         return layout.meta(ws, file), str(err)
     entry = generation[file]
     if file_digest(layout.mutated(ws, file)) != entry["sha256"]:
@@ -176,7 +173,7 @@ def validate(ws: Workspace, files: Iterable[str]) -> list[Discarded]:
     """Discard the mutmut state of every site file that does not match the generation manifest."""
     try:
         _, generation = read_generation(ws)
-    except BadState:
+    except BadRecord:
         generation = None
     discarded = []
     for file in sorted(set(files)):
@@ -189,7 +186,7 @@ def validate(ws: Workspace, files: Iterable[str]) -> list[Discarded]:
     if layout.stats(ws).exists():
         try:
             parse_stats(_load_json(layout.stats(ws)))
-        except BadState as err:
+        except BadRecord as err:
             discarded.append(Discarded(layout.stats(ws), str(err)))
             layout.stats(ws).unlink()
     if discarded:
@@ -199,14 +196,14 @@ def validate(ws: Workspace, files: Iterable[str]) -> list[Discarded]:
 
 
 def read_exit_codes(ws: Workspace, files: Iterable[str]) -> tuple[dict[str, int | None], dict[str, float]]:
-    """Every mutant's exit code and duration, from validated `.meta` files (`BadState` names the bad one)."""
+    """Every mutant's exit code and duration, from validated `.meta` files (`BadRecord` names the bad one)."""
     codes: dict[str, int | None] = {}
     durations: dict[str, float] = {}
     for file in sorted(set(files)):
         try:
             meta = read_meta(ws, file)
-        except BadState as err:
-            raise BadState(f"{layout.meta(ws, file)}: {err}") from None
+        except BadRecord as err:
+            raise BadRecord(f"{layout.meta(ws, file)}: {err}") from None
         codes.update(meta.exit_codes)
         durations.update(meta.durations)
     return codes, durations

@@ -17,16 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from warnonce_guard.common.errors import EngineFailed
+from warnonce_guard.common.errors import BadRecord, SessionLost
 from warnonce_guard.mutations.engine import config, layout, state
 from warnonce_guard.mutations.workspace import Workspace
 
 STALL_FLOOR_S = 300.0  # the shortest stall that ends a session (a guard of the toy takes a second)
 SAMPLE_S = 2.0  # how often the group's CPU time is read
-
-
-class SessionLost(EngineFailed):
-    """The session's process group used no CPU for longer than any healthy wait."""
 
 
 class _Process(Protocol):
@@ -63,7 +59,7 @@ def stall_limit(ws: Workspace) -> float:
         data = json.loads(layout.stats(ws).read_text(encoding="utf-8"))
         state.parse_stats(data)
         worst = sum(float(v) for v in data["duration_by_test"].values())
-    except (OSError, ValueError, TypeError, state.BadState):
+    except (OSError, ValueError, TypeError, BadRecord):
         worst = 0.0
     settings = config.SETTINGS
     limit = (worst + float(str(settings["timeout_constant"]))) * float(str(settings["timeout_multiplier"]))

@@ -23,16 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from warnonce_guard.common.errors import StagingFailed
+from warnonce_guard.common.errors import BadRecord, RecordsUnwritten
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, mutant_session_path, read_session
 from warnonce_guard.mutations.engine import attempts
 from warnonce_guard.mutations.engine.attempts import Outcome
-from warnonce_guard.mutations.engine.state import BadState
 from warnonce_guard.mutations.workspace import Workspace
-
-
-class RecordsUnwritten(StagingFailed):
-    """A guard session finished but could not write its record (the attribution folder refused it)."""
 
 
 @dataclass
@@ -49,7 +44,7 @@ class Registrar:
         """The registrar with the workspace's ledger (the run checked it; one that does not validate is empty)."""
         try:
             ledger = attempts.read(ws.attempts_file)
-        except BadState:
+        except BadRecord:
             ledger = {}
         return cls(ws, run_id, ledger)
 

@@ -23,6 +23,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from warnonce_guard.common.errors import SourceMissing
 from warnonce_guard.mutations.records import (
     CRASHED,
     EXPOSED,
@@ -40,7 +41,6 @@ from warnonce_guard.mutations.records import (
     tool_version,
 )
 from warnonce_guard.mutations.report import provenance
-from warnonce_guard.mutations.report.errors import SourceMissing
 
 SCHEMA_VERSION = "2"
 THRESHOLDS = {"high": 100, "low": 80}

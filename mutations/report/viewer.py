@@ -12,7 +12,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from warnonce_guard.mutations.report.errors import ViewerMissing
+from warnonce_guard.common.errors import ViewerMissing
 
 VENDOR = Path(__file__).resolve().parent / "vendor"
 MANIFEST = VENDOR / "VENDOR.json"

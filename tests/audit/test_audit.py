@@ -8,9 +8,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from warnonce_guard.audit.scan import BadBaseline, Finding, audit, findings_in_source, load_baseline
+from warnonce_guard.audit.scan import Finding, audit, findings_in_source, load_baseline
 from warnonce_guard.cli.main import main
-from warnonce_guard.common.errors import SourceDoesNotParse
+from warnonce_guard.common.errors import BadBaseline, SourceDoesNotParse
 
 FILE = "vllm/platforms/x.py"
 

@@ -10,8 +10,9 @@ import jsonschema
 import layout
 import pytest
 from warnonce_guard.audit.formats import RULE_NAMES, github, sarif, text
-from warnonce_guard.audit.scan import CODES, NoPythonFiles, audit_paths, compare
+from warnonce_guard.audit.scan import CODES, audit_paths, compare
 from warnonce_guard.cli.main import main
+from warnonce_guard.common.errors import NoPythonFiles
 
 SCHEMA = layout.SCHEMAS / "sarif-2.1.0-rtm.5.json"
 LEAK = """\

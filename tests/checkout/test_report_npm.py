@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 from records_support import npm_prefix
-from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.common.errors import ExitCode, NpmInstallFailed, ViewerMissing
 from warnonce_guard.mutations.report import viewer
-from warnonce_guard.mutations.report.errors import NpmInstallFailed, ViewerMissing
 
 from tools import npm
 

@@ -1,25 +1,51 @@
-"""One exit-code table: every kind of error has its own row, and --help and README print all of them."""
+"""One exit-code table: every kind of error has its own row, is defined in common/errors.py, and --help and README
+print all of them."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
 
-from warnonce_guard import guards, mutations
+from warnonce_guard import audit, cli, common, guards, history, mutations, rule, strict
 from warnonce_guard.common.errors import ExitCode, GuardError, exit_code_table
 
+PACKAGES = (common, rule, guards, audit, strict, mutations, history, cli)
 
-def every_error_class() -> list[type[GuardError]]:
-    for package in (guards, mutations):
+
+def every_subclass(base: type) -> list[type]:
+    for package in PACKAGES:
         for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
             if not module.name.endswith(("conftest", "test_kernel_import_sites", "__main__")):
                 importlib.import_module(module.name)
-    found, todo = [], [GuardError]
+    found, todo = [], [base]
     while todo:
         cls = todo.pop()
         todo.extend(cls.__subclasses__())
         found.append(cls)
-    return [cls for cls in found if "exit_code" in vars(cls)]
+    return found
+
+
+def every_error_class() -> list[type[GuardError]]:
+    return [cls for cls in every_subclass(GuardError) if "exit_code" in vars(cls)]
+
+
+# Exceptions a product raises and handles itself (or, for the guards' failures, pytest reports): never a user's error.
+INTERNAL = {
+    "warnonce_guard.guards.blocker": {"BlockedKernelImport"},
+    "warnonce_guard.guards.drive": {"CannotDrive"},
+    "warnonce_guard.guards.outcome": {"GuardFailure", "LeakDetected", "SiteUnreached"},
+    "warnonce_guard.guards.steering": {"CannotSteer"},
+    "warnonce_guard.history.core": {"TreeNotUsable"},
+    "warnonce_guard.history.fetch": {"FetchFailed"},
+}
+
+
+def test_every_user_facing_error_is_defined_in_common_errors() -> None:
+    elsewhere: dict[str, set[str]] = {}
+    for cls in every_subclass(Exception):
+        if cls.__module__.startswith("warnonce_guard.") and cls.__module__ != "warnonce_guard.common.errors":
+            elsewhere.setdefault(cls.__module__, set()).add(cls.__qualname__)
+    assert elsewhere == INTERNAL
 
 
 def test_every_error_kind_has_a_row_of_its_own() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from records_support import guard_test, leaked, meta_document, passed
 from toy import INTERFACE
-from warnonce_guard.common.errors import EngineFailed
+from warnonce_guard.common.errors import EngineFailed, MutantsUnaccounted
 from warnonce_guard.guards.sessions import GuardSession, Phase, write_session
 from warnonce_guard.mutations.engine import layout
-from warnonce_guard.mutations.identify import MutantsUnaccounted, NamedMutant
+from warnonce_guard.mutations.identify import NamedMutant
 from warnonce_guard.mutations.operators import OPERATORS
 from warnonce_guard.mutations.records import GUARDED, KILLED, NOT_RUN, SURVIVED, UNREACHED, Location, RunResult
 from warnonce_guard.mutations.run import collect_result

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.common.errors import BadRecord, ExitCode, RecordsUnwritten
 from warnonce_guard.guards.sessions import (
     UNWRITTEN_STATUS,
     GuardSession,
@@ -21,9 +21,8 @@ from warnonce_guard.guards.sessions import (
 )
 from warnonce_guard.mutations.engine import attempts
 from warnonce_guard.mutations.engine.attempts import Outcome, outcome
-from warnonce_guard.mutations.engine.state import BadState
 from warnonce_guard.mutations.engine.status import EXIT_CODE_STATUS
-from warnonce_guard.mutations.engine.workers import RecordsUnwritten, Registrar
+from warnonce_guard.mutations.engine.workers import Registrar
 from warnonce_guard.mutations.workspace import Workspace
 
 M1, M2 = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1", "vllm.x_f__mutmut_1"
@@ -66,7 +65,7 @@ def test_the_ledger_reads_back_what_was_written(tmp_path: Path) -> None:
 def test_a_ledger_that_does_not_validate_is_bad_state(tmp_path: Path, text: str) -> None:
     path = tmp_path / "attempts.json"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(BadState):
+    with pytest.raises(BadRecord):
         attempts.read(path)
 
 

@@ -17,10 +17,9 @@ import pytest
 from records_support import meta_document
 from toy import INTERFACE
 from warnonce_guard.common import processes
-from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.common.errors import ExitCode, SeamMismatch
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, Phase
 from warnonce_guard.mutations.engine import layout, naming, session, state
-from warnonce_guard.mutations.engine.seam import SeamMismatch
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from records_support import meta_document
+from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.mutations.engine import layout, state
 from warnonce_guard.mutations.engine.status import DEFAULT_STATUS, EXIT_CODE_STATUS
 from warnonce_guard.mutations.workspace import Workspace
@@ -95,7 +96,7 @@ def test_the_exit_code_table_is_mutmuts_own() -> None:
 @pytest.mark.parametrize("text", ["[]", "null", '"run1"', '{"run": 1, "files": {}}', '{"run": "run1", "files": []}'])
 def test_a_generation_manifest_of_another_shape_is_not_trusted_and_does_not_crash(ws: Workspace, text: str) -> None:
     ws.generation_file.write_text(text)
-    with pytest.raises(state.BadState, match="not a generation manifest"):
+    with pytest.raises(BadRecord, match="not a generation manifest"):
         state.read_generation(ws)
     (discarded,) = state.validate(ws, [FILE])
     assert "did not finish" in discarded.reason and not ws.generation_file.exists()
@@ -175,7 +176,7 @@ def test_a_meta_naming_other_mutants_than_were_generated_is_discarded(ws: Worksp
 
 def test_a_generation_manifest_with_a_bad_entry_is_not_trusted(ws: Workspace) -> None:
     ws.generation_file.write_text(json.dumps({"run": "run1", "files": {FILE: {"sha256": 1, "mutants": []}}}))
-    with pytest.raises(state.BadState, match=f"bad entry for {FILE}"):
+    with pytest.raises(BadRecord, match=f"bad entry for {FILE}"):
         state.read_generation(ws)
 
 

@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
-from warnonce_guard.common.errors import EngineFailed, ExitCode
+from warnonce_guard.common.errors import EngineFailed, ExitCode, GenerationWorkerLost, SessionLost
 from warnonce_guard.mutations import run as run_module
 from warnonce_guard.mutations.engine import layout, watch
 from warnonce_guard.mutations.engine import session as engine_session
-from warnonce_guard.mutations.engine.generation import FailFastPool, GenerationWorkerLost
-from warnonce_guard.mutations.engine.watch import SessionLost, Watch, group_cpu_ticks, stall_limit
+from warnonce_guard.mutations.engine.generation import FailFastPool
+from warnonce_guard.mutations.engine.watch import Watch, group_cpu_ticks, stall_limit
 from warnonce_guard.mutations.workspace import Workspace
 
 IDLE = [sys.executable, "-c", "import time; time.sleep(600)"]

@@ -11,16 +11,9 @@ import libcst as cst
 import pytest
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 from toy import INTERFACE
-from warnonce_guard.common.errors import ExitCode, Interrupted
+from warnonce_guard.common.errors import BadRecord, ExitCode, Interrupted, MutantsUnaccounted
 from warnonce_guard.mutations.engine import naming
-from warnonce_guard.mutations.engine.state import BadState
-from warnonce_guard.mutations.identify import (
-    MutantsUnaccounted,
-    NamedMutant,
-    changed_call,
-    identify_file,
-    read_identities,
-)
+from warnonce_guard.mutations.identify import NamedMutant, changed_call, identify_file, read_identities
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import sites_in_source
 
@@ -143,5 +136,5 @@ def test_named_mutants_read_back_as_written(ws: Workspace) -> None:
 def test_identities_that_do_not_validate_are_not_trusted(ws: Workspace, text: str | None, why: str) -> None:
     if text is not None:
         ws.identities_file.write_text(text)
-    with pytest.raises(BadState, match=why):
+    with pytest.raises(BadRecord, match=why):
         read_identities(ws)

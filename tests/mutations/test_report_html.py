@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from records_support import CPU, CUDA, RUN, run_result, sample_result
+from warnonce_guard.common.errors import ViewerMissing
 from warnonce_guard.mutations.report import html, viewer, write_report
-from warnonce_guard.mutations.report.errors import ViewerMissing
 
 CHROMIUM = Path("/usr/bin/chromium")
 needs_chromium = pytest.mark.skipif(

@@ -19,8 +19,8 @@ from records_support import (
     run_result,
     sample_result,
 )
+from warnonce_guard.common.errors import SourceMissing
 from warnonce_guard.mutations.report import stryker, viewer
-from warnonce_guard.mutations.report.errors import SourceMissing
 
 
 @pytest.fixture(scope="module")

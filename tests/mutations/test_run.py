@@ -27,6 +27,7 @@ from warnonce_guard.common.errors import (
     EngineFailed,
     ExitCode,
     Interrupted,
+    MutantsUnaccounted,
     NothingToCheck,
     PathUnusable,
     StagingFailed,
@@ -35,7 +36,6 @@ from warnonce_guard.common.errors import (
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.mutations import report
 from warnonce_guard.mutations.engine import layout
-from warnonce_guard.mutations.identify import MutantsUnaccounted
 from warnonce_guard.mutations.records import CRASHED, EXPOSED, KILLED, SKIPPED
 from warnonce_guard.mutations.report import atomic
 from warnonce_guard.mutations.report.viewer import find_viewer

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 from faults import as_nobody, give_to_nobody, no_longer_than, shared_tree
 from toy import INTERFACE, LOGGER_SOURCE, add_odd_files, make_tree
-from warnonce_guard.common.errors import GuardError, StagingFailed
+from warnonce_guard.common.errors import BadRecord, GuardError, StagingFailed
 from warnonce_guard.mutations import stage
 from warnonce_guard.mutations.engine import layout
-from warnonce_guard.mutations.engine.state import BadState
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import discover
 from warnonce_guard.rule.target import source_tree
@@ -38,7 +37,7 @@ def test_the_sites_an_earlier_run_recorded_are_read_back(tmp_path: Path, ws: Wor
 @pytest.mark.parametrize("text", ["[]", "{}", '{"a": 1}', "null", '"sites"'])
 def test_a_sites_file_without_a_site_to_mutate_is_not_trusted(ws: Workspace, text: str) -> None:
     ws.sites_file.write_text(text)  # a run never writes one: it stops first with "nothing to check"
-    with pytest.raises(BadState):
+    with pytest.raises(BadRecord):
         stage.read_sites(ws)
 
 
@@ -46,7 +45,7 @@ def test_a_sites_file_of_uncached_sites_only_is_not_trusted(tmp_path: Path, ws: 
     sites = discover(make_tree(tmp_path / "tree", INTERFACE.replace("warning_once", "warning")))
     assert sites and not any(site.cached for site in sites)
     ws.sites_file.write_text(json.dumps([site.to_json() for site in sites]))
-    with pytest.raises(BadState, match="no \\*_once site"):
+    with pytest.raises(BadRecord, match="no \\*_once site"):
         stage.read_sites(ws)
 
 
@@ -264,5 +263,5 @@ def test_a_workspace_that_cannot_take_the_runs_files_is_a_staging_failure(tmp_pa
 def test_a_missing_or_unreadable_sites_file_is_not_trusted(ws: Workspace, text: str | None, why: str) -> None:
     if text is not None:
         ws.sites_file.write_text(text)
-    with pytest.raises(BadState, match=why):
+    with pytest.raises(BadRecord, match=why):
         stage.read_sites(ws)

@@ -15,8 +15,8 @@ from pathlib import Path
 import layout
 import pytest
 from toy import INTERFACE, fitting_operators, make_tree
-from warnonce_guard.common.errors import NothingToCheck
-from warnonce_guard.rule.platforms import PlatformNotFound, load_class
+from warnonce_guard.common.errors import NothingToCheck, PlatformNotFound
+from warnonce_guard.rule.platforms import load_class
 
 INHERITS = """
 from vllm.platforms.interface import Platform
