@@ -36,9 +36,9 @@ from typing import BinaryIO
 
 from warnonce_guard.common.files import temporary
 from warnonce_guard.history.index import Dist, Release
+from warnonce_guard.rule.target import PACKAGE
 
 MARKER = ".warnonce-history.json"
-PACKAGE = "vllm"
 COMPILED = (".so", ".pyd", ".dll", ".dylib")  # the guards block kernel modules; their binaries are not needed
 CHUNK = 1 << 20
 TIMEOUT_S = 120.0

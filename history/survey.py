@@ -7,8 +7,8 @@ from pathlib import Path
 
 from warnonce_guard.history.core import TreeNotUsable, discover_sites
 from warnonce_guard.history.records import Survey
+from warnonce_guard.rule.target import PACKAGE
 
-PACKAGE = "vllm"
 HOOK = "import_kernels"
 
 

@@ -22,10 +22,11 @@ from libcst.metadata import CodeRange, MetadataWrapper
 from warnonce_guard.common.errors import BadRecord, MutantsUnaccounted
 from warnonce_guard.common.files import write_atomic
 from warnonce_guard.mutations.engine import naming
-from warnonce_guard.mutations.operators import PACKAGE, anchors_of, operator_of
+from warnonce_guard.mutations.operators import anchors_of, operator_of
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN, log_method, walk
 from warnonce_guard.rule.sites import Site, interrupts_kept, positions
+from warnonce_guard.rule.target import PACKAGE
 
 
 @dataclass(frozen=True)

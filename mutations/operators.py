@@ -28,8 +28,8 @@ from warnonce_guard.rule.site_rule import (
     walk,
 )
 from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.target import PACKAGE
 
-PACKAGE = "vllm"
 # What each `*_once` method becomes when `once-dropped` removes the cache.
 PLAIN_OF_ONCE = {method: method.removesuffix("_once") for method in ONCE_METHODS}
 # Calls that turn the exception into a string and that `live-arg` strips off again.

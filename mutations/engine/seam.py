@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from importlib import metadata
 
 from warnonce_guard.common.errors import SeamMismatch
-from warnonce_guard.mutations.operators import PACKAGE, Anchors, operators_for
+from warnonce_guard.mutations.operators import Anchors, operators_for
 from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN
+from warnonce_guard.rule.target import PACKAGE
 
 PINNED_MUTMUT = "3.8.1"
 SEAM_MODULE = "mutmut.mutation.file_mutation"
