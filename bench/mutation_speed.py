@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from warnonce_guard.common import protocol
+
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "warnonce_guard.cli.main"]
 
@@ -89,12 +91,12 @@ def naive(work: Path, sample: int) -> tuple[float, int]:
     """One fresh pytest process per mutant, like running the guards by hand for each."""
     (ws,) = [p for p in work.iterdir() if p.is_dir()]
     mutants = [m["mutant_id"] for m in json.loads((ws / "identities.json").read_text())]
-    env = dict(os.environ, WARNONCE_GUARD_SITES=str(ws / "sites.json"))
-    env.pop("WARNONCE_GUARD_ATTRIBUTION", None)
+    env = protocol.without_protocol(os.environ)  # nothing recorded, as by hand
+    sites = ["--sites-file", str(ws / "sites.json")]
     start = time.perf_counter()
     for mutant in mutants[:sample]:
         subprocess.run(
-            [sys.executable, "-m", "pytest", "guard_tests", "-x", "-q", "-p", "no:cacheprovider"],
+            [sys.executable, "-m", "pytest", "guard_tests", "-x", "-q", "-p", "no:cacheprovider", *sites],
             cwd=ws / "mutants",
             env=dict(env, MUTANT_UNDER_TEST=mutant, PYTHONPATH=str(ws / "mutants")),
             capture_output=True,

@@ -1,7 +1,7 @@
 """Processes a run starts: they die with it, even on SIGKILL, and stop cleanly on Ctrl-C and SIGTERM.
 
 - `die_with_parent`: Linux's PR_SET_PDEATHSIG, asked for by a child (the mutmut session, its workers);
-  `bind_to_parent` in a child started with `PARENT_ENV` (the mutmut session, the history's guard runs).
+  `bind_to_parent` in a child started with `child_environment` (the mutmut session, the history's guard runs).
 - `helpers_bound_to_run`: processes forked meanwhile (staging's copier, discovery's parsers) die with
   the run and leave Ctrl-C to it.
 - `stop_group`: SIGTERM a child's process group, SIGKILL it after a grace period, reap the child.
@@ -18,6 +18,8 @@ import sys
 from collections.abc import Iterator, Mapping
 from types import FrameType
 
+from warnonce_guard.common import protocol
+
 STOP_GRACE_S = 5.0  # how long a process group gets to exit after SIGTERM before SIGKILL
 _PR_SET_PDEATHSIG = 1
 
@@ -30,7 +32,6 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
     libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
 
-PARENT_ENV = "WARNONCE_GUARD_PARENT_PID"  # set by the parent to its pid for a child that calls bind_to_parent
 # A run's own pytest sessions (the mutmut session, history's guard runs) take their options from their command
 # line only: a shell's PYTEST_ADDOPTS (-x, -k, --pdb) or PYTEST_PLUGINS would change what the guards run, or
 # wait on a terminal nobody watches.
@@ -42,15 +43,15 @@ def child_environment(environ: Mapping[str, str], **extra: str) -> dict[str, str
     user's pytest variables."""
     env = {k: v for k, v in environ.items() if k not in USER_PYTEST_VARIABLES}
     env.update(extra)
-    env[PARENT_ENV] = str(os.getpid())
+    protocol.tell_parent(env, os.getpid())
     return env
 
 
 def bind_to_parent() -> None:
-    """Die with the process that started this one (`PARENT_ENV`); exit at once if it is already gone."""
+    """Die with the process that started this one (`protocol.PARENT_PID`); exit at once if it is already gone."""
     die_with_parent()
-    expected = os.environ.get(PARENT_ENV)
-    if expected and os.getppid() != int(expected):
+    expected = protocol.settings().parent_pid
+    if expected is not None and os.getppid() != expected:
         os._exit(1)  # the parent died while this interpreter was starting
 
 

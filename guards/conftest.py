@@ -1,32 +1,30 @@
 """pytest wiring for the guards: which vLLM, one test per discovered site, and killed-by attribution.
 
-Settings come from options or, for runs that mutmut starts, from environment variables:
-- `--vllm-src` / WARNONCE_GUARD_VLLM_SRC: the tree to import;
-- `--platform` / WARNONCE_GUARD_PLATFORM: a platform class (module:Class) whose import_kernels sites are
-  guarded through it;
-- `--sites-file` / WARNONCE_GUARD_SITES: sites discovered beforehand, so a mutated copy is never re-parsed;
-- WARNONCE_GUARD_ATTRIBUTION: a directory where each finished session writes its guards' outcomes and
-  the detectors that fired (`guards.records`), for the mutation report; the engine's session names the
-  variable holding the mutant under test, and its values, in WARNONCE_GUARD_MUTANT_VARIABLE,
-  WARNONCE_GUARD_BASELINE_PHASES and WARNONCE_GUARD_MUTANT_MARK; a session whose record cannot be written
-  exits with `UNWRITTEN_STATUS`, never as if it had a verdict;
-- WARNONCE_GUARD_SITE_FUNCTIONS: which sites each mutable function holds (JSON, the engine's function key,
-  the part of a mutant's name before the mark, to site ids). In the engine's sessions the guards run in a
-  fixed order, those of the sites in the mutated function first, then by node id; a mutant's session runs
-  every guard of its function's sites before it stops at a failure (pytest's -x), so the guard of the
-  mutant's own site always runs and the same mutant is always killed by the same guard;
-- WARNONCE_GUARD_EXPECT_VLLM: the package directory the guards must import (the staged copy);
-- WARNONCE_GUARD_EVIDENCE=0: leave out the referrer chains in findings (the mutation run, for speed).
+Settings come from options or, for runs that mutmut starts, from the environment (`common.protocol`):
+- `--vllm-src` / `VLLM_SRC`: the tree to import;
+- `--platform` / `PLATFORM`: a platform class (module:Class) whose import_kernels sites are guarded through it;
+- `--sites-file` / `SITES`: sites discovered beforehand, so a mutated copy is never re-parsed;
+- `ATTRIBUTION`: a directory where each finished session writes its guards' outcomes and the detectors that
+  fired (`guards.sessions`), for the mutation report; the engine's session names the variable holding the
+  mutant under test, and its values (`MUTANT_VARIABLE`, `BASELINE_PHASES`, `MUTANT_MARK`); a session whose
+  record cannot be written exits with `UNWRITTEN_STATUS`, never as if it had a verdict;
+- `SITE_FUNCTIONS`: which sites each mutable function holds (the engine's function key, the part of a mutant's
+  name before the mark, to site ids). In the engine's sessions the guards run in a fixed order, those of the
+  sites in the mutated function first, then by node id; a mutant's session runs every guard of its function's
+  sites before it stops at a failure (pytest's -x), so the guard of the mutant's own site always runs and the
+  same mutant is always killed by the same guard;
+- `EXPECT_VLLM`: the package directory the guards must import (the staged copy);
+- `EVIDENCE`: leave out the referrer chains in findings (the mutation run, for speed).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
 from pathlib import Path
 
 import pytest
+from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import GuardError, NothingToCheck
 from warnonce_guard.guards.outcome import GuardFailure
 from warnonce_guard.guards.sessions import (
@@ -48,11 +46,12 @@ _TARGET = pytest.StashKey[targets.Target]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("warnonce-guard")
-    group.addoption("--vllm-src", default=os.environ.get("WARNONCE_GUARD_VLLM_SRC"), help="vLLM tree to guard")
-    group.addoption("--sites-file", default=os.environ.get("WARNONCE_GUARD_SITES"), help="sites JSON to guard")
+    told = protocol.settings()
+    group.addoption("--vllm-src", default=told.vllm_src, help="vLLM tree to guard")
+    group.addoption("--sites-file", default=told.sites, help="sites JSON to guard")
     group.addoption(
         "--platform",
-        default=os.environ.get("WARNONCE_GUARD_PLATFORM"),
+        default=told.platform,
         help="guard the sites this platform class runs (module:Class), called through it",
     )
 
@@ -66,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
         target = targets.resolve(config.getoption("vllm_src"))
         targets.activate(target)
         targets.check_loaded(target)
-        expected = os.environ.get("WARNONCE_GUARD_EXPECT_VLLM")
+        expected = protocol.settings().expect_vllm
         if expected and target.package_dir.resolve() != Path(expected).resolve():
             raise targets.TargetNotFound(
                 f"the guards would import {target.package_dir}, not the staged copy {expected}"
@@ -141,7 +140,7 @@ def guard_record(item: pytest.Item, phase: str, error: BaseException | None) -> 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     report = yield
-    if os.environ.get("WARNONCE_GUARD_ATTRIBUTION") and (report.failed or report.when == "call"):
+    if protocol.settings().attribution and (report.failed or report.when == "call"):
         error = call.excinfo.value if call.excinfo is not None else None
         item.config.stash.setdefault(_RECORDS, []).append(guard_record(item, report.when, error))
     return report
@@ -152,12 +151,10 @@ _OWN = pytest.StashKey[frozenset[str]]()
 
 def mutated_function_sites() -> frozenset[str] | None:
     """In a mutant's session, the ids of the sites in the mutated function (None in any other session)."""
-    protocol = engine_protocol()
-    mutant = os.environ.get(protocol.variable, "") if protocol.variable else ""
-    if protocol.phase(mutant) is not Phase.MUTANT:
+    told = protocol.settings()
+    if engine_protocol().phase(told.mutant) is not Phase.MUTANT:
         return None
-    functions = json.loads(os.environ.get("WARNONCE_GUARD_SITE_FUNCTIONS") or "{}")
-    return frozenset(functions.get(mutant.partition(protocol.mark)[0], ()))
+    return frozenset(told.function_sites().get(told.mutant.partition(told.mutant_mark)[0], ()))
 
 
 def guard_order(site: str | None, nodeid: str, own: frozenset[str]) -> tuple[bool, str]:
@@ -167,7 +164,7 @@ def guard_order(site: str | None, nodeid: str, own: frozenset[str]) -> tuple[boo
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """In the engine's sessions, one fixed order, whatever order the engine asked for (mutmut's is by duration)."""
-    if not os.environ.get("WARNONCE_GUARD_ATTRIBUTION"):
+    if not protocol.settings().attribution:
         return
     own = config.stash.get(_OWN, frozenset())
     items.sort(key=lambda item: guard_order(_site_of(item), item.nodeid, own))
@@ -184,26 +181,22 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 
 
 def engine_protocol() -> EngineProtocol:
-    """How the engine's session said it names what runs (WARNONCE_GUARD_MUTANT_VARIABLE and the rest)."""
-    return EngineProtocol(
-        variable=os.environ.get("WARNONCE_GUARD_MUTANT_VARIABLE", ""),
-        baseline=frozenset(os.environ.get("WARNONCE_GUARD_BASELINE_PHASES", "").split(",")),
-        mark=os.environ.get("WARNONCE_GUARD_MUTANT_MARK", ""),
-    )
+    """How the engine's session said it names what runs (`protocol.MUTANT_VARIABLE` and the rest)."""
+    told = protocol.settings()
+    return EngineProtocol(variable=told.mutant_variable, baseline=told.baseline_phases, mark=told.mutant_mark)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Write the session's records, whole, when every guard ran; a session cut short writes nothing."""
-    folder = os.environ.get("WARNONCE_GUARD_ATTRIBUTION")
+    told = protocol.settings()
+    folder = told.attribution
     if not folder or int(exitstatus) not in FINISHED_STATUSES:
         return
-    protocol = engine_protocol()
-    mutant = os.environ.get(protocol.variable, "") if protocol.variable else ""
-    phase = protocol.phase(mutant)
+    phase = engine_protocol().phase(told.mutant)
     if phase is None:  # one of the engine's own checks, not a verdict
         return
     records = session.config.stash.get(_RECORDS, [])
-    run = GuardSession(os.environ.get("WARNONCE_GUARD_RUN_ID", ""), phase, mutant, int(exitstatus), tuple(records))
+    run = GuardSession(told.run_id, phase, told.mutant, int(exitstatus), tuple(records))
     try:
         write_session(Path(folder), run)
     except OSError:  # the engine must not take this session's exit status for a verdict

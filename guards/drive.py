@@ -12,7 +12,6 @@ import gc
 import importlib
 import inspect
 import logging
-import os
 import sys
 import types
 import weakref
@@ -20,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
+from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import PlatformImportFailed, PlatformNotFound
 from warnonce_guard.guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, blocking, stubbing
 from warnonce_guard.guards.observe import LoggerSpy, Observation, RecordCapture
@@ -30,8 +30,8 @@ from warnonce_guard.rule.sites import Site
 
 CALLS = 2
 # The referrer chain behind a finding walks the whole heap (about 0.3 s with torch imported). The mutation
-# run records only which detectors fired, so its guards skip it: WARNONCE_GUARD_EVIDENCE=0.
-_EVIDENCE = os.environ.get("WARNONCE_GUARD_EVIDENCE", "1") != "0"
+# run records only which detectors fired, so its guards skip it (`protocol.EVIDENCE`).
+_EVIDENCE = protocol.settings().evidence
 
 
 class CannotDrive(Exception):

@@ -100,7 +100,7 @@ class GuardRecord:
 class GuardSession:
     """Every guard outcome of one finished pytest session, and its exit status."""
 
-    run: str  # the mutation run's id (WARNONCE_GUARD_RUN_ID)
+    run: str  # the mutation run's id (`protocol.RUN_ID`)
     phase: Phase
     mutant: str  # the engine's name for what ran: a mutant's name, or its value for the unmutated code
     exit_status: int

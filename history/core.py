@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import ExitCode, GuardError
 from warnonce_guard.common.processes import child_environment
 from warnonce_guard.guards.sessions import GuardRecord, RecordKind, baseline_sessions
@@ -38,17 +39,7 @@ _OUTCOME = {
     RecordKind.UNREACHED: Outcome.UNREACHED,
     RecordKind.ERROR: Outcome.ERROR,
 }
-# How the guards' conftest learns that a session is to be recorded as a run on unmutated code: the
-# variable it reads the mutant's name from (never set here, so the name is ""), and "" as a baseline
-# value. Every other setting the caller's environment may carry that would point the guards elsewhere
-# is dropped.
-_RECORDING = {
-    "WARNONCE_GUARD_MUTANT_VARIABLE": "WARNONCE_GUARD_HISTORY_MUTANT",
-    "WARNONCE_GUARD_BASELINE_PHASES": "",
-    "WARNONCE_GUARD_MUTANT_MARK": "",
-    "WARNONCE_GUARD_RUN_ID": RUN_ID,
-}
-_INHERITED_PREFIXES = ("WARNONCE_GUARD_", "MUTANT_UNDER_TEST")
+_MUTMUTS_VARIABLE = "MUTANT_UNDER_TEST"  # a caller's (a sweep run under mutmut) is not passed on either
 # A guard run stopped from outside (its exit codes for Ctrl-C and SIGTERM, or killed: the OOM killer's SIGKILL),
 # which a rerun may finish; a crash (SIGSEGV, SIGABRT) is the release's or the environment's, and stays.
 _STOPPED = (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
@@ -80,8 +71,18 @@ def run_guards(tree: Path, log: Path, timeout: float = GUARD_TIMEOUT_S) -> Guard
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=ATTRIBUTION_PREFIX, dir=log.parent) as attribution:
-        inherited = {k: v for k, v in os.environ.items() if not k.startswith(_INHERITED_PREFIXES)}
-        env = child_environment(inherited, **_RECORDING, WARNONCE_GUARD_ATTRIBUTION=attribution)
+        env = {name: value for name, value in os.environ.items() if name != _MUTMUTS_VARIABLE}
+        # Recorded as runs on unmutated code: the mutant's name is read from a variable never set (so it is ""),
+        # and "" is a baseline value; whatever else the caller's environment says of the guards goes.
+        protocol.tell_guards(
+            env,
+            attribution=attribution,
+            run_id=RUN_ID,
+            mutant_variable=protocol.HISTORY_MUTANT,
+            baseline_phases=("",),
+            mutant_mark="",
+        )
+        env = child_environment(env)
         options = ["--vllm-src", str(tree), "-q", "--tb=line", "-p", "no:cacheprovider"]
         command = [sys.executable, "-c", _BOUND_CLI, "guards", *options]
         with log.open("w", encoding="utf-8") as out:

@@ -21,6 +21,10 @@ from warnonce_guard.rule.target import PACKAGE
 PINNED_MUTMUT = "3.8.1"
 SEAM_MODULE = "mutmut.mutation.file_mutation"
 SEAM_ATTRIBUTE = "mutation_operators"
+# mutmut's protocol with the tests it runs, passed on to the guards' conftest by the session (common.protocol):
+MUTANT_VARIABLE = "MUTANT_UNDER_TEST"  # the mutant a test process runs; mutmut sets it before each session
+BASELINE_PHASES = ("", "stats")  # its values for runs of the unmutated code (clean run, coverage stats)
+MUTANT_MARK = "__mutmut_"  # in every mutant's name (its other phases, "fail", "list_all_tests", have none)
 
 
 # Every name of mutmut's the engine uses, by module. `check_seam` fails loudly if one moves.
@@ -57,7 +61,6 @@ def check_seam() -> None:
     import mutmut.__main__ as mutmut_main
     from mutmut.mutation import data, file_mutation, trampoline
     from mutmut.workers import isolation
-    from warnonce_guard.mutations.engine.session import MUTANT_VARIABLE
     from warnonce_guard.mutations.engine.state import META_KEYS
 
     code = getattr(getattr(file_mutation, "create_mutations", None), "__code__", None)

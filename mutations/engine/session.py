@@ -31,21 +31,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import ExitCode, GuardError, RecordsUnwritten
 from warnonce_guard.common.processes import bind_to_parent, child_environment, die_with_parent
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS
 from warnonce_guard.mutations.engine import naming, state
 from warnonce_guard.mutations.engine.generation import FailFastPool
-from warnonce_guard.mutations.engine.seam import our_operators
+from warnonce_guard.mutations.engine.seam import BASELINE_PHASES, MUTANT_MARK, MUTANT_VARIABLE, our_operators
 from warnonce_guard.mutations.engine.workers import Registrar
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site
 
-# mutmut's protocol with the tests it runs, passed on to the guards' conftest (guards.records) by name:
-MUTANT_VARIABLE = "MUTANT_UNDER_TEST"  # the mutant a test process runs; mutmut sets it before each session
-BASELINE_PHASES = ("", "stats")  # its values for runs of the unmutated code (clean run, coverage stats)
-MUTANT_MARK = "__mutmut_"  # in every mutant's name (its other phases, "fail", "list_all_tests", have none)
 # A write the work directory refused: the disk (full, over quota, read-only) or the folder (permissions, chattr +i)
 REFUSED_WRITES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
 
@@ -64,22 +61,24 @@ def start(ws: Workspace, run_id: str, files: list[str]) -> subprocess.Popen[byte
 
 
 def _environment(ws: Workspace, run_id: str) -> None:
-    os.environ.update(
-        WARNONCE_GUARD_MUTANT_VARIABLE=MUTANT_VARIABLE,
-        WARNONCE_GUARD_BASELINE_PHASES=",".join(BASELINE_PHASES),
-        WARNONCE_GUARD_MUTANT_MARK=MUTANT_MARK,
-        WARNONCE_GUARD_SITES=str(ws.sites_file),
-        WARNONCE_GUARD_ATTRIBUTION=str(ws.attribution),
-        WARNONCE_GUARD_EXPECT_VLLM=str(ws.mutants / "vllm"),
-        WARNONCE_GUARD_RUN_ID=run_id,
-        WARNONCE_GUARD_EVIDENCE="0",  # verdicts and detectors only: no referrer chains (see guards.drive)
+    """Tell the guard sessions mutmut starts (in this process's environment) to record, on the staged copy, in
+    mutmut's names; never the user's tree."""
+    protocol.tell_guards(
+        os.environ,
+        attribution=str(ws.attribution),
+        run_id=run_id,
+        mutant_variable=MUTANT_VARIABLE,
+        baseline_phases=BASELINE_PHASES,
+        mutant_mark=MUTANT_MARK,
+        sites=str(ws.sites_file),
+        expect_vllm=str(ws.mutants / "vllm"),
+        evidence=False,  # verdicts and detectors only: no referrer chains (see guards.drive)
     )
-    os.environ.pop("WARNONCE_GUARD_VLLM_SRC", None)
 
 
 def _site_functions(sites: list[Site]) -> None:
     """Tell the guards which sites each function mutmut mutates holds (they run those first, see guards.conftest)."""
-    os.environ["WARNONCE_GUARD_SITE_FUNCTIONS"] = json.dumps(naming.function_keys(sites))
+    protocol.tell_site_functions(os.environ, naming.function_keys(sites))
 
 
 def staged_packages(ws: Workspace) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from records_support import meta_document
 from toy import INTERFACE
-from warnonce_guard.common import processes
+from warnonce_guard.common import processes, protocol
 from warnonce_guard.common.errors import ExitCode, SeamMismatch
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, Phase
 from warnonce_guard.mutations.engine import layout, naming, session, state
@@ -96,7 +96,7 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
         sys.executable, "-m", "warnonce_guard.mutations.engine.session", str(ws.dir), "run1", FILE,
         "vllm/platforms/cpu.py",
     ]  # fmt: skip
-    assert started["env"][processes.PARENT_ENV] == str(os.getpid())  # type: ignore[index]
+    assert started["env"][protocol.PARENT_PID] == str(os.getpid())  # type: ignore[index]
     assert started["start_new_session"] is True and started["stderr"] == subprocess.STDOUT
     assert started["stdin"] == subprocess.DEVNULL  # never waits on the terminal
 
@@ -127,9 +127,9 @@ def test_a_session_whose_parent_died_while_it_started_exits_at_once(
         raise SystemExit(code)
 
     monkeypatch.setattr(os, "_exit", exit_now)
-    environment[processes.PARENT_ENV] = str(os.getppid())
+    environment[protocol.PARENT_PID] = str(os.getppid())
     processes.bind_to_parent()  # its parent is alive: it goes on
-    environment[processes.PARENT_ENV] = str(os.getppid() + 1)  # reparented: the run that started it is gone
+    environment[protocol.PARENT_PID] = str(os.getppid() + 1)  # reparented: the run that started it is gone
     with pytest.raises(SystemExit) as stop:
         processes.bind_to_parent()
     assert stop.value.code == 1 and asked == ["pdeathsig", "pdeathsig"]
