@@ -9,11 +9,10 @@ import shlex
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from warnonce_guard.cli.console import console as make_console
 from warnonce_guard.common.errors import ExitCode, UsageError
 from warnonce_guard.history.index import DEFAULT_INDEX, parse_version
-from warnonce_guard.history.records import Verdict
-
-DEFAULT_WORK_DIR = Path(".warnonce-history")
+from warnonce_guard.history.records import DEFAULT_WORK_DIR, Verdict
 
 HELP = "check every vLLM release on the package index: exposed, guarded, no sites or not checked"
 
@@ -94,7 +93,6 @@ def check_options(args: argparse.Namespace) -> tuple[str, ...]:
 
 def cmd_history(args: argparse.Namespace) -> int:
     """Run the sweep; exit 1 (`CHECK_FAILED`) when a release is left `not checked`."""
-    from warnonce_guard.cli.main import console as make_console
     from warnonce_guard.history.run import Options, run_history
 
     only = check_options(args)

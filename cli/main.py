@@ -28,6 +28,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from warnonce_guard import guards as guards_package
+from warnonce_guard.cli.console import console
 from warnonce_guard.cli.history import add_parser as add_history_parser
 from warnonce_guard.common import notes
 from warnonce_guard.common.errors import (
@@ -42,19 +43,11 @@ from warnonce_guard.common.errors import (
 from warnonce_guard.rule import target as targets
 
 if TYPE_CHECKING:
-    from rich.console import Console
     from warnonce_guard.rule.sites import Site
 
 GUARDS_DIR = Path(guards_package.__file__).resolve().parent
 # What `pip install 'warnonce-guard[mutation]'` adds; `audit` and strict mode need none of it.
 MUTATION_EXTRA = frozenset({"rich", "libcst", "mutmut", "filelock"})
-
-
-def console() -> Console:
-    """A rich console for tables and progress (CI logs: wide, so table rows stay whole)."""
-    from rich.console import Console
-
-    return Console() if sys.stdout.isatty() else Console(width=200)
 
 
 def _sites_table(sites: list[Site], title: str) -> Any:

@@ -1,10 +1,14 @@
-"""The typed records passed between the history stages; statuses are enums, never magic strings."""
+"""The typed records passed between the history stages; statuses are enums, never magic strings (and the sweep's
+default work directory, which the command line and `run.Options` share)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
+
+DEFAULT_WORK_DIR = Path(".warnonce-history")  # where the sweep keeps downloads, trees, logs and verdicts
 
 
 class Verdict(StrEnum):

@@ -23,7 +23,6 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from warnonce_guard.cli.history import DEFAULT_WORK_DIR
 from warnonce_guard.common import ownership
 from warnonce_guard.common.errors import StagingFailed
 from warnonce_guard.common.files import is_temporary
@@ -32,7 +31,7 @@ from warnonce_guard.history.cache import VerdictCache, tool_fingerprint
 from warnonce_guard.history.classify import classify, not_checked
 from warnonce_guard.history.core import ATTRIBUTION_PREFIX, run_guards
 from warnonce_guard.history.fetch import Fetched, FetchFailed, fetch_release
-from warnonce_guard.history.records import HistoryReport, ReleaseMeta, ReleaseVerdict, Verdict
+from warnonce_guard.history.records import DEFAULT_WORK_DIR, HistoryReport, ReleaseMeta, ReleaseVerdict, Verdict
 from warnonce_guard.history.render import check_outputs, write_outputs
 from warnonce_guard.history.survey import survey
 from warnonce_guard.mutations.workspace import WorkRoot

@@ -1,0 +1,17 @@
+"""The console every command prints its tables and progress on."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def console() -> Console:
+    """A rich console for tables and progress (CI logs: wide, so table rows stay whole); rich is imported only now
+    (`audit` runs without it)."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=200)
