@@ -184,7 +184,9 @@ def wheel(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff over the whole project, and README's generated tables in step with their registries."""
+    """ruff over the whole project, the layers and no import cycles (import-linter's contracts in setup.cfg), and
+    README's generated tables in step with their registries."""
     _project_env(session)
     session.run("ruff", "check", ".")
+    session.run("lint-imports", "--no-cache")
     session.run("python", "-m", "tools.readme", "--check")
