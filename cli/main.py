@@ -1,5 +1,6 @@
-"""`warnonce-guard`: the command line. The only place that prints errors and turns them into exit codes.
+"""`warnonce-guard`: the command line, the only place that prints errors and turns them into exit codes.
 
+    warnonce-guard --version
     warnonce-guard sites  [--vllm-src PATH] [--json]       list kernel-import sites
     warnonce-guard guards [--vllm-src PATH] [--platform MODULE:CLASS] [PYTEST ARGS]
     warnonce-guard platforms                              list vLLM platform plugins
@@ -21,6 +22,7 @@ import os
 import signal
 import sys
 import tempfile
+import textwrap
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -198,12 +200,42 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     )
 
 
+DISTRIBUTION = "warnonce-guard"
+
+
+def installed(field: str) -> str:
+    """A field of the installed distribution's metadata (`Version`, `Summary`: setup.cfg's). importlib.metadata is
+    imported only when asked: it would add tens of milliseconds to every command."""
+    from importlib import metadata
+
+    return metadata.metadata(DISTRIBUTION)[field]
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with a bad command line reported as one line and `ExitCode.USAGE`."""
 
     def error(self, message: str) -> NoReturn:
         print(f"warnonce-guard: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         sys.exit(ExitCode.USAGE)
+
+
+class ToolParser(Parser):
+    """`warnonce-guard`'s own parser: its help starts with what the tool does (the distribution's summary)."""
+
+    def format_help(self) -> str:
+        self.description = textwrap.fill(installed("Summary"), width=100)
+        return super().format_help()
+
+
+class Version(argparse.Action):
+    """`--version`: the installed distribution's version, on stdout."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version of warnonce-guard and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> NoReturn:
+        print(f"{parser.prog} {installed('Version')}")
+        parser.exit()
 
 
 def percent(text: str) -> float:
@@ -222,9 +254,8 @@ EPILOG = "exit codes:\n" + exit_code_table()
 
 def build_parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
-    parser = Parser(
-        prog="warnonce-guard", description=__doc__.splitlines()[0], epilog=EPILOG, formatter_class=formatter
-    )
+    parser = ToolParser(prog="warnonce-guard", epilog=EPILOG, formatter_class=formatter)
+    parser.add_argument("--version", action=Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     target_help = "root of a vLLM source tree (default: the installed vLLM)"
     platform_help = "a platform class (e.g. a plugin's): the sites its import_kernels runs, called through it"

@@ -1,5 +1,5 @@
 """The command line in process (`cli.main`): what each command prints, and how every way of ending becomes one
-line on stderr and one exit code of the table (`guards.errors.ExitCode`). The same command line run as a user
+line on stderr and one exit code of the table (`common.errors.ExitCode`). The same command line run as a user
 runs it, in a subprocess, is tests/cli/test_cli.py (slow tier)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,21 @@ def test_bad_input_is_one_line_naming_the_problem_and_its_own_exit_code(
 
 
 # --- the command line itself ------------------------------------------------------------------------------
+
+
+def test_help_starts_with_what_the_tool_does(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--help"])
+    usage, description, *_ = capsys.readouterr().out.split("\n\n")
+    assert stop.value.code == 0 and usage.startswith("usage: warnonce-guard [-h] [--version]")
+    assert " ".join(description.split()) == metadata.metadata("warnonce-guard")["Summary"]  # setup.cfg's description
+    assert description.startswith("Mutation-tested guards that keep vLLM's kernel-import warnings")
+
+
+def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out == f"warnonce-guard {metadata.version('warnonce-guard')}\n"
 
 
 def test_an_unknown_option_is_a_usage_error_pointing_at_help(capsys: pytest.CaptureFixture[str]) -> None:
