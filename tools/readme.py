@@ -17,6 +17,7 @@ from warnonce_guard.common.errors import ExitCode
 from warnonce_guard.guards.detectors import DETECTORS
 from warnonce_guard.mutations.operators import describe_operators
 from warnonce_guard.rule.liveness import EXAMPLES
+from warnonce_guard.strict.contract import KINDS
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -41,11 +42,23 @@ def exit_codes_block() -> str:
     return "\n".join(["| exit | name | meaning |", "|---|---|---|", *rows])
 
 
+def strict_block() -> str:
+    def code(example: str) -> str:
+        return "`" + example.replace("|", "\\|") + "`"  # a pipe inside a table cell is escaped, code or not
+
+    rows = [
+        f"| {k.name} | {'yes' if k.passes else 'no'} | {k.why} | {', '.join(code(e) for e in k.examples)} |"
+        for k in KINDS
+    ]
+    return "\n".join(["| argument | passes | why | examples |", "|---|---|---|---|", *rows])
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "operators": operators_block,
     "detectors": detectors_block,
     "liveness": liveness_block,
     "exit-codes": exit_codes_block,
+    "strict": strict_block,
 }
 
 
