@@ -1,182 +1,54 @@
 """Strict mode: a pytest plugin that checks the `*_once` cache contract of `vllm.logger` at run time.
 
 `logger.warning_once(msg, *args)` (and `debug_once`, `info_once`, `error_once`) hands its arguments to an
-`functools.lru_cache`, which keeps them for the life of the process. Only immutable primitives belong
-there: an exception, a list or any other object is pinned, with everything it references, and each new
-one is a new key, so the "once" message repeats. With `pytest --warnonce-strict` (or the ini option
-`warnonce_strict = true`) this plugin wraps `vllm.logger._print_{debug,info,warning,error}_once` for the
-whole session and fails every test that passes anything else, naming the call site, the argument's
-position and its type. Off by default: loading the plugin (entry point, `-p warnonce_guard.strict.plugin`) does nothing.
+`functools.lru_cache`, which keeps them for the life of the process. With `pytest --warnonce-strict` (or the
+ini option `warnonce_strict = true`) this plugin wraps `vllm.logger._print_{debug,info,warning,error}_once`
+for the whole session (strict/calls.py) and fails every test that passes what strict/contract.py refuses,
+naming the call site, the argument's position, its type and why. Off by default: loading the plugin (entry
+point, `-p warnonce_guard.strict.plugin`) does nothing; on, it says so in pytest's header.
 
-Choices:
-- Allowed are values whose type is exactly str, int, float, bool, NoneType or bytes, and tuples or
-  frozensets of those, recursively. Subclasses are refused (a subclass instance can carry a `__dict__`
-  that pins anything), and so are enum members, paths, dtypes and the like: format them first.
-- Nothing is raised inside vLLM's code path (the code under test could swallow it). A violation is
-  recorded, and the test's report for that phase (setup, call or teardown) is turned into a failure.
-  Calls made outside any test (e.g. at collection) fail the session and are listed in its summary.
-- The offending call still goes through to the real cache, formatted first: the message is rendered
-  exactly as logging would have rendered the call (`msg % args`), and that string is what the cache
-  keeps. The record reads as it would have, and strict mode itself pins nothing.
+Choices (after `_pytest/stepwise.py`: options here, a class registered at configure only when on, its state
+in `config.stash`):
+- A violation is charged to the test that was running in the thread that made it: the report of that
+  phase (setup, call, teardown) fails, also when it had skipped or xfailed (the skip or xfail is named in
+  the failure); a report that had already failed gets a "warnonce strict" section. A thread started by a
+  test is that test's (strict/threads.py). A call no running test owns (at collection, in a thread whose
+  test is over, or one of unknown origin) fails the session, and the summary lists it with the thread's name
+  and origin; it is never charged to another test.
+- The terminal summary lists every violation, on the xdist controller too: a report carries its
+  violations as text (`report.warnonce_strict`), and a worker sends the session's others in its
+  `workeroutput`; the controller lists those once each (every worker imports the same modules).
 - vLLM may be imported at any time: the functions are wrapped at configure time if `vllm.logger` is
-  already imported, by an import hook as soon as it is, and again at each test's setup if they are not.
-  The originals are put back at unconfigure. `cache_info()`, `cache_clear()` and `cache_parameters()`
-  of a wrapper are the real cache's.
-- Records keep the caller's file and line: vLLM's printers log with `stacklevel=3`, counted from their
-  own frame, and the wrapper is one frame more; so the printer is handed, in place of the logger, a
-  stand-in (one per logger, so cache keys stay stable) whose `debug/info/warning/error` add the two
-  frames (the wrapper's and the stand-in's) to `stacklevel`.
+  already imported, by an import hook as soon as it is, and again at each test's setup if they are not
+  (after a fixture put back what it had replaced). The originals are put back at unconfigure.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
+import dataclasses
 import sys
+import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from warnonce_guard.strict.calls import LOGGER_MODULE, MARK, Violation, wrap
+from warnonce_guard.strict.threads import Origin, Origins
 
-LOGGER_MODULE = "vllm.logger"
 ONCE_FUNCTIONS = ("_print_debug_once", "_print_info_once", "_print_warning_once", "_print_error_once")
-PRIMITIVES = (str, int, float, bool, type(None), bytes)
-CONTAINERS = (tuple, frozenset)
-_MARK = "__warnonce_strict__"
-
-
-def offence(value: object) -> str | None:
-    """None when `value` is an immutable primitive (or a tuple/frozenset of them); else what is wrong."""
-    kind = type(value)
-    if kind in PRIMITIVES:
-        return None
-    if kind in CONTAINERS:
-        items = enumerate(value) if kind is tuple else ((None, item) for item in value)
-        for index, item in items:
-            inner = offence(item)
-            if inner is not None:
-                where = "" if index is None else f" at [{index}]"
-                return f"{kind.__name__} holding {inner}{where}"
-        return None
-    return f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__qualname__
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One refused argument: where the `*_once` call was made and what it passed (strings only)."""
-
-    method: str
-    filename: str
-    lineno: int
-    position: str
-    offence: str
-
-    def describe(self, root: Path | None = None) -> str:
-        filename = self.filename
-        if root is not None:
-            with contextlib.suppress(ValueError):  # outside the rootdir: keep the full path
-                filename = str(Path(filename).resolve().relative_to(root))
-        return (
-            f"{filename}:{self.lineno}: logger.{self.method}(...) argument {self.position} is {self.offence}, "
-            "not an immutable primitive"
-        )
-
-
-def _call_site() -> tuple[str, int]:
-    """The first frame outside vllm/logger.py and this module: the code that called `logger.*_once`."""
-    frame = sys._getframe(1)
-    try:
-        while frame is not None and frame.f_globals.get("__name__") in (LOGGER_MODULE, __name__):
-            frame = frame.f_back
-        if frame is None:
-            return "<unknown>", 0
-        return frame.f_code.co_filename, frame.f_lineno
-    finally:
-        del frame
-
-
-def _safe_repr(value: object) -> str:
-    try:
-        return repr(value)
-    except Exception:  # a broken __repr__ must not break the logging call
-        return f"<{type(value).__qualname__} object>"
-
-
-def rendered(args: tuple[object, ...]) -> str:
-    """`(msg, *values)` as logging renders a record's message (`LogRecord.getMessage`): `str(msg) % values`."""
-    msg, values = args[0] if args else "", args[1:]
-    try:
-        text = str(msg)
-        return text % values if values else text
-    except Exception:  # a format that does not fit: keep every part visible, as text
-        return " ".join(_safe_repr(part) for part in args)
-
-
-_FRAMES_ADDED = 2  # the wrapper's frame and the stand-in's, between the printer and vLLM's `*_once` method
-
-
-class _Located:
-    """Stands in for a logger inside the printer: its records keep the location the printer meant.
-
-    Each method calls the logger itself (no helper in between), so the frames added are exactly two.
-    """
-
-    def __init__(self, logger: Any) -> None:
-        self._logger = logger
-
-    def debug(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
-        self._logger.debug(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
-
-    def info(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
-        self._logger.info(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
-
-    def warning(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
-        self._logger.warning(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
-
-    def error(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
-        self._logger.error(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._logger, name)
-
-
-def wrap(original: Callable[..., object], record: Callable[[Violation], None]) -> Callable[..., object]:
-    """`original` (an lru_cached `_print_*_once`) behind a check that records refused arguments."""
-    method = original.__name__.removeprefix("_print_")
-    stand_ins: dict[int, tuple[object, _Located]] = {}
-
-    def located(logger: object) -> _Located:
-        known = stand_ins.get(id(logger))
-        if known is None or known[0] is not logger:
-            known = stand_ins[id(logger)] = (logger, _Located(logger))
-        return known[1]
-
-    @functools.wraps(original)
-    def strict_once(logger: object, *args: object, **kwargs: object) -> object:
-        refused = False
-        for index, value in enumerate(args):
-            what = offence(value)
-            if what is not None:
-                position = "1 (msg)" if index == 0 else f"{index + 1} (args[{index - 1}])"
-                record(Violation(method, *_call_site(), position, what))
-                refused = True
-        for name, value in kwargs.items():
-            what = offence(value)
-            if what is not None:
-                record(Violation(method, *_call_site(), repr(name), what))
-                kwargs[name] = _safe_repr(value)
-        if refused:  # cache the message logging would have shown, not the objects
-            return original(located(logger), rendered(args), **kwargs)
-        return original(located(logger), *args, **kwargs)
-
-    for name in ("cache_info", "cache_clear", "cache_parameters"):
-        if hasattr(original, name):
-            setattr(strict_once, name, getattr(original, name))
-    setattr(strict_once, _MARK, True)
-    return strict_once
+HEADER = "warnonce-strict: on, checking vllm.logger *_once calls"
+REMEDY = (
+    "Pass only str, int, float, bool, None, bytes (or tuples of them), enum members, module-level classes, "
+    'functions and modules; format anything else first, e.g. "%s" % x, repr(e).'
+)
+NOT_IMPORTED = (
+    "warnonce-strict: vllm.logger was never imported: no *_once call was checked "
+    "(is vLLM installed? pip install vllm, or put your checkout on the path)"
+)
+STRICT = pytest.StashKey["StrictMode"]()
+_PLUGIN_NAME = "warnonce-strict"
+_SENT = "warnonce_strict"  # the report attribute, and the key in an xdist worker's workeroutput
 
 
 class _ExecThenPatch:
@@ -216,90 +88,176 @@ class _ImportHook:
         return None
 
 
+def _context(thread: threading.Thread, origin: Origin | None, runner: threading.Thread) -> str:
+    """Where a call no running test owns came from: empty for the test runner's own thread."""
+    if thread is runner:
+        return ""
+    if origin is None:
+        return f"in thread {thread.name!r}"
+    if origin.test is None:
+        return f"in thread {thread.name!r}, started outside any test"
+    return f"in thread {thread.name!r}, started by {origin.test}, after it ended"
+
+
+def _what_it_was(report: pytest.TestReport) -> str:
+    """The outcome a violation overrides, for the failure text."""
+    if hasattr(report, "wasxfail"):
+        reason = f" ({report.wasxfail})" if report.wasxfail else ""
+        return f"(the test is marked xfail{reason}; a refused argument is not the failure it expects)"
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return f"(the test then skipped: {report.longrepr[2]})"
+    return ""
+
+
 class StrictMode:
-    """The active plugin: owns the patches, the import hook and the violations not yet reported."""
+    """The active plugin: owns the patches, the import hook, the thread origins and the violations."""
 
     def __init__(self, config: pytest.Config):
+        self.config = config
         self.root = config.rootpath
         self.patches: list[tuple[ModuleType, str, Callable[..., object]]] = []
-        self.pending: list[Violation] = []
-        self.outside: list[Violation] = []
-        self.in_test = False
         self.hook = _ImportHook(self.patch)
+        self.running: str | None = None  # the node id of the test in progress
+        self.origins = Origins(lambda: self.running)
+        self.lock = threading.Lock()
+        self.pending: list[Violation] = []  # charged to the running test's next report
+        self.outside: dict[str, None] = {}  # described, once each, in order
+        self.charged: list[tuple[str, list[str]]] = []  # (node id and phase, described), from the reports
+        self.imported = False
+
+    # --- recording -------------------------------------------------------------------------------
 
     def record(self, violation: Violation) -> None:
-        (self.pending if self.in_test else self.outside).append(violation)
+        thread = threading.current_thread()
+        origin = self.origins.owner(thread)
+        with self.lock:
+            if origin is not None and origin.test is not None and origin.test == self.running:
+                self.pending.append(violation)
+                return
+        self.add_outside(dataclasses.replace(violation, context=_context(thread, origin, self.origins.runner)))
+
+    def add_outside(self, violation: Violation) -> None:
+        with self.lock:
+            self.outside.setdefault(violation.describe(self.root))
+
+    def take(self) -> list[Violation]:
+        with self.lock:
+            taken, self.pending = self.pending, []
+        return taken
+
+    # --- patching --------------------------------------------------------------------------------
 
     def patch(self, module: ModuleType | None = None) -> None:
         """Wrap the `*_once` functions of `vllm.logger` that are not wrapped yet (no-op before its import)."""
         module = module if module is not None else sys.modules.get(LOGGER_MODULE)
         if module is None:
             return
+        self.imported = True
         for name in ONCE_FUNCTIONS:
             original = getattr(module, name, None)
-            if original is None or getattr(original, _MARK, False):
+            if original is None or getattr(original, MARK, False):
                 continue
             setattr(module, name, wrap(original, self.record))
             self.patches.append((module, name, original))
 
     def install(self) -> None:
         sys.meta_path.insert(0, self.hook)
+        self.origins.install()
         self.patch()
 
     def uninstall(self) -> None:
         if self.hook in sys.meta_path:
             sys.meta_path.remove(self.hook)
+        self.origins.uninstall()
         for module, name, original in reversed(self.patches):
             setattr(module, name, original)
         self.patches.clear()
 
-    def explain(self, violations: list[Violation]) -> str:
-        lines = [f"  {violation.describe(self.root)}" for violation in violations]
+    # --- reports ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def explain(lines: list[str]) -> str:
         return "\n".join(
             [
-                f"warnonce strict: {len(violations)} argument(s) to a *_once logger call would be kept alive "
+                f"warnonce strict: {len(lines)} argument(s) to a *_once logger call would be kept alive "
                 "by its lru_cache:",
-                *lines,
-                'Pass only str/int/float/bool/None/bytes (or tuples of them): format first, e.g. "%s", repr(e).',
+                *(f"  {line}" for line in lines),
+                REMEDY,
             ]
         )
 
+    def charge(self, report: pytest.TestReport, violations: list[Violation]) -> None:
+        """Fail `report` with `violations` (or add them to its failure); they travel with it, as text."""
+        lines = [violation.describe(self.root) for violation in violations]
+        setattr(report, _SENT, lines)
+        text = self.explain(lines)
+        if report.failed:
+            report.sections.append(("warnonce strict", text))
+            return
+        was = _what_it_was(report)
+        if hasattr(report, "wasxfail"):
+            del report.wasxfail
+        report.outcome = "failed"
+        report.longrepr = f"{text}\n{was}" if was else text
+
+    def pytest_report_header(self, config: pytest.Config) -> str:
+        return HEADER
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
-        self.in_test = True
+        self.origins.runner = threading.current_thread()
+        self.running = item.nodeid
         try:
             return (yield)
         finally:
-            self.in_test = False
+            self.running = None
+            for violation in self.take():  # made after the teardown's report
+                self.add_outside(dataclasses.replace(violation, context=f"after {item.nodeid} ended"))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         self.patch()
 
-    @pytest.hookimpl(wrapper=True)
+    @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: sees the report after skipping's xfail handling
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
         report = yield
-        violations, self.pending = self.pending, []
+        violations = self.take()
         if violations:
-            text = self.explain(violations)
-            if report.passed:
-                report.outcome = "failed"
-                report.longrepr = text
-            else:
-                report.sections.append(("warnonce strict", text))
+            self.charge(report, violations)
         return report
 
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.outside and session.exitstatus == pytest.ExitCode.OK:
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        lines = getattr(report, _SENT, None)  # on the xdist controller: sent with a worker's report
+        if lines:
+            self.charged.append((f"{report.nodeid} ({report.when})", list(lines)))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """On the xdist controller: what a worker saw outside its tests, and whether it imported vllm.logger."""
+        sent = getattr(node, "workeroutput", {}).get(_SENT)
+        if sent:
+            with self.lock:
+                self.outside.update(dict.fromkeys(sent["outside"]))
+            self.imported = self.imported or sent["imported"]
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        workeroutput = getattr(self.config, "workeroutput", None)  # in an xdist worker: sent to the controller
+        if workeroutput is not None:
+            workeroutput[_SENT] = {"outside": list(self.outside), "imported": self.imported}
+        if self.outside and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def pytest_terminal_summary(self, terminalreporter: object) -> None:
-        if self.outside:
-            terminalreporter.write_sep("=", "warnonce strict: *_once calls outside any test", red=True)
-            terminalreporter.write_line(self.explain(self.outside))
-
-
-_PLUGIN_NAME = "warnonce-strict-mode"
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        total = sum(len(lines) for _, lines in self.charged) + len(self.outside)
+        if total:
+            terminalreporter.write_sep("=", f"warnonce strict: {total} refused *_once argument(s)", red=True)
+            groups = [*self.charged, *([("outside any test", list(self.outside))] if self.outside else [])]
+            for where, lines in groups:
+                terminalreporter.write_line(f"{where}:")
+                for line in lines:
+                    terminalreporter.write_line(f"  {line}")
+        if not self.imported:
+            terminalreporter.write_line(NOT_IMPORTED, yellow=True)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -308,7 +266,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--warnonce-strict",
         action="store_true",
         default=False,
-        help="fail tests that pass anything but immutable primitives to vllm's logger *_once methods",
+        help="fail tests that pass vllm's logger *_once methods anything its lru_cache would keep alive",
     )
     parser.addini("warnonce_strict", type="bool", default=False, help="as --warnonce-strict")
 
@@ -316,13 +274,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not (config.getoption("warnonce_strict") or config.getini("warnonce_strict")):
         return
-    strict = StrictMode(config)
+    strict = config.stash[STRICT] = StrictMode(config)
     strict.install()
     config.pluginmanager.register(strict, _PLUGIN_NAME)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    strict = config.pluginmanager.get_plugin(_PLUGIN_NAME)
-    if isinstance(strict, StrictMode):
+    strict = config.stash.get(STRICT, None)
+    if strict is not None:
         strict.uninstall()
         config.pluginmanager.unregister(strict)
+        del config.stash[STRICT]

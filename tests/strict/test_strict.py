@@ -1,8 +1,9 @@
 """Strict mode (`pytest --warnonce-strict`): the `*_once` cache contract checked while the tests run.
 
 Inner pytest sessions run in a subprocess against a fake `vllm` package shaped like the real
-vllm/logger.py (lru_cached `_print_*_once`, `warning_once` patched onto a `logging.Logger`), so the
-real vLLM is never imported here.
+vllm/logger.py (tests/strict/strict_support.py), so the real vLLM is never imported here. The plugin in
+other hosts' setups (xdist, threads, skips, vLLM's fixtures) is tests/strict/test_host.py; what passes is
+tests/strict/test_contract.py.
 """
 
 from __future__ import annotations
@@ -20,56 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from strict_support import EAGER, FAKE_CONFTEST, LEAK, line_of, literal
 from toy import LOGGER_SOURCE, purge, unique_package, write
-from warnonce_guard.strict.plugin import Violation, offence, wrap
+from warnonce_guard.strict.calls import Violation, wrap
+from warnonce_guard.strict.contract import offence
 
 pytest_plugins = ["pytester"]
-
-FAKE_LOGGER = LOGGER_SOURCE  # mimics vllm/logger.py: lru_cached printers called by global name
-
-# The inner conftest proves the fake is the vllm in use (importing the package does not import vllm.logger).
-FAKE_CONFTEST = "import vllm\n\nassert vllm.FAKE\n"
-
-LEAK = """
-from vllm.logger import init_logger
-
-logger = init_logger("vllm.inner")
-
-
-def test_leak():
-    logger.warning_once("x: %r", ValueError("v"))  # CALL
-"""
-
-EAGER = """
-from vllm.logger import init_logger
-
-logger = init_logger("vllm.inner")
-
-
-def test_eager():
-    exc = ValueError("v")
-    logger.warning_once("x: %s", repr(exc))
-"""
-
-
-@pytest.fixture
-def inner(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A pytester directory where `import vllm` finds the fake package."""
-    pytester.mkpydir("vllm").joinpath("__init__.py").write_text("FAKE = True\n")
-    pytester.path.joinpath("vllm", "logger.py").write_text(FAKE_LOGGER)
-    pytester.makeconftest(FAKE_CONFTEST)
-    return pytester
-
-
-def literal(text: str) -> str:
-    """`text` as an fnmatch pattern matching itself (brackets are character classes there)."""
-    return text.replace("[", "[[]")
-
-
-def line_of(source: str, marker: str = "# CALL") -> int:
-    """1-based line of `marker` in the file pytester writes for `source` (dedented, as makepyfile does)."""
-    lines = textwrap.dedent(source).strip().splitlines()  # makepyfile strips leading blank lines
-    return next(number for number, line in enumerate(lines, 1) if marker in line)
 
 
 # --- the plugin in a session ----------------------------------------------------------------------
@@ -82,8 +39,10 @@ def test_live_exception_fails_the_test_naming_call_site_position_and_type(inner:
     result.stdout.fnmatch_lines(
         [
             "*warnonce strict: 1 argument(s) to a *_once logger call would be kept alive by its lru_cache:",
-            f"  test_leak.py:{line_of(LEAK)}: logger.warning_once(...) argument 2 (args[0]) is ValueError, "
-            "not an immutable primitive",
+            literal(f"  test_leak.py:{line_of(LEAK)}: logger.warning_once(...) argument 2 (args[0]) is ValueError: ")
+            + "an exception keeps its traceback*",
+            "Pass only str, int, float, bool, None, bytes (or tuples of them), enum members, module-level classes, "
+            "functions and modules; format anything else first*",
             "FAILED test_leak.py::test_leak*",
         ]
     )
@@ -97,7 +56,9 @@ def test_eagerly_formatted_exception_passes(inner: pytest.Pytester) -> None:
 @pytest.mark.parametrize("args", [[], ["-p", "warnonce_guard.strict.plugin"]], ids=["entry-point", "dash-p"])
 def test_plugin_is_off_unless_asked_for(inner: pytest.Pytester, args: list[str]) -> None:
     inner.makepyfile(test_leak=LEAK)
-    inner.runpytest_subprocess(*args).assert_outcomes(passed=1)
+    result = inner.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=1)
+    assert "warnonce-strict: on" not in result.stdout.str()  # the header line is there only when it is on
 
 
 def test_ini_option_turns_it_on(inner: pytest.Pytester) -> None:
@@ -106,18 +67,41 @@ def test_ini_option_turns_it_on(inner: pytest.Pytester) -> None:
     inner.runpytest_subprocess().assert_outcomes(failed=1)
 
 
-def test_primitives_and_tuples_of_them_pass_other_objects_fail(inner: pytest.Pytester) -> None:
+def test_what_lives_as_long_as_its_module_passes_what_can_carry_more_fails(inner: pytest.Pytester) -> None:
     source = """
+        import enum
+        import os
+
         import pytest
         from vllm.logger import init_logger
 
         logger = init_logger("vllm.inner")
 
 
+        class CUDAGraphMode(enum.Enum):  # as vllm/config/compilation.py defines it, at module level
+            NONE = 0
+            FULL = 2
+
+
+        class Config:
+            def method(self):
+                pass
+
+
+        def helper():
+            pass
+
+
         @pytest.mark.parametrize(
             "arg",
-            ["s", 1, 2.5, True, None, b"b", ("t", (1, None)), frozenset({1, "f"})],
-            ids=["str", "int", "float", "bool", "None", "bytes", "tuple", "frozenset"],
+            [
+                "s", 1, 2.5, True, None, b"b", ("t", (1, None)), frozenset({1, "f"}),
+                CUDAGraphMode.FULL, CUDAGraphMode, helper, os, (CUDAGraphMode.NONE, Config),
+            ],
+            ids=[
+                "str", "int", "float", "bool", "None", "bytes", "tuple", "frozenset",
+                "enum-member", "class", "function", "module", "tuple-of-those",
+            ],
         )
         def test_allowed(arg):
             logger.info_once("%s", arg)
@@ -125,8 +109,8 @@ def test_primitives_and_tuples_of_them_pass_other_objects_fail(inner: pytest.Pyt
 
         @pytest.mark.parametrize(
             "arg",
-            [[1], {"k": 1}, object(), ("t", ValueError("v"))],
-            ids=["list", "dict", "object", "tuple-holding-exception"],
+            [[1], {"k": 1}, object(), ("t", ValueError("v")), Config().method, ValueError("v")],
+            ids=["list", "dict", "object", "tuple-holding-exception", "bound-method", "exception"],
         )
         def test_refused(arg):
             logger.error_once("%s", arg)  # CALL
@@ -134,14 +118,15 @@ def test_primitives_and_tuples_of_them_pass_other_objects_fail(inner: pytest.Pyt
     inner.makepyfile(test_args=source)
     line = line_of(source)
     result = inner.runpytest_subprocess("--warnonce-strict", "-v")
-    result.assert_outcomes(passed=8, failed=4)
+    result.assert_outcomes(passed=13, failed=6)
     result.stdout.fnmatch_lines_random(
         [
             "*::test_allowed?tuple? PASSED*",
             "*::test_allowed?frozenset? PASSED*",
+            "*::test_allowed?enum-member? PASSED*",
             *(
-                literal(f"  test_args.py:{line}: logger.error_once(...) argument 2 (args[0]) is {what}, not*")
-                for what in ["list", "dict", "object", "tuple holding ValueError at [1]"]
+                literal(f"  test_args.py:{line}: logger.error_once(...) argument 2 (args[0]) is {what}: *")
+                for what in ["list", "dict", "object", "tuple holding ValueError at [1]", "method", "ValueError"]
             ),
         ]
     )
@@ -195,14 +180,17 @@ def test_vllm_imported_inside_a_test_is_checked_from_its_first_call(inner: pytes
     result = inner.runpytest_subprocess("--warnonce-strict")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        [literal(f"  test_late.py:{line_of(source)}: logger.warning_once(...) argument 2 (args[0]) is KeyError, not*")]
+        [literal(f"  test_late.py:{line_of(source)}: logger.warning_once(...) argument 2 (args[0]) is KeyError: *")]
     )
 
 
 def test_cache_info_and_cache_clear_of_the_wrapper_are_the_real_cache(inner: pytest.Pytester) -> None:
+    # The conftest keeps the real lru_cache (imported before configure); `__wrapped__` is the uncached function.
+    inner.makeconftest(FAKE_CONFTEST + "import vllm.logger\n\nORIGINAL = vllm.logger._print_warning_once\n")
     inner.makepyfile(
         test_cache="""
         import vllm.logger
+        from conftest import ORIGINAL
         from vllm.logger import init_logger
 
 
@@ -214,9 +202,9 @@ def test_cache_info_and_cache_clear_of_the_wrapper_are_the_real_cache(inner: pyt
             logger.warning_once("same %s", "text")
             logger.warning_once("same %s", "text")
             assert printer.cache_info().hits == 1 and printer.cache_info().misses == 1
-            assert printer.cache_info() == printer.__wrapped__.cache_info()
+            assert printer is not ORIGINAL and printer.cache_info() == ORIGINAL.cache_info()
             printer.cache_clear()
-            assert printer.__wrapped__.cache_info().currsize == 0
+            assert ORIGINAL.cache_info().currsize == 0
         """
     )
     inner.runpytest_subprocess("--warnonce-strict").assert_outcomes(passed=1)
@@ -259,8 +247,9 @@ def test_call_outside_any_test_fails_the_session(inner: pytest.Pytester) -> None
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "*warnonce strict: *_once calls outside any test*",
-            "  test_module_level.py:3: logger.warning_once(...) argument 2 * is ValueError, not*",
+            "*warnonce strict: 1 refused *_once argument(s)*",
+            "outside any test:",
+            "  test_module_level.py:3: logger.warning_once(...) argument 2 * is ValueError: *",
         ]
     )
 
@@ -302,7 +291,8 @@ class Boom(ValueError):
     ids=["list", "dict", "exception", "str-subclass", "tuple", "frozenset"],
 )
 def test_other_values_are_refused_with_their_type(value: object, expected: str) -> None:
-    assert offence(value) == expected
+    refusal = offence(value)
+    assert refusal is not None and refusal.what == expected
 
 
 def test_wrapper_records_the_violation_and_caches_the_repr_so_strict_mode_pins_nothing() -> None:
@@ -327,7 +317,26 @@ def test_wrapper_records_the_violation_and_caches_the_repr_so_strict_mode_pins_n
         f"{__name__}.Boom",
     )
     assert (violation.filename, violation.lineno) == (__file__, call_line)
-    assert wrapped.__wrapped__.cache_info().currsize == 1  # the key holds the rendered message, a str
+    assert _print_warning_once.cache_info().currsize == 1  # the key holds the rendered message, a str
+
+
+def test_wrapped_is_the_uncached_function_checked_too() -> None:
+    calls: list[tuple[object, ...]] = []
+
+    @functools.lru_cache
+    def _print_info_once(logger: object, msg: str, *args: object) -> None:
+        calls.append((msg, *args))
+
+    recorded: list[Violation] = []
+    wrapped = wrap(_print_info_once, recorded.append)
+    uncached = wrapped.__wrapped__
+    for _ in range(2):
+        uncached("logger", "same %s", "text")
+    uncached("logger", "x: %r", KeyError("k"))
+    assert calls == [("same %s", "text"), ("same %s", "text"), ("x: KeyError('k')",)]
+    assert _print_info_once.cache_info().currsize == 0  # the cache was not used
+    assert [violation.offence for violation in recorded] == ["KeyError"]
+    assert uncached.__wrapped__ is _print_info_once.__wrapped__  # inspect.unwrap ends where it did without strict
 
 
 @pytest.fixture

@@ -1,0 +1,164 @@
+"""The checked `_print_*_once`: what stands in `vllm.logger` while strict mode is on, and what it records.
+
+- Nothing is raised inside vLLM's code path (the code under test could swallow it): a refused argument is
+  recorded as a `Violation` and the call goes on, formatted first: the message is rendered exactly as
+  logging would have rendered the call (`msg % args`), and that string is what the cache keeps. The record
+  reads as it would have, and strict mode itself pins nothing.
+- The wrapper looks like the lru_cache it wraps: `cache_info()`, `cache_clear()`, `cache_parameters()` are
+  the real cache's, and `__wrapped__` is, as on the lru_cache, the uncached function, checked too. So a
+  fixture that swaps in `.__wrapped__` to switch the cache off (vLLM's `disable_log_dedup`) switches it
+  off exactly as without strict mode, and strict checking stays on inside it.
+- Records keep the caller's file and line: vLLM's printers log with `stacklevel=3`, counted from their
+  own frame, and the wrapper is one frame more; so the printer is handed, in place of the logger, a
+  stand-in (one per logger, so cache keys stay stable) whose `debug/info/warning/error` add the two
+  frames (the wrapper's and the stand-in's) to `stacklevel`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from warnonce_guard.strict.contract import offence
+
+LOGGER_MODULE = "vllm.logger"
+MARK = "__warnonce_strict__"  # set on every function this module makes, so that nothing is wrapped twice
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One refused argument: where the `*_once` call was made and what it passed (strings only).
+
+    `context` says, for a call no test is charged with, where it came from (a thread and the test that
+    started it); it is empty for a call charged to the test that made it.
+    """
+
+    method: str
+    filename: str
+    lineno: int
+    position: str
+    offence: str
+    why: str
+    context: str = ""
+
+    def describe(self, root: Path | None = None) -> str:
+        filename = self.filename
+        if root is not None:
+            with contextlib.suppress(ValueError):  # outside the rootdir: keep the full path
+                filename = str(Path(filename).resolve().relative_to(root))
+        where = f" ({self.context})" if self.context else ""
+        call = f"{filename}:{self.lineno}: logger.{self.method}(...)"
+        return f"{call} argument {self.position} is {self.offence}: {self.why}{where}"
+
+
+def _call_site() -> tuple[str, int]:
+    """The first frame outside vllm/logger.py and this module: the code that called `logger.*_once`."""
+    frame = sys._getframe(1)
+    try:
+        while frame is not None and frame.f_globals.get("__name__") in (LOGGER_MODULE, __name__):
+            frame = frame.f_back
+        if frame is None:
+            return "<unknown>", 0
+        return frame.f_code.co_filename, frame.f_lineno
+    finally:
+        del frame
+
+
+def _safe_repr(value: object) -> str:
+    try:
+        return repr(value)
+    except Exception:  # a broken __repr__ must not break the logging call
+        return f"<{type(value).__qualname__} object>"
+
+
+def rendered(args: tuple[object, ...]) -> str:
+    """`(msg, *values)` as logging renders a record's message (`LogRecord.getMessage`): `str(msg) % values`."""
+    msg, values = args[0] if args else "", args[1:]
+    try:
+        text = str(msg)
+        return text % values if values else text
+    except Exception:  # a format that does not fit: keep every part visible, as text
+        return " ".join(_safe_repr(part) for part in args)
+
+
+_FRAMES_ADDED = 2  # the wrapper's frame and the stand-in's, between the printer and vLLM's `*_once` method
+
+
+class _Located:
+    """Stands in for a logger inside the printer: its records keep the location the printer meant.
+
+    Each method calls the logger itself (no helper in between), so the frames added are exactly two.
+    """
+
+    def __init__(self, logger: Any) -> None:
+        self._logger = logger
+
+    def debug(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
+        self._logger.debug(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
+
+    def info(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
+        self._logger.info(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
+
+    def warning(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
+        self._logger.warning(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
+
+    def error(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
+        self._logger.error(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._logger, name)
+
+
+def _violation(method: str, position: str, value: object) -> Violation | None:
+    refusal = offence(value)
+    if refusal is None:
+        return None
+    return Violation(method, *_call_site(), position, refusal.what, refusal.kind.why)
+
+
+def wrap(original: Callable[..., object], record: Callable[[Violation], None]) -> Callable[..., object]:
+    """`original` (an lru_cached `_print_*_once`) behind a check that records refused arguments."""
+    method = original.__name__.removeprefix("_print_")
+    stand_ins: dict[int, tuple[object, _Located]] = {}
+
+    def located(logger: object) -> _Located:
+        known = stand_ins.get(id(logger))
+        if known is None or known[0] is not logger:
+            known = stand_ins[id(logger)] = (logger, _Located(logger))
+        return known[1]
+
+    def checked(target: Callable[..., object]) -> Callable[..., object]:
+        @functools.wraps(target)
+        def strict_once(logger: object, *args: object, **kwargs: object) -> object:
+            refused = False
+            for index, value in enumerate(args):
+                position = "1 (msg)" if index == 0 else f"{index + 1} (args[{index - 1}])"
+                violation = _violation(method, position, value)
+                if violation is not None:
+                    record(violation)
+                    refused = True
+            for name, value in kwargs.items():
+                violation = _violation(method, repr(name), value)
+                if violation is not None:
+                    record(violation)
+                    kwargs[name] = _safe_repr(value)
+            if refused:  # cache the message logging would have shown, not the objects
+                return target(located(logger), rendered(args), **kwargs)
+            return target(located(logger), *args, **kwargs)
+
+        setattr(strict_once, MARK, True)
+        return strict_once
+
+    cached = checked(original)
+    uncached = getattr(original, "__wrapped__", None)
+    if callable(uncached):
+        cached.__wrapped__ = checked(uncached)  # type: ignore[attr-defined]
+    for name in ("cache_info", "cache_clear", "cache_parameters"):
+        if hasattr(original, name):
+            setattr(cached, name, getattr(original, name))
+    return cached
