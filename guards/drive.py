@@ -25,7 +25,7 @@ from warnonce_guard.guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, bl
 from warnonce_guard.guards.observe import LoggerSpy, Observation, RecordCapture
 from warnonce_guard.guards.steering import CannotSteer, steered
 from warnonce_guard.rule.platforms import load_class
-from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN, is_kernel_module
+from warnonce_guard.rule.site_rule import is_kernel_module
 from warnonce_guard.rule.sites import Site
 
 CALLS = 2
@@ -46,14 +46,12 @@ class LLMStandIn:
         import_kernels()
 
 
-def import_platform_module(
-    name: str, package: str, pattern: str = DEFAULT_KERNEL_PATTERN, *more_packages: str
-) -> types.ModuleType:
+def import_platform_module(name: str, *packages: str) -> types.ModuleType:
     """Import a platform module once; kernel modules it imports at module level are stubbed meanwhile."""
     if name in sys.modules:
         return sys.modules[name]
     try:
-        with stubbing(kernel_modules_of((package, *more_packages), pattern)):
+        with stubbing(kernel_modules_of(packages)):
             return importlib.import_module(name)
     except ImportError as err:
         if isinstance(err, ModuleNotFoundError) and err.name:
@@ -65,9 +63,9 @@ def import_platform_module(
         raise PlatformImportFailed(f"importing {name} failed: {err}; fix the guard environment") from None
 
 
-def kernel_modules_of(packages: tuple[str, ...], pattern: str) -> Callable[[str], bool]:
+def kernel_modules_of(packages: tuple[str, ...]) -> Callable[[str], bool]:
     """Whether a module name is a kernel module of any of `packages` (what is stubbed, then blocked)."""
-    return lambda name: any(is_kernel_module(name, package, pattern) for package in packages)
+    return lambda name: any(is_kernel_module(name, package) for package in packages)
 
 
 def site_callable(site: Site, module: types.ModuleType) -> Callable[[], Any]:
@@ -191,14 +189,14 @@ def _spied_logger(module: types.ModuleType, site: Site) -> Iterator[tuple[Logger
         real.propagate = propagate
 
 
-def drive(site: Site, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTERN, calls: int = CALLS) -> Observation:
+def drive(site: Site, package: str = "vllm", calls: int = CALLS) -> Observation:
     """Run the site `calls` times from `LLMStandIn.__init__`, then observe what survived.
 
     Kernel modules of `package` and of the site's own package (a platform plugin's) are blocked, and
     the `*_once` caches of both are cleared before and after.
     """
     packages = (package, site.package)
-    module = import_platform_module(site.module, package, pattern, site.package)
+    module = import_platform_module(site.module, *packages)
     target = site_callable(site, module)
     expected, fragment = expected_text(site)
     obs = Observation(site.id, calls, expected_message=expected, expected_fragment=fragment)
@@ -211,7 +209,7 @@ def drive(site: Site, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTE
                 patches = stack.enter_context(steered(site.conditions, module))
             except CannotSteer as err:
                 raise CannotDrive(str(err)) from None
-            blocker = stack.enter_context(blocking(kernel_modules_of(packages, pattern)))
+            blocker = stack.enter_context(blocking(kernel_modules_of(packages)))
             for _ in range(calls):
                 owner = LLMStandIn(target)
                 owners.append(weakref.ref(owner))

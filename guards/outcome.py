@@ -5,7 +5,6 @@ from __future__ import annotations
 from warnonce_guard.guards.detectors import Finding, findings
 from warnonce_guard.guards.drive import CannotDrive, drive
 from warnonce_guard.guards.sessions import RecordKind
-from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN
 from warnonce_guard.rule.sites import Site
 
 
@@ -33,10 +32,10 @@ class SiteUnreached(GuardFailure):
         super().__init__(f"{site.id} (line {site.line}) unreached: {reason}")
 
 
-def check_site(site: Site, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTERN) -> None:
+def check_site(site: Site, package: str = "vllm") -> None:
     """Drive the site and raise `SiteUnreached` or `LeakDetected`; return quietly when it is clean."""
     try:
-        obs = drive(site, package, pattern)
+        obs = drive(site, package)
     except CannotDrive as err:
         raise SiteUnreached(site, str(err)) from None
     if not obs.reached:

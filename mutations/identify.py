@@ -24,7 +24,7 @@ from warnonce_guard.common.files import write_atomic
 from warnonce_guard.mutations.engine import naming
 from warnonce_guard.mutations.operators import anchors_of, operator_of
 from warnonce_guard.mutations.workspace import Workspace
-from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN, log_method, walk
+from warnonce_guard.rule.site_rule import log_method, walk
 from warnonce_guard.rule.sites import Site, interrupts_kept, positions
 from warnonce_guard.rule.target import PACKAGE
 
@@ -89,16 +89,12 @@ def changed_call(original: cst.CSTNode, mutated: cst.CSTNode) -> tuple[cst.Call,
 
 
 def identify_file(
-    source: str,
-    file: str,
-    sites: list[Site],
-    packages: Sequence[str] = (PACKAGE,),
-    pattern: str = DEFAULT_KERNEL_PATTERN,
+    source: str, file: str, sites: list[Site], packages: Sequence[str] = (PACKAGE,)
 ) -> list[MutantIdentity]:
     """Every mutant mutmut makes of one site file, named as mutmut names it (same operators, same anchors)."""
     anchors = anchors_of(sites)
     with interrupts_kept():  # mutmut's generator records positions with libcst too
-        module, generated = naming.generate(file, source, packages, pattern, anchors)
+        module, generated = naming.generate(file, source, packages, anchors)
     where_is = positions(MetadataWrapper(module, unsafe_skip_copy=True))
     at = {(site.line, site.column): site for site in sites if site.file == file and site.mutable}
     found: list[MutantIdentity] = []
@@ -111,7 +107,7 @@ def identify_file(
         call, mutated_call = pair
         where = where_is[call]
         operator = next(
-            (op for p in packages if (op := operator_of(mutation.original, mutation.mutated, p, pattern, anchors))),
+            (op for p in packages if (op := operator_of(mutation.original, mutation.mutated, p, anchors))),
             "unknown",
         )
         site = at.get((where.start.line, where.start.column))

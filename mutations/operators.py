@@ -18,15 +18,7 @@ from typing import NamedTuple
 
 import libcst as cst
 from warnonce_guard.rule.formatting import placeholder_for_arg, with_conversion
-from warnonce_guard.rule.site_rule import (
-    DEFAULT_KERNEL_PATTERN,
-    ONCE_METHODS,
-    anchor,
-    dotted,
-    log_method,
-    site_calls,
-    walk,
-)
+from warnonce_guard.rule.site_rule import ONCE_METHODS, anchor, dotted, log_method, site_calls, walk
 from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE
 
@@ -67,9 +59,7 @@ def current_package_for(try_node: cst.Try, package: str) -> str:
     return ".".join([package] + ["_"] * (depth - 1))
 
 
-def once_calls(
-    try_node: cst.Try, package: str, pattern: str, anchors: Anchors | None = None
-) -> Iterator[tuple[cst.Call, str]]:
+def once_calls(try_node: cst.Try, package: str, anchors: Anchors | None = None) -> Iterator[tuple[cst.Call, str]]:
     """(call, NAME) for every `*_once` site call of this try, by the site rule; with `anchors`, only in a
     try discovery recorded."""
     if anchors is None:
@@ -79,7 +69,7 @@ def once_calls(
         if found is None:
             return
         current = found
-    for call, _, name in site_calls(try_node, package, current, pattern):
+    for call, _, name in site_calls(try_node, package, current):
         if log_method(call) in ONCE_METHODS:
             yield call, name
 
@@ -243,14 +233,10 @@ def fstring_revert(call: cst.Call, name: str) -> cst.Call | None:
 
 
 def mutate_try(
-    rewrite: CallRewrite,
-    try_node: cst.Try,
-    package: str = PACKAGE,
-    pattern: str = DEFAULT_KERNEL_PATTERN,
-    anchors: Anchors | None = None,
+    rewrite: CallRewrite, try_node: cst.Try, package: str = PACKAGE, anchors: Anchors | None = None
 ) -> Iterator[cst.Try]:
     """The try with one of its site calls rewritten, once per call the rewrite applies to (mutmut's shape)."""
-    for call, name in once_calls(try_node, package, pattern, anchors):
+    for call, name in once_calls(try_node, package, anchors):
         mutated = rewrite(call, name)
         if mutated is not None:
             yield try_node.deep_replace(call, mutated)
@@ -331,12 +317,10 @@ OPERATORS: dict[str, Operator] = {
 }
 
 
-def operators_for(
-    package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN, anchors: Anchors | None = None
-) -> list[tuple[type, Callable]]:
-    """mutmut-shaped (node type, operator) pairs, in `OPERATORS` order, bound to `package`, `pattern` and `anchors`."""
+def operators_for(package: str = PACKAGE, anchors: Anchors | None = None) -> list[tuple[type, Callable]]:
+    """mutmut-shaped (node type, operator) pairs, in `OPERATORS` order, bound to `package` and `anchors`."""
     return [
-        (cst.Try, functools.partial(mutate_try, op.function, package=package, pattern=pattern, anchors=anchors))
+        (cst.Try, functools.partial(mutate_try, op.function, package=package, anchors=anchors))
         for op in OPERATORS.values()
     ]
 
@@ -352,13 +336,13 @@ def describe_operators() -> list[tuple[str, str, str]]:
     return rows
 
 
-def apply_operator(name: str, source: str, package: str = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN) -> list[str]:
+def apply_operator(name: str, source: str, package: str = PACKAGE) -> list[str]:
     """Every mutant one operator makes of a module: the full mutated source per yielded node, in source order."""
     rewrite = OPERATORS[name].function
     module = cst.parse_module(source)
     mutants = []
     for try_node in (node for node in walk(module) if isinstance(node, cst.Try)):
-        for mutated in mutate_try(rewrite, try_node, package, pattern):
+        for mutated in mutate_try(rewrite, try_node, package):
             replaced = module.deep_replace(try_node, mutated)
             assert isinstance(replaced, cst.Module)
             mutants.append(replaced.code)
@@ -366,17 +350,13 @@ def apply_operator(name: str, source: str, package: str = PACKAGE, pattern: str 
 
 
 def operator_of(
-    original: cst.CSTNode,
-    mutated: cst.CSTNode,
-    package: str = PACKAGE,
-    pattern: str = DEFAULT_KERNEL_PATTERN,
-    anchors: Anchors | None = None,
+    original: cst.CSTNode, mutated: cst.CSTNode, package: str = PACKAGE, anchors: Anchors | None = None
 ) -> str | None:
     """The name of the operator that turns `original` into `mutated` (e.g. a mutmut `Mutation`'s nodes), or None."""
     if not isinstance(original, cst.Try):
         return None
     for name, op in OPERATORS.items():
-        if any(c.deep_equals(mutated) for c in mutate_try(op.function, original, package, pattern, anchors)):
+        if any(c.deep_equals(mutated) for c in mutate_try(op.function, original, package, anchors)):
             return name
     return None
 

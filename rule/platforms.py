@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from warnonce_guard.common.errors import NothingToCheck, PlatformNotFound
-from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN
 from warnonce_guard.rule.sites import Site, sites_in_source
 
 ENTRY_POINT_GROUP = "vllm.platform_plugins"
@@ -81,14 +80,12 @@ def resolve_platform(spec: str) -> PlatformTarget:
     )
 
 
-def platform_sites(target: PlatformTarget, pattern: str = DEFAULT_KERNEL_PATTERN) -> list[Site]:
+def platform_sites(target: PlatformTarget) -> list[Site]:
     """The cached sites the platform runs, each to be driven through the platform class."""
     source = (target.root / target.file).read_text(encoding="utf-8")
-    sites = sites_in_source(source, target.file, target.defining_module, target.package, pattern)
+    sites = sites_in_source(source, target.file, target.defining_module, target.package)
     if target.package != "vllm":  # a plugin's own kernels, or vLLM's, may be imported there
-        sites += [
-            s for s in sites_in_source(source, target.file, target.defining_module, "vllm", pattern) if s not in sites
-        ]
+        sites += [s for s in sites_in_source(source, target.file, target.defining_module, "vllm") if s not in sites]
     chosen = [replace(s, driver=target.spec) for s in sites if s.qualname == target.defining_qualname and s.cached]
     if not chosen:
         raise NothingToCheck(

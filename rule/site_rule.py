@@ -13,9 +13,9 @@ one, listed as not cached) that
    module is the first one its body imports.
 
 Each call belongs to one site only: when handlers nest, to the innermost one whose NAME it passes.
-Discovery (`guards.sites`), the mutation operators (`mutations.operators`) and mutant naming
+Discovery (`rule.sites`), the mutation operators (`mutations.operators`) and mutant naming
 (`mutations.identify`) all ask `site_calls`; whether a site is live is the liveness policy's answer
-(`guards.liveness`).
+(`rule.liveness`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from warnonce_guard.rule.liveness import EXCEPTION, IGNORED_KEYWORDS, ONCE_METHO
 PLAIN_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 # A kernel module's last component has a `C` token: _C, _C_AVX2, _moe_C_stable_libtorch, fs_io_C.
-DEFAULT_KERNEL_PATTERN = r"(?:^|_)C(?:_|$)"
+KERNEL_PATTERN = re.compile(r"(?:^|_)C(?:_|$)")
 _NOT_RUN_BY_THE_HANDLER = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
 
@@ -60,9 +60,14 @@ def dotted(node: cst.BaseExpression | cst.ImportFrom | None) -> str | None:
     return None
 
 
-def is_kernel_module(name: str, package: str, pattern: str = DEFAULT_KERNEL_PATTERN) -> bool:
+def names_a_kernel(name: str) -> bool:
+    """The last component of a dotted module name matches `KERNEL_PATTERN`."""
+    return KERNEL_PATTERN.search(name.rsplit(".", 1)[-1]) is not None
+
+
+def is_kernel_module(name: str, package: str) -> bool:
     """A module inside `package` whose last component names a compiled kernel."""
-    return name.startswith(package + ".") and re.search(pattern, name.rsplit(".", 1)[-1]) is not None
+    return name.startswith(package + ".") and names_a_kernel(name)
 
 
 def resolve_relative(dots: int, base: str, current_package: str) -> str | None:
@@ -105,11 +110,11 @@ def imported_modules(stmt: cst.CSTNode, current_package: str) -> Iterator[str]:
             yield str(node.args[0].value.evaluated_value)
 
 
-def kernel_import(try_node: cst.Try, package: str, current_package: str, pattern: str) -> str | None:
+def kernel_import(try_node: cst.Try, package: str, current_package: str) -> str | None:
     """The first kernel module the `try` body imports, or None."""
     for stmt in try_node.body.body:
         for name in imported_modules(stmt, current_package):
-            if is_kernel_module(name, package, pattern):
+            if is_kernel_module(name, package):
                 return name
     return None
 
@@ -158,16 +163,14 @@ def is_live(call: cst.Call, name: str) -> bool:
     )
 
 
-def _site_handlers(
-    try_node: cst.Try, package: str, current_package: str, pattern: str
-) -> list[tuple[cst.ExceptHandler, str]]:
-    if kernel_import(try_node, package, current_package, pattern) is None:
+def _site_handlers(try_node: cst.Try, package: str, current_package: str) -> list[tuple[cst.ExceptHandler, str]]:
+    if kernel_import(try_node, package, current_package) is None:
         return []
     return [(h, n) for h in try_node.handlers if (n := handler_name(h)) is not None and catches_import_error(h)]
 
 
 def _calls_in(
-    node: cst.CSTNode, name: str, handler: cst.ExceptHandler, package: str, current_package: str, pattern: str
+    node: cst.CSTNode, name: str, handler: cst.ExceptHandler, package: str, current_package: str
 ) -> Iterator[SiteCall]:
     """Logging calls under `node` that the handler runs and that pass `name`, unless a nested site handler owns them."""
     if isinstance(node, _NOT_RUN_BY_THE_HANDLER):
@@ -175,24 +178,22 @@ def _calls_in(
     if isinstance(node, cst.Call) and log_method(node) is not None and passes(node, name):
         yield SiteCall(node, handler, name)
     if isinstance(node, cst.Try):
-        inner = _site_handlers(node, package, current_package, pattern)
+        inner = _site_handlers(node, package, current_package)
         for child in node.children:
             owner = next(((h, n) for h, n in inner if child is h), None)
-            for found in _calls_in(child, name, handler, package, current_package, pattern):
+            for found in _calls_in(child, name, handler, package, current_package):
                 if owner is None or not passes(found.call, owner[1]):
                     yield found
         return
     for child in node.children:
-        yield from _calls_in(child, name, handler, package, current_package, pattern)
+        yield from _calls_in(child, name, handler, package, current_package)
 
 
-def site_calls(
-    try_node: cst.Try, package: str, current_package: str, pattern: str = DEFAULT_KERNEL_PATTERN
-) -> list[SiteCall]:
+def site_calls(try_node: cst.Try, package: str, current_package: str) -> list[SiteCall]:
     """Every site call that belongs to this `try` (none unless it imports a kernel module), in source order."""
     found: list[SiteCall] = []
-    for handler, name in _site_handlers(try_node, package, current_package, pattern):
-        found += _calls_in(handler.body, name, handler, package, current_package, pattern)
+    for handler, name in _site_handlers(try_node, package, current_package):
+        found += _calls_in(handler.body, name, handler, package, current_package)
     return found
 
 

@@ -22,13 +22,13 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from warnonce_guard.common.errors import SourceDoesNotParse
 from warnonce_guard.rule.site_rule import (
-    DEFAULT_KERNEL_PATTERN,
     ONCE_METHODS,
     PLAIN_METHODS,
     anchor,
     is_live,
     kernel_import,
     log_method,
+    names_a_kernel,
     references,
     site_calls,
     walk,
@@ -145,24 +145,22 @@ _WRAPPER = "class _:\n"  # a one-line block for an indented region: columns and 
 
 
 class _SiteFinder:
-    def __init__(
-        self, wrapper: MetadataWrapper, file: str, module: str, package: str, pattern: str, line_offset: int = 0
-    ):
+    def __init__(self, wrapper: MetadataWrapper, file: str, module: str, package: str, line_offset: int = 0):
         self.module_node = wrapper.module
         self.positions = positions(wrapper)
-        self.file, self.module, self.package, self.pattern = file, module, package, pattern
+        self.file, self.module, self.package = file, module, package
         self.current_package = module if file.endswith("__init__.py") else module.rpartition(".")[0]
         self.line_offset = line_offset  # the region's place in its file
         self.sites: list[Site] = []
 
     @classmethod
-    def run(cls, source: str, file: str, module: str, package: str, pattern: str) -> list[Site]:
+    def run(cls, source: str, file: str, module: str, package: str) -> list[Site]:
         """Walk one file for sites, parsing only the functions that hold a candidate `try` (libcst is slow:
         a method of vLLM's cpu.py parses in a fraction of the time of the whole file). Sites come out the
         same: branch conditions never cross a `def`, columns and whitespace are kept, lines are offset."""
-        regions = _regions(source, pattern)
+        regions = _regions(source)
         if regions is None:
-            finder = cls(parse(source, file), file, module, package, pattern)
+            finder = cls(parse(source, file), file, module, package)
             finder.walk(finder.module_node.body, _Scope())
             return finder.sites
         lines = source.splitlines(keepends=True)
@@ -172,9 +170,9 @@ class _SiteFinder:
             try:
                 wrapper = MetadataWrapper(cst.parse_module(_WRAPPER + text if region.indented else text))
             except cst.ParserSyntaxError:
-                return [*sites, *cls._whole(source, file, module, package, pattern)]  # names the line, or parses
+                return [*sites, *cls._whole(source, file, module, package)]  # names the line, or parses
             offset = region.start - 1 - (1 if region.indented else 0)
-            finder = cls(wrapper, file, module, package, pattern, offset)
+            finder = cls(wrapper, file, module, package, offset)
             body = finder.module_node.body
             top = body[0].body.body if region.indented else body  # type: ignore[attr-defined]
             finder.walk(top, _Scope(region.outer))
@@ -182,8 +180,8 @@ class _SiteFinder:
         return _renumbered(sites)
 
     @classmethod
-    def _whole(cls, source: str, file: str, module: str, package: str, pattern: str) -> list[Site]:
-        finder = cls(parse(source, file), file, module, package, pattern)
+    def _whole(cls, source: str, file: str, module: str, package: str) -> list[Site]:
+        finder = cls(parse(source, file), file, module, package)
         finder.walk(finder.module_node.body, _Scope())
         return finder.sites
 
@@ -225,12 +223,12 @@ class _SiteFinder:
             self.walk(stmt.orelse.body.body, negated)
 
     def visit_try(self, stmt: cst.Try, scope: _Scope) -> None:
-        kernel = kernel_import(stmt, self.package, self.current_package, self.pattern)
+        kernel = kernel_import(stmt, self.package, self.current_package)
         if kernel is None:
             return
         import_line = self.line(stmt.body.body[0])
         digest = anchor(stmt)
-        for call, handler, name in site_calls(stmt, self.package, self.current_package, self.pattern):
+        for call, handler, name in site_calls(stmt, self.package, self.current_package):
             self.sites.append(replace(self.site(call, kernel, import_line, name, scope, handler), anchor=digest))
 
     def site(
@@ -341,13 +339,11 @@ def _error_line(source: str, err: cst.ParserSyntaxError) -> int:
     return err.raw_line
 
 
-def sites_in_source(
-    source: str, file: str, module: str, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTERN
-) -> list[Site]:
+def sites_in_source(source: str, file: str, module: str, package: str = "vllm") -> list[Site]:
     """Every site in one file's source text."""
-    if not might_hold_site(source, pattern) or not _logs_a_caught_exception(source, pattern):
+    if not might_hold_site(source) or not _logs_a_caught_exception(source):
         return []
-    return _SiteFinder.run(source, file, module, package, pattern)
+    return _SiteFinder.run(source, file, module, package)
 
 
 # Module names a file may import, found by two regexes that start with a literal (fast to scan for):
@@ -358,14 +354,14 @@ _IMPORTED = re.compile(r"import(?:_module)?\b([^\n(]*(?:\([^)]*\)[^\n]*)?)")
 _TOKEN = re.compile(r"[A-Za-z_][\w.]*")
 
 
-def might_hold_site(source: str, pattern: str = DEFAULT_KERNEL_PATTERN) -> bool:
+def might_hold_site(source: str) -> bool:
     """Cheap text test that lets most files skip the libcst parse: an `except` and a kernel-ish import."""
     if "except" not in source:
         return False
     for regex in (_FROM_MODULE, _IMPORTED):
         for match in regex.finditer(source):
             for token in _TOKEN.findall(match.group(1)):
-                if re.search(pattern, token.rsplit(".", 1)[-1]):
+                if names_a_kernel(token):
                     return True
     return False
 
@@ -386,11 +382,11 @@ def _ast_imported_names(statements: list[ast.stmt]) -> Iterator[str]:
             yield node.args[0].value  # importlib.import_module("...") and look-alikes: a superset is fine
 
 
-def _is_candidate(node: ast.AST, pattern: str) -> bool:
+def _is_candidate(node: ast.AST) -> bool:
     """A `try` that imports a kernel-looking module, with a handler `except ... as NAME` that passes NAME to a
     logger method in any argument: a superset of what the site rule accepts, found with the stdlib parser."""
     if not isinstance(node, ast.Try) or not any(
-        re.search(pattern, name.rsplit(".", 1)[-1]) for name in _ast_imported_names(node.body)
+        names_a_kernel(name) for name in _ast_imported_names(node.body)
     ):
         return False
     methods = ONCE_METHODS | PLAIN_METHODS
@@ -410,17 +406,17 @@ def _is_candidate(node: ast.AST, pattern: str) -> bool:
     )
 
 
-def _logs_a_caught_exception(source: str, pattern: str = DEFAULT_KERNEL_PATTERN) -> bool:
+def _logs_a_caught_exception(source: str) -> bool:
     """A second, structural prefilter with the stdlib parser (far faster than libcst): some candidate `try`
     (`_is_candidate`). A file `ast` cannot parse goes on to libcst, which reports where."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return True
-    return any(_is_candidate(node, pattern) for node in ast.walk(tree))
+    return any(_is_candidate(node) for node in ast.walk(tree))
 
 
-def _regions(source: str, pattern: str) -> list[_Region] | None:
+def _regions(source: str) -> list[_Region] | None:
     """The functions and methods (of classes, nested or not) that hold a candidate `try`, in source order;
     None when the whole file must be parsed (it does not parse with `ast`, or a candidate sits outside
     any function)."""
@@ -437,11 +433,11 @@ def _regions(source: str, pattern: str) -> list[_Region] | None:
                 if not visit(child, (*outer, child.name)):
                     return False
             elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if any(_is_candidate(n, pattern) for n in ast.walk(child)):
+                if any(_is_candidate(n) for n in ast.walk(child)):
                     start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
                     end = child.end_lineno or child.lineno
                     found[start] = _Region(start, end, child.col_offset > 0, outer)
-            elif _is_candidate(child, pattern) or not visit(child, outer):
+            elif _is_candidate(child) or not visit(child, outer):
                 return False
         return True
 
@@ -466,7 +462,7 @@ def module_name(relative: Path) -> str:
     return ".".join(parts)
 
 
-def discover(root: Path, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PATTERN) -> list[Site]:
+def discover(root: Path, package: str = "vllm") -> list[Site]:
     """Every site under `root/package`, sorted by file and line.
 
     Cheap prefilters pick the few files worth a libcst parse, and only their functions that hold a
@@ -475,7 +471,7 @@ def discover(root: Path, package: str = "vllm", pattern: str = DEFAULT_KERNEL_PA
     found: list[Site] = []
     for path in files_to_read(sorted((root / package).rglob("*.py"))):
         source = read_source(path)
-        if might_hold_site(source, pattern) and _logs_a_caught_exception(source, pattern):
+        if might_hold_site(source) and _logs_a_caught_exception(source):
             relative = path.relative_to(root)
-            found += _SiteFinder.run(source, relative.as_posix(), module_name(relative), package, pattern)
+            found += _SiteFinder.run(source, relative.as_posix(), module_name(relative), package)
     return sorted(found, key=lambda s: (s.file, s.line))

@@ -37,7 +37,6 @@ from warnonce_guard.mutations.records import (
     SiteBaseline,
 )
 from warnonce_guard.mutations.workspace import Workspace
-from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN
 from warnonce_guard.rule.sites import Site
 
 from tools import npm
@@ -281,7 +280,7 @@ class FakeSession:
         with naming.settings(ws.dir):
             for file in files:
                 source = (ws.dir / file).read_text(encoding="utf-8")
-                _, generated = naming.generate(file, source, packages, DEFAULT_KERNEL_PATTERN, anchors_of(sites))
+                _, generated = naming.generate(file, source, packages, anchors_of(sites))
                 codes[file] = {g.mutant_id: earlier.get(file, {}).get(g.mutant_id) for g in generated}
                 layout.mutated(ws, file).parent.mkdir(parents=True, exist_ok=True)
                 layout.mutated(ws, file).write_text(f"# mutmut's mutants of {file}\n", encoding="utf-8")

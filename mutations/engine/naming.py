@@ -41,14 +41,14 @@ def _function_key(function: cst.FunctionDef, module: cst.Module) -> tuple[str | 
 
 
 def generate(
-    file: str, source: str, packages: Sequence[str], pattern: str, anchors: Anchors | None
+    file: str, source: str, packages: Sequence[str], anchors: Anchors | None
 ) -> tuple[cst.Module, list[Generated]]:
     """mutmut's module and mutations of one file, with our operators in, each with mutmut's name for it."""
     from mutmut.mutation.file_mutation import create_mutations
     from mutmut.mutation.trampoline_templates import mangle_function_name
     from mutmut.utils.format_utils import get_mutant_name
 
-    with our_operators(packages, pattern, anchors):
+    with our_operators(packages, anchors):
         module, mutations, _, _ = create_mutations(file, source)
     numbering: dict[int, int] = {}
     out = []

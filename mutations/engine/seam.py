@@ -15,7 +15,6 @@ from importlib import metadata
 
 from warnonce_guard.common.errors import SeamMismatch
 from warnonce_guard.mutations.operators import Anchors, operators_for
-from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN
 from warnonce_guard.rule.target import PACKAGE
 
 PINNED_MUTMUT = "3.8.1"
@@ -85,9 +84,7 @@ def check_seam() -> None:
 
 
 @contextmanager
-def our_operators(
-    package: str | Sequence[str] = PACKAGE, pattern: str = DEFAULT_KERNEL_PATTERN, anchors: Anchors | None = None
-) -> Iterator[None]:
+def our_operators(package: str | Sequence[str] = PACKAGE, anchors: Anchors | None = None) -> Iterator[None]:
     """Within the block, mutmut makes only our mutants (stock operators off); restored on exit.
 
     Several packages (vLLM and a platform plugin) give one block of operators each, in that order.
@@ -98,7 +95,7 @@ def our_operators(
 
     packages = (package,) if isinstance(package, str) else tuple(package)
     stock = getattr(file_mutation, SEAM_ATTRIBUTE)
-    table = [pair for p in packages for pair in operators_for(p, pattern, anchors)]
+    table = [pair for p in packages for pair in operators_for(p, anchors)]
     setattr(file_mutation, SEAM_ATTRIBUTE, table)
     try:
         yield

@@ -22,7 +22,6 @@ from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, Phase
 from warnonce_guard.mutations.engine import layout, naming, session, state
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
-from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN
 from warnonce_guard.rule.sites import sites_in_source
 
 FILE = "vllm/platforms/interface.py"
@@ -168,7 +167,7 @@ def test_the_guards_find_the_sites_of_the_mutated_function_from_the_sessions_env
     sites = sites_in_source(source, FILE, "vllm.platforms.interface")
     session._environment(ws, "run1")
     session._site_functions(sites)  # what run_mutmut tells them once it read the sites
-    _, generated = naming.generate(FILE, source, ["vllm"], DEFAULT_KERNEL_PATTERN, anchors_of(sites))
+    _, generated = naming.generate(FILE, source, ["vllm"], anchors_of(sites))
 
     assert {g.qualname for g in generated} == {"Platform.import_kernels", "helper"}
     for mutant in generated:  # every mutant mutmut makes: its function's sites, by mutmut's names

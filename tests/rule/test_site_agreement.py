@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from warnonce_guard.mutations.identify import identify_file
 from warnonce_guard.mutations.operators import OPERATORS, apply_operator
-from warnonce_guard.rule.site_rule import DEFAULT_KERNEL_PATTERN
 from warnonce_guard.rule.sites import _SiteFinder, sites_in_source
 
 FILE = "vllm/platforms/gen.py"
@@ -109,7 +108,7 @@ variants = st.builds(
 def check_agreement(variant: Variant) -> None:
     source = variant.source()
     sites = sites_in_source(source, FILE, MODULE)
-    whole = _SiteFinder._whole(source, FILE, MODULE, "vllm", DEFAULT_KERNEL_PATTERN) if sites else []
+    whole = _SiteFinder._whole(source, FILE, MODULE, "vllm") if sites else []
     assert sites == sorted(whole, key=lambda s: (s.line, s.column)), source  # parsing regions = parsing the file
     mutable = {(s.line, s.column): s for s in sites if s.mutable}
     identities = identify_file(source, FILE, sites)
