@@ -198,5 +198,12 @@ def site_calls(try_node: cst.Try, package: str, current_package: str) -> list[Si
 
 
 def anchor(try_node: cst.Try) -> str:
-    """A digest of the `try` statement's source: how the operators recognise a try that discovery recorded."""
-    return hashlib.sha256(cst.Module([]).code_for_node(try_node).encode()).hexdigest()[:16]
+    """A digest of the `try` statement's source: how the operators recognise a try that discovery recorded.
+
+    It runs from the `try:` line to the last line of code: the comment and blank lines before and after are
+    left out, as libcst gives them to the try or to a neighbour depending on how much of the file it parsed.
+    """
+    lines = cst.Module([]).code_for_node(try_node).splitlines()
+    code = [i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")]
+    text = "\n".join(lines[code[0] : code[-1] + 1])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -61,6 +61,7 @@ CALLS = {
     ),
     "in-a-closure": 'def later():\n    logger.warning_once("x: %s", repr(e))',
     "other-name": 'logger.warning_once("x: %s", repr(other))',
+    "comment-after": 'logger.warning_once("x: %s", repr(e))\n# the handler ends here',
 }
 PLACES = ("method", "function", "branch", "nested-def", "module", "twice")
 HEAD = "import builtins\nimport importlib\n\nfrom vllm.logger import init_logger\n\nlogger = init_logger(__name__)\n"
@@ -134,6 +135,7 @@ def check_agreement(variant: Variant) -> None:
 @example(Variant("from-import", "import-error", "in-a-closure", "method"))
 @example(Variant("import", "import-error", "eager-repr", "nested-def"))
 @example(Variant("import", "import-error", "eager-repr", "module"))
+@example(Variant("import", "import-error", "comment-after", "method"))
 def test_discovery_operators_and_naming_agree(variant: Variant) -> None:
     check_agreement(variant)
 
