@@ -1,10 +1,10 @@
 """Site discovery: every kernel-import site of a target, found by parsing its source with libcst.
 
-What a site is, is `guards.site_rule`'s to say (a logger call passing NAME in the handler
+What a site is, is `rule.site_rule`'s to say (a logger call passing NAME in the handler
 `except ImportError as NAME:` of a `try:` that imports a kernel module); this module walks a file for
 them and records what the guards need: where each is, the `if` tests on the way to it, its message
 and arguments. `*_once` calls are cached (and guarded); plain `warning` & co. are listed as not cached.
-A site is `live` when the liveness policy (`guards.liveness`, shared with the audit) says an argument
+A site is `live` when the liveness policy (`rule.liveness`, shared with the audit) says an argument
 carries the exception itself, else `eager`. The frozen `Site` record is the vocabulary everything
 downstream speaks.
 """
@@ -23,7 +23,6 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from warnonce_guard.common.errors import SourceDoesNotParse
 from warnonce_guard.rule.site_rule import (
     ONCE_METHODS,
-    PLAIN_METHODS,
     anchor,
     is_live,
     kernel_import,
@@ -93,7 +92,7 @@ class Site:
     @property
     def current_package(self) -> str:
         """The package the site's module imports relative to (`from . import _C`)."""
-        return self.module if self.file.endswith("__init__.py") else self.module.rpartition(".")[0]
+        return current_package_of(self.file, self.module)
 
     @property
     def mutable(self) -> bool:
@@ -125,6 +124,11 @@ class Site:
 # ---- discovery ----------------------------------------------------------------------------------
 
 
+def current_package_of(file: str, module: str) -> str:
+    """The package a module imports relative to: itself for an `__init__.py`, else its parent."""
+    return module if file.endswith("__init__.py") else module.rpartition(".")[0]
+
+
 @dataclass
 class _Scope:
     names: tuple[str, ...] = ()
@@ -133,11 +137,11 @@ class _Scope:
 
 @dataclass(frozen=True)
 class _Region:
-    """Lines of a file worth a libcst parse: a function or method holding a candidate `try`."""
+    """Lines of a file worth a libcst parse: a statement of a module or class body that holds a site."""
 
-    start: int  # first line (its first decorator's), 1-based
+    start: int  # first line (a function's first decorator's), 1-based
     end: int  # last line
-    indented: bool  # a method: parsed inside a one-line wrapper, so its indentation stays as written
+    indented: bool  # in a class: parsed inside a one-line wrapper, so its indentation stays as written
     outer: tuple[str, ...]  # the classes around it
 
 
@@ -149,28 +153,27 @@ class _SiteFinder:
         self.module_node = wrapper.module
         self.positions = positions(wrapper)
         self.file, self.module, self.package = file, module, package
-        self.current_package = module if file.endswith("__init__.py") else module.rpartition(".")[0]
+        self.current_package = current_package_of(file, module)
         self.line_offset = line_offset  # the region's place in its file
         self.sites: list[Site] = []
 
     @classmethod
     def run(cls, source: str, file: str, module: str, package: str) -> list[Site]:
-        """Walk one file for sites, parsing only the functions that hold a candidate `try` (libcst is slow:
+        """Walk one file for sites, parsing only the statements that hold one (`_regions`; libcst is slow:
         a method of vLLM's cpu.py parses in a fraction of the time of the whole file). Sites come out the
-        same: branch conditions never cross a `def`, columns and whitespace are kept, lines are offset."""
-        regions = _regions(source)
-        if regions is None:
-            finder = cls(parse(source, file), file, module, package)
-            finder.walk(finder.module_node.body, _Scope())
-            return finder.sites
+        same: branch conditions never cross a `def` or `class`, columns and whitespace are kept, lines are
+        offset."""
         lines = source.splitlines(keepends=True)
+        regions = _regions(source, lines, package, current_package_of(file, module))
+        if regions is None:
+            return cls._whole(source, file, module, package)
         sites: list[Site] = []
         for region in regions:
             text = "".join(lines[region.start - 1 : region.end])
             try:
                 wrapper = MetadataWrapper(cst.parse_module(_WRAPPER + text if region.indented else text))
             except cst.ParserSyntaxError:
-                return [*sites, *cls._whole(source, file, module, package)]  # names the line, or parses
+                return cls._whole(source, file, module, package)  # which names the line
             offset = region.start - 1 - (1 if region.indented else 0)
             finder = cls(wrapper, file, module, package, offset)
             body = finder.module_node.body
@@ -341,9 +344,7 @@ def _error_line(source: str, err: cst.ParserSyntaxError) -> int:
 
 def sites_in_source(source: str, file: str, module: str, package: str = "vllm") -> list[Site]:
     """Every site in one file's source text."""
-    if not might_hold_site(source) or not _logs_a_caught_exception(source):
-        return []
-    return _SiteFinder.run(source, file, module, package)
+    return _SiteFinder.run(source, file, module, package) if might_hold_site(source) else []
 
 
 # Module names a file may import, found by two regexes that start with a literal (fast to scan for):
@@ -366,82 +367,54 @@ def might_hold_site(source: str) -> bool:
     return False
 
 
-def _ast_imported_names(statements: list[ast.stmt]) -> Iterator[str]:
-    for node in (n for stmt in statements for n in ast.walk(stmt)):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            yield node.module or ""
-            yield from (alias.name for alias in node.names)
-        elif (
-            isinstance(node, ast.Call)
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            yield node.args[0].value  # importlib.import_module("...") and look-alikes: a superset is fine
+def _tries(stmt: ast.stmt | ast.excepthandler | ast.match_case) -> Iterator[ast.Try]:
+    """The `try` statements in `stmt`, outermost first (only statement bodies are searched: a try is a statement)."""
+    if isinstance(stmt, ast.Try):
+        yield stmt
+    for block in ("body", "handlers", "orelse", "finalbody", "cases"):
+        for child in getattr(stmt, block, ()):
+            yield from _tries(child)
 
 
-def _is_candidate(node: ast.AST) -> bool:
-    """A `try` that imports a kernel-looking module, with a handler `except ... as NAME` that passes NAME to a
-    logger method in any argument: a superset of what the site rule accepts, found with the stdlib parser."""
-    if not isinstance(node, ast.Try) or not any(
-        names_a_kernel(name) for name in _ast_imported_names(node.body)
-    ):
-        return False
-    methods = ONCE_METHODS | PLAIN_METHODS
-    return any(
-        handler.name
-        and isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and call.func.attr in methods
-        and any(
-            isinstance(n, ast.Name) and n.id == handler.name
-            for a in [*call.args, *(k.value for k in call.keywords)]
-            for n in ast.walk(a)
-        )
-        for handler in node.handlers
-        for stmt in handler.body
-        for call in ast.walk(stmt)
-    )
+def _holds_site(stmt: ast.stmt, lines: list[str], package: str, current_package: str) -> bool:
+    """Whether the site rule accepts a `try` in `stmt`. The stdlib parser (far faster than libcst) finds the
+    tries; each whose text might hold a site is parsed alone with libcst and asked `site_calls`. A try libcst
+    cannot parse counts: the parse of its region says where."""
+    for node in _tries(stmt):
+        text = "".join(lines[node.lineno - 1 : node.end_lineno])
+        if not might_hold_site(text):
+            continue
+        indented = node.col_offset > 0
+        try:
+            module = cst.parse_module(_WRAPPER + text if indented else text)
+        except cst.ParserSyntaxError:
+            return True
+        try_node = module.body[0].body.body[0] if indented else module.body[0]  # type: ignore[attr-defined]
+        if site_calls(try_node, package, current_package):
+            return True
+    return False
 
 
-def _logs_a_caught_exception(source: str) -> bool:
-    """A second, structural prefilter with the stdlib parser (far faster than libcst): some candidate `try`
-    (`_is_candidate`). A file `ast` cannot parse goes on to libcst, which reports where."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return True
-    return any(_is_candidate(node) for node in ast.walk(tree))
-
-
-def _regions(source: str) -> list[_Region] | None:
-    """The functions and methods (of classes, nested or not) that hold a candidate `try`, in source order;
-    None when the whole file must be parsed (it does not parse with `ast`, or a candidate sits outside
-    any function)."""
+def _regions(source: str, lines: list[str], package: str, current_package: str) -> list[_Region] | None:
+    """The statements of the module's and its classes' bodies (a function, a method, a `try` or `if` at module
+    level) that hold a site, in source order; None when `ast` cannot parse the file (libcst then says where)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    found: dict[int, _Region] = {}
+    found: list[_Region] = []
 
-    def visit(node: ast.AST, outer: tuple[str, ...]) -> bool:
-        """False when a candidate is found outside any function."""
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ClassDef):
-                if not visit(child, (*outer, child.name)):
-                    return False
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if any(_is_candidate(n) for n in ast.walk(child)):
-                    start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
-                    end = child.end_lineno or child.lineno
-                    found[start] = _Region(start, end, child.col_offset > 0, outer)
-            elif _is_candidate(child) or not visit(child, outer):
-                return False
-        return True
+    def visit(body: list[ast.stmt], outer: tuple[str, ...]) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.ClassDef):
+                visit(stmt.body, (*outer, stmt.name))
+            elif _holds_site(stmt, lines, package, current_package):
+                decorated = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+                start = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)]) if decorated else stmt.lineno
+                found.append(_Region(start, stmt.end_lineno or stmt.lineno, stmt.col_offset > 0, outer))
 
-    return sorted(found.values(), key=lambda r: r.start) if visit(tree, ()) else None
+    visit(tree.body, ())
+    return found
 
 
 def _renumbered(sites: list[Site]) -> list[Site]:
@@ -465,13 +438,13 @@ def module_name(relative: Path) -> str:
 def discover(root: Path, package: str = "vllm") -> list[Site]:
     """Every site under `root/package`, sorted by file and line.
 
-    Cheap prefilters pick the few files worth a libcst parse, and only their functions that hold a
-    candidate `try` are parsed: on vLLM, a few hundredths of a second each, so no worker processes.
+    A text test picks the few files worth a closer look, and only their statements that hold a site are
+    parsed with libcst: on vLLM, a few hundredths of a second each, so no worker processes.
     """
     found: list[Site] = []
     for path in files_to_read(sorted((root / package).rglob("*.py"))):
         source = read_source(path)
-        if might_hold_site(source) and _logs_a_caught_exception(source):
+        if might_hold_site(source):
             relative = path.relative_to(root)
             found += _SiteFinder.run(source, relative.as_posix(), module_name(relative), package)
     return sorted(found, key=lambda s: (s.file, s.line))

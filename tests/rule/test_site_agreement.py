@@ -63,7 +63,7 @@ CALLS = {
     "other-name": 'logger.warning_once("x: %s", repr(other))',
     "comment-after": 'logger.warning_once("x: %s", repr(e))\n# the handler ends here',
 }
-PLACES = ("method", "function", "branch", "nested-def", "module", "twice")
+PLACES = ("method", "function", "branch", "nested-def", "module", "module-branch", "twice")
 HEAD = "import builtins\nimport importlib\n\nfrom vllm.logger import init_logger\n\nlogger = init_logger(__name__)\n"
 
 
@@ -84,6 +84,8 @@ class Variant:
         head = HEAD
         if self.place == "module":
             return head + "\n" + block
+        if self.place == "module-branch":
+            return head + "\n# kernels with AVX2\nif has_avx2():\n" + textwrap.indent(block, "    ")
         if self.place == "function":
             return head + "\n\ndef import_kernels():\n" + textwrap.indent(block, "    ")
         if self.place == "nested-def":
@@ -135,6 +137,7 @@ def check_agreement(variant: Variant) -> None:
 @example(Variant("from-import", "import-error", "in-a-closure", "method"))
 @example(Variant("import", "import-error", "eager-repr", "nested-def"))
 @example(Variant("import", "import-error", "eager-repr", "module"))
+@example(Variant("import", "import-error", "eager-repr", "module-branch"))
 @example(Variant("import", "import-error", "comment-after", "method"))
 def test_discovery_operators_and_naming_agree(variant: Variant) -> None:
     check_agreement(variant)

@@ -275,6 +275,33 @@ def test_module_level_site_is_qualified_as_module() -> None:
     assert site.class_name is None
 
 
+def test_sites_outside_functions_keep_their_branch_and_class_and_lines() -> None:
+    source = """\
+        import vllm
+
+        # kernels with AVX2, where the CPU has it
+        if HAS_AVX2:
+            try:
+                import vllm._C_AVX2
+            except ImportError as e:
+                logger.warning("no avx2: %r", e)
+
+
+        class Platform:
+            try:
+                import vllm._C
+            except ImportError as e:
+                logger.warning_once("no kernels: %s", repr(e))
+        """
+
+    found = find(source)
+
+    assert [(s.qualname, s.line, s.import_line, [(c.expr, c.want) for c in s.conditions]) for s in found] == [
+        ("<module>", 8, 6, [("HAS_AVX2", True)]),
+        ("Platform", 15, 13, []),
+    ]
+
+
 # ---- logging methods and forms ----------------------------------------------------------------------------
 
 
