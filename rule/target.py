@@ -162,4 +162,4 @@ def read_source(path: Path) -> str:
         ) from None
     if bad_coding is not None:
         raise SourceDoesNotParse(f"{path}: {bad_coding}; fix the file or point at another tree")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
