@@ -17,7 +17,6 @@ class GuardFailure(AssertionError):
 
 class LeakDetected(GuardFailure):
     def __init__(self, site: Site, found: list[Finding]):
-        self.site, self.findings = site, found
         self.detectors = tuple(f.detector for f in found)
         lines = [f"{site.id} (line {site.line}, {site.log_method}, {site.form}): {len(found)} detector(s) fired"]
         lines += [f"  - {finding}" for finding in found]
@@ -28,7 +27,6 @@ class SiteUnreached(GuardFailure):
     kind = RecordKind.UNREACHED
 
     def __init__(self, site: Site, reason: str):
-        self.site, self.reason = site, reason
         super().__init__(f"{site.id} (line {site.line}) unreached: {reason}")
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from warnonce_guard.common.errors import ExitCode
-from warnonce_guard.guards.detectors import DETECTORS
+from warnonce_guard.guards.detectors import DETECTORS, example_leak
 from warnonce_guard.mutations.operators import describe_operators
 from warnonce_guard.rule.liveness import EXAMPLES
 from warnonce_guard.strict.contract import KINDS
@@ -28,8 +28,13 @@ def operators_block() -> str:
 
 
 def detectors_block() -> str:
-    rows = [f"| {d.name} | {d.description} | {', '.join(f'`{f}`' for f in d.reads)} |" for d in DETECTORS]
-    return "\n".join(["| detector | fires when | reads |", "|---|---|---|", *rows])
+    rows = []
+    for d in DETECTORS:
+        found = d(example_leak(d))
+        assert found is not None, f"{d.name}: its example leak must make it fire"
+        rows.append(f"| {d.name} | {d.description} | {', '.join(f'`{f}`' for f in d.reads)} | `{found.evidence}` |")
+    head = "| detector | fires when | reads | its evidence, on its example leak |"
+    return "\n".join([head, "|---|---|---|---|", *rows])
 
 
 def liveness_block() -> str:

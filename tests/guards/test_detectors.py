@@ -6,19 +6,12 @@ from dataclasses import fields, replace
 
 import pytest
 from warnonce_guard.guards import detectors
-from warnonce_guard.guards.detectors import (
-    DETECTORS,
-    OBSERVATION_FIELDS,
-    Detector,
-    Finding,
-    clean_observation,
-    example_leak,
-    findings,
-)
+from warnonce_guard.guards.detectors import DETECTORS, Detector, Finding, clean_observation, example_leak, findings
 from warnonce_guard.guards.observe import Observation
 
 TEXT = clean_observation().expected_message
 IDS = [d.name for d in DETECTORS]
+BY_NAME = {d.name: d for d in DETECTORS}
 
 
 def leaking() -> Observation:
@@ -47,7 +40,7 @@ def test_each_detector_fires_on_its_example_leak_and_is_quiet_on_a_clean_run(det
 
 @pytest.mark.parametrize("detector", DETECTORS, ids=IDS)
 def test_each_detector_reads_and_leaks_only_observation_fields(detector: Detector) -> None:
-    assert set(detector.reads) <= OBSERVATION_FIELDS and set(detector.leak) <= set(detector.reads)
+    assert set(detector.reads) <= {f.name for f in fields(Observation)} and set(detector.leak) <= set(detector.reads)
     assert detector.description and detector.name == detector.name.lower()
 
 
@@ -67,7 +60,7 @@ def test_a_leaking_observation_is_reported_by_every_detector_it_trips_in_order()
 
 
 def test_exception_retained_names_counts_and_holders() -> None:
-    assert detectors.exception_retained(leaking()) == Finding(
+    assert BY_NAME[detectors.EXCEPTION_RETAINED](leaking()) == Finding(
         detectors.EXCEPTION_RETAINED,
         "2 of 2 ImportError instances still alive after gc.collect(); "
         "held by tuple <- _lru_cache_wrapper vllm.logger._print_warning_once",
@@ -75,14 +68,14 @@ def test_exception_retained_names_counts_and_holders() -> None:
 
 
 def test_exception_retained_without_a_known_holder_still_fires() -> None:
-    found = detectors.exception_retained(replace(clean_observation(), exceptions_alive=1))
+    found = BY_NAME[detectors.EXCEPTION_RETAINED](replace(clean_observation(), exceptions_alive=1))
 
     assert found is not None
     assert found.evidence == "1 of 2 ImportError instances still alive after gc.collect()"
 
 
 def test_owner_pinned_names_counts_and_the_referrer_chain() -> None:
-    found = detectors.owner_pinned(leaking())
+    found = BY_NAME[detectors.OWNER_PINNED](leaking())
 
     assert found is not None
     assert found.evidence.startswith("2 of 2 LLM stand-ins still alive after del + gc.collect()")
@@ -90,7 +83,7 @@ def test_owner_pinned_names_counts_and_the_referrer_chain() -> None:
 
 
 def test_warning_repeated_names_the_count_and_the_text() -> None:
-    found = detectors.warning_repeated(replace(clean_observation(), emitted=[TEXT, TEXT]))
+    found = BY_NAME[detectors.WARNING_REPEATED](replace(clean_observation(), emitted=[TEXT, TEXT]))
 
     assert found is not None
     assert found.evidence == f"emitted 2 times over 2 calls: {TEXT!r}"
@@ -99,14 +92,14 @@ def test_warning_repeated_names_the_count_and_the_text() -> None:
 def test_message_changed_names_both_texts() -> None:
     got = "Failed to import from vllm._C: No module named 'vllm._C'"
 
-    found = detectors.message_changed(replace(clean_observation(), emitted=[got]))
+    found = BY_NAME[detectors.MESSAGE_CHANGED](replace(clean_observation(), emitted=[got]))
 
     assert found is not None
     assert repr(TEXT) in found.evidence and repr(got) in found.evidence
 
 
 def test_message_changed_fires_when_nothing_was_emitted() -> None:
-    found = detectors.message_changed(replace(clean_observation(), emitted=[]))
+    found = BY_NAME[detectors.MESSAGE_CHANGED](replace(clean_observation(), emitted=[]))
 
     assert found is not None
     assert found.evidence == "no log record emitted over 2 calls (expected one)"
@@ -116,8 +109,8 @@ def test_message_without_a_known_text_must_contain_the_fragment() -> None:
     unknown = replace(clean_observation(), expected_message=None)
     fragment = unknown.expected_fragment
 
-    assert detectors.message_changed(replace(unknown, emitted=[f"kernels: {fragment}"])) is None
-    found = detectors.message_changed(replace(unknown, emitted=["kernels: missing"]))
+    assert BY_NAME[detectors.MESSAGE_CHANGED](replace(unknown, emitted=[f"kernels: {fragment}"])) is None
+    found = BY_NAME[detectors.MESSAGE_CHANGED](replace(unknown, emitted=["kernels: missing"]))
     assert found is not None and repr(fragment) in found.evidence
 
 
@@ -127,4 +120,4 @@ def test_finding_reads_as_detector_and_evidence() -> None:
 
 def test_observation_is_reached_only_when_the_site_logged() -> None:
     assert clean_observation().reached
-    assert not replace(clean_observation(), log_calls=[]).reached
+    assert not replace(clean_observation(), log_calls=0).reached
