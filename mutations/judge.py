@@ -45,9 +45,6 @@ from warnonce_guard.mutations.records import (
 )
 from warnonce_guard.rule.sites import Site
 
-# A worker ended by one of these was stopped from outside (Ctrl-C, kill, hang-up): not a verdict.
-INTERRUPTED_CODES = engine_attempts.STOPPED_CODES
-
 
 @dataclass(frozen=True)
 class Judgement:

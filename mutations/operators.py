@@ -1,7 +1,7 @@
 """Mutation operators that put the warning_once leak back, only at kernel-import sites.
 
 Each operator has mutmut's shape: a function of one libcst node yielding replacement nodes. All anchor
-on `libcst.Try` and change only the `*_once` calls the site rule (`guards.site_rule.site_calls`) says
+on `libcst.Try` and change only the `*_once` calls the site rule (`rule.site_rule.site_calls`) says
 belong to that try; each yielded node is the whole Try with exactly one such call changed. In a
 mutation run they are bound to the anchors of the discovered sites (`Anchors`: the digest of each
 site's try, with the package its module imports relative to), so they fire exactly where discovery
@@ -334,19 +334,6 @@ def describe_operators() -> list[tuple[str, str, str]]:
         before, after = _changed_line(example.before, example.after)
         rows.append((name, op.description, f"{before} -> {after}"))
     return rows
-
-
-def apply_operator(name: str, source: str, package: str = PACKAGE) -> list[str]:
-    """Every mutant one operator makes of a module: the full mutated source per yielded node, in source order."""
-    rewrite = OPERATORS[name].function
-    module = cst.parse_module(source)
-    mutants = []
-    for try_node in (node for node in walk(module) if isinstance(node, cst.Try)):
-        for mutated in mutate_try(rewrite, try_node, package):
-            replaced = module.deep_replace(try_node, mutated)
-            assert isinstance(replaced, cst.Module)
-            mutants.append(replaced.code)
-    return mutants
 
 
 def operator_of(

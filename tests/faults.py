@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toy import INTERFACE, make_tree
-from warnonce_guard.mutations.operators import OPERATORS, apply_operator
+from toy import INTERFACE, apply_operator, make_tree
+from warnonce_guard.mutations.operators import OPERATORS
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ("staging", "generation", "naming", "baseline", "mutants", "report")

@@ -164,9 +164,25 @@ def add_odd_files(tree: Path) -> dict[Path, str]:
     return {package / name: what for name, what in ODD_FILES.items()}
 
 
+def apply_operator(name: str, source: str) -> list[str]:
+    """Every mutant one operator makes of a module, unanchored: the mutated source per mutant, in source order."""
+    import libcst as cst
+    from warnonce_guard.mutations.operators import OPERATORS, mutate_try
+    from warnonce_guard.rule.site_rule import walk
+
+    module = cst.parse_module(source)
+    mutants = []
+    for try_node in (node for node in walk(module) if isinstance(node, cst.Try)):
+        for mutated in mutate_try(OPERATORS[name].function, try_node):
+            replaced = module.deep_replace(try_node, mutated)
+            assert isinstance(replaced, cst.Module)
+            mutants.append(replaced.code)
+    return mutants
+
+
 def fitting_operators(source: str) -> list[str]:
     """The operators (by name, sorted) that make a mutant of `source`: what a run of it must report."""
-    from warnonce_guard.mutations.operators import OPERATORS, apply_operator
+    from warnonce_guard.mutations.operators import OPERATORS
 
     return sorted(name for name in OPERATORS if apply_operator(name, source))
 

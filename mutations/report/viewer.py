@@ -38,8 +38,3 @@ def _checked(path: Path) -> Path:
 def find_viewer() -> Path:
     """The viewer bundle the HTML report inlines (checked against its recorded digest)."""
     return _checked(VIEWER_JS)
-
-
-def find_schema() -> Path:
-    """The Stryker mutation-testing report JSON schema (checked against its recorded digest)."""
-    return _checked(SCHEMA_JSON)

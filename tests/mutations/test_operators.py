@@ -6,9 +6,9 @@ import difflib
 
 import libcst as cst
 import pytest
+from toy import apply_operator
 from warnonce_guard.mutations.operators import (
     OPERATORS,
-    apply_operator,
     describe_operators,
     mutate_try,
     operator_of,

@@ -50,7 +50,7 @@ def test_every_report_file_is_utf8_with_the_byte_escaped(tmp_path: Path) -> None
 
     texts = {name: (out / name).read_bytes().decode("utf-8") for name in report.FILES}  # strict: no surrogate
     data = json.loads(texts["mutation.json"])
-    schema = json.loads(viewer.find_schema().read_text(encoding="utf-8"))
+    schema = json.loads(viewer.SCHEMA_JSON.read_text(encoding="utf-8"))
     assert list(jsonschema.Draft7Validator(schema).iter_errors(data)) == []
     assert data["projectRoot"] == data["config"]["target"] == f"source tree at {SHOWN}/vllm"
     assert f"(source tree at {SHOWN}/vllm)" in texts["summary.md"].splitlines()[0]

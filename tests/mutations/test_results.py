@@ -8,9 +8,10 @@ from dataclasses import replace
 import pytest
 from toy import INTERFACE
 from warnonce_guard.guards.sessions import GuardRecord, GuardSession, Phase, RecordKind
+from warnonce_guard.mutations.engine.attempts import STOPPED_CODES
 from warnonce_guard.mutations.engine.status import EXIT_CODE_STATUS
 from warnonce_guard.mutations.identify import NamedMutant
-from warnonce_guard.mutations.judge import INTERRUPTED_CODES, judge, retest, site_baselines, verdicts
+from warnonce_guard.mutations.judge import judge, retest, site_baselines, verdicts
 from warnonce_guard.mutations.records import (
     CRASHED,
     EXPOSED,
@@ -63,7 +64,7 @@ def test_an_exit_code_the_session_contradicts_is_not_a_verdict() -> None:
     assert judged.status is NOT_RUN and "says 1" in judged.reason
 
 
-@pytest.mark.parametrize("code", sorted(INTERRUPTED_CODES | {2}))
+@pytest.mark.parametrize("code", sorted(STOPPED_CODES | {2}))
 def test_a_run_stopped_from_outside_is_tested_again(code: int) -> None:
     assert judge(code, session(1, LEAK)).status is NOT_RUN
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from mutmut.mutation import data, file_mutation, trampoline
 from mutmut.mutation.file_mutation import Mutation
-from toy import mutmut_settings
+from toy import apply_operator, mutmut_settings
 from warnonce_guard.common.errors import SeamMismatch
 from warnonce_guard.mutations.engine import seam
 from warnonce_guard.mutations.engine.seam import ENGINE_NAMES, check_seam, our_operators
-from warnonce_guard.mutations.operators import OPERATORS, apply_operator, operator_of
+from warnonce_guard.mutations.operators import OPERATORS, operator_of
 from warnonce_guard.rule.sites import sites_in_source
 
 # Kernel-import sites per platform file in vLLM 0.33.0, all `"...: %s", repr(e)`: one mutant per site and

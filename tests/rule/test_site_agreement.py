@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from toy import apply_operator
 from warnonce_guard.mutations.identify import identify_file
-from warnonce_guard.mutations.operators import OPERATORS, apply_operator
+from warnonce_guard.mutations.operators import OPERATORS
 from warnonce_guard.rule.sites import _SiteFinder, sites_in_source
 
 FILE = "vllm/platforms/gen.py"
