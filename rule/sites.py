@@ -100,11 +100,6 @@ class Site:
         return self.cached and self.qualname != "<module>"
 
     @property
-    def class_name(self) -> str | None:
-        parts = self.qualname.split(".")
-        return parts[-2] if len(parts) > 1 else None
-
-    @property
     def function_name(self) -> str:
         return self.qualname.split(".")[-1]
 

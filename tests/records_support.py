@@ -118,7 +118,7 @@ def located(site: Site, text: str) -> Location:
 def verdict(site: Site, index: int, operator: str, status: str, **extra: object) -> MutantVerdict:
     original = "repr(e)" if site is CPU_SITE else "e"
     fields: dict[str, object] = {
-        "mutant_id": f"{site.module}.xǁ{site.class_name}ǁ{site.function_name}__mutmut_{index}",
+        "mutant_id": f"{site.module}.xǁ{site.qualname.replace('.', 'ǁ')}__mutmut_{index}",
         "site": site,
         "operator": operator,
         "status": status,
