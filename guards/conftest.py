@@ -126,7 +126,7 @@ _RECORDS = pytest.StashKey[list[GuardRecord]]()
 
 
 def guard_record(item: pytest.Item, phase: str, error: BaseException | None) -> GuardRecord:
-    """A guard's outcome in one phase as a typed record (`guards.records`)."""
+    """A guard's outcome in one phase as a typed record (`guards.sessions`)."""
     if error is None:
         return GuardRecord(item.nodeid, _site_of(item), phase, RecordKind.PASSED)
     kind = error.kind if isinstance(error, GuardFailure) else RecordKind.ERROR

@@ -3,7 +3,7 @@
 The guards' conftest writes it at the end of a session, atomically (a temporary file renamed into
 place), and only when the session finished (every guard ran: pytest's exit status 0 or 1). A session
 cut short by a signal, a crash or a kill writes nothing, so a verdict can never rest on a partial
-record. `mutations.results` reads these files back, validating each; one that does not validate is
+record. The mutation run (`mutations.run`) reads these files back, validating each; one that does not validate is
 treated as absent.
 
 Layout under the attribution directory (the workspace's `attribution/`):

@@ -1,7 +1,7 @@
 """Verdicts from what a mutation run left behind: a status per site at baseline and per mutant.
 
 Inputs, all typed: mutmut's exit code per mutant (`mutations.engine.state`), the finished guard
-sessions (`guards.records`) and the named mutants (`mutations.identify`). mutmut records no killed-by;
+sessions (`guards.sessions`) and the named mutants (`mutations.identify`). mutmut records no killed-by;
 the guard sessions are where it comes from.
 
 The rule a verdict must pass (one function, `judge`): a mutant is killed or survived only when mutmut's

@@ -3,7 +3,7 @@
 - Small `RunResult`s made inline, for the reports and the result store.
 - What the engine's session writes into a workspace (`FakeSession`): mutmut's `.meta` files, the
   generation manifest and the guards' session records, written in this process with mutmut's own names
-  for the mutants, so the verdict pipeline (`mutations.run`, `mutations.results`) is specified without
+  for the mutants, so the verdict pipeline (`mutations.run`, `mutations.judge`) is specified without
   running mutmut or pytest.
 """
 

@@ -1,7 +1,7 @@
 """mutmut's exit codes and what they mean, copied from `mutmut.stats.status_by_exit_code` (3.8.1).
 
 A test pins `EXIT_CODE_STATUS` and `DEFAULT_STATUS` to mutmut's own table, so a new mutmut that adds or
-changes a code fails loudly instead of being misread. `mutations.results` decides what each means for
+changes a code fails loudly instead of being misread. `mutations.judge` decides what each means for
 a verdict (with the guards' records); this module only names them.
 """
 

@@ -12,7 +12,7 @@ its `.meta`), `Registrar.wrap` decides per result, by the rule in `mutations.eng
 
 A mutant tested again keeps no exit code (mutmut's None) until then, so a run that ends first leaves it
 "not run" and the next run tests it. `again` lists those the session re-tests before it ends.
-A guard session that could not write its record (`guards.records.UNWRITTEN_STATUS`) stops the run: the
+A guard session that could not write its record (`guards.sessions.UNWRITTEN_STATUS`) stops the run: the
 attribution folder cannot be written, and no verdict may be taken without it.
 """
 
