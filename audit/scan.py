@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from warnonce_guard.common.errors import BadBaseline, ExitCode, NoPythonFiles, SourceDoesNotParse
-from warnonce_guard.rule.liveness import EXCEPTION, IGNORED_KEYWORDS, ONCE_METHODS, carries, classify, params
+from warnonce_guard.rule.liveness import EXCEPTION, IGNORED_KEYWORDS, ONCE_METHODS, argument_kind, carries, params
 
 PREFILTER = "_once("
 BASELINE_VERSION = 1
@@ -274,7 +274,7 @@ class _Scanner:
     def record(self, call: ast.Call, level: str, names: tuple[str, ...], live: frozenset[str]) -> None:
         qualname = ".".join(names) or "<module>"
         for text, value in call_arguments(call):
-            kind = classify(value, live)
+            kind = argument_kind(value, live)
             if kind is not None:
                 at = value if hasattr(value, "lineno") else call
                 self.raw.append(

@@ -20,7 +20,7 @@ MESSAGE_CHANGED = "message changed"
 
 
 @dataclass(frozen=True)
-class Finding:
+class Detection:
     detector: str
     evidence: str
 
@@ -38,9 +38,9 @@ class Detector:
     reads: tuple[str, ...]  # Observation fields the check reads
     leak: Mapping[str, Any]  # changes to `clean_observation()` that make it fire
 
-    def __call__(self, obs: Observation) -> Finding | None:
+    def __call__(self, obs: Observation) -> Detection | None:
         evidence = self.check(obs)
-        return Finding(self.name, evidence) if evidence is not None else None
+        return Detection(self.name, evidence) if evidence is not None else None
 
 
 def _held_by(holders: list[str]) -> str:
@@ -134,6 +134,6 @@ def example_leak(detector: Detector) -> Observation:
     return replace(clean_observation(), **detector.leak)
 
 
-def findings(obs: Observation) -> list[Finding]:
+def detections(obs: Observation) -> list[Detection]:
     """Every detector's finding for one observation, in registry order."""
     return [found for detector in DETECTORS if (found := detector(obs)) is not None]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from warnonce_guard.guards.detectors import Finding, findings
+from warnonce_guard.guards.detectors import Detection, detections
 from warnonce_guard.guards.drive import CannotDrive, drive
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.rule.sites import Site
@@ -16,7 +16,7 @@ class GuardFailure(AssertionError):
 
 
 class LeakDetected(GuardFailure):
-    def __init__(self, site: Site, found: list[Finding]):
+    def __init__(self, site: Site, found: list[Detection]):
         self.detectors = tuple(f.detector for f in found)
         lines = [f"{site.id} (line {site.line}, {site.log_method}, {site.form}): {len(found)} detector(s) fired"]
         lines += [f"  - {finding}" for finding in found]
@@ -43,6 +43,6 @@ def check_site(site: Site, package: str = "vllm") -> None:
             f"no logging call from {site.function_name} while importing {site.kernel_module} was blocked "
             f"({obs.exceptions_raised} blocked import(s); {steered}); the branch steering did not lead to the site",
         )
-    found = findings(obs)
+    found = detections(obs)
     if found:
         raise LeakDetected(site, found)

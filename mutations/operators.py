@@ -30,7 +30,7 @@ _STRINGIFIERS = frozenset({"repr", "str"})
 CallRewrite = Callable[[cst.Call, str], "cst.Call | None"]  # (site call, exception name) -> mutated call
 
 
-class Example(NamedTuple):
+class OperatorExample(NamedTuple):
     """A module source before and after one operator; `after` None means the operator must not fire."""
 
     before: str
@@ -40,7 +40,7 @@ class Example(NamedTuple):
 class Operator(NamedTuple):
     function: CallRewrite
     description: str
-    examples: tuple[Example, ...]
+    examples: tuple[OperatorExample, ...]
 
 
 # ---- where the operators may fire -----------------------------------------------------------------
@@ -275,43 +275,43 @@ OPERATORS: dict[str, Operator] = {
         eager_repr_revert,
         "Reverts the fix: the placeholder formatting repr(e) becomes %r and the exception itself is passed.",
         (
-            Example(_SIMPLE, _SIMPLE.replace(': %s", repr(e)', ': %r", e')),
-            Example(_MULTI_LINE, _MULTI_LINE.replace(': %s", repr(e)', ': %r", e')),
-            Example(_SIMPLE.replace("repr(e)", "str(e)"), None),
-            Example(_PLAIN_WARNING, None),
+            OperatorExample(_SIMPLE, _SIMPLE.replace(': %s", repr(e)', ': %r", e')),
+            OperatorExample(_MULTI_LINE, _MULTI_LINE.replace(': %s", repr(e)', ': %r", e')),
+            OperatorExample(_SIMPLE.replace("repr(e)", "str(e)"), None),
+            OperatorExample(_PLAIN_WARNING, None),
         ),
     ),
     "live-arg": Operator(
         live_arg,
         "Passes the live exception instead of its repr()/str(), keeping the placeholder.",
         (
-            Example(_SIMPLE, _SIMPLE.replace("repr(e)", "e")),
-            Example(_MULTI_LINE, _MULTI_LINE.replace("repr(e)", "e")),
-            Example(_SIMPLE.replace("repr(e)", "str(e)"), _SIMPLE.replace("repr(e)", "e")),
-            Example(_PLAIN_WARNING, None),
+            OperatorExample(_SIMPLE, _SIMPLE.replace("repr(e)", "e")),
+            OperatorExample(_MULTI_LINE, _MULTI_LINE.replace("repr(e)", "e")),
+            OperatorExample(_SIMPLE.replace("repr(e)", "str(e)"), _SIMPLE.replace("repr(e)", "e")),
+            OperatorExample(_PLAIN_WARNING, None),
         ),
     ),
     "once-dropped": Operator(
         once_dropped,
         "Calls the uncached method (warning_once -> warning): no retention, but the warning repeats.",
         (
-            Example(_SIMPLE, _SIMPLE.replace("warning_once", "warning")),
-            Example(_MULTI_LINE, _MULTI_LINE.replace("warning_once", "warning")),
-            Example(_SIMPLE.replace("warning_once", "info_once"), _SIMPLE.replace("warning_once", "info")),
-            Example(_PLAIN_WARNING, None),
+            OperatorExample(_SIMPLE, _SIMPLE.replace("warning_once", "warning")),
+            OperatorExample(_MULTI_LINE, _MULTI_LINE.replace("warning_once", "warning")),
+            OperatorExample(_SIMPLE.replace("warning_once", "info_once"), _SIMPLE.replace("warning_once", "info")),
+            OperatorExample(_PLAIN_WARNING, None),
         ),
     ),
     "fstring-revert": Operator(
         fstring_revert,
         "Undoes an f-string fix: the f-string becomes a %-format message and the exception is passed.",
         (
-            Example(_FSTRING, _FSTRING.replace('f"Failed to import {e!r}"', '"Failed to import %r", e')),
-            Example(
+            OperatorExample(_FSTRING, _FSTRING.replace('f"Failed to import {e!r}"', '"Failed to import %r", e')),
+            OperatorExample(
                 _FSTRING.replace("{e!r}", "{e} (100%)"),
                 _FSTRING.replace('f"Failed to import {e!r}"', '"Failed to import %s (100%%)", e'),
             ),
-            Example(_FSTRING.replace("{e!r}", "{e!r:>10}"), None),
-            Example(_SIMPLE, None),
+            OperatorExample(_FSTRING.replace("{e!r}", "{e!r:>10}"), None),
+            OperatorExample(_SIMPLE, None),
         ),
     ),
 }

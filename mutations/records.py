@@ -85,7 +85,7 @@ class MutantVerdict:
 
 
 @dataclass(frozen=True)
-class Operator:
+class OperatorInfo:
     name: str
     description: str
 
@@ -124,7 +124,7 @@ class RunResult:
     vllm_commit: str | None
     target: str  # where the target came from, e.g. "installed at /.../site-packages/vllm"
     sources: dict[str, str]  # file (as in Site.file) -> original source text
-    operators: list[Operator]
+    operators: list[OperatorInfo]
     baselines: list[SiteBaseline]
     mutants: list[MutantVerdict] = field(default_factory=list)
     duration_s: float = 0.0
@@ -193,7 +193,7 @@ class RunResult:
             )
             for m in data["mutants"]
         ]
-        operators = [Operator(**o) for o in data["operators"]]
+        operators = [OperatorInfo(**o) for o in data["operators"]]
         fields = {k: data[k] for k in ("vllm_version", "vllm_commit", "target", "sources", "duration_s")}
         runs = {k: RunInfo.from_json(data.get(k)) for k in ("run", "verdicts_from")}
         return cls(**fields, operators=operators, baselines=baselines, mutants=mutants, **runs)

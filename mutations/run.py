@@ -38,7 +38,7 @@ from warnonce_guard.mutations.engine import session as engine_session
 from warnonce_guard.mutations.engine.watch import Watch, stall_limit
 from warnonce_guard.mutations.identify import NamedMutant, read_identities, write_identities
 from warnonce_guard.mutations.operators import OPERATORS
-from warnonce_guard.mutations.records import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, Operator, RunInfo, RunResult
+from warnonce_guard.mutations.records import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, OperatorInfo, RunInfo, RunResult
 from warnonce_guard.mutations.report import atomic, print_table, provenance, write_report
 from warnonce_guard.mutations.report.printable import printable
 from warnonce_guard.mutations.report.viewer import find_viewer
@@ -226,7 +226,7 @@ def collect_result(
         vllm_commit=target.commit,
         target=f"{target.origin} at {target.package_dir}",
         sources={file: (ws.dir / file).read_text(encoding="utf-8") for file in files},
-        operators=[Operator(name, op.description) for name, op in OPERATORS.items()],
+        operators=[OperatorInfo(name, op.description) for name, op in OPERATORS.items()],
         baselines=site_baselines,
         mutants=results.verdicts(named, sites, site_baselines, codes, durations, sessions, ledger),
         duration_s=time.monotonic() - started,

@@ -1,8 +1,8 @@
 """One liveness policy: what an argument to a `*_once` call can keep alive in its lru_cache.
 
-Both site discovery (`guards.sites`: is a site `live` or `eager`?) and the audit (`guards.audit`: which
-arguments are findings, of which kind?) ask `classify`; neither decides on its own. The answer for one
-argument expression (an `ast.expr`), given the names that hold a live exception there:
+Both site discovery (`rule.sites`: is a site `live` or `eager`?) and the audit (`audit.scan`: which
+arguments are findings, of which kind?) ask `argument_kind`; neither decides on its own. The answer for
+one argument expression (an `ast.expr`), given the names that hold a live exception there:
 
 - None: provably an immutable primitive (str, int, float, bool, None, bytes, or a tuple of those):
   nothing can be kept alive through it.
@@ -64,31 +64,31 @@ _KINDS: tuple[tuple[type[ast.AST] | tuple[type[ast.AST], ...], str], ...] = (
 )
 
 
-class Example(NamedTuple):
+class LivenessExample(NamedTuple):
     """One row of the policy: an argument, with `e` bound to a live exception, and its kind (None: safe)."""
 
     argument: str
     kind: str | None
 
 
-EXAMPLES: tuple[Example, ...] = (
-    Example("repr(e)", None),
-    Example("str(e)", None),
-    Example('f"{e!r}"', None),
-    Example('"%s" % e', None),
-    Example('"{}".format(e)', None),
-    Example("type(e).__name__", None),
-    Example("e", EXCEPTION),
-    Example("e.__traceback__", EXCEPTION),
-    Example("(e, 1)", EXCEPTION),
-    Example("foo(e)", EXCEPTION),
-    Example("e.with_traceback(None)", EXCEPTION),
-    Example("e.__class__.__name__", EXCEPTION),
-    Example("e.args", "attribute"),
-    Example("e.name", "attribute"),
-    Example("e.args[0]", "subscript"),
-    Example("type(e)", "call"),
-    Example("x", "name"),
+EXAMPLES: tuple[LivenessExample, ...] = (
+    LivenessExample("repr(e)", None),
+    LivenessExample("str(e)", None),
+    LivenessExample('f"{e!r}"', None),
+    LivenessExample('"%s" % e', None),
+    LivenessExample('"{}".format(e)', None),
+    LivenessExample("type(e).__name__", None),
+    LivenessExample("e", EXCEPTION),
+    LivenessExample("e.__traceback__", EXCEPTION),
+    LivenessExample("(e, 1)", EXCEPTION),
+    LivenessExample("foo(e)", EXCEPTION),
+    LivenessExample("e.with_traceback(None)", EXCEPTION),
+    LivenessExample("e.__class__.__name__", EXCEPTION),
+    LivenessExample("e.args", "attribute"),
+    LivenessExample("e.name", "attribute"),
+    LivenessExample("e.args[0]", "subscript"),
+    LivenessExample("type(e)", "call"),
+    LivenessExample("x", "name"),
 )
 
 
@@ -162,7 +162,7 @@ def carries(node: ast.AST, live: frozenset[str] | set[str]) -> bool:
     return any(carries(child, live) for child in ast.iter_child_nodes(node))
 
 
-def classify(node: ast.expr, live: frozenset[str] | set[str] = frozenset()) -> str | None:
+def argument_kind(node: ast.expr, live: frozenset[str] | set[str] = frozenset()) -> str | None:
     """None for a safe argument, else its kind (`exception` first: see the module docstring)."""
     if is_safe(node):
         return None
@@ -171,6 +171,6 @@ def classify(node: ast.expr, live: frozenset[str] | set[str] = frozenset()) -> s
     return next((kind for types, kind in _KINDS if isinstance(node, types)), "expression")
 
 
-def classify_source(argument: str, live: frozenset[str] | set[str]) -> str | None:
-    """`classify` for an argument given as source text (as libcst renders it)."""
-    return classify(ast.parse(f"({argument})", mode="eval").body, live)
+def argument_kind_of_source(argument: str, live: frozenset[str] | set[str]) -> str | None:
+    """`argument_kind` for an argument given as source text (as libcst renders it)."""
+    return argument_kind(ast.parse(f"({argument})", mode="eval").body, live)

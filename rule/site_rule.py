@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 import libcst as cst
-from warnonce_guard.rule.liveness import EXCEPTION, IGNORED_KEYWORDS, ONCE_METHODS, classify_source
+from warnonce_guard.rule.liveness import EXCEPTION, IGNORED_KEYWORDS, ONCE_METHODS, argument_kind_of_source
 
 PLAIN_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -158,9 +158,8 @@ def passes(call: cst.Call, name: str) -> bool:
 
 def is_live(call: cst.Call, name: str) -> bool:
     """The liveness policy: an argument carries the exception `name` itself into the call."""
-    return any(
-        classify_source(cst.Module([]).code_for_node(arg.value), {name}) == EXCEPTION for arg in checked_arguments(call)
-    )
+    render = cst.Module([]).code_for_node
+    return any(argument_kind_of_source(render(arg.value), {name}) == EXCEPTION for arg in checked_arguments(call))
 
 
 def _site_handlers(try_node: cst.Try, package: str, current_package: str) -> list[tuple[cst.ExceptHandler, str]]:

@@ -179,7 +179,7 @@ class _SiteFinder:
 
     @classmethod
     def _whole(cls, source: str, file: str, module: str, package: str) -> list[Site]:
-        finder = cls(parse(source, file), file, module, package)
+        finder = cls(_parsed_file(source, file), file, module, package)
         finder.walk(finder.module_node.body, _Scope())
         return finder.sites
 
@@ -318,7 +318,7 @@ def positions(wrapper: MetadataWrapper) -> Mapping[cst.CSTNode, CodeRange]:
         return wrapper.resolve(PositionProvider)
 
 
-def parse(source: str, file: str) -> MetadataWrapper:
+def _parsed_file(source: str, file: str) -> MetadataWrapper:
     """Parse one file, turning a syntax error into `SourceDoesNotParse` naming file and line."""
     try:
         return MetadataWrapper(cst.parse_module(source))

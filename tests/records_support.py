@@ -31,7 +31,7 @@ from warnonce_guard.mutations.records import (
     UNREACHED,
     Location,
     MutantVerdict,
-    Operator,
+    OperatorInfo,
     RunInfo,
     RunResult,
     SiteBaseline,
@@ -70,9 +70,9 @@ class CudaPlatform:
 """,
 }
 OPERATORS = [
-    Operator("eager-repr-revert", "Pass the exception itself instead of repr(e)"),
-    Operator("format-drop", "Drop the %-format so the message is built late"),
-    Operator("once-to-plain", "Call the plain logger method instead of the cached one"),
+    OperatorInfo("eager-repr-revert", "Pass the exception itself instead of repr(e)"),
+    OperatorInfo("format-drop", "Drop the %-format so the message is built late"),
+    OperatorInfo("once-to-plain", "Call the plain logger method instead of the cached one"),
 ]
 OPS = [op.name for op in OPERATORS]
 

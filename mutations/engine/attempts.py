@@ -78,7 +78,7 @@ def describe(code: int) -> str:
     return f"exit code {code}"
 
 
-def parse(data: Any) -> dict[str, tuple[int, ...]]:
+def _ledger_from(data: Any) -> dict[str, tuple[int, ...]]:
     """Validate an attempts document: per mutant name, a non-empty list of abnormal exit codes."""
     if not isinstance(data, dict) or data.get("version") != VERSION or set(data) != {"version", "mutants"}:
         raise BadRecord("not an attempts ledger")
@@ -103,7 +103,7 @@ def read(path: Path) -> dict[str, tuple[int, ...]]:
         raise BadRecord("not UTF-8 text") from None
     except json.JSONDecodeError as err:
         raise BadRecord(f"not valid JSON: {err.msg}") from None
-    return parse(data)
+    return _ledger_from(data)
 
 
 def write(path: Path, ledger: Mapping[str, tuple[int, ...]]) -> None:

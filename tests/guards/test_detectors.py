@@ -6,7 +6,7 @@ from dataclasses import fields, replace
 
 import pytest
 from warnonce_guard.guards import detectors
-from warnonce_guard.guards.detectors import DETECTORS, Detector, Finding, clean_observation, example_leak, findings
+from warnonce_guard.guards.detectors import DETECTORS, Detection, Detector, clean_observation, detections, example_leak
 from warnonce_guard.guards.observe import Observation
 
 TEXT = clean_observation().expected_message
@@ -27,7 +27,7 @@ def leaking() -> Observation:
 
 
 def test_clean_observation_has_no_finding() -> None:
-    assert findings(clean_observation()) == []
+    assert detections(clean_observation()) == []
 
 
 @pytest.mark.parametrize("detector", DETECTORS, ids=IDS)
@@ -35,7 +35,7 @@ def test_each_detector_fires_on_its_example_leak_and_is_quiet_on_a_clean_run(det
     found = detector(example_leak(detector))
     assert found is not None and found.detector == detector.name and found.evidence
     assert detector(clean_observation()) is None
-    assert [f.detector for f in findings(example_leak(detector))] == [detector.name]  # its leak alone trips it
+    assert [f.detector for f in detections(example_leak(detector))] == [detector.name]  # its leak alone trips it
 
 
 @pytest.mark.parametrize("detector", DETECTORS, ids=IDS)
@@ -52,7 +52,7 @@ def test_detector_names_are_distinct_and_every_observation_field_is_filled_or_re
 
 
 def test_a_leaking_observation_is_reported_by_every_detector_it_trips_in_order() -> None:
-    assert [f.detector for f in findings(leaking())] == [
+    assert [f.detector for f in detections(leaking())] == [
         detectors.EXCEPTION_RETAINED,
         detectors.OWNER_PINNED,
         detectors.WARNING_REPEATED,
@@ -60,7 +60,7 @@ def test_a_leaking_observation_is_reported_by_every_detector_it_trips_in_order()
 
 
 def test_exception_retained_names_counts_and_holders() -> None:
-    assert BY_NAME[detectors.EXCEPTION_RETAINED](leaking()) == Finding(
+    assert BY_NAME[detectors.EXCEPTION_RETAINED](leaking()) == Detection(
         detectors.EXCEPTION_RETAINED,
         "2 of 2 ImportError instances still alive after gc.collect(); "
         "held by tuple <- _lru_cache_wrapper vllm.logger._print_warning_once",
@@ -115,7 +115,7 @@ def test_message_without_a_known_text_must_contain_the_fragment() -> None:
 
 
 def test_finding_reads_as_detector_and_evidence() -> None:
-    assert str(Finding(detectors.OWNER_PINNED, "2 of 2")) == "owner pinned: 2 of 2"
+    assert str(Detection(detectors.OWNER_PINNED, "2 of 2")) == "owner pinned: 2 of 2"
 
 
 def test_observation_is_reached_only_when_the_site_logged() -> None:

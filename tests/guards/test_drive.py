@@ -107,7 +107,7 @@ def test_eager_site_is_reached_and_clean(toy: Toy) -> None:
     assert (obs.exceptions_alive, obs.owners_alive) == (0, 0)
     assert len(obs.emitted) == 1
     assert obs.emitted[0] == obs.expected_message
-    assert detectors.findings(obs) == []
+    assert detectors.detections(obs) == []
 
 
 def test_eager_site_passes_its_guard(toy: Toy) -> None:
@@ -190,7 +190,7 @@ def test_every_eager_form_passes_its_guard_with_the_message_it_renders(toy: Toy,
     obs = drive(site, package=package)
 
     assert obs.expected_message is not None and obs.emitted == [obs.expected_message]
-    assert detectors.findings(obs) == []
+    assert detectors.detections(obs) == []
 
 
 # ---- steering and reachability ----------------------------------------------------------------------
@@ -205,7 +205,7 @@ def test_branches_are_steered_both_ways_to_reach_each_site(toy: Toy, kernel: str
 
     assert len(obs.emitted) == 1
     assert obs.emitted[0].startswith(text)
-    assert detectors.findings(obs) == []
+    assert detectors.detections(obs) == []
     assert obs.steered == {"Platform.has_avx2()": 2}  # evaluated once per call, both calls
 
 
@@ -272,7 +272,7 @@ def test_module_level_kernel_import_is_stubbed_and_the_stub_removed(toy: Toy) ->
 
     obs = drive(site, package=package)
 
-    assert detectors.findings(obs) == []
+    assert detectors.detections(obs) == []
     assert f"{package}._moe_C" not in sys.modules
 
 
