@@ -59,7 +59,8 @@ def installed() -> Target:
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise TargetNotFound(
-            "vLLM is not installed in this environment; run `nox -s guards` (it installs one) or pass --vllm-src PATH"
+            "vLLM is not installed in this environment; install it beside warnonce-guard (pip install vllm) "
+            "or pass --vllm-src PATH (a vLLM source tree or checkout)"
         )
     package_dir = Path(next(iter(spec.submodule_search_locations)))
     return Target(package_dir.parent, "installed", *_version_info(package_dir))

@@ -36,6 +36,19 @@ def fake_vllm(file: str | None) -> types.ModuleType:
     return module
 
 
+def test_no_installed_vllm_says_what_an_installed_user_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside this checkout there is no noxfile: the line names pip and --vllm-src, never a nox session."""
+    import importlib.util
+
+    from warnonce_guard.rule import target
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(errors.TargetNotFound) as caught:
+        target.installed()
+    assert "pip install vllm" in str(caught.value) and "--vllm-src" in str(caught.value)
+    assert "nox" not in str(caught.value)
+
+
 def test_missing_path_is_target_not_found(tmp_path: Path) -> None:
     with pytest.raises(errors.TargetNotFound, match="no such directory"):
         source_tree(tmp_path / "nowhere")
