@@ -1,8 +1,13 @@
-"""What a mutation run says while it works: its phases, with counts and elapsed seconds.
+"""What a run says while it works, and text any console or file can take.
 
-On a terminal, a rich progress bar follows the phase in hand; anywhere else (a CI log), each phase is one
-plain line when it ends, `warnonce-guard: [ 12.3s] mutants tested: 18 of 18`, with no carriage returns
-and no spinner frames. mutmut's own output goes to the workspace's log, never here.
+On a terminal, a rich progress bar follows the phase in hand, its lines printed above it; anywhere else (a
+CI log), only the lines, each whole, with no carriage returns and no spinner frames. A mutation run stamps
+each line (`warnonce-guard: [ 12.3s] mutants tested: 18 of 18`); the history prints its release lines as they
+are. mutmut's own output goes to the workspace's log, never here.
+
+`printable`: a path byte that is not UTF-8 is shown as `\\xff`, never written raw. Python decodes such a byte
+of a path (`--vllm-src /src/tree\\xff`, a file under it) to a lone surrogate (`os.fsdecode`); UTF-8 output
+refuses it (a traceback at the very end of a run), and XML has no way to write it.
 """
 
 from __future__ import annotations
@@ -13,20 +18,44 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from warnonce_guard.mutations.report.printable import printable
+
+
+def printable(text: str) -> str:
+    """`text` with each surrogate escaped: an undecodable path byte as `\\xNN` (as `os.fsencode` would give the
+    byte back), any other lone surrogate as `\\udNNN`; text without one is returned as it is."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that no undecodable byte made
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def printable_json(value: Any) -> Any:
+    """A JSON value (dicts, lists, strings, ...) with every string `printable`, keys included."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable_json(k): printable_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(printable_json(v) for v in value)
+    return value
 
 
 class RunProgress:
-    """Phases of one run: `done(line)` for a finished phase, `track(what, total)` and `advance(n)` for counting."""
+    """Phases of one run: `say(line)` for what happened, `track(what, total)`, `describe(what)` and
+    `advance_to(done)` for counting, `end(line)` when the counted phase is over."""
 
-    def __init__(self, console: Console, started: float | None = None) -> None:
+    def __init__(self, console: Console, started: float | None = None, stamped: bool = True) -> None:
         self.console = console
         self.started = time.monotonic() if started is None else started
+        self.stamped = stamped  # each line starts `warnonce-guard: [elapsed]`
         self.live = console.is_terminal
         self._bar: Progress | None = None
         self._task: Any = None
-        self._what = ""
-        self._total = 0
         self._done = -1
 
     def __enter__(self) -> RunProgress:
@@ -53,16 +82,21 @@ class RunProgress:
         """One line of what happened (a phase that ended, something discarded), above any bar."""
         # soft_wrap: a log line is never broken at the console width (a long work-directory path stays whole)
         # printable: a path's undecodable byte as \xNN (a console with strict UTF-8 output would refuse it)
-        said = printable(f"warnonce-guard: {self.elapsed()} {line}")
-        self.console.print(said, markup=False, highlight=False, soft_wrap=True)
+        said = f"warnonce-guard: {self.elapsed()} {line}" if self.stamped else line
+        self.console.print(printable(said), markup=False, highlight=False, soft_wrap=True)
 
     def track(self, what: str, total: int) -> None:
         """Start counting `what` up to `total` (a bar on a terminal; nothing more in a log until it ends)."""
-        self._what, self._total, self._done = what, total, -1
+        self._done = -1
         if self._bar is not None:
             if self._task is not None:
                 self._bar.remove_task(self._task)
             self._task = self._bar.add_task(what, total=total)
+
+    def describe(self, what: str) -> None:
+        """What the bar says is under way now (e.g. a release and its stage)."""
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, description=what)
 
     def advance_to(self, done: int) -> None:
         if done == self._done:

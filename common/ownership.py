@@ -1,9 +1,9 @@
-"""Own only what you create: marker files, and the checks that refuse a path before any work is done.
+"""Own only what you create: the checks that refuse a path before any work is done.
 
 `warnonce-guard mutate` writes into two places a user names: `--out` (the report directory, replaced
 whole) and `--work-dir` (staged copies, mutmut's state, old runs pruned). Each directory it creates
-gets a marker file saying so. It replaces or deletes only a directory that carries its marker (or is
-missing, or is empty); anything else is refused with one line, before the run starts:
+gets a marker file saying so (`common.files`). It replaces or deletes only a directory that carries
+its marker (or is missing, or is empty); anything else is refused with one line, before the run starts:
 
 - `--out`: an existing file; a non-empty directory without the report marker; a target package
   (`vllm/`, a plugin's), a directory inside it or above it; the target's root (a checkout) or above
@@ -16,54 +16,13 @@ missing, or is empty); anything else is refused with one line, before the run st
 from __future__ import annotations
 
 import codecs
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 from warnonce_guard.common.errors import PathRefused, PathUnusable
-
-MARKER = ".warnonce-guard"
-TOOL = "warnonce-guard"
-
-
-class Kind(StrEnum):
-    """What a marked directory is."""
-
-    REPORT = "report"  # an --out directory
-    WORK_ROOT = "work-root"  # a --work-dir directory
-    WORKSPACE = "workspace"  # one run's directory inside a work root (pruned when old)
-    HISTORY = "history"  # a `history --work-dir` directory (downloads, release trees, kept verdicts)
-
-
-def mark(directory: Path, kind: Kind) -> None:
-    """Write the marker that says `directory` is ours (as `kind`)."""
-    (directory / MARKER).write_text(json.dumps({"tool": TOOL, "kind": kind.value}) + "\n", encoding="utf-8")
-
-
-def marked(directory: Path, kind: Kind) -> bool:
-    """Whether `directory` carries our marker for `kind` (a directory, not a symlink to one)."""
-    if directory.is_symlink() or not directory.is_dir():
-        return False
-    try:
-        data = json.loads((directory / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("tool") == TOOL and data.get("kind") == kind.value
-
-
-def unfinished(directory: Path) -> bool:
-    """A directory holding nothing but, at most, a marker cut short: a run killed between making the directory
-    and writing its marker. It holds nothing of anyone's, so it may be reused or removed."""
-    if directory.is_symlink() or not directory.is_dir():
-        return False
-    try:
-        entries = [child.name for child in directory.iterdir()]
-        return entries == [] or (entries == [MARKER] and (directory / MARKER).stat().st_size == 0)
-    except OSError:
-        return False
+from warnonce_guard.common.files import MARKER, Kind, marked, unfinished
 
 
 @dataclass(frozen=True)

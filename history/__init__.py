@@ -7,7 +7,7 @@ the work directory, verifies it against the index's sha256 and extracts its `vll
 runs discovery on that tree, `core.run_guards` runs the guards against it in a fresh interpreter,
 `classify` turns both into a `ReleaseVerdict`, `cache` keeps verdicts by release and tool fingerprint,
 and `render` writes the JSON and the Markdown table. `core` is the only module that touches discovery
-and the guards (their command line and record format); the work directory is claimed as a mutation
-run's is (`mutations.ownership`, `mutations.workspace.WorkRoot`), and errors are rows of the one
-exit-code table (`guards.errors`).
+and the guards (their command line and record format); the work directory is checked and claimed as a
+mutation run's is (`common.ownership`, `common.locks`), and errors are rows of the one exit-code table
+(`common.errors`).
 """

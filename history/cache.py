@@ -1,42 +1,22 @@
 """Verdicts kept per release and tool fingerprint, so an unchanged rerun fetches and re-checks nothing.
 
 `<work dir>/results/<fingerprint>/<version>.json` holds a finished verdict and the sha256 of every file the
-index listed for the release when it was checked. The fingerprint covers everything that can change a
-verdict: this tool's code, the Python version and every distribution installed in the guard environment
-(so adding a module to the environment re-checks a release it kept from a verdict).
+index listed for the release when it was checked. The fingerprint (`common.fingerprint`) covers everything that
+can change a verdict: this tool's code, the Python version and every distribution installed in the guard
+environment (so adding a module to the environment re-checks a release it kept from a verdict).
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
 import json
-import platform
 from dataclasses import replace
 from pathlib import Path
 
 from warnonce_guard.common.files import write_atomic
-from warnonce_guard.history.core import TOOL_DIRS
 from warnonce_guard.history.index import Release
 from warnonce_guard.history.records import ReleaseVerdict
 
 SCHEMA = "warnonce-guard/history-cache/1"
-
-
-def environment() -> list[str]:
-    """The Python version and every installed distribution (`name==version`), sorted."""
-    dists = {f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions() if d.metadata["Name"]}
-    return [f"python=={platform.python_version()}", *sorted(dists, key=str.lower)]
-
-
-def tool_fingerprint(folders: tuple[Path, ...] = TOOL_DIRS) -> str:
-    """A hash of this tool's code (guards/ and mutations/, wherever installed) and of `environment()`."""
-    digest = hashlib.sha256()
-    for folder in folders:
-        for path in sorted(folder.rglob("*.py")):
-            digest.update(path.relative_to(folder.parent).as_posix().encode() + b"\0" + path.read_bytes())
-    digest.update("\n".join(environment()).encode())
-    return digest.hexdigest()[:16]
 
 
 def _hashes(release: Release) -> list[str]:

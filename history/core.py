@@ -4,8 +4,7 @@ When the core changes, re-point what is here and nothing else:
 - `discover_sites(tree)`: discovery (`guards.sites.discover`) turned into `SiteInfo` records;
 - `run_guards(tree, log)`: the guards against a tree in a fresh interpreter (`warnonce-guard guards`, dying
   with the sweep), read back from the finished guard session they record (`guards.records`), as for a
-  mutation run's baseline;
-- `TOOL_DIRS`: the code whose change invalidates kept verdicts (the mutation run's, `mutations.stage`).
+  mutation run's baseline.
 """
 
 from __future__ import annotations
@@ -15,23 +14,21 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import ExitCode, GuardError
+from warnonce_guard.common.files import scratch
 from warnonce_guard.common.processes import child_environment
 from warnonce_guard.guards.sessions import GuardRecord, RecordKind, baseline_sessions
 from warnonce_guard.history.records import GuardRun, Outcome, SiteInfo, SiteOutcome
-from warnonce_guard.mutations.stage import TOOL_DIRS
 from warnonce_guard.rule.sites import discover
 
-__all__ = ["ATTRIBUTION_PREFIX", "TOOL_DIRS", "TreeNotUsable", "discover_sites", "run_guards"]
+__all__ = ["TreeNotUsable", "discover_sites", "run_guards"]
 
 GUARD_TIMEOUT_S = 900.0
 RUN_ID = "history"
-ATTRIBUTION_PREFIX = ".attribution-"  # a guard run's records, in a temporary folder beside its log
 _MISSING_MODULE = re.compile(r"no module named '([^']+)'", re.IGNORECASE)
 _OUTCOME = {
     RecordKind.PASSED: Outcome.PASSED,
@@ -70,13 +67,13 @@ def run_guards(tree: Path, log: Path, timeout: float = GUARD_TIMEOUT_S) -> Guard
     """`warnonce-guard guards --vllm-src TREE` in a subprocess (its output to `log`), one outcome per site."""
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix=ATTRIBUTION_PREFIX, dir=log.parent) as attribution:
+    with scratch(log.parent / "attribution") as attribution:  # a guard run's records, beside its log
         env = {name: value for name, value in os.environ.items() if name != _MUTMUTS_VARIABLE}
         # Recorded as runs on unmutated code: the mutant's name is read from a variable never set (so it is ""),
         # and "" is a baseline value; whatever else the caller's environment says of the guards goes.
         protocol.tell_guards(
             env,
-            attribution=attribution,
+            attribution=str(attribution),
             run_id=RUN_ID,
             mutant_variable=protocol.HISTORY_MUTANT,
             baseline_phases=("",),
@@ -100,7 +97,7 @@ def run_guards(tree: Path, log: Path, timeout: float = GUARD_TIMEOUT_S) -> Guard
             except subprocess.TimeoutExpired:
                 error = f"the guards timed out after {timeout:.0f} s (log: {log})"
                 return GuardRun(-1, (), error, time.monotonic() - started, timed_out=True)
-        records = [r for s in baseline_sessions(Path(attribution), RUN_ID) for r in s.records if r.site]
+        records = [r for s in baseline_sessions(attribution, RUN_ID) for r in s.records if r.site]
     outcomes = _merge([_outcome(record) for record in records])
     error = None if outcomes else _run_error(log, done.returncode)
     stopped = done.returncode in _STOPPED or -done.returncode in _STOPPING_SIGNALS

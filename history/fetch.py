@@ -4,24 +4,23 @@ Layout under the work directory (nothing is ever written to site-packages):
 
     downloads/<file>          archives as the index serves them, renamed into place only once verified
     trees/<version>/vllm/     the release's `vllm/` package: Python sources and data, no compiled modules
-    trees/<version>/.warnonce-history.json   which archive (name, sha256) the tree came from, and a digest of
-                                             its files: a tree edited since (by hand, by a tool) is extracted again,
-                                             and so is one whose marker is damaged (one note says so); a tree
-                                             without the marker is someone else's and never replaced
+    trees/<version>/.warnonce-guard   its marker (`common.files`, kind release-tree): which archive (name,
+                              sha256) the tree came from, and a digest of its files: a tree edited since (by hand,
+                              by a tool) is extracted again, and so is one whose marker is damaged (one note says
+                              so); a tree without the marker is someone else's and never replaced
 
 Only this tool writes under those names in its (marked) work directory: a directory where an archive goes is
 discarded with a note and the archive downloaded again.
 
-Downloads and extractions are written under temporary names (`guards.atomic.temporary`) and renamed into
-place, so a killed run leaves no half-written archive or tree under a real name, and two runs never share a
-temporary file; the next sweep removes what a killed one left (`run.remove_leftovers`).
+Downloads and extractions are written under temporary names (`common.files`) and renamed into place, so a
+killed run leaves no half-written archive or tree under a real name, and two runs never share a temporary file;
+the next sweep removes what a killed one left (`run.remove_leftovers`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.client
-import json
 import os
 import shutil
 import tarfile
@@ -34,11 +33,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from warnonce_guard.common.files import temporary
+from warnonce_guard.common.files import MARKER, Kind, mark, marker, replace_dir, temporary
 from warnonce_guard.history.index import Dist, Release
 from warnonce_guard.rule.target import PACKAGE
 
-MARKER = ".warnonce-history.json"
+LEGACY_MARKER = ".warnonce-history.json"  # a tree's marker before the one scheme: ours, and extracted again
 COMPILED = (".so", ".pyd", ".dll", ".dylib")  # the guards block kernel modules; their binaries are not needed
 CHUNK = 1 << 20
 TIMEOUT_S = 120.0
@@ -96,7 +95,7 @@ def fetch_dist(dist: Dist, downloads: Path, tree: Path) -> Fetched:
         downloaded = True
     if sha256_of(archive) != dist.sha256:  # verified again right before use
         raise FetchFailed(f"{archive} no longer matches the index's sha256; rerun to fetch it again")
-    damaged = _made_here(tree) and not _marker(tree).get("tree")
+    damaged = _made_here(tree) and not marker(tree, Kind.RELEASE_TREE).get("tree")
     extract(archive, dist, tree)
     if damaged:
         notes.append(f"discarded the kept tree {tree} (its {MARKER} is damaged); extracted again from {archive.name}")
@@ -114,7 +113,7 @@ def sha256_of(path: Path) -> str:
 def download(dist: Dist, archive: Path) -> None:
     """Stream `dist` into a temporary file beside `archive`, hashing as it comes; rename it in when it matches."""
     archive.parent.mkdir(parents=True, exist_ok=True)
-    partial = temporary(archive, "partial")
+    partial = temporary(archive)
     digest = hashlib.sha256()
     try:
         request = urllib.request.Request(dist.url, headers={"User-Agent": "warnonce-guard-history"})
@@ -133,16 +132,6 @@ def download(dist: Dist, archive: Path) -> None:
             partial.unlink()
 
 
-def _marker(tree: Path) -> dict[str, str]:
-    if not (tree / MARKER).is_file():  # never opened when it is not a file (a FIFO would block)
-        return {}
-    try:
-        found = json.loads((tree / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
 def tree_digest(tree: Path) -> str:
     """A hash of every file of the tree's `vllm/` package (names and contents; bytecode caches left out)."""
     digest = hashlib.sha256()
@@ -156,15 +145,14 @@ def tree_digest(tree: Path) -> str:
 
 
 def _made_here(tree: Path) -> bool:
-    """The tree carries this tool's marker file, readable or not (only extraction writes a file of that name)."""
-    marker = tree / MARKER
-    return marker.exists() or marker.is_symlink()
+    """The tree carries this tool's marker file, readable or not (only extraction writes one in trees/)."""
+    return any((tree / name).exists() or (tree / name).is_symlink() for name in (MARKER, LEGACY_MARKER))
 
 
 def _intact(tree: Path, sha256: str) -> bool:
     """The tree was extracted from the archive with this sha256 and holds exactly what was extracted."""
-    marker = _marker(tree)
-    return marker.get("sha256") == sha256 and marker.get("tree") == tree_digest(tree)
+    found = marker(tree, Kind.RELEASE_TREE)
+    return found.get("sha256") == sha256 and found.get("tree") == tree_digest(tree)
 
 
 def _members(archive: Path, kind: str) -> Iterator[tuple[PurePosixPath, BinaryIO]]:
@@ -190,44 +178,26 @@ def _wanted(path: PurePosixPath) -> bool:
 
 
 def extract(archive: Path, dist: Dist, tree: Path) -> None:
-    """Write the archive's `vllm/` files (no compiled modules) into `tree`, whole or not at all."""
+    """Write the archive's `vllm/` files (no compiled modules) into `tree`, whole or not at all; a tree already
+    there is replaced only when its marker shows this tool made it (a marker cut short or emptied still does)."""
+    if (tree.exists() or tree.is_symlink()) and not _made_here(tree):
+        raise FetchFailed(f"{tree} exists and was not made by warnonce-guard history; move it away")
     tree.parent.mkdir(parents=True, exist_ok=True)
-    building = temporary(tree, "partial")
     try:
-        count = 0
-        for path, fh in _members(archive, dist.kind):
-            if path.is_absolute() or not _wanted(path):
-                continue
-            destination = building.joinpath(*path.parts)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            with destination.open("wb") as out:
-                shutil.copyfileobj(fh, out)
-            count += 1
-        if not (building / PACKAGE / "__init__.py").is_file():
-            raise FetchFailed(f"{dist.filename} holds no {PACKAGE}/ package", retry=False)
-        marker = {"filename": dist.filename, "sha256": dist.sha256, "files": str(count), "tree": tree_digest(building)}
-        (building / MARKER).write_text(json.dumps(marker), encoding="utf-8")
-        _swap(building, tree, dist.sha256)
+        with replace_dir(tree, Kind.RELEASE_TREE) as building:
+            count = 0
+            for path, fh in _members(archive, dist.kind):
+                if path.is_absolute() or not _wanted(path):
+                    continue
+                destination = building.joinpath(*path.parts)
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                with destination.open("wb") as out:
+                    shutil.copyfileobj(fh, out)
+                count += 1
+            if not (building / PACKAGE / "__init__.py").is_file():
+                raise FetchFailed(f"{dist.filename} holds no {PACKAGE}/ package", retry=False)
+            fields = {"filename": dist.filename, "sha256": dist.sha256, "files": str(count)}
+            mark(building, Kind.RELEASE_TREE, **fields, tree=tree_digest(building))
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as err:
         # a verified archive that does not read stays so; a disk that is full or read-only may not
         raise FetchFailed(f"cannot extract {archive.name}: {err}", retry=isinstance(err, OSError)) from None
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
-
-
-def _swap(building: Path, tree: Path, sha256: str) -> None:
-    """Put the new tree in place. An intact tree from the same archive (another run's) is kept; any other is
-    replaced only when its marker shows this tool made it (a marker cut short or emptied still does)."""
-    if tree.exists():
-        if _intact(tree, sha256):
-            return
-        if not _made_here(tree):
-            raise FetchFailed(f"{tree} exists and was not made by warnonce-guard history; move it away")
-        aside = temporary(tree, "old")
-        os.replace(tree, aside)
-        shutil.rmtree(aside, ignore_errors=True)
-    try:
-        os.replace(building, tree)
-    except OSError:
-        if not _intact(tree, sha256):  # another run put a different tree there meanwhile
-            raise

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import platform
-import shutil
 import site
 import sysconfig
 import time
@@ -17,24 +16,22 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from warnonce_guard.common import ownership
-from warnonce_guard.common.errors import StagingFailed
-from warnonce_guard.common.files import is_temporary
+from warnonce_guard.common import files, locks, ownership
+from warnonce_guard.common.console import RunProgress
+from warnonce_guard.common.files import Kind, cannot_write
+from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
 from warnonce_guard.history import index as releases_index
-from warnonce_guard.history.cache import VerdictCache, tool_fingerprint
+from warnonce_guard.history.cache import VerdictCache
 from warnonce_guard.history.classify import classify, not_checked
-from warnonce_guard.history.core import ATTRIBUTION_PREFIX, run_guards
+from warnonce_guard.history.core import run_guards
 from warnonce_guard.history.fetch import Fetched, FetchFailed, fetch_release
 from warnonce_guard.history.records import DEFAULT_WORK_DIR, HistoryReport, ReleaseMeta, ReleaseVerdict, Verdict
 from warnonce_guard.history.render import check_outputs, write_outputs
 from warnonce_guard.history.survey import survey
-from warnonce_guard.mutations.workspace import WorkRoot
 
 
 @dataclass(frozen=True)
@@ -60,14 +57,14 @@ def site_packages() -> list[ownership.Protected]:
     ]
 
 
-def check_paths(work_dir: Path, out_dir: Path | None) -> tuple[WorkRoot, Path]:
+def check_paths(work_dir: Path, out_dir: Path | None) -> tuple[Path, Path]:
     """The work directory (new, empty or an earlier history work directory, never in site-packages or above the
     current directory) and where the tables go; `PathRefused`/`PathUnusable` before any work."""
     here = ownership.Protected("the current directory", Path.cwd(), inside_ok=True)
-    work = ownership.check_work_root(work_dir, [*site_packages(), here], ownership.Kind.HISTORY)
+    work = ownership.check_work_root(work_dir, [*site_packages(), here], Kind.HISTORY)
     out = Path(os.path.abspath(out_dir)) if out_dir else work
     check_outputs(out)
-    return WorkRoot(work, ownership.Kind.HISTORY), out
+    return work, out
 
 
 def remove_leftovers(work_dir: Path) -> list[Path]:
@@ -76,19 +73,7 @@ def remove_leftovers(work_dir: Path) -> list[Path]:
     results = work_dir / "results"
     folders = [work_dir, work_dir / "downloads", work_dir / "trees", work_dir / "logs"]
     folders += [path for path in results.iterdir() if path.is_dir()] if results.is_dir() else []
-    left = [
-        path
-        for folder in folders
-        if folder.is_dir()
-        for path in folder.iterdir()
-        if is_temporary(path.name) or (folder == work_dir / "logs" and path.name.startswith(ATTRIBUTION_PREFIX))
-    ]
-    for path in left:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
-    return left
+    return [path for folder in folders for path in files.sweep(folder)]
 
 
 def check_release(
@@ -98,11 +83,12 @@ def check_release(
     stage: Callable[[str], None],
     say: Callable[[str], None],
 ) -> ReleaseVerdict:
-    """Fetch, survey, guard and classify one release (the guards only when it has cached sites); `say` gets
-    one line for each thing of its own discarded from the work directory on the way (a damaged kept tree)."""
+    """Fetch, survey, guard and classify one release (the guards only when it has cached sites); `stage` gets
+    what is under way (for a progress bar), `say` one line for each thing of its own discarded from the work
+    directory on the way (a damaged kept tree)."""
     started = time.monotonic()
     meta = ReleaseMeta(release.version, release.date, release.yanked)
-    stage("fetching")
+    stage(f"{release.version}: fetching")
     try:
         fetched = fetch_release(release, work_dir)
     except FetchFailed as err:
@@ -110,11 +96,11 @@ def check_release(
     for note in fetched.notes:
         say(f"{release.version}: {note}")
     meta = replace(meta, source=fetched.dist.filename, fallback=fallback_note(fetched))
-    stage("discovery")
+    stage(f"{release.version}: discovery")
     found = survey(fetched.tree)
     guards = None
     if found.cached and not found.error:
-        stage(f"guards on {len(found.cached)} site(s)")
+        stage(f"{release.version}: guards on {len(found.cached)} site(s)")
         guards = run_guards(fetched.tree, work_dir / "logs" / f"{release.version}.log", timeout_s)
     verdict = classify(meta, found, guards, time.monotonic() - started)
     # checked from a wheel because the sdist's download failed: not kept, so the next sweep tries the sdist again
@@ -146,36 +132,6 @@ def _environment() -> str:
     return f"Python {platform.python_version()}, {torch}"
 
 
-class _Progress:
-    """A progress bar on a terminal; elsewhere (CI logs, files) only the finished lines."""
-
-    def __init__(self, console: Console, progress: Progress | None, total: int):
-        self.console, self.progress = console, progress
-        self.task = progress.add_task("", total=total) if progress else None
-
-    def stage(self, version: str, text: str) -> None:
-        if self.progress is not None and self.task is not None:
-            self.progress.update(self.task, description=f"{version}: {text}")
-
-    def say(self, line: str) -> None:
-        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
-
-    def done(self, line: str) -> None:
-        self.say(line)
-        if self.progress is not None and self.task is not None:
-            self.progress.advance(self.task)
-
-
-@contextmanager
-def _progress(console: Console, total: int) -> Iterator[_Progress]:
-    if not console.is_terminal:
-        yield _Progress(console, None, total)
-        return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        yield _Progress(console, bar, total)
-
-
 def run_history(options: Options, console: Console) -> HistoryReport:
     """Check every selected release (or reuse its kept verdict), then write history.json and history.md.
 
@@ -183,12 +139,11 @@ def run_history(options: Options, console: Console) -> HistoryReport:
     a time) from its creation to the tables.
     """
     started = time.monotonic()
-    root, out = check_paths(options.work_dir, options.out_dir)
+    work_dir, out = check_paths(options.work_dir, options.out_dir)
     listed = releases_index.fetch_index(options.index_url)
     selection = releases_index.select(listed, options.start, options.end, options.only, options.pre)
-    fingerprint = tool_fingerprint()
-    with root.claimed():
-        work_dir = root.dir
+    fingerprint = tool_fingerprint([f"python=={platform.python_version()}", *distributions()])
+    with locks.work_dir(work_dir, Kind.HISTORY):
         remove_leftovers(work_dir)
         cache = VerdictCache(work_dir, fingerprint)
         console.print(
@@ -222,10 +177,8 @@ def _writing(work_dir: Path) -> Iterator[None]:
     try:
         yield
     except OSError as err:
-        raise StagingFailed(
-            f"--work-dir {work_dir}: cannot write {err.filename or 'in it'} ({err.strerror or err}); finished "
-            "verdicts are kept: free space (or pass --work-dir on another disk) and rerun"
-        ) from None
+        fix = "finished verdicts are kept: free space (or pass --work-dir on another disk) and rerun"
+        raise cannot_write(err, f"--work-dir {work_dir}: cannot write in it", fix) from None
 
 
 def sweep(
@@ -234,21 +187,22 @@ def sweep(
     """Each release's kept verdict, or a new one (kept when finished); one line per release as it is done."""
     verdicts: list[ReleaseVerdict] = []
     checked = 0
-    with _progress(console, len(releases)) as progress:
-        for release in releases:
+    with RunProgress(console, stamped=False) as progress:
+        progress.track("", len(releases))
+        for done, release in enumerate(releases, 1):
             verdict = cache.get(release)
             if verdict is not None:
                 how = "cached"
             else:
                 with _writing(work_dir):
-                    stage = partial(progress.stage, release.version)
-                    verdict = check_release(release, work_dir, timeout_s, stage, progress.say)
+                    verdict = check_release(release, work_dir, timeout_s, progress.describe, progress.say)
                     cache.put(release, verdict)
                 checked += 1
                 how = f"{verdict.duration_s:.1f} s"
             verdicts.append(verdict)
             line = progress_line(verdict, how)
-            progress.done(line)
+            progress.say(line)
+            progress.advance_to(done)
             with _writing(work_dir), (work_dir / "history.log").open("a", encoding="utf-8") as log:
                 log.write(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}  {line}\n")
     return verdicts, checked

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import multiprocessing
 import os
@@ -15,8 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
-from warnonce_guard.common import ownership
-from warnonce_guard.common.console import RunProgress
+from warnonce_guard.common import locks, ownership
+from warnonce_guard.common.console import RunProgress, printable
 from warnonce_guard.common.errors import (
     BadRecord,
     EngineFailed,
@@ -27,7 +26,7 @@ from warnonce_guard.common.errors import (
     StagingFailed,
     TargetChanged,
 )
-from warnonce_guard.common.files import write_atomic
+from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS, cannot_write, write_atomic
 from warnonce_guard.common.processes import helpers_bound_to_run, stop_group
 from warnonce_guard.guards.sessions import baseline_sessions as read_baseline_sessions
 from warnonce_guard.guards.sessions import mutant_session_path, read_session, unwritable
@@ -39,18 +38,15 @@ from warnonce_guard.mutations.engine.watch import Watch, stall_limit
 from warnonce_guard.mutations.identify import NamedMutant, read_identities, write_identities
 from warnonce_guard.mutations.operators import OPERATORS
 from warnonce_guard.mutations.records import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, OperatorInfo, RunInfo, RunResult
-from warnonce_guard.mutations.report import atomic, print_table, provenance, write_report
-from warnonce_guard.mutations.report.printable import printable
+from warnonce_guard.mutations.report import print_table, provenance, write_report
 from warnonce_guard.mutations.report.viewer import find_viewer
-from warnonce_guard.mutations.workspace import PERMISSION_ERRORS, WorkRoot, Workspace, cannot_write
+from warnonce_guard.mutations.workspace import WorkRoot, Workspace
 from warnonce_guard.rule import target as targets
 from warnonce_guard.rule.platforms import platform_sites, resolve_platform
 from warnonce_guard.rule.sites import Site, discover
 
 SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
-# What a disk refuses a write with (only writes: reading the target never fails so): one line, not a traceback,
-# wherever the run writes in its work directory (staging says so itself; then repairing state, naming, verdicts)
-DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
 
 @dataclass(frozen=True)
 class Paths:
@@ -295,7 +291,7 @@ def mutate(
     packages, extra, find_sites = plan(target, platform)
     paths = check_paths(out_dir, work_dir, viewer_js, protected_paths(target, packages))
     # --out is this run's from here to the report's last rename: another run writing there is refused (11)
-    with paths.work_root.claimed() as root, atomic.claimed(paths.out), RunProgress(console, started) as progress:
+    with paths.work_root.claimed() as root, locks.out_dir(paths.out), RunProgress(console, started) as progress:
         ws = root.workspace(stage.fingerprint(target, packages, extra))
         try:
             result = _run(ws, root, target, packages, extra, find_sites, platform, progress, started, run)
@@ -309,12 +305,8 @@ def mutate(
         except OSError as err:
             if not _disk_refused_the_workspace(err, ws):
                 raise  # not the work directory's disk (stdout, /dev/shm) or not a disk's refusal: a traceback
-            if err.errno in PERMISSION_ERRORS:
-                raise cannot_write(err, f"cannot write in the work directory {ws.dir}") from None
-            raise StagingFailed(
-                f"cannot write in the work directory {ws.dir} ({err.strerror}); free space on its disk or pass "
-                "--work-dir elsewhere (finished verdicts are kept)"
-            ) from None
+            fix = "free space on its disk or pass --work-dir elsewhere (finished verdicts are kept)"
+            raise cannot_write(err, f"cannot write in the work directory {ws.dir}", fix) from None
         progress.say(f"report written to {paths.out}")
     print_table(result, console)
     said = printable(f"report: {paths.out}; mutmut's log: {ws.log_file}")
@@ -326,7 +318,8 @@ def mutate(
 
 
 def _disk_refused_the_workspace(err: OSError, ws: Workspace) -> bool:
-    """Whether `err` is the disk refusing a write of a file in the workspace (or the system: another user's)."""
+    """Whether `err` is the disk refusing a write of a file in the workspace (or the system: another user's); only
+    writes: reading the target never fails so (staging says so itself; then repairing state, naming, verdicts)."""
     if err.errno not in DISK_ERRORS | PERMISSION_ERRORS:
         return False
     names = [os.fsdecode(name) for name in (err.filename, err.filename2) if isinstance(name, (str, bytes))]

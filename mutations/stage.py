@@ -3,44 +3,38 @@
 What goes where is `mutations.workspace`'s business; this module copies, links and writes the run's
 settings. The pristine copy holds real copies (not links to the target: nothing the run does, or a
 damaged workspace, can reach the user's files through it) of everything but compiled modules and C/C++
-sources. A package's copy becomes visible only when complete: it is built in a `.partial` sibling,
-renamed into place, and then recorded in `staged.json` with a digest of its files' paths, sizes and
-modification times. A copy whose listing does not match (a run killed between the rename and the
-record, or files removed since) is discarded and made again.
+sources. A package's copy becomes visible only when complete: it is built in a temporary folder beside it
+(`common.files.scratch`), renamed into place, and then recorded in `staged.json` with a digest of its files'
+paths, sizes and modification times. A copy whose listing does not match (a run killed between the rename and
+the record, or files removed since) is discarded and made again.
 
-The fingerprint covers the target's files (path, size, mtime), this tool's own code and mutmut's
-version: mutmut caches verdicts by function source only, so a change of operators, guards or target
-gets a fresh workspace and stale verdicts are never reused.
+The fingerprint (`common.fingerprint`) covers the target's files (path, size, mtime), this tool's own code,
+the engine's settings and mutmut's version: mutmut caches verdicts by function source only, so a change of
+operators, guards or target gets a fresh workspace and stale verdicts are never reused.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import json
 import os
 import shutil
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from warnonce_guard import guards
 from warnonce_guard.common.errors import BadRecord
-from warnonce_guard.common.files import write_atomic
+from warnonce_guard.common.files import cannot_write, scratch, sweep, write_atomic
+from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
 from warnonce_guard.mutations.engine import config as engine_config
-from warnonce_guard.mutations.workspace import Workspace, cannot_write
+from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE, Target, files_to_read, unreadable
 
 GUARD_TEST_FILES = ("conftest.py", "test_kernel_import_sites.py")
 GUARDS_DIR = Path(guards.__file__).resolve().parent
-# This tool's code, every package of it (a change anywhere, the site rule's above all, can change a verdict).
-TOOL_PACKAGES = ("common", "rule", "guards", "audit", "strict", "mutations", "history", "cli")
-TOOL_DIRS = tuple(
-    Path(importlib.import_module(f"warnonce_guard.{name}").__file__ or "").resolve().parent for name in TOOL_PACKAGES
-)
 # What else can change a verdict besides the target and this tool: the engine, the guards' test runner,
 # the parser, and what the guards import.
 VERDICT_DISTRIBUTIONS = ("mutmut", "pytest", "libcst", "torch")
@@ -80,20 +74,11 @@ def _tree_signature(root: Path, pattern: str = "*.py") -> list[tuple[str, int, i
 
 
 def fingerprint(target: Target, packages: dict[str, Path], extra: str = "") -> str:
-    """A hash of everything that can change a verdict: target files, this tool's code, mutmut, settings."""
-    digest = hashlib.sha256()
-    digest.update(json.dumps([str(target.package_dir), target.version, target.commit, extra]).encode())
-    for name, folder in sorted(packages.items()):
-        digest.update(json.dumps([name, str(folder), _tree_signature(folder)]).encode())
-    for folder in TOOL_DIRS:
-        for path in sorted(folder.rglob("*.py")):
-            digest.update(path.read_bytes())
-    digest.update(engine_config.section().encode())
-    digest.update(sys.version.encode())
-    for distribution in VERDICT_DISTRIBUTIONS:
-        with contextlib.suppress(PackageNotFoundError):
-            digest.update(f"{distribution}=={version(distribution)}".encode())
-    return digest.hexdigest()[:16]
+    """The workspace's key: this tool's code, and everything else that can change a verdict (target files, the
+    engine's settings, Python, mutmut and the distributions the guards depend on, `extra` settings)."""
+    parts = [json.dumps([str(target.package_dir), target.version, target.commit, extra])]
+    parts += [json.dumps([name, str(folder), _tree_signature(folder)]) for name, folder in sorted(packages.items())]
+    return tool_fingerprint([*parts, engine_config.section(), sys.version, *distributions(VERDICT_DISTRIBUTIONS)])
 
 
 def listing_digest(folder: Path) -> str:
@@ -135,11 +120,11 @@ def _copy_pristine(ws: Workspace, name: str, source: Path) -> str | None:
         discarded = f"discarded {destination} (an incomplete or changed copy); it is made again"
         shutil.rmtree(destination)
         shutil.rmtree(ws.mutants / name, ignore_errors=True)
-    partial = destination.with_name(f".{destination.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    _copy_tree(source, partial)
-    digest = listing_digest(partial)
-    partial.rename(destination)
+    sweep(ws.dir, name)  # what a killed run's copy left
+    with scratch(destination) as building:
+        _copy_tree(source, building / name)
+        digest = listing_digest(building / name)
+        (building / name).rename(destination)
     write_atomic(ws.staged_manifest, json.dumps(_staged(ws) | {name: digest}, indent=1))
     return discarded
 

@@ -1,8 +1,8 @@
 """Where a mutation run keeps its state: a work root the user names, one workspace per fingerprint inside it.
 
     <work root>/                  --work-dir (default .warnonce-work), marked as ours
-        .warnonce-guard           the marker (mutations.ownership)
-        .warnonce-guard.lock      held by the one run using this root (filelock); a second run is refused
+        .warnonce-guard           the marker (common.files)
+        .warnonce-guard.lock      held by the one run using this root (common.locks); a second run is refused
         <fingerprint>/            one Workspace, marked; old ones are pruned, but only marked ones
             <package>/            pristine copy of a staged package (vllm, a plugin's), no compiled modules
             staged.json           manifest of the pristine copies: a copy is used only if it matches
@@ -25,32 +25,14 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-from warnonce_guard.common import ownership
-from warnonce_guard.common.errors import GuardError, PathUnusable, StagingFailed, WorkDirBusy
+from warnonce_guard.common import locks
+from warnonce_guard.common.files import Kind, cannot_write, mark, marked, remove_ours
 from warnonce_guard.common.notes import note
-
-LOCK_NAME = ".warnonce-guard.lock"
-# What the system refuses a user who may not write there (another user's files): the path's fault (exit 10),
-# where a full or read-only disk is the disk's (exit 12)
-PERMISSION_ERRORS = frozenset({errno.EACCES, errno.EPERM})
-
-
-def cannot_write(err: OSError, what: str) -> GuardError:
-    """The one line for the work directory refusing a write: `what` (e.g. "cannot create X"), why, and the fix."""
-    why = err.strerror or str(err)
-    if (file := err.filename2 or err.filename) is not None:
-        why = f"{why}: {os.fsdecode(file)}"
-    if err.errno in PERMISSION_ERRORS:
-        return PathUnusable(f"{what}: {why} (another user's files?); pass a --work-dir of your own")
-    return StagingFailed(f"{what}: {why}; pass --work-dir on a writable disk")
 
 
 @dataclass(frozen=True)
@@ -114,8 +96,8 @@ class Workspace:
         """Make the directory (marked as ours) if it is not there."""
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            if not ownership.marked(self.dir, ownership.Kind.WORKSPACE):
-                ownership.mark(self.dir, ownership.Kind.WORKSPACE)
+            if not marked(self.dir, Kind.WORKSPACE):
+                mark(self.dir, Kind.WORKSPACE)
         except OSError as err:
             raise cannot_write(err, f"cannot create {self.dir}") from None
 
@@ -125,34 +107,15 @@ class WorkRoot:
     """The `--work-dir` directory: checked by `ownership.check_work_root` before it is claimed."""
 
     dir: Path
-    kind: ownership.Kind = ownership.Kind.WORK_ROOT
 
     def workspace(self, fingerprint: str) -> Workspace:
         return Workspace(self.dir / fingerprint)
 
     @contextlib.contextmanager
     def claimed(self) -> Iterator[WorkRoot]:
-        """Create and mark the root, and hold its lock for the block; `WorkDirBusy` if another run holds it."""
-        try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            if not ownership.marked(self.dir, self.kind):
-                ownership.mark(self.dir, self.kind)
-        except OSError as err:
-            raise cannot_write(err, f"cannot create --work-dir {self.dir}") from None
-        lock = FileLock(self.dir / LOCK_NAME, timeout=0)
-        try:
-            lock.acquire()
-        except Timeout:
-            raise WorkDirBusy(
-                f"--work-dir {self.dir}: another warnonce-guard run is using it; wait for it to finish "
-                "or pass another --work-dir"
-            ) from None
-        except OSError as err:  # a lock file another user's run made
-            raise cannot_write(err, f"--work-dir {self.dir}: cannot take its lock {LOCK_NAME}") from None
-        try:
+        """Create and mark the root, and hold its lock for the block (`locks.work_dir`)."""
+        with locks.work_dir(self.dir):
             yield self
-        finally:
-            lock.release()
 
     def prune(self, current: Workspace, keep: int = 3) -> list[Path]:
         """Remove all but the `keep` most recently used workspaces (never `current`, never an unmarked directory);
@@ -162,41 +125,13 @@ class WorkRoot:
         ours = []
         for path in self.dir.iterdir():
             with contextlib.suppress(OSError):
-                if path != current.dir and ownership.marked(path, ownership.Kind.WORKSPACE):
+                if path != current.dir and marked(path, Kind.WORKSPACE):
                     ours.append((path.stat().st_mtime, path))
         stale = [path for _, path in sorted(ours, reverse=True)[max(0, keep - 1) :]]
         removed = []
         for path in stale:
-            if (why := remove_marked(path)) is None:
+            if (why := remove_ours(path)) is None:
                 removed.append(path)
             else:
                 note(f"kept the old workspace {path}: {why}; its owner may remove it")
         return removed
-
-
-def remove_marked(directory: Path) -> str | None:
-    """Delete a directory of ours, its marker last: a removal cut short leaves it marked, so it is finished later.
-
-    Returns why it could not be removed whole (another user's files in it), None once it is gone; what could be
-    removed is, and the marker stays while anything else does."""
-    failed: list[tuple[Path, OSError]] = []
-    try:
-        for child in directory.iterdir():
-            if child.name == ownership.MARKER:
-                continue
-            try:
-                if child.is_dir() and not child.is_symlink():
-                    shutil.rmtree(child)
-                else:
-                    child.unlink(missing_ok=True)
-            except OSError as err:
-                failed.append((child, err))
-        if not failed:
-            (directory / ownership.MARKER).unlink(missing_ok=True)
-            directory.rmdir()
-    except OSError as err:
-        failed.append((directory, err))
-    if not failed:
-        return None
-    where, err = failed[0]
-    return f"{err.strerror or err}: {where}"

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from warnonce_guard.common import ownership
+from warnonce_guard.common import locks, ownership
 from warnonce_guard.common.errors import ReportFailed
+from warnonce_guard.common.files import Kind, replace_dir
 from warnonce_guard.mutations.records import RunResult
-from warnonce_guard.mutations.report import atomic, html, junit, provenance, stryker, summary, viewer
+from warnonce_guard.mutations.report import html, junit, provenance, stryker, summary, viewer
 from warnonce_guard.mutations.report.printable import printable_result
 from warnonce_guard.mutations.report.terminal import print_table
 
@@ -27,7 +28,7 @@ def write_report(result: RunResult, out_dir: Path, viewer_js: Path | None = None
 
     `out_dir` must be missing, empty or an earlier report (its marker present): anything else is refused
     (`PathRefused`) and left as it was, with nothing written beside it. The check and the write hold
-    `out_dir`'s lock (`atomic.claimed`; a run holds it from its start): another writer is `WorkDirBusy`.
+    `out_dir`'s lock (`locks.out_dir`; a run holds it from its start): another writer is `WorkDirBusy`.
 
     `viewer_js` is mutation-testing-elements' `dist/mutation-test-elements.js`; by default the one this
     package ships (`report.viewer`). Nothing is written until every file has been rendered into a
@@ -38,9 +39,9 @@ def write_report(result: RunResult, out_dir: Path, viewer_js: Path | None = None
     result = printable_result(result)  # a path's undecodable byte as \xNN: UTF-8 and XML cannot hold it raw
     report = stryker.build(result)
     try:
-        with atomic.claimed(out_dir):
+        with locks.out_dir(out_dir):
             ownership.check_out_dir(out_dir, ())  # again under the lock, at the last moment: replace only ours
-            with atomic.replace_dir(out_dir) as building:
+            with replace_dir(out_dir, Kind.REPORT) as building:
                 text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
                 (building / "mutation.json").write_text(text, "utf-8")
                 page = html.render(report, bundle, provenance.headline(result), result.score_note)

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from warnonce_guard.common import ownership
+from warnonce_guard.common.files import Kind, marked
 from warnonce_guard.mutations.records import RunInfo, RunResult
 
 
@@ -53,7 +53,7 @@ def reuse_note(result: RunResult) -> str | None:
 def written_by(out: Path) -> tuple[str | None, str] | None:
     """The run id (None if unnamed) and a description of the run that wrote the report in `out`; None when
     `out` holds no report of this tool."""
-    if not ownership.marked(out, ownership.Kind.REPORT):
+    if not marked(out, Kind.REPORT):
         return None
     try:
         config = json.loads((out / "mutation.json").read_text(encoding="utf-8"))["config"]

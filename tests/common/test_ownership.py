@@ -7,15 +7,8 @@ from pathlib import Path
 
 import pytest
 from warnonce_guard.common.errors import PathRefused, PathUnusable
-from warnonce_guard.common.ownership import (
-    MARKER,
-    Kind,
-    Protected,
-    check_out_dir,
-    check_readable_file,
-    check_work_root,
-    mark,
-)
+from warnonce_guard.common.files import MARKER, Kind, mark
+from warnonce_guard.common.ownership import Protected, check_out_dir, check_readable_file, check_work_root
 
 
 @pytest.fixture
@@ -122,11 +115,6 @@ def test_viewer_js_must_be_a_readable_file(tmp_path: Path) -> None:
         check_readable_file(tmp_path / "missing.js", "--viewer-js")
     (tmp_path / "v.js").write_text("x")
     assert check_readable_file(tmp_path / "v.js", "--viewer-js") == tmp_path / "v.js"
-
-
-def test_the_marker_is_a_file_named_for_the_tool(tmp_path: Path) -> None:
-    mark(tmp_path, Kind.REPORT)
-    assert (tmp_path / MARKER).read_text().startswith('{"tool": "warnonce-guard"')
 
 
 @pytest.mark.parametrize("option", ["--out", "--work-dir"])

@@ -33,7 +33,7 @@ from faults import (
 from toy import CLI, make_tree
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import ExitCode
-from warnonce_guard.common.ownership import Kind, mark
+from warnonce_guard.common.files import Kind, mark
 
 
 @dataclass(frozen=True)

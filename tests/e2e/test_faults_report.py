@@ -31,7 +31,8 @@ from faults import (
     wait_until,
 )
 from warnonce_guard.common.errors import ExitCode
-from warnonce_guard.mutations.report import FILES, atomic
+from warnonce_guard.common.locks import out_lock
+from warnonce_guard.mutations.report import FILES
 
 pytestmark = pytest.mark.slow
 
@@ -83,7 +84,7 @@ def test_two_runs_with_their_own_work_directories_and_one_out_started_together(
     assert read_verdicts(out) == clean_run.verdicts
     assert sorted(p.name for p in out.iterdir()) == sorted([*FILES, ".warnonce-guard"])
     assert report_run(out)["id"] == session_run_id(works[winner])
-    assert beside(out) == [atomic.lock_path(out).name]
+    assert beside(out) == [out_lock(out).name]
     assert survivors(works[0]) == [] and survivors(works[1]) == []
 
     again = run(cli_args(untouched_user_tree, out, works[loser], small_viewer), cwd=tmp_path)

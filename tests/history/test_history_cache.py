@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import configparser
 import json
 from dataclasses import replace
 from pathlib import Path
 
-import layout
-import pytest
 from history_support import LEAKS, META
 from warnonce_guard.history import cache as caching
-from warnonce_guard.history.cache import VerdictCache, tool_fingerprint
+from warnonce_guard.history.cache import VerdictCache
 from warnonce_guard.history.index import Dist, Release
 from warnonce_guard.history.records import ReleaseVerdict, Verdict
-from warnonce_guard.mutations import stage
 
 DIST = Dist("vllm-9.9.9.tar.gz", "sdist", "file:///x", "ab" * 32, 10, "2026-01-02T10:00:00Z", None)
 RELEASE = Release("9.9.9", (DIST,))
@@ -62,39 +58,3 @@ def test_a_damaged_cache_file_is_a_miss_not_a_crash(tmp_path: Path) -> None:
     for damaged in ("[]", '"text"', "1", "null", json.dumps(good)):
         kept.path("9.9.9").write_text(damaged, encoding="utf-8")
         assert kept.get(RELEASE) is None, damaged
-
-
-@pytest.fixture
-def tool(tmp_path: Path) -> tuple[Path, ...]:
-    folders = (tmp_path / "guards", tmp_path / "mutations")
-    for folder in folders:
-        folder.mkdir()
-        (folder / "code.py").write_text("x = 1\n", encoding="utf-8")
-    return folders
-
-
-def test_the_fingerprint_covers_every_package_the_project_installs() -> None:
-    config = configparser.ConfigParser()
-    config.read(layout.ROOT / "setup.cfg")
-    installed = {line.split("=")[0].strip() for line in config["options"]["package_dir"].split("\n") if line.strip()}
-    assert {f"warnonce_guard.{name}" for name in stage.TOOL_PACKAGES} == installed
-
-
-def test_the_fingerprint_covers_the_installed_tool_code() -> None:
-    assert [folder.name for folder in caching.TOOL_DIRS] == list(stage.TOOL_PACKAGES)
-    assert all((folder / "__init__.py").is_file() for folder in caching.TOOL_DIRS)
-
-
-def test_the_fingerprint_changes_with_the_tool_code(tool: tuple[Path, ...]) -> None:
-    before = tool_fingerprint(tool)
-    assert tool_fingerprint(tool) == before
-    (tool[0] / "code.py").write_text("x = 2\n", encoding="utf-8")
-    assert tool_fingerprint(tool) != before
-
-
-def test_the_fingerprint_changes_with_the_guard_environment(
-    tool: tuple[Path, ...], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    before = tool_fingerprint(tool)
-    monkeypatch.setattr(caching, "environment", lambda: ["python==3.11.7", "cloudpickle==3.1.2"])
-    assert tool_fingerprint(tool) != before

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from history_support import release, sdist_bytes, served, tree_files, vllm_tree, wheel_bytes
-from warnonce_guard.history.fetch import MARKER, FetchFailed, fetch_release
+from warnonce_guard.common.files import MARKER
+from warnonce_guard.history.fetch import FetchFailed, fetch_release
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sysconfig
+import threading
 from pathlib import Path
 
 import pytest
@@ -20,14 +21,12 @@ from history_support import (
 )
 from rich.console import Console
 from warnonce_guard.cli.main import main
-from warnonce_guard.common import ownership
+from warnonce_guard.common import locks, ownership
 from warnonce_guard.common.errors import ExitCode, NoRelease, PathRefused, PathUnusable, WorkDirBusy
-from warnonce_guard.common.files import is_temporary, temporary
+from warnonce_guard.common.files import MARKER, Kind, mark, marked, temporary
 from warnonce_guard.history import run as sweep
-from warnonce_guard.history.fetch import MARKER
 from warnonce_guard.history.records import Verdict
 from warnonce_guard.history.run import Options, run_history
-from warnonce_guard.mutations.workspace import WorkRoot
 
 
 @pytest.fixture
@@ -159,16 +158,29 @@ def test_the_work_directory_is_marked_and_refused_when_it_holds_what_history_did
         run_history(options(tmp_path, work_dir=theirs), console())
     assert sorted(os.listdir(theirs)) == ["notes.txt"]
     run_history(options(tmp_path), console())
-    assert ownership.marked(tmp_path / "work", ownership.Kind.HISTORY)
+    assert marked(tmp_path / "work", Kind.HISTORY)
     # a mutation run's --work-dir is another kind: a history work directory is not one, and is refused
     with pytest.raises(PathRefused):
         ownership.check_work_root(tmp_path / "work", [])
 
 
 def test_a_second_sweep_on_the_same_work_directory_is_refused_while_the_first_holds_it(tmp_path: Path, index) -> None:
-    busy = WorkRoot(tmp_path / "work", ownership.Kind.HISTORY)
-    with busy.claimed(), pytest.raises(WorkDirBusy, match="another warnonce-guard run is using it"):
-        run_history(options(tmp_path), console())
+    holding, done = threading.Event(), threading.Event()
+
+    def first_sweep() -> None:  # holds the work directory as a sweep does, from its start to its tables
+        with locks.work_dir(tmp_path / "work", Kind.HISTORY):
+            holding.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=first_sweep)
+    holder.start()
+    assert holding.wait(10)
+    try:
+        with pytest.raises(WorkDirBusy, match="another warnonce-guard run is using it"):
+            run_history(options(tmp_path), console())
+    finally:
+        done.set()
+        holder.join()
     assert not (tmp_path / "out").exists()
 
 
@@ -184,26 +196,36 @@ def test_what_a_killed_sweep_left_half_written_is_removed_by_the_next_one(tmp_pa
     run_history(options(tmp_path), console())
     work = tmp_path / "work"
     (results,) = (work / "results").iterdir()
-    left = [
-        work / "downloads" / ".vllm-1.0.0.tar.gz.4242-0badcafe.partial",
-        work / "trees" / ".1.0.0.4242-0badcafe.partial" / "vllm" / "__init__.py",
-        work / "trees" / ".1.0.0.4242-0badcafe.old" / "vllm" / "__init__.py",
-        work / "logs" / ".attribution-k1ll3d" / "baseline" / "history-4242-0badcafe.json",
-        results / ".1.0.0.json.4242-0badcafe.partial",
-        work / ".history.md.4242-0badcafe.partial",
+    # what each writer leaves when killed: a file half-written, a directory marked from its start (a tree being
+    # extracted, the old tree moved aside in a swap, a guard run's records), or one not marked yet
+    files = [
+        temporary(work / "downloads" / "vllm-1.0.0.tar.gz"),
+        temporary(results / "1.0.0.json"),
+        temporary(work / "history.md"),
     ]
-    assert all(is_temporary(temporary(path.with_name("x.tar.gz"), "old").name) for path in left)  # the same names
-    for path in left:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    folders = {
+        temporary(work / "trees" / "1.0.0"): (Kind.RELEASE_TREE, "vllm/__init__.py"),
+        temporary(work / "trees" / "1.0.0", "old"): (Kind.SCRATCH, "1.0.0/vllm/__init__.py"),
+        temporary(work / "logs" / "attribution"): (Kind.SCRATCH, "baseline/history-4242-0badcafe.json"),
+        temporary(work / "trees" / "0.9.0"): (None, ""),
+    }
+    for path in files:
         path.write_text("half", encoding="utf-8")
-    kept = [work / "downloads" / "notes.txt", work / "trees" / ".hidden-by-the-user"]
+    for folder, (kind, inside) in folders.items():
+        folder.mkdir()
+        if kind is not None:
+            mark(folder, kind)
+            (folder / inside).parent.mkdir(parents=True, exist_ok=True)
+            (folder / inside).write_text("half", encoding="utf-8")
+    theirs = temporary(work / "trees" / "1.0.0")  # a name of ours, but no marker: not ours to remove
+    (theirs / "notes").mkdir(parents=True)
+    kept = [work / "downloads" / "notes.txt", work / "trees" / ".hidden-by-the-user", theirs / "notes" / "mine.txt"]
     for path in kept:
         path.write_text("mine", encoding="utf-8")
     run_history(options(tmp_path), console())
     hidden = {p.relative_to(work).as_posix() for p in work.rglob(".*")}
-    assert hidden == {".warnonce-guard", ".warnonce-guard.lock", "trees/.hidden-by-the-user"} | {
-        f"trees/{v}/.warnonce-history.json" for v in ("0.9.0", "1.0.0")
-    }
+    markers = {".warnonce-guard", *(f"trees/{v}/.warnonce-guard" for v in ("0.9.0", "1.0.0"))}
+    assert hidden == markers | {".warnonce-guard.lock", "trees/.hidden-by-the-user", f"trees/{theirs.name}"}
     assert all(path.read_text(encoding="utf-8") == "mine" for path in kept)
 
 
@@ -269,10 +291,20 @@ def test_a_full_disk_in_the_work_directory_is_one_line_and_its_exit_code_not_a_t
     monkeypatch.setattr(cache, "write_atomic", full)
     assert main(["history", "--work-dir", "w", "--out", "o"]) == ExitCode.STAGING_FAILED
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith(f"warnonce-guard: error: --work-dir {tmp_path / 'w'}: cannot write {tmp_path}") and (
-        "No space left on device" in line
-    ), line
+    where = f"--work-dir {tmp_path / 'w'}: cannot write in it: No space left on device: {tmp_path / 'w'}"
+    assert line.startswith(f"warnonce-guard: error: {where}") and line.endswith("and rerun"), line
     assert not (tmp_path / "o").exists()
+
+
+def test_a_distribution_added_to_the_guard_environment_rechecks_a_kept_release(
+    tmp_path: Path, index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = run_history(options(tmp_path, only=("0.9.0",)), console())
+    assert run_history(options(tmp_path, only=("0.9.0",)), console()).from_cache == 1
+    installed = sweep.distributions()
+    monkeypatch.setattr(sweep, "distributions", lambda: [*installed, "cloudpickle==3.1.2"])
+    again = run_history(options(tmp_path, only=("0.9.0",)), console())
+    assert (again.from_cache, again.checked) == (0, 1) and again.fingerprint != first.fingerprint
 
 
 def stopped_after_fetching(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str) -> None:

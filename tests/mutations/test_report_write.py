@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 import warnonce_guard.mutations.report as report
 from records_support import sample_result
+from warnonce_guard.common import locks
 from warnonce_guard.common.errors import ExitCode, PathRefused, WorkDirBusy
-from warnonce_guard.common.ownership import MARKER, Kind, marked
-from warnonce_guard.mutations.report import atomic, junit, write_report
+from warnonce_guard.common.files import MARKER, Kind, marked, sweep
+from warnonce_guard.mutations.report import junit, write_report
 
 
 @pytest.fixture
@@ -25,8 +26,8 @@ def viewer(tmp_path: Path) -> Path:
 
 
 def leftovers(parent: Path, name: str) -> list[str]:
-    """Hidden siblings of the report `name`, but its lock file (which stays: see `atomic`)."""
-    lock = atomic.lock_path(parent / name).name
+    """Hidden siblings of the report `name`, but its lock file (which stays: see `common.locks`)."""
+    lock = locks.out_lock(parent / name).name
     return sorted(p.name for p in parent.iterdir() if p.name.startswith(f".{name}.") and p.name != lock)
 
 
@@ -63,22 +64,29 @@ def test_a_directory_it_did_not_write_is_refused_and_left_as_it_was(tmp_path: Pa
 def test_leftovers_of_a_swap_killed_halfway_are_swept_but_only_marked_ones(tmp_path: Path, viewer: Path) -> None:
     out = tmp_path / "mutation-report"
     write_report(sample_result(), out, viewer)
-    ours = tmp_path / ".mutation-report.tmp-1-abcd"
+    ours = tmp_path / ".mutation-report.tmp-1-0000abcd"
     ours.mkdir()
     (ours / MARKER).write_text('{"tool": "warnonce-guard", "kind": "report"}')
-    foreign = tmp_path / ".mutation-report.tmp-2-user"
+    (ours / "index.html").write_text("half")
+    foreign = tmp_path / ".mutation-report.tmp-2-00000000"  # a name of ours, but no marker: the user's
     foreign.mkdir()
     (foreign / "keep.txt").write_text("precious")
+    moved_aside = tmp_path / ".mutation-report.old-5-0000cafe" / "mutation-report"  # killed between the renames
+    moved_aside.mkdir(parents=True)
+    (moved_aside.parent / MARKER).write_text('{"tool": "warnonce-guard", "kind": "scratch"}')
+    (moved_aside / MARKER).write_text('{"tool": "warnonce-guard", "kind": "report"}')
 
-    killed_before_marking = tmp_path / ".mutation-report.tmp-3-efgh"  # SIGKILL between mkdir and the marker
+    killed_before_marking = tmp_path / ".mutation-report.tmp-3-0000efab"  # SIGKILL between mkdir and the marker
     killed_before_marking.mkdir()
-    killed_while_marking = tmp_path / ".mutation-report.tmp-4-ijkl"  # ... or while the marker was written
+    killed_while_marking = tmp_path / ".mutation-report.tmp-4-00001234"  # ... or while the marker was written
     killed_while_marking.mkdir()
     (killed_while_marking / MARKER).write_text("")
+    (killed_while_marking / f".{MARKER}.tmp-4-00005678").write_text('{"tool": "warn')
 
     write_report(sample_result(), out, viewer)
 
     assert not ours.exists() and (foreign / "keep.txt").read_text() == "precious"
+    assert not moved_aside.parent.exists()
     assert not killed_before_marking.exists() and not killed_while_marking.exists()
 
 
@@ -107,7 +115,7 @@ def test_a_failing_writer_with_no_old_report_leaves_nothing_but_its_lock_file(
     monkeypatch.setattr(junit, "render", lambda result: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         write_report(sample_result(), tmp_path / "mutation-report", viewer)
-    assert sorted(tmp_path.iterdir()) == sorted([viewer, atomic.lock_path(tmp_path / "mutation-report")])
+    assert sorted(tmp_path.iterdir()) == sorted([viewer, locks.out_lock(tmp_path / "mutation-report")])
 
 
 def test_report_directory_gets_an_ordinary_mode(tmp_path: Path, viewer: Path) -> None:
@@ -172,13 +180,13 @@ def race(out: Path, viewer: Path, names: tuple[str, ...], sweeps: int = 10) -> d
         except Exception as err:  # what the old code gave: exit 16, a temporary directory swept away
             outcomes[name] = repr(err)
 
-    def sweep() -> None:
+    def sweeper() -> None:
         start.wait()
         for _ in range(sweeps):
-            with contextlib.suppress(WorkDirBusy):
-                atomic.sweep(out)
+            with contextlib.suppress(WorkDirBusy), locks.out_dir(out):  # a sweep runs only under the lock
+                sweep(out.parent, out.name)
 
-    threads = [*(threading.Thread(target=write, args=(name,)) for name in names), threading.Thread(target=sweep)]
+    threads = [*(threading.Thread(target=write, args=(name,)) for name in names), threading.Thread(target=sweeper)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -218,7 +226,7 @@ def test_a_second_writer_is_refused_in_one_line_while_a_run_holds_the_report_dir
         except WorkDirBusy as err:
             refused.append(err)
 
-    with atomic.claimed(out):  # as `mutate` holds it from its path check to its last rename
+    with locks.out_dir(out):  # as `mutate` holds it from its path check to its last rename
         thread = threading.Thread(target=second_run)
         thread.start()
         thread.join()
@@ -256,7 +264,8 @@ def test_a_sweep_leaves_a_live_writers_directory_alone(
 
     swept: list[Path] | str
     try:
-        swept = atomic.sweep(out)
+        with locks.out_dir(out):  # a sweep runs only under the lock
+            swept = sweep(out.parent, out.name)
     except WorkDirBusy:
         swept = "busy"
     release.set()
@@ -269,6 +278,6 @@ def test_a_sweep_leaves_a_live_writers_directory_alone(
 def test_the_lock_file_is_a_hidden_sibling_that_stays(tmp_path: Path, viewer: Path) -> None:
     out = tmp_path / "mutation-report"
     write_report(sample_result(), out, viewer)
-    assert atomic.lock_path(out) == tmp_path / ".mutation-report.warnonce-guard.lock"
-    assert atomic.lock_path(out).is_file() and leftovers(tmp_path, out.name) == []
+    assert locks.out_lock(out) == tmp_path / ".mutation-report.warnonce-guard.lock"
+    assert locks.out_lock(out).is_file() and leftovers(tmp_path, out.name) == []
     write_report(sample_result(), out, viewer)  # a later run takes it again

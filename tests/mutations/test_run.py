@@ -23,6 +23,7 @@ from records_support import KILLED_ONCE, KILLED_TWICE, SURVIVES, UNRECORDED, Fak
 from rich.console import Console
 from toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
 from warnonce_guard.cli import main as cli
+from warnonce_guard.common import locks
 from warnonce_guard.common.errors import (
     EngineFailed,
     ExitCode,
@@ -37,7 +38,6 @@ from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.mutations import report
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.records import CRASHED, EXPOSED, KILLED, SKIPPED
-from warnonce_guard.mutations.report import atomic
 from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.run import mutate, read_result
 from warnonce_guard.mutations.workspace import Workspace
@@ -279,7 +279,7 @@ def test_a_full_disk_after_staging_is_one_line_naming_the_work_directory(
     with pytest.raises(StagingFailed) as raised:
         run()
     said = str(raised.value)
-    assert said.startswith(f"cannot write in the work directory {run.ws.dir} (No space left on device)")
+    assert said.startswith(f"cannot write in the work directory {run.ws.dir}: No space left on device: {run.ws.dir}")
     assert "\n" not in said and "--work-dir" in said
     assert raised.value.exit_code == ExitCode.STAGING_FAILED
     assert not run.out.exists()  # no partial report
@@ -301,7 +301,7 @@ def test_a_full_disk_refusing_a_write_that_names_no_file_is_still_the_work_direc
     monkeypatch.setattr(Path, "write_text", full_disk)
     with pytest.raises(StagingFailed) as raised:
         run()
-    assert str(raised.value).startswith(f"cannot write in the work directory {run.ws.dir} (No space left on device)")
+    assert str(raised.value).startswith(f"cannot write in the work directory {run.ws.dir}: No space left on device")
     assert not run.out.exists() and not any(p.name.startswith(f".{record}.") for p in run.ws.dir.iterdir())
 
 
@@ -402,7 +402,7 @@ def test_a_run_with_its_own_work_directory_is_refused_in_one_line_while_another_
     holding, done = threading.Event(), threading.Event()
 
     def other_run() -> None:  # holds --out as a run does, from its path check to its last rename
-        with atomic.claimed(run.out):
+        with locks.out_dir(run.out):
             holding.set()
             done.wait(10)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from faults import as_nobody, give_to_nobody, no_longer_than, shared_tree
 from toy import INTERFACE, LOGGER_SOURCE, add_odd_files, make_tree
+from warnonce_guard.common import fingerprint
 from warnonce_guard.common.errors import BadRecord, GuardError, StagingFailed
 from warnonce_guard.mutations import stage
 from warnonce_guard.mutations.engine import layout
@@ -164,12 +165,12 @@ def test_a_change_of_this_tools_code_or_of_mutmut_gets_a_fresh_workspace(
     tool = tmp_path / "tool"
     tool.mkdir()
     (tool / "operators.py").write_text("OPERATORS = {}\n")
-    monkeypatch.setattr(stage, "TOOL_DIRS", (tool,))
+    monkeypatch.setattr(fingerprint, "TOOL_DIRS", (tool,))
     first = stage.fingerprint(target, packages)
 
     (tool / "operators.py").write_text("OPERATORS = {'new': None}\n")
     second = stage.fingerprint(target, packages)
-    monkeypatch.setattr(stage, "version", lambda name: "3.9.0" if name == "mutmut" else "1.0")
+    monkeypatch.setattr(fingerprint.importlib.metadata, "version", lambda name: "3.9.0" if name == "mutmut" else "1.0")
     third = stage.fingerprint(target, packages)
 
     assert len({first, second, third}) == 3

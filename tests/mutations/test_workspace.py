@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from faults import as_nobody, give_to_nobody, shared_folder
 from warnonce_guard.common.errors import PathUnusable, StagingFailed, WorkDirBusy
+from warnonce_guard.common.files import MARKER, Kind, mark, marked
 from warnonce_guard.common.notes import LOGGER as NOTES
-from warnonce_guard.common.ownership import MARKER, Kind, mark, marked
-from warnonce_guard.mutations.workspace import WorkRoot, remove_marked
+from warnonce_guard.mutations.workspace import WorkRoot
 
 
 def test_a_second_claim_of_the_same_root_is_refused_while_the_first_holds_it(tmp_path: Path) -> None:
@@ -69,17 +69,6 @@ def test_pruning_keeps_the_current_and_newest_and_never_touches_unmarked_directo
     assert sorted(removed) == sorted(ours[:3])
     assert sorted(p.name for p in root.dir.iterdir()) == ["current", "old3", "old4", "p0", "p1", "p2"]
     assert all((p / "keep.txt").read_text() == "precious" for p in users)
-
-
-def test_a_removal_cut_short_keeps_the_marker_so_it_is_finished_later(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    (ws / "deep" / "er").mkdir(parents=True)
-    mark(ws, Kind.WORKSPACE)
-    remove_marked(ws)
-    assert not ws.exists()
-    ws.mkdir()
-    (ws / MARKER).write_text("not json")  # a marker that does not parse is not ours: nothing removed
-    assert not marked(ws, Kind.WORKSPACE)
 
 
 def test_a_work_directory_that_cannot_be_made_is_a_staging_failure_naming_it(tmp_path: Path) -> None:

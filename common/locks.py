@@ -1,0 +1,90 @@
+"""The locks a run holds: one on its work directory, one on its report directory (`--out`); filelock, as one.
+
+A lock is taken at once or refused (`WorkDirBusy`, exit 11): a run lasts minutes and a wait would have no bound.
+It is re-entrant within a thread (a run holds `--out` from its path check to its report, and the report's
+writer claims it again). A lock file stays after the run: removing one another run may be opening would let
+two runs hold "the" lock at once.
+
+- a work directory's lock is inside it, `.warnonce-guard.lock`, beside its marker (the claim makes both);
+- `--out`'s is a hidden sibling, `.<name>.warnonce-guard.lock`: it cannot be inside a directory replaced whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+from warnonce_guard.common.errors import GuardError, PathUnusable, WorkDirBusy
+from warnonce_guard.common.files import Kind, cannot_write, mark, marked
+
+LOCK = ".warnonce-guard.lock"
+_held = threading.local()  # the lock files this thread holds: a holder's nested claim does not lock again
+
+
+@contextlib.contextmanager
+def _holding(path: Path, busy: str, refused: Callable[[OSError], GuardError]) -> Iterator[None]:
+    """Hold the lock file `path` (its folder made if needed) for the block: `WorkDirBusy(busy)` at once when another
+    run (or thread) holds it, `refused(err)` when it cannot be taken (another user's lock file, a read-only disk)."""
+    key = os.path.realpath(path)
+    held: set[str] = _held.__dict__.setdefault("paths", set())
+    if key in held:
+        yield
+        return
+    lock = FileLock(path, timeout=0)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock.acquire()
+    except Timeout:
+        raise WorkDirBusy(busy) from None
+    except OSError as err:
+        raise refused(err) from None
+    held.add(key)
+    try:
+        yield
+    finally:
+        held.discard(key)
+        lock.release()
+
+
+@contextlib.contextmanager
+def work_dir(directory: Path, kind: Kind = Kind.WORK_ROOT) -> Iterator[Path]:
+    """Create and mark `--work-dir` (as `kind`), and hold its lock for the block."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        if not marked(directory, kind):
+            mark(directory, kind)
+    except OSError as err:
+        raise cannot_write(err, f"cannot create --work-dir {directory}") from None
+    busy = (
+        f"--work-dir {directory}: another warnonce-guard run is using it; wait for it to finish "
+        "or pass another --work-dir"
+    )
+    refused = f"--work-dir {directory}: cannot take its lock {LOCK}"  # a lock file another user's run made
+    with _holding(directory / LOCK, busy, lambda err: cannot_write(err, refused)):
+        yield directory
+
+
+def out_lock(target: Path) -> Path:
+    """The lock file of the report directory `target`: a hidden sibling (the directory is replaced whole)."""
+    return target.parent / f".{target.name}{LOCK}"
+
+
+@contextlib.contextmanager
+def out_dir(target: Path) -> Iterator[None]:
+    """Hold `--out`'s lock for the block; makes `target`'s parent if needed (as the report would), nothing else
+    but the lock file."""
+    path = out_lock(Path(os.path.abspath(target)))
+    busy = (
+        f"--out {target}: another warnonce-guard run is writing its report there; wait for it to finish or "
+        "pass another --out"
+    )
+
+    def refused(err: OSError) -> GuardError:
+        return PathUnusable(f"--out {target}: cannot lock {path} ({err.strerror or err}); pass a writable path")
+
+    with _holding(path, busy, refused):
+        yield
