@@ -4,7 +4,7 @@ running CLI is in, the verdicts a run reports, and hashes of the files a run mus
 A run's phases, as the work directory shows them (one fresh work directory per run, so "exists" means
 "this run wrote it"):
 
-    staging     a `.vllm.partial` copy is being made
+    staging     a `.vllm.tmp-*` folder holds the copy being made
     generation  the mutmut session is running and `generation.json` is not written yet
     naming      `generation.json` is written and `identities.json` not yet: the run names the mutants (libcst)
     baseline    `generation.json` is written and no mutant has a finished guard session yet
@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -187,6 +188,26 @@ def no_longer_than(seconds: float) -> Iterator[None]:
 # --- another user -----------------------------------------------------------------------------------------
 
 NOBODY = "nobody"
+
+
+@contextlib.contextmanager
+def held_by_another_run(lock: contextlib.AbstractContextManager[Any]) -> Iterator[None]:
+    """For the block, `lock` held by another thread, as another run holds it (a lock is re-entrant per thread)."""
+    holding, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            holding.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(10)
+    try:
+        yield
+    finally:
+        done.set()
+        holder.join()
 
 
 @contextlib.contextmanager
@@ -415,7 +436,7 @@ class RunDirs:
 def in_phase(phase: str, dirs: RunDirs) -> bool:
     """Whether the run using `dirs` is in `phase` now."""
     if phase == "staging":
-        return bool(dirs.glob(".vllm.partial"))
+        return bool(dirs.glob(".vllm.tmp-*"))
     if phase == "generation":
         return session_alive(dirs.work) and not dirs.glob("generation.json")
     if phase == "naming":

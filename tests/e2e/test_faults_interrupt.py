@@ -154,7 +154,7 @@ def test_interrupt_then_rerun(
         f"exit {started.proc.returncode}, {len(started.err.splitlines())} stderr line(s), "
         f"stored {sorted(stored.values())}, attempts {len(misses) + 1}; rerun exit {rerun.returncode}",
     )
-    assert not dirs.glob(".vllm.partial") and processes_mentioning(str(dirs.work)) == []
+    assert not dirs.glob(".vllm.tmp-*") and processes_mentioning(str(dirs.work)) == []
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import sysconfig
-import threading
 from pathlib import Path
 
 import pytest
+from faults import held_by_another_run
 from history_support import (
     LIVE_CALL,
     PLAIN_CALL,
@@ -165,22 +165,9 @@ def test_the_work_directory_is_marked_and_refused_when_it_holds_what_history_did
 
 
 def test_a_second_sweep_on_the_same_work_directory_is_refused_while_the_first_holds_it(tmp_path: Path, index) -> None:
-    holding, done = threading.Event(), threading.Event()
-
-    def first_sweep() -> None:  # holds the work directory as a sweep does, from its start to its tables
-        with locks.work_dir(tmp_path / "work", Kind.HISTORY):
-            holding.set()
-            done.wait(10)
-
-    holder = threading.Thread(target=first_sweep)
-    holder.start()
-    assert holding.wait(10)
-    try:
-        with pytest.raises(WorkDirBusy, match="another warnonce-guard run is using it"):
-            run_history(options(tmp_path), console())
-    finally:
-        done.set()
-        holder.join()
+    first_sweep = locks.work_dir(tmp_path / "work", Kind.HISTORY)  # held as a sweep holds it, from start to tables
+    with held_by_another_run(first_sweep), pytest.raises(WorkDirBusy, match="another warnonce-guard run is using it"):
+        run_history(options(tmp_path), console())
     assert not (tmp_path / "out").exists()
 
 

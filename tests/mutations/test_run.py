@@ -13,12 +13,12 @@ import os
 import re
 import shutil
 import subprocess
-import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
+from faults import held_by_another_run
 from records_support import KILLED_ONCE, KILLED_TWICE, SURVIVES, UNRECORDED, FakeSession
 from rich.console import Console
 from toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
@@ -399,22 +399,9 @@ def test_a_run_with_its_own_work_directory_is_refused_in_one_line_while_another_
 ) -> None:
     run()
     before = {p.name: p.read_bytes() for p in run.out.iterdir()}
-    holding, done = threading.Event(), threading.Event()
-
-    def other_run() -> None:  # holds --out as a run does, from its path check to its last rename
-        with locks.out_dir(run.out):
-            holding.set()
-            done.wait(10)
-
-    holder = threading.Thread(target=other_run)
-    holder.start()
-    assert holding.wait(10)
-    try:
+    with held_by_another_run(locks.out_dir(run.out)):  # as a run holds it, from its path check to its last rename
         argv = ["mutate", "--vllm-src", str(run.tree), "--out", str(run.out), "--work-dir", str(tmp_path / "work2")]
         code = cli.main([*argv, "--viewer-js", str(run.viewer)])
-    finally:
-        done.set()
-        holder.join()
 
     assert code == ExitCode.WORK_DIR_BUSY
     assert capsys.readouterr().err.strip().splitlines() == [
