@@ -162,12 +162,13 @@ def remove_ours(path: Path) -> str | None:
 
 
 @contextlib.contextmanager
-def scratch(beside: Path, suffix: str = "tmp") -> Iterator[Path]:
-    """A marked, empty temporary directory beside `beside` for the block; removed (marker last) when it ends."""
+def scratch(beside: Path, suffix: str = "tmp", kind: Kind = Kind.SCRATCH) -> Iterator[Path]:
+    """An empty temporary directory beside `beside`, marked as `kind`, for the block; removed (marker last) when
+    it ends, unless the block moved it away."""
     folder = temporary(beside, suffix)
-    folder.mkdir()
+    folder.mkdir()  # not mkdtemp: that makes 0700, a report should get the mode any mkdir would
     try:
-        mark(folder, Kind.SCRATCH)
+        mark(folder, kind)
         yield folder
     finally:
         remove_ours(folder)
@@ -209,16 +210,9 @@ def replace_dir(target: Path, kind: Kind) -> Iterator[Path]:
 
     Call it holding the lock every writer of `target` holds: what dead writers left beside it is swept first."""
     sweep(target.parent, target.name)
-    building = temporary(target)
-    building.mkdir()  # not mkdtemp: that makes 0700, a report should get the mode any mkdir would
-    try:
-        mark(building, kind)
+    with scratch(target, kind=kind) as building:
         yield building
         swap(building, target)
-    except BaseException:
-        if building.exists():
-            remove_ours(building)
-        raise
 
 
 def sweep(folder: Path, of: str | None = None) -> list[Path]:
