@@ -1,8 +1,9 @@
 """The audit's output formats: text (`path:line:col: CODE message`), JSON, GitHub annotations and SARIF 2.1.0.
 
-Each writer reads only the audit's records (`AuditResult`, `Comparison`) and returns text; the CLI
-prints it. Text, GitHub and SARIF show the findings that decide the exit status (new live exceptions,
-or every new finding with `--strict`); SARIF adds those a baseline or a pragma accepts, marked as
+Each writer reads only the audit's records (an `AuditReport`) and the rule table (`audit.rules`) and
+returns text; the CLI prints it. `FORMATS` is the registry `--format` chooses from. Text, GitHub and
+SARIF show the findings that decide the exit status (new findings of the selected rules: live
+exceptions, or every rule with `--strict`); SARIF adds those a baseline or a pragma accepts, marked as
 such, so code scanning can show them closed. JSON holds everything.
 """
 
@@ -10,26 +11,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from warnonce_guard.audit.scan import CODES, AuditResult, Comparison, Finding, failing
-from warnonce_guard.rule.liveness import EXCEPTION
+from warnonce_guard.audit.baseline import Comparison
+from warnonce_guard.audit.findings import AuditResult, Finding
+from warnonce_guard.audit.rules import CACHE_CONTRACT, HELP_URI
+from warnonce_guard.audit.selection import failing, selected
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/vllm-project/vllm/pull/54098"
-RULE_NAMES = {
-    "WOG001": ("LiveExceptionInOnceCache", "A live exception reaches a *_once lru_cache"),
-    "WOG002": ("NameInOnceCache", "A variable of unknown type reaches a *_once lru_cache"),
-    "WOG003": ("AttributeInOnceCache", "An attribute of unknown type reaches a *_once lru_cache"),
-    "WOG004": ("SubscriptInOnceCache", "A subscript of unknown type reaches a *_once lru_cache"),
-    "WOG005": ("CallInOnceCache", "A call result of unknown type reaches a *_once lru_cache"),
-    "WOG006": ("ContainerInOnceCache", "A mutable or non-primitive container reaches a *_once lru_cache"),
-    "WOG007": ("StarredInOnceCache", "Unpacked arguments of unknown type reach a *_once lru_cache"),
-    "WOG008": ("LambdaInOnceCache", "A lambda (and what it closes over) reaches a *_once lru_cache"),
-    "WOG009": ("ExpressionInOnceCache", "An expression of unknown type reaches a *_once lru_cache"),
-}
-FORMATS = ("text", "json", "github", "sarif")
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """What a writer shows: the findings, their comparison with the baseline, the target as described, the options."""
+
+    result: AuditResult
+    comparison: Comparison
+    target: str
+    strict: bool = False  # show (and fail on) every rule's findings, not only the errors
+    baseline: bool = False  # a baseline was given: SARIF says whether each result is new or unchanged
 
 
 def summary_line(result: AuditResult, comparison: Comparison) -> str:
@@ -42,17 +44,19 @@ def summary_line(result: AuditResult, comparison: Comparison) -> str:
     )
 
 
-def text(result: AuditResult, comparison: Comparison, target: str, strict: bool) -> str:
+def text(report: AuditReport) -> str:
     """One `path:line:col: CODE message` line per failing finding, then the summary."""
-    lines = [f"{f.file}:{f.line}:{f.column}: {f.code} {f.message}" for f in failing(comparison, strict)]
+    comparison = report.comparison
+    lines = [f"{f.file}:{f.line}:{f.column}: {f.code} {f.message}" for f in failing(comparison, report.strict)]
     lines += [f"stale baseline entry (matches no finding): {key}" for key in comparison.stale]
-    return "\n".join([*lines, summary_line(result, comparison)]) + "\n"
+    return "\n".join([*lines, summary_line(report.result, comparison)]) + "\n"
 
 
-def json_document(result: AuditResult, comparison: Comparison, target: str, strict: bool) -> str:
+def json_document(report: AuditReport) -> str:
+    result, comparison = report.result, report.comparison
     accepted = {f.key for f in comparison.accepted}
     document = {
-        "target": target,
+        "target": report.target,
         "counts": {
             "findings": len(result.findings),
             "exceptions": len(result.exceptions),
@@ -80,22 +84,21 @@ def _escape_property(value: str) -> str:
     return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def github(result: AuditResult, comparison: Comparison, target: str, strict: bool) -> str:
-    """GitHub Actions workflow commands: one `::error` annotation per failing finding, then the summary."""
+def github(report: AuditReport) -> str:
+    """GitHub Actions workflow commands: one annotation per failing finding (its rule's severity), then the summary."""
     lines = []
-    for f in failing(comparison, strict):
-        level = "error" if f.kind == EXCEPTION else "warning"
+    for f in failing(report.comparison, report.strict):
         props = {
             "file": f.file,
             "line": f.line,
             "col": f.column,
             "endLine": f.end_line,
             "endColumn": f.end_column,
-            "title": f"{f.code} {RULE_NAMES[f.code][0]}",
+            "title": f"{f.code} {f.rule.name}",
         }
         joined = ",".join(f"{k}={_escape_property(str(v))}" for k, v in props.items())
-        lines.append(f"::{level} {joined}::{_escape_data(f.message)}")
-    return "\n".join([*lines, summary_line(result, comparison)]) + "\n"
+        lines.append(f"::{f.rule.severity} {joined}::{_escape_data(f.message)}")
+    return "\n".join([*lines, summary_line(report.result, report.comparison)]) + "\n"
 
 
 def _tool_version() -> str:
@@ -109,7 +112,7 @@ def _sarif_result(f: Finding, rule_index: dict[str, int], state: str | None) -> 
     entry: dict[str, Any] = {
         "ruleId": f.code,
         "ruleIndex": rule_index[f.code],
-        "level": "error" if f.kind == EXCEPTION else "warning",
+        "level": f.rule.severity,
         "message": {"text": f.message},
         "locations": [
             {
@@ -134,32 +137,27 @@ def _sarif_result(f: Finding, rule_index: dict[str, int], state: str | None) -> 
     return entry
 
 
-def sarif(result: AuditResult, comparison: Comparison, target: str, strict: bool, baseline: bool = False) -> str:
-    """A SARIF 2.1.0 log: one rule per code, one result per reported finding (new, accepted or pragma'd)."""
-    reported = set(CODES.values()) if strict else {CODES[EXCEPTION]}
-    codes = sorted(reported)
-    rule_index = {code: i for i, code in enumerate(codes)}
-    accepted = {f.key for f in comparison.accepted}
+def sarif(report: AuditReport) -> str:
+    """A SARIF 2.1.0 log: one rule per selected code, one result per reported finding (new, accepted or pragma'd)."""
+    rules = selected(report.strict)
+    rule_index = {rule.code: i for i, rule in enumerate(rules)}
+    accepted = {f.key for f in report.comparison.accepted}
     results = []
-    for f in result.findings:
-        if f.code in reported:
-            state = ("unchanged" if f.key in accepted else "new") if baseline else None
+    for f in report.result.findings:
+        if f.code in rule_index:
+            state = ("unchanged" if f.key in accepted else "new") if report.baseline else None
             results.append(_sarif_result(f, rule_index, state))
-    results += [_sarif_result(f, rule_index, None) for f in result.suppressed if f.code in reported]
-    rules = [
+    results += [_sarif_result(f, rule_index, None) for f in report.result.suppressed if f.code in rule_index]
+    descriptors = [
         {
-            "id": code,
-            "name": RULE_NAMES[code][0],
-            "shortDescription": {"text": RULE_NAMES[code][1]},
-            "fullDescription": {
-                "text": "vLLM's logger *_once methods are functools.lru_cache'd on their arguments: an argument that "
-                "is not an immutable primitive stays alive until 128 newer distinct calls evict it, which for a "
-                "once-per-process warning is the life of the process."
-            },
-            "defaultConfiguration": {"level": "error" if code == CODES[EXCEPTION] else "warning"},
-            "helpUri": INFORMATION_URI,
+            "id": rule.code,
+            "name": rule.name,
+            "shortDescription": {"text": rule.summary},
+            "fullDescription": {"text": CACHE_CONTRACT},
+            "defaultConfiguration": {"level": rule.severity},
+            "helpUri": HELP_URI,
         }
-        for code in codes
+        for rule in rules
     ]
     log = {
         "$schema": SARIF_SCHEMA,
@@ -169,12 +167,12 @@ def sarif(result: AuditResult, comparison: Comparison, target: str, strict: bool
                 "tool": {
                     "driver": {
                         "name": "warnonce-guard",
-                        "informationUri": INFORMATION_URI,
+                        "informationUri": HELP_URI,
                         "version": _tool_version(),
-                        "rules": rules,
+                        "rules": descriptors,
                     }
                 },
-                "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": target}}},
+                "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": report.target}}},
                 "results": results,
             }
         ],
@@ -182,11 +180,27 @@ def sarif(result: AuditResult, comparison: Comparison, target: str, strict: bool
     return json.dumps(log, indent=2) + "\n"
 
 
-Writer = Callable[[AuditResult, Comparison, str, bool], str]
+@dataclass(frozen=True)
+class Format:
+    """One `--format`: its name, how `--help` describes it, and its writer."""
+
+    name: str
+    label: str
+    write: Callable[[AuditReport], str]
 
 
-def writer(name: str, baseline: bool) -> Writer:
-    """The writer for `--format NAME`."""
-    if name == "sarif":
-        return lambda result, comparison, target, strict: sarif(result, comparison, target, strict, baseline)
-    return {"text": text, "json": json_document, "github": github}[name]
+FORMATS = {
+    f.name: f
+    for f in (
+        Format("text", "text (path:line:col: CODE message)", text),
+        Format("json", "json", json_document),
+        Format("github", "github (workflow annotations)", github),
+        Format("sarif", "sarif (2.1.0)", sarif),
+    )
+}
+
+
+def formats_help() -> str:
+    """`--format`'s help: every format, as `a, b, c or d`."""
+    labels = [f.label for f in FORMATS.values()]
+    return f"{', '.join(labels[:-1])} or {labels[-1]}"

@@ -165,25 +165,16 @@ def cmd_platforms(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from warnonce_guard.audit import formats as audit_formats
-    from warnonce_guard.audit import scan as audit
+    from warnonce_guard.audit.run import Request, run
 
     if args.paths and args.vllm_src:
         raise UsageError("audit: give PATHs or --vllm-src, not both (--vllm-src picks a vLLM tree to audit whole)")
-    accepted = audit.load_baseline(args.baseline) if args.baseline else frozenset()  # bad input fails first
-    if args.paths:
-        result = audit.audit_paths([Path(p) for p in args.paths])
-        described = ", ".join(args.paths)
-    else:
-        target = targets.resolve(args.vllm_src)
-        result, described = audit.audit(target.root), target.describe()
-    comparison = audit.compare(result.findings, accepted)
-    if args.write_baseline:
-        audit.write_baseline(args.write_baseline, result.findings, described)
-        print(f"wrote {len(result.findings)} accepted finding(s) to {args.write_baseline}", file=sys.stderr)
-    write = audit_formats.writer(args.format, baseline=bool(args.baseline))
-    sys.stdout.write(write(result, comparison, described, args.strict))
-    return ExitCode.OK if args.write_baseline else audit.exit_code(comparison, strict=args.strict)
+    request = Request(tuple(args.paths), args.vllm_src, args.format, args.baseline, args.write_baseline, args.strict)
+    output = run(request)
+    if output.note:
+        print(output.note, file=sys.stderr)
+    sys.stdout.write(output.text)
+    return output.exit_code
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
@@ -298,6 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
     mutate.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
     mutate.set_defaults(run=cmd_mutate)
 
+    from warnonce_guard.audit.formats import FORMATS, formats_help
+
     audit = sub.add_parser(
         "audit",
         help="every *_once call whose arguments can cache a live object",
@@ -310,9 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--vllm-src", metavar="PATH", help=target_help)
     audit.add_argument(
         "--format",
-        choices=("text", "json", "github", "sarif"),
+        choices=tuple(FORMATS),
         default="text",
-        help="text (path:line:col: CODE message), json, github (workflow annotations) or sarif (2.1.0)",
+        help=formats_help(),
     )
     audit.add_argument("--baseline", metavar="FILE", help="JSON file of accepted findings: only new ones fail")
     audit.add_argument("--write-baseline", metavar="FILE", help="accept every finding: write them to FILE, exit 0")

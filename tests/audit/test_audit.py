@@ -8,7 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from warnonce_guard.audit.scan import Finding, audit, findings_in_source, load_baseline
+from warnonce_guard.audit.baseline import load_baseline
+from warnonce_guard.audit.findings import Finding
+from warnonce_guard.audit.run import audit
+from warnonce_guard.audit.scan import findings_in_source
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import BadBaseline, SourceDoesNotParse
 

@@ -1,0 +1,71 @@
+"""The baseline: accepted findings in a JSON file (their keys), and findings compared with it (a ratchet)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from warnonce_guard.audit.findings import Finding
+from warnonce_guard.common.errors import BadBaseline
+from warnonce_guard.rule.liveness import EXCEPTION
+
+BASELINE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Findings against a baseline: which are new, which accepted, and which baseline keys match nothing."""
+
+    new: tuple[Finding, ...]
+    accepted: tuple[Finding, ...]
+    stale: tuple[str, ...] = field(default=())
+
+    @property
+    def new_exceptions(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.new if f.kind == EXCEPTION)
+
+
+def load_baseline(path: str | Path) -> frozenset[str]:
+    """The keys of the accepted findings in a baseline file written by `write_baseline`."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadBaseline(f"--baseline {path}: no such file; create one with --write-baseline") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadBaseline(f"--baseline {path}: cannot read it ({err})") from None
+    except json.JSONDecodeError as err:
+        raise BadBaseline(f"--baseline {path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    entries = data.get("findings") if isinstance(data, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("key"), str) for e in entries):
+        raise BadBaseline(f'--baseline {path}: not a baseline (want {{"findings": [{{"key": ...}}, ...]}})')
+    return frozenset(e["key"] for e in entries)
+
+
+def baseline_document(findings: Iterable[Finding], target: str) -> dict[str, object]:
+    return {
+        "version": BASELINE_VERSION,
+        "target": target,
+        "findings": [f.to_json() for f in sorted(findings, key=lambda f: f.key)],
+    }
+
+
+def write_baseline(path: str | Path, findings: Iterable[Finding], target: str) -> None:
+    """Accept every finding: write them all (keys sorted, so the file diffs well)."""
+    text = json.dumps(baseline_document(findings, target), indent=2) + "\n"
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise BadBaseline(f"--write-baseline {path}: cannot write it ({err.strerror or err})") from None
+
+
+def compare(findings: Iterable[Finding], accepted_keys: frozenset[str]) -> Comparison:
+    """Split findings into new and accepted; list baseline keys that match no finding (stale)."""
+    findings = tuple(findings)
+    current = {f.key for f in findings}
+    return Comparison(
+        new=tuple(f for f in findings if f.key not in accepted_keys),
+        accepted=tuple(f for f in findings if f.key in accepted_keys),
+        stale=tuple(sorted(accepted_keys - current)),
+    )
