@@ -42,6 +42,7 @@ from warnonce_guard.common.errors import (
     UsageError,
     exit_code_table,
 )
+from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.rule import target as targets
 
 if TYPE_CHECKING:
@@ -120,30 +121,29 @@ def cmd_guards(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="warnonce-guard-") as folder:
         sites_file = Path(folder) / "sites.json"
         sites_file.write_text(json.dumps([site.to_json() for site in sites]), encoding="utf-8")
-        code = pytest.main(_pytest_args(args, sites_file))
+        code = pytest.main(_pytest_args(args, target, sites_file))
     return PYTEST_EXIT.get(int(code), ExitCode.INTERNAL_ERROR)  # after a signal of ours, its code (`_main`)
 
 
-def _pytest_args(args: argparse.Namespace, sites_file: Path) -> list[str]:
+def _pytest_args(args: argparse.Namespace, target: targets.Target, sites_file: Path) -> list[str]:
+    """The guards alone: no settings, conftest.py or path of the target's checkout or of the current directory."""
     pytest_args = [
         str(GUARDS_DIR),
         "-p",
         "no:cacheprovider",
-        "--rootdir",
-        str(GUARDS_DIR),
+        *isolated(GUARDS_DIR),
         # this process imported guards and mutations before pytest could rewrite their asserts (they have none)
         "-W",
         "ignore::pytest.PytestAssertRewriteWarning",
         # import the guards under their own names: never `guards` as a top-level package of sys.modules
         "--import-mode=importlib",
         *args.pytest_args,
-        "--sites-file",
-        str(sites_file),
+        f"--sites-file={sites_file}",  # the guards' options as one word each (guards/conftest.py says why)
     ]
     if args.vllm_src:
-        pytest_args += ["--vllm-src", str(args.vllm_src)]
+        pytest_args.append(f"--vllm-src={target.root}")
     if args.platform:
-        pytest_args += ["--platform", args.platform]
+        pytest_args.append(f"--platform={args.platform}")
     return pytest_args
 
 

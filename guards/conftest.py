@@ -1,6 +1,8 @@
 """pytest wiring for the guards: which vLLM, one test per discovered site, and killed-by attribution.
 
-Settings come from options or, for runs that mutmut starts, from the environment (`common.protocol`):
+Settings come from options or, for runs that mutmut starts, from the environment (`common.protocol`). Each
+option is given as one word (`--vllm-src=PATH`): pytest reads its command line once before it loads this file,
+and takes a value of its own word for a path to collect from, loading the conftest.py files there.
 - `--vllm-src` / `VLLM_SRC`: the tree to import;
 - `--platform` / `PLATFORM`: a platform class (module:Class) whose import_kernels sites are guarded through it;
 - `--sites-file` / `SITES`: sites discovered beforehand, so a mutated copy is never re-parsed;

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import configparser
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent  # the checkout
 DATA = TESTS / "data"
 SCHEMAS = TESTS / "schemas"
+
+
+def _package_folders() -> dict[str, str]:
+    setup = configparser.ConfigParser()
+    setup.read(ROOT / "setup.cfg")
+    lines = setup["options"]["package_dir"].strip().splitlines()
+    return {line.split("=")[0].strip(): line.split("=")[1].strip() for line in lines}
+
+
+PACKAGE_FOLDERS = _package_folders()  # warnonce_guard.<folder> -> <folder> (setup.cfg's package_dir)

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import layout
 import pytest
 
 LOGGER_SOURCE = """
@@ -140,6 +143,56 @@ def make_tree(root: Path, interface: str = INTERFACE) -> Path:
     (package / "platforms" / "__init__.py").write_text("")
     (package / "platforms" / "interface.py").write_text(interface)
     return root
+
+
+# pytest settings of a vLLM checkout, by the file that holds them (pytest reads only the first it finds): an
+# option pytest does not know, so a guard run that read them would stop as a bad command line.
+CHECKOUT_SETTINGS = {
+    "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "--definitely-unknown-option"\n',
+    "pytest.ini": "[pytest]\naddopts = --definitely-unknown-option\n",
+    "setup.cfg": "[tool:pytest]\naddopts = --definitely-unknown-option\n",
+}
+
+
+def as_checkout(root: Path, settings: str) -> Path:
+    """Make `root`, which holds a vllm/ package, a vLLM checkout for pytest: a tests/conftest.py that imports a
+    module not installed (vLLM's imports tblib, one of its test requirements), a top-level conftest.py that
+    fails, and the settings file `settings` of `CHECKOUT_SETTINGS`."""
+    write(root, "tests/conftest.py", "import tblib_not_installed  # noqa: F401\n")
+    write(root, "conftest.py", 'raise ImportError("the checkout\'s own conftest.py was loaded")\n')
+    write(root, settings, CHECKOUT_SETTINGS[settings])
+    return root
+
+
+def install_inside(root: Path) -> Path:
+    """A copy of warnonce-guard in `root/.venv/site` (a virtualenv kept in the checkout, as vLLM's developers
+    make them), so that the guards' own folder lies inside the checkout; the folder to put on PYTHONPATH."""
+    site = root / ".venv" / "site"
+    for module, folder in layout.PACKAGE_FOLDERS.items():
+        shutil.copytree(layout.ROOT / folder, site.joinpath(*module.split(".")), ignore=shutil.ignore_patterns("*.pyc"))
+    return site
+
+
+# How the guards are pointed at a checkout: its path after pytest's arguments (as `nox -s guards -- ...` passes
+# it), `.` from its root, or no option from its tests/ with vLLM installed from it (the checkout's root on the
+# path) and warnonce-guard in a virtualenv inside it (`install_inside`).
+CHECKOUT_RUNS = ("from-outside", "inside-it", "installed-from-it")
+
+
+def guards_on_checkout(tree: Path, how: str, *pytest_args: str) -> subprocess.CompletedProcess[str]:
+    """`warnonce-guard guards` on the checkout `tree` as `how` (of `CHECKOUT_RUNS`) says."""
+    env = dict(os.environ)
+    if how == "installed-from-it":
+        site = install_inside(tree)
+        env["PYTHONPATH"] = os.pathsep.join([str(site), str(tree)])
+        where = subprocess.run(
+            [sys.executable, "-c", "import warnonce_guard.guards as g; print(g.__file__)"],
+            capture_output=True, text=True, env=env, check=True,
+        ).stdout  # fmt: skip
+        assert where.startswith(str(site)), where  # the guards that run are the copy inside the checkout
+    args = {"from-outside": ["--vllm-src", str(tree)], "inside-it": ["--vllm-src", "."]}.get(how, [])
+    cwd = {"from-outside": tree.parent, "inside-it": tree}.get(how, tree / "tests")
+    return subprocess.run([*CLI, "guards", *pytest_args, *args], capture_output=True, text=True, cwd=cwd, env=env)
 
 
 # What a target may hold that is no file to read, by the name it has under vllm/, and what the note calls it.

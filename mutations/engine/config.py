@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from warnonce_guard.common.files import write_atomic
+from warnonce_guard.guards.isolation import isolated
 
 SETTINGS: dict[str, str | list[str]] = {
     "process_isolation": "fork",  # one worker per mutant, forked from a session that imported vLLM once
@@ -19,7 +20,9 @@ SETTINGS: dict[str, str | list[str]] = {
     # pytest's unraisable-exception plugin runs a full gc.collect() at the end of every session, and mutmut
     # starts a session per mutant: with torch imported that is about 0.3 s each. The guards collect for
     # themselves, scanning only the objects a site created.
-    "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:unraisableexception"],
+    # mutmut runs pytest in the workspace's mutants/, which may lie in a vLLM checkout (`--work-dir`): none of
+    # the settings or conftest.py files above it apply.
+    "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:unraisableexception", *isolated(".")],
 }
 
 

@@ -34,6 +34,7 @@ from typing import Any
 from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import ExitCode, GuardError, RecordsUnwritten
 from warnonce_guard.common.processes import bind_to_parent, child_environment, die_with_parent
+from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS
 from warnonce_guard.mutations.engine import naming, state
 from warnonce_guard.mutations.engine.generation import FailFastPool
@@ -136,7 +137,7 @@ def complete_baseline(ws: Workspace) -> int:
     set_mutant_under_test("")
     os.chdir(ws.mutants)
     try:
-        return int(pytest.main([ws.guard_tests.name, "-q", "-p", "no:cacheprovider", "--rootdir=.", "--tb=no"]))
+        return int(pytest.main([ws.guard_tests.name, "-q", "-p", "no:cacheprovider", *isolated("."), "--tb=no"]))
     finally:
         os.chdir(ws.dir)
 

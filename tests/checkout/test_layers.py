@@ -3,7 +3,6 @@ function, fails the tests as it fails `nox -s lint`."""
 
 from __future__ import annotations
 
-import configparser
 import shutil
 import subprocess
 import sys
@@ -12,12 +11,7 @@ from pathlib import Path
 import layout
 
 ROOT = layout.ROOT
-SETUP = configparser.ConfigParser()
-SETUP.read(ROOT / "setup.cfg")
-FOLDERS = {
-    line.split("=")[0].strip(): line.split("=")[1].strip()
-    for line in SETUP["options"]["package_dir"].strip().splitlines()
-}  # warnonce_guard.<folder> -> <folder>
+FOLDERS = layout.PACKAGE_FOLDERS  # warnonce_guard.<folder> -> <folder>
 # lint-imports over the package as a tree under sys.path[0] shows it (the editable install's finders, which
 # map warnonce_guard.<folder> to the checkout, are taken out first).
 LINT = """

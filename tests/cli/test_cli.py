@@ -8,7 +8,16 @@ from pathlib import Path
 
 import layout
 import pytest
-from toy import CLI, INTERFACE, add_odd_files, make_tree
+from toy import (
+    CHECKOUT_RUNS,
+    CHECKOUT_SETTINGS,
+    CLI,
+    INTERFACE,
+    add_odd_files,
+    as_checkout,
+    guards_on_checkout,
+    make_tree,
+)
 from warnonce_guard.common.errors import ExitCode, NotAVllmTree, NothingToCheck, SourceDoesNotParse, TargetNotFound
 
 pytestmark = pytest.mark.slow  # runs the command line in subprocesses
@@ -72,6 +81,15 @@ def test_guards_name_a_platform_module_that_cannot_import(tmp_path: Path) -> Non
     assert run.returncode == 1
     assert "no module named 'missing_dependency'; install it into the guard environment" in run.stdout
     assert "Traceback" not in run.stdout
+
+
+@pytest.mark.parametrize("how", CHECKOUT_RUNS)
+@pytest.mark.parametrize("settings", CHECKOUT_SETTINGS)
+def test_guards_on_a_checkout_run_the_guards_alone(settings: str, how: str, tmp_path: Path) -> None:
+    tree = as_checkout(make_tree(tmp_path / "checkout"), settings)
+    run = guards_on_checkout(tree, how, "-q")
+    assert run.returncode == ExitCode.OK, run.stdout + run.stderr
+    assert f"at {tree / 'vllm'}" in run.stdout and "1 passed" in run.stdout
 
 
 def test_an_unknown_option_is_one_line_and_a_usage_error(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from toy import INTERFACE, make_tree
 from warnonce_guard.cli import main as cli
 from warnonce_guard.common.errors import EngineFailed, ExitCode
 from warnonce_guard.rule import platforms
+from warnonce_guard.rule import target as targets
 from warnonce_guard.rule.platforms import RegisteredPlatform
 
 SITE_ID = "vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0"
@@ -140,8 +141,8 @@ class FakePytest:
 
     def __call__(self, args: list[str]) -> int | pytest.ExitCode:
         self.args = list(args)
-        sites_file = Path(args[args.index("--sites-file") + 1])
-        self.sites = json.loads(sites_file.read_text(encoding="utf-8"))
+        (sites_file,) = [arg.removeprefix("--sites-file=") for arg in args if arg.startswith("--sites-file=")]
+        self.sites = json.loads(Path(sites_file).read_text(encoding="utf-8"))
         return self.code
 
 
@@ -151,14 +152,35 @@ def test_guards_hand_pytest_the_discovered_sites_the_tree_and_every_option_they_
     fake = FakePytest()
     monkeypatch.setattr(pytest, "main", fake)
 
-    assert cli.main(["guards", "--vllm-src", str(toy_tree), "-q", "-k", "cpu"]) == ExitCode.OK
+    assert cli.main(["guards", "-q", "-k", "cpu", "--vllm-src", str(toy_tree)]) == ExitCode.OK
 
     assert [site["id"] for site in fake.sites] == [SITE_ID]
     assert fake.args[0] == str(cli.GUARDS_DIR) and "--import-mode=importlib" in fake.args
     at = fake.args.index("-q")
     assert fake.args[at : at + 3] == ["-q", "-k", "cpu"]
-    assert fake.args[-2:] == ["--vllm-src", str(toy_tree)]
+    assert fake.args[-1] == f"--vllm-src={toy_tree.resolve()}"
     assert capsys.readouterr().out.startswith("guarding vLLM 9.9.9 (gtoy)")
+
+
+def test_guards_give_pytest_no_path_but_the_guards_and_no_settings_or_conftest_around_them(
+    toy_tree: Path, tmp_path: Path
+) -> None:
+    argv = ["guards", "-q", "--vllm-src", str(toy_tree), "--platform", "vllm.platforms.interface:Platform"]
+    args, args.pytest_args = cli.build_parser().parse_known_args(argv)
+    given = cli._pytest_args(args, targets.source_tree(toy_tree), tmp_path / "sites.json")
+
+    # pytest reads its command line before it knows the guards' options: a value of its own word is a path to it
+    ours = [arg for arg in given if arg.startswith(("--vllm-src", "--sites-file", "--platform"))]
+    assert ours == [
+        f"--sites-file={tmp_path / 'sites.json'}",
+        f"--vllm-src={toy_tree.resolve()}",
+        "--platform=vllm.platforms.interface:Platform",
+    ]
+    at = given.index("-c")
+    assert given[at + 1] == os.devnull  # no pytest.ini, pyproject.toml, setup.cfg or tox.ini is read
+    del given[at : at + 2]
+    assert [arg for arg in given if not arg.startswith("-") and Path(arg).exists()] == [str(cli.GUARDS_DIR)]
+    assert {f"--rootdir={cli.GUARDS_DIR}", f"--confcutdir={cli.GUARDS_DIR}", "-q"} <= set(given)
 
 
 @pytest.mark.parametrize(

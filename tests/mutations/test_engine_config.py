@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.mutations.engine import config, naming
 
 FILES = ["vllm/platforms/interface.py", "vllm/platforms/cpu.py"]
@@ -23,7 +24,8 @@ def test_mutmut_reads_the_written_settings_as_the_runs_files_guards_and_fixed_se
     assert [read.should_mutate(f) for f in (*FILES, "vllm/platforms/rocm.py")] == [True, True, False]
     assert Path("guard_tests/") in read.also_copy and read.pytest_add_cli_args_test_selection == ["guard_tests/"]
     assert read.process_isolation is ProcessIsolation.FORK  # vLLM imported once, one forked worker per mutant
-    assert read.pytest_add_cli_args == ["-p", "no:cacheprovider", "-p", "no:unraisableexception"]
+    # and the guards' session reads no pytest settings or conftest.py of the folders around the workspace
+    assert read.pytest_add_cli_args == ["-p", "no:cacheprovider", "-p", "no:unraisableexception", *isolated(".")]
     assert (read.timeout_multiplier, read.timeout_constant) == (15.0, 5.0)
 
 

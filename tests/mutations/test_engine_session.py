@@ -18,6 +18,7 @@ from records_support import meta_document
 from toy import INTERFACE
 from warnonce_guard.common import processes, protocol
 from warnonce_guard.common.errors import ExitCode, SeamMismatch
+from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, Phase
 from warnonce_guard.mutations.engine import layout, naming, session, state
 from warnonce_guard.mutations.operators import anchors_of
@@ -318,6 +319,7 @@ def test_the_complete_baseline_runs_every_guard_from_mutants_without_stopping_at
     assert session.complete_baseline(ws) == 1
     ((args, where),) = ran
     assert where == str(ws.mutants) and args[0] == ws.guard_tests.name and "-x" not in args
+    assert " ".join(isolated(".")) in " ".join(args)  # no settings or conftest.py around the workspace
     assert environment["MUTANT_UNDER_TEST"] == ""  # the unmutated code
     assert Path.cwd() == ws.dir
 

@@ -1,0 +1,54 @@
+"""vLLM's own checkout: the installed vLLM laid out as one (its tests/conftest.py importing a test requirement
+that is not installed, pytest settings pytest rejects), and the guards run on it from outside, from inside and
+installed from it, as on the installed vLLM; a mutation run whose work directory lies in a checkout reads none
+of its settings."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+from pathlib import Path
+
+import pytest
+from faults import cli_args
+from toy import CHECKOUT_RUNS, as_checkout, guards_on_checkout, make_tree
+from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.rule.sites import discover
+
+SPEC = importlib.util.find_spec("vllm")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(SPEC is None, reason="vLLM is not installed")]
+INSTALLED = Path(SPEC.origin).parent if SPEC is not None and SPEC.origin else Path()
+SETTINGS = dict(zip(CHECKOUT_RUNS, ("pyproject.toml", "pytest.ini", "setup.cfg"), strict=True))  # one each
+
+
+@pytest.fixture(scope="module")
+def cached() -> int:
+    """How many guards the installed vLLM has (6 in vLLM 0.33.0)."""
+    return sum(site.cached for site in discover(INSTALLED.parent))
+
+
+@pytest.mark.parametrize("how", CHECKOUT_RUNS)
+def test_the_guards_pass_on_a_checkout_of_the_installed_vllm(how: str, cached: int, tmp_path: Path) -> None:
+    tree = tmp_path / "vllm-checkout"
+    tree.mkdir()
+    (tree / "vllm").symlink_to(INSTALLED)
+    as_checkout(tree, SETTINGS[how])
+
+    run = guards_on_checkout(tree, how, "-q", "--tb=line")
+
+    assert run.returncode == ExitCode.OK, run.stdout[-3000:] + run.stderr[-3000:]
+    assert f"at {tree / 'vllm'}" in run.stdout and f"{cached} passed" in run.stdout and cached >= 6
+
+
+def test_a_mutation_run_whose_work_directory_lies_in_a_checkout_reads_none_of_its_settings(tmp_path: Path) -> None:
+    checkout = as_checkout(tmp_path / "checkout", "pyproject.toml")
+    tree = make_tree(checkout / "plugin-tree")
+    viewer = tmp_path / "viewer.js"
+    viewer.write_text("/* stand-in for mutation-test-elements.js */\n", encoding="utf-8")
+    work = checkout / ".warnonce-work"  # the default --work-dir, from the checkout's root
+
+    args = cli_args(tree, tmp_path / "report", work, viewer)
+    run = subprocess.run(args, capture_output=True, text=True, cwd=checkout)
+
+    assert run.returncode == ExitCode.OK, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "Mutation score: 100.00%" in run.stdout
