@@ -39,6 +39,7 @@ from warnonce_guard.common.errors import (
     Interrupted,
     NothingToCheck,
     NotInstalled,
+    PlatformImportFailed,
     UsageError,
     exit_code_table,
 )
@@ -109,6 +110,18 @@ PYTEST_EXIT = {
 }
 
 
+class Unimported:
+    """A plugin of the guards' session: the guards that could not import their platform module, as it ends."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def pytest_sessionfinish(self, session: Any) -> None:
+        from warnonce_guard.guards.outcome import UNIMPORTED
+
+        self.lines = session.config.stash.get(UNIMPORTED, [])
+
+
 def cmd_guards(args: argparse.Namespace) -> int:
     import pytest
 
@@ -118,10 +131,16 @@ def cmd_guards(args: argparse.Namespace) -> int:
             f"no kernel-import site logs through a *_once call in {target.describe()}; nothing to guard"
         )
     print(f"guarding {target.describe()}", flush=True)
+    unimported = Unimported()
     with tempfile.TemporaryDirectory(prefix="warnonce-guard-") as folder:
         sites_file = Path(folder) / "sites.json"
         sites_file.write_text(json.dumps([site.to_json() for site in sites]), encoding="utf-8")
-        code = pytest.main(_pytest_args(args, target, sites_file))
+        code = pytest.main(_pytest_args(args, target, sites_file), plugins=[unimported])
+    # A guard that could not import its platform module checked nothing: the run is the environment's failure (7),
+    # whatever the other guards found (pytest's report above lists them).
+    if int(code) == pytest.ExitCode.TESTS_FAILED and unimported.lines:
+        more = f" ({len(unimported.lines)} guards could not run)" if len(unimported.lines) > 1 else ""
+        raise PlatformImportFailed(f"{unimported.lines[0]}{more}")
     return PYTEST_EXIT.get(int(code), ExitCode.INTERNAL_ERROR)  # after a signal of ours, its code (`_main`)
 
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from warnonce_guard.guards.detectors import Detection, detections
 from warnonce_guard.guards.drive import CannotDrive, drive
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.rule.sites import Site
+
+# What the guards whose platform module did not import said (`PlatformImportFailed`), in their session's stash:
+# the command line makes that run exit 7, the environment's failure, not a verdict on the sites.
+UNIMPORTED = pytest.StashKey[list[str]]()
 
 
 class GuardFailure(AssertionError):

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import pytest
 from warnonce_guard.common.errors import PlatformImportFailed
-from warnonce_guard.guards.outcome import check_site
+from warnonce_guard.guards.outcome import UNIMPORTED, check_site
 from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import Target
 
 
-def test_site_releases_exception_and_warns_once(site: Site, guard_target: Target) -> None:
+def test_site_releases_exception_and_warns_once(
+    site: Site, guard_target: Target, request: pytest.FixtureRequest
+) -> None:
     """Driven twice from an LLM stand-in: no exception or owner survives, one warning, text as fixed."""
     try:
         check_site(site)
     except PlatformImportFailed as err:  # the environment, not the site: say what to install, no traceback
+        request.config.stash.setdefault(UNIMPORTED, []).append(str(err))
         pytest.fail(str(err), pytrace=False)

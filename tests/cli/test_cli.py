@@ -74,12 +74,34 @@ def test_guards_on_a_tree_without_sites_stop_before_pytest_as_nothing_to_check(t
     assert "passed" not in run.stdout
 
 
-def test_guards_name_a_platform_module_that_cannot_import(tmp_path: Path) -> None:
-    broken = "import missing_dependency\n" + INTERFACE
-    tree = make_tree(tmp_path / "tree", broken)
+IMPORT_FAILURES = {
+    # where the failing import is, what it is, what the one line must name
+    "platform-module-needs-a-missing-module": (
+        "vllm/platforms/interface.py",
+        "import missing_dependency\n",
+        "no module named 'missing_dependency'; install it into the guard environment",
+    ),
+    "platform-module-raises-importerror": (
+        "vllm/platforms/interface.py",
+        'raise ImportError("libnuma.so.1: cannot open shared object file")\n',
+        "failed: libnuma.so.1: cannot open shared object file",
+    ),
+    "package-needs-a-missing-runtime-dependency": (
+        "vllm/__init__.py",
+        "import missing_runtime_dependency\n",
+        "no module named 'missing_runtime_dependency'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", IMPORT_FAILURES)
+def test_guards_name_a_platform_module_that_cannot_import_and_exit_7(case: str, tmp_path: Path) -> None:
+    file, line, named = IMPORT_FAILURES[case]
+    tree = make_tree(tmp_path / "tree")
+    (tree / file).write_text(line + (tree / file).read_text(encoding="utf-8"), encoding="utf-8")
     run = cli("guards", "--vllm-src", str(tree), "-q", "--tb=line")
-    assert run.returncode == 1
-    assert "no module named 'missing_dependency'; install it into the guard environment" in run.stdout
+    one_line_error(run, ExitCode.PLATFORM_IMPORT_FAILED, "importing vllm.platforms.interface failed: ", named)
+    assert named in run.stdout  # pytest's report of the guard says it too
     assert "Traceback" not in run.stdout
 
 

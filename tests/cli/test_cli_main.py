@@ -11,14 +11,16 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from toy import INTERFACE, make_tree
 from warnonce_guard.cli import main as cli
 from warnonce_guard.common.errors import EngineFailed, ExitCode
+from warnonce_guard.guards.outcome import UNIMPORTED
 from warnonce_guard.rule import platforms
 from warnonce_guard.rule import target as targets
 from warnonce_guard.rule.platforms import RegisteredPlatform
@@ -132,17 +134,22 @@ def test_mutate_defaults_to_a_perfect_score_and_the_default_directories() -> Non
 
 
 class FakePytest:
-    """Stands in for `pytest.main`: records what it was given (and the sites file it was handed) and returns `code`."""
+    """Stands in for `pytest.main`: records what it was given (and the sites file it was handed) and returns `code`,
+    after the session's end reached the plugins it was given with `unimported` in the session's stash."""
 
-    def __init__(self, code: int | pytest.ExitCode = 0) -> None:
+    def __init__(self, code: int | pytest.ExitCode = 0, unimported: list[str] | None = None) -> None:
         self.code = code
+        self.unimported = unimported
         self.args: list[str] = []
         self.sites: list[dict[str, object]] = []
 
-    def __call__(self, args: list[str]) -> int | pytest.ExitCode:
+    def __call__(self, args: list[str], plugins: Sequence[object] = ()) -> int | pytest.ExitCode:
         self.args = list(args)
         (sites_file,) = [arg.removeprefix("--sites-file=") for arg in args if arg.startswith("--sites-file=")]
         self.sites = json.loads(Path(sites_file).read_text(encoding="utf-8"))
+        stash = {UNIMPORTED: self.unimported} if self.unimported is not None else {}
+        for plugin in plugins:
+            plugin.pytest_sessionfinish(session=SimpleNamespace(config=SimpleNamespace(stash=stash)))
         return self.code
 
 
@@ -183,6 +190,20 @@ def test_guards_give_pytest_no_path_but_the_guards_and_no_settings_or_conftest_a
     assert {f"--rootdir={cli.GUARDS_DIR}", f"--confcutdir={cli.GUARDS_DIR}", "-q"} <= set(given)
 
 
+def test_guards_whose_platform_module_did_not_import_exit_7_with_one_line_naming_it(
+    toy_tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failed = ["importing vllm.platforms.cpu failed: no module named 'numa'; install it"] * 2
+    monkeypatch.setattr(pytest, "main", FakePytest(pytest.ExitCode.TESTS_FAILED, failed))
+
+    assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.PLATFORM_IMPORT_FAILED
+    assert stderr_lines(capsys) == [f"warnonce-guard: error: {failed[0]} (2 guards could not run)"]
+
+    # Not vacuous: a failed run whose guards all imported their platform module is a failed check.
+    monkeypatch.setattr(pytest, "main", FakePytest(pytest.ExitCode.TESTS_FAILED, []))
+    assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.CHECK_FAILED
+
+
 @pytest.mark.parametrize(
     ("pytest_code", "ours"),
     [
@@ -212,7 +233,7 @@ def test_guards_on_a_tree_without_a_cached_site_stop_before_pytest(
 def test_guards_stopped_by_sigterm_exit_143_not_pytests_interrupted(
     toy_tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def terminated_pytest(args: list[str]) -> pytest.ExitCode:
+    def terminated_pytest(args: list[str], plugins: Sequence[object] = ()) -> pytest.ExitCode:
         try:  # pytest turns the KeyboardInterrupt our handler raises into its own "interrupted"
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)
