@@ -111,10 +111,7 @@ def guards(session: nox.Session) -> None:
     """The guards against one vLLM: `-- --vllm 0.29.0` or `-- --vllm-src PATH`."""
     version, args = _take_vllm(session.posargs)
     _guard_env(session, version)
-    if "--vllm-src" in args:  # the option belongs before pytest's arguments
-        at = args.index("--vllm-src")
-        args = [*args[at : at + 2], *args[:at], *args[at + 2 :]]
-    session.run("warnonce-guard", "guards", *args)
+    session.run("warnonce-guard", "guards", *args)  # --vllm-src PATH anywhere among pytest's arguments
 
 
 @nox.session(python=PYTHON)
