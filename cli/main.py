@@ -99,11 +99,13 @@ def cmd_sites(args: argparse.Namespace) -> int:
     return 0
 
 
-# pytest's exit statuses, as rows of our table.
+# pytest's exit statuses, as rows of our table. pytest's 2 ("interrupted") after a signal of ours is replaced by
+# that signal's code (`_main`); without one it is a session that stopped before its tests ran (an error while
+# the guards were collected): our guards' fault, never a verdict, never a Ctrl-C.
 PYTEST_EXIT = {
     0: ExitCode.OK,
     1: ExitCode.CHECK_FAILED,
-    2: ExitCode.INTERRUPTED,
+    2: ExitCode.INTERNAL_ERROR,
     3: ExitCode.INTERNAL_ERROR,
     4: ExitCode.USAGE,
     5: ExitCode.NOTHING_TO_CHECK,
@@ -141,7 +143,13 @@ def cmd_guards(args: argparse.Namespace) -> int:
     if int(code) == pytest.ExitCode.TESTS_FAILED and unimported.lines:
         more = f" ({len(unimported.lines)} guards could not run)" if len(unimported.lines) > 1 else ""
         raise PlatformImportFailed(f"{unimported.lines[0]}{more}")
-    return PYTEST_EXIT.get(int(code), ExitCode.INTERNAL_ERROR)  # after a signal of ours, its code (`_main`)
+    verdict = PYTEST_EXIT.get(int(code), ExitCode.INTERNAL_ERROR)  # after a signal of ours, its code (`_main`)
+    if verdict is ExitCode.INTERNAL_ERROR:
+        raise RuntimeError(
+            f"the guards' pytest session ended with status {int(code)} before its verdicts (see its report above); "
+            "this is a bug in warnonce-guard, please report it"
+        )
+    return verdict
 
 
 def _pytest_args(args: argparse.Namespace, target: targets.Target, sites_file: Path) -> list[str]:

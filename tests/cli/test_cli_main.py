@@ -209,7 +209,7 @@ def test_guards_whose_platform_module_did_not_import_exit_7_with_one_line_naming
     [
         (0, ExitCode.OK),
         (1, ExitCode.CHECK_FAILED),
-        (2, ExitCode.INTERRUPTED),
+        (2, ExitCode.INTERNAL_ERROR),  # without a signal of ours: the guards failed to collect
         (3, ExitCode.INTERNAL_ERROR),
         (4, ExitCode.USAGE),
         (5, ExitCode.NOTHING_TO_CHECK),
@@ -221,6 +221,17 @@ def test_guards_exit_with_pytests_status_as_a_row_of_our_table(
 ) -> None:
     monkeypatch.setattr(pytest, "main", FakePytest(pytest_code))
     assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ours
+
+
+def test_guards_that_fail_to_collect_are_our_bug_in_one_line_never_an_interrupt(
+    toy_tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pytest says "interrupted" (2) for errors during collection too; no signal came, so it is not 130."""
+    monkeypatch.setattr(pytest, "main", FakePytest(pytest.ExitCode.INTERRUPTED))
+    assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.INTERNAL_ERROR
+    lines = stderr_lines(capsys)
+    assert "RuntimeError: the guards' pytest session ended with status 2" in "\n".join(lines)
+    assert lines[-1].startswith("warnonce-guard: internal error:")
 
 
 def test_guards_on_a_tree_without_a_cached_site_stop_before_pytest(
