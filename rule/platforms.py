@@ -14,7 +14,7 @@ import inspect
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from warnonce_guard.common.errors import NothingToCheck, PlatformNotFound
+from warnonce_guard.common.errors import NothingToCheck, PlatformImportFailed, PlatformNotFound
 from warnonce_guard.rule.sites import Site, sites_in_source
 
 ENTRY_POINT_GROUP = "vllm.platform_plugins"
@@ -48,8 +48,16 @@ def load_class(spec: str) -> type:
     module_name, name = _split(spec)
     try:
         owner: object = importlib.import_module(module_name)
-    except (ImportError, SyntaxError) as err:
+    except ModuleNotFoundError as err:
+        if not _names_the_module(err.name, module_name):  # the plugin is there; something it imports is not
+            raise PlatformImportFailed(
+                f"--platform {spec}: {module_name} fails to import: {err}; install what it needs here"
+            ) from None
         raise PlatformNotFound(f"--platform {spec}: cannot import {module_name} ({err}); install the plugin") from None
+    except Exception as err:  # the module is there and raises (ImportError, SyntaxError, anything) on import
+        raise PlatformImportFailed(
+            f"--platform {spec}: {module_name} fails to import: {type(err).__name__}: {err}"
+        ) from None
     for part in name.split("."):
         owner = getattr(owner, part, None)
         if owner is None:
@@ -57,6 +65,11 @@ def load_class(spec: str) -> type:
     if not isinstance(owner, type):
         raise PlatformNotFound(f"--platform {spec}: {name} is not a class")
     return owner
+
+
+def _names_the_module(missing: str | None, module_name: str) -> bool:
+    """The missing module is `module_name` or a package on its way (`no_such_plugin` of `no_such_plugin.x`)."""
+    return missing is not None and (module_name == missing or module_name.startswith(f"{missing}."))
 
 
 def resolve_platform(spec: str) -> PlatformTarget:
