@@ -57,8 +57,8 @@ def import_platform_module(name: str, *packages: str) -> types.ModuleType:
         if isinstance(err, ModuleNotFoundError) and err.name:
             top = err.name.split(".")[0]
             raise PlatformImportFailed(
-                f"importing {name} failed: no module named {err.name!r}; install it into the guard "
-                f"environment (pip install {top}) or add it to requirements/guard-env.txt"
+                f"importing {name} failed: no module named {err.name!r}; install it where the guards run "
+                f"(pip install {top})"
             ) from None
         raise PlatformImportFailed(f"importing {name} failed: {err}; fix the guard environment") from None
 
