@@ -16,7 +16,8 @@ from warnonce_guard.common.files import write_atomic
 from warnonce_guard.history.index import Release
 from warnonce_guard.history.records import ReleaseVerdict
 
-SCHEMA = "warnonce-guard/history-cache/1"
+# 2: a site's outcome is the guards' RecordKind, null when the guard run left no record (1 said "missing")
+SCHEMA = "warnonce-guard/history-cache/2"
 
 
 def _hashes(release: Release) -> list[str]:

@@ -1,5 +1,9 @@
 """The typed records passed between the history stages; statuses are enums, never magic strings (and the sweep's
-default work directory, which the command line and `run.Options` share)."""
+default work directory, which the command line and `run.Options` share).
+
+A release's sites are the rule's `Site` records and a guard's result the guards' `RecordKind`: history adds only
+what it makes of them (the survey, the guard run, the verdict).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,9 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+from warnonce_guard.guards.sessions import RecordKind
+from warnonce_guard.rule.sites import Site
 
 DEFAULT_WORK_DIR = Path(".warnonce-history")  # where the sweep keeps downloads, trees, logs and verdicts
 
@@ -20,52 +27,30 @@ class Verdict(StrEnum):
     NOT_CHECKED = "not checked"  # no verdict, with the one-line reason (and what it would take)
 
 
-class Outcome(StrEnum):
-    """One guard's result on one site."""
-
-    PASSED = "passed"
-    LEAK = "leak"  # a leak detector fired
-    UNREACHED = "unreached"  # the guard could not bring execution to the site
-    ERROR = "error"  # the guard could not run (e.g. a platform module's import failed)
-    MISSING = "missing"  # discovery found the site, the guard run left no record of it
-
-
-@dataclass(frozen=True)
-class SiteInfo:
-    """What the history needs to know about one discovered kernel-import site."""
-
-    id: str
-    file: str
-    qualname: str
-    kernel_module: str
-    line: int
-    log_method: str
-    cached: bool  # logs through a `*_once` method (guarded); plain `logger.warning` sites are not
-    form: str  # "eager" or "live"
-
-
 @dataclass(frozen=True)
 class Survey:
     """Discovery on one release's tree."""
 
-    sites: tuple[SiteInfo, ...]
+    sites: tuple[Site, ...]
     hooks: tuple[str, ...]  # where `import_kernels` is defined: `vllm/platforms/interface.py::Platform`
     has_platforms: bool  # the tree has a `vllm/platforms/` package
     error: str | None = None  # discovery could not run on this tree (why, in one line)
 
     @property
-    def cached(self) -> tuple[SiteInfo, ...]:
+    def cached(self) -> tuple[Site, ...]:
         return tuple(site for site in self.sites if site.cached)
 
     @property
-    def plain(self) -> tuple[SiteInfo, ...]:
+    def plain(self) -> tuple[Site, ...]:
         return tuple(site for site in self.sites if not site.cached)
 
 
 @dataclass(frozen=True)
 class SiteOutcome:
+    """One guard's result on one site; `outcome` None: discovery found the site, the guard run left no record of it."""
+
     site_id: str
-    outcome: Outcome
+    outcome: RecordKind | None
     detectors: tuple[str, ...] = ()
     message: str = ""
     missing_module: str | None = None  # the module a failed platform import named
@@ -84,7 +69,7 @@ class GuardRun:
 
     def outcome_of(self, site_id: str) -> SiteOutcome:
         found = [o for o in self.outcomes if o.site_id == site_id]
-        return found[0] if found else SiteOutcome(site_id, Outcome.MISSING, message="no record from the guard run")
+        return found[0] if found else SiteOutcome(site_id, None, message="no record from the guard run")
 
 
 @dataclass(frozen=True)
@@ -119,17 +104,17 @@ class ReleaseVerdict:
         return self.meta.version
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["verdict"] = self.verdict.value
-        for item in data["site_outcomes"]:
-            item["outcome"] = str(item["outcome"])
-        return data
+        return asdict(self)  # its enums are strings
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ReleaseVerdict:
         outcomes = tuple(
             SiteOutcome(
-                o["site_id"], Outcome(o["outcome"]), tuple(o["detectors"]), o["message"], o.get("missing_module")
+                o["site_id"],
+                None if o["outcome"] is None else RecordKind(o["outcome"]),
+                tuple(o["detectors"]),
+                o["message"],
+                o["missing_module"],
             )
             for o in data["site_outcomes"]
         )
@@ -144,7 +129,7 @@ class ReleaseVerdict:
             reason=data["reason"],
             site_outcomes=outcomes,
             duration_s=data["duration_s"],
-            retry=data.get("retry", False),
+            retry=data["retry"],
         )
 
 

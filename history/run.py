@@ -1,4 +1,4 @@
-"""The sweep: for each selected release, newest first, a kept verdict or fetch -> survey -> guards -> classify.
+"""The sweep: for each selected release, newest first, a kept verdict or fetch -> survey -> guards -> verdict.
 
 Each release ends as one line on the console and in `<work dir>/history.log`, as soon as it is done; on a
 terminal a progress bar shows which release and stage is under way. Only finished verdicts are kept, so
@@ -26,12 +26,12 @@ from warnonce_guard.common.files import Kind, cannot_write
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
 from warnonce_guard.history import index as releases_index
 from warnonce_guard.history.cache import VerdictCache
-from warnonce_guard.history.classify import classify, not_checked
-from warnonce_guard.history.core import run_guards
 from warnonce_guard.history.fetch import Fetched, FetchFailed, fetch_release
+from warnonce_guard.history.guard_run import run_guards
 from warnonce_guard.history.records import DEFAULT_WORK_DIR, HistoryReport, ReleaseMeta, ReleaseVerdict, Verdict
 from warnonce_guard.history.render import check_outputs, write_outputs
 from warnonce_guard.history.survey import survey
+from warnonce_guard.history.verdict import not_checked, release_verdict
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def site_packages() -> list[ownership.Protected]:
     ]
 
 
-def check_paths(work_dir: Path, out_dir: Path | None) -> tuple[Path, Path]:
+def check_history_paths(work_dir: Path, out_dir: Path | None) -> tuple[Path, Path]:
     """The work directory (new, empty or an earlier history work directory, never in site-packages or above the
     current directory) and where the tables go; `PathRefused`/`PathUnusable` before any work."""
     here = ownership.Protected("the current directory", Path.cwd(), inside_ok=True)
@@ -83,7 +83,7 @@ def check_release(
     stage: Callable[[str], None],
     say: Callable[[str], None],
 ) -> ReleaseVerdict:
-    """Fetch, survey, guard and classify one release (the guards only when it has cached sites); `stage` gets
+    """Fetch, survey, guard and judge one release (the guards only when it has cached sites); `stage` gets
     what is under way (for a progress bar), `say` one line for each thing of its own discarded from the work
     directory on the way (a damaged kept tree)."""
     started = time.monotonic()
@@ -102,7 +102,7 @@ def check_release(
     if found.cached and not found.error:
         stage(f"{release.version}: guards on {len(found.cached)} site(s)")
         guards = run_guards(fetched.tree, work_dir / "logs" / f"{release.version}.log", timeout_s)
-    verdict = classify(meta, found, guards, time.monotonic() - started)
+    verdict = release_verdict(meta, found, guards, time.monotonic() - started)
     # checked from a wheel because the sdist's download failed: not kept, so the next sweep tries the sdist again
     return replace(verdict, retry=True) if fetched.retry else verdict
 
@@ -139,7 +139,7 @@ def run_history(options: Options, console: Console) -> HistoryReport:
     a time) from its creation to the tables.
     """
     started = time.monotonic()
-    work_dir, out = check_paths(options.work_dir, options.out_dir)
+    work_dir, out = check_history_paths(options.work_dir, options.out_dir)
     listed = releases_index.fetch_index(options.index_url)
     selection = releases_index.select(listed, options.start, options.end, options.only, options.pre)
     fingerprint = tool_fingerprint([f"python=={platform.python_version()}", *distributions()])
@@ -153,7 +153,7 @@ def run_history(options: Options, console: Console) -> HistoryReport:
             highlight=False,
             soft_wrap=True,
         )
-        verdicts, checked = sweep(selection.releases, cache, work_dir, options.timeout_s, console)
+        verdicts, checked = check_releases(selection.releases, cache, work_dir, options.timeout_s, console)
         report = HistoryReport(
             command=options.command,
             generated=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -181,7 +181,7 @@ def _writing(work_dir: Path) -> Iterator[None]:
         raise cannot_write(err, f"--work-dir {work_dir}: cannot write in it", fix) from None
 
 
-def sweep(
+def check_releases(
     releases: Sequence[releases_index.Release], cache: VerdictCache, work_dir: Path, timeout_s: float, console: Console
 ) -> tuple[list[ReleaseVerdict], int]:
     """Each release's kept verdict, or a new one (kept when finished); one line per release as it is done."""

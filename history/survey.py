@@ -5,20 +5,21 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from warnonce_guard.history.core import TreeNotUsable, discover_sites
+from warnonce_guard.common.errors import GuardError
 from warnonce_guard.history.records import Survey
+from warnonce_guard.rule.platforms import METHOD as HOOK
+from warnonce_guard.rule.sites import discover
 from warnonce_guard.rule.target import PACKAGE
-
-HOOK = "import_kernels"
 
 
 def survey(tree: Path) -> Survey:
-    """Every kernel-import site of the tree (cached or not) and the classes that define `import_kernels`."""
+    """Every kernel-import site of the tree (cached or not) and the classes that define `import_kernels`; a tree
+    discovery cannot run on (a file does not parse) is a survey with its error, and the release `not checked`."""
     platforms = tree / PACKAGE / "platforms"
     hooks = kernel_hooks(tree)
     try:
-        sites = discover_sites(tree)
-    except TreeNotUsable as err:
+        sites = tuple(discover(tree))
+    except GuardError as err:
         return Survey((), hooks, platforms.is_dir(), str(err))
     return Survey(sites, hooks, platforms.is_dir())
 

@@ -10,8 +10,9 @@ import zipfile
 from pathlib import Path
 
 from toy import EAGER_CALL, PLATFORM_SOURCE, write_toy
+from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.history.index import Dist, Release
-from warnonce_guard.history.records import GuardRun, Outcome, ReleaseMeta, SiteOutcome
+from warnonce_guard.history.records import GuardRun, ReleaseMeta, SiteOutcome
 
 LIVE_CALL = 'logger.warning_once("Failed to import from PKG._C: %r", e)'
 PLAIN_CALL = 'logger.warning("Failed to import from PKG._C: %r", e)'
@@ -71,5 +72,5 @@ def release(version: str, *dists: Dist) -> Release:
 
 def guard_run(*outcomes: SiteOutcome, error: str | None = None, timed_out: bool = False) -> GuardRun:
     return GuardRun(
-        1 if error or any(o.outcome is not Outcome.PASSED for o in outcomes) else 0, outcomes, error, 1.0, timed_out
+        1 if error or any(o.outcome is not RecordKind.PASSED for o in outcomes) else 0, outcomes, error, 1.0, timed_out
     )

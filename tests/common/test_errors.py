@@ -35,7 +35,6 @@ INTERNAL = {
     "warnonce_guard.guards.drive": {"CannotDrive"},
     "warnonce_guard.guards.outcome": {"GuardFailure", "LeakDetected", "SiteUnreached"},
     "warnonce_guard.guards.steering": {"CannotSteer"},
-    "warnonce_guard.history.core": {"TreeNotUsable"},
     "warnonce_guard.history.fetch": {"FetchFailed"},
 }
 

@@ -6,11 +6,11 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from history_support import LEAKS, META
+from history_support import INTERFACE_SITE, LEAKS, META
 from warnonce_guard.history import cache as caching
 from warnonce_guard.history.cache import VerdictCache
 from warnonce_guard.history.index import Dist, Release
-from warnonce_guard.history.records import ReleaseVerdict, Verdict
+from warnonce_guard.history.records import ReleaseVerdict, SiteOutcome, Verdict
 
 DIST = Dist("vllm-9.9.9.tar.gz", "sdist", "file:///x", "ab" * 32, 10, "2026-01-02T10:00:00Z", None)
 RELEASE = Release("9.9.9", (DIST,))
@@ -58,3 +58,15 @@ def test_a_damaged_cache_file_is_a_miss_not_a_crash(tmp_path: Path) -> None:
     for damaged in ("[]", '"text"', "1", "null", json.dumps(good)):
         kept.path("9.9.9").write_text(damaged, encoding="utf-8")
         assert kept.get(RELEASE) is None, damaged
+
+
+def test_a_verdict_kept_in_the_old_shape_is_checked_again_not_misread(tmp_path: Path) -> None:
+    kept = VerdictCache(tmp_path, "fp1")
+    missing = replace(VERDICT, verdict=Verdict.NOT_CHECKED, site_outcomes=(SiteOutcome(INTERFACE_SITE, None),))
+    kept.put(RELEASE, missing)
+    assert kept.get(RELEASE) == missing  # no record from the guard run: read back as such
+    data = json.loads(kept.path("9.9.9").read_text(encoding="utf-8"))
+    data["schema"] = "warnonce-guard/history-cache/1"  # its outcomes said "missing" where they now say null
+    data["verdict"]["site_outcomes"][0]["outcome"] = "missing"
+    kept.path("9.9.9").write_text(json.dumps(data), encoding="utf-8")
+    assert kept.get(RELEASE) is None

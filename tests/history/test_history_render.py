@@ -7,16 +7,18 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+import layout
 import pytest
 from history_support import INTERFACE_SITE, LEAKS, META
 from warnonce_guard.common import files as atomic
 from warnonce_guard.common.errors import PathRefused, PathUnusable, ReportFailed
-from warnonce_guard.history.records import HistoryReport, Outcome, ReleaseVerdict, SiteOutcome, Verdict
+from warnonce_guard.guards.sessions import RecordKind
+from warnonce_guard.history.records import HistoryReport, ReleaseVerdict, SiteOutcome, Verdict
 from warnonce_guard.history.render import FILES, check_outputs, row, to_json, to_markdown, write_outputs
 
 EXPOSED = ReleaseVerdict(
     META, Verdict.EXPOSED, sites=6, live=6, detectors=LEAKS,
-    site_outcomes=(SiteOutcome(INTERFACE_SITE, Outcome.LEAK, LEAKS, "fired"),), duration_s=12.3,
+    site_outcomes=(SiteOutcome(INTERFACE_SITE, RecordKind.LEAK, LEAKS, "fired"),), duration_s=12.3,
 )  # fmt: skip
 NO_SITES = ReleaseVerdict(
     replace(META, version="0.11.0"), Verdict.NO_SITES, plain_sites=3, reason="no import_kernels | in vllm/platforms"
@@ -131,3 +133,22 @@ def test_a_file_where_the_out_directory_should_be_is_refused(tmp_path: Path) -> 
     (tmp_path / "docs").write_text("x", encoding="utf-8")
     with pytest.raises(PathUnusable, match="a file is there, not a directory"):
         check_outputs(tmp_path / "docs")
+
+
+def test_the_published_tables_read_back_and_render_to_themselves() -> None:
+    """docs/history.json and docs/history.md are a sweep's output: a change to a record's shape shows here."""
+    text = (layout.ROOT / "docs" / "history.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    published = HistoryReport(
+        command=data["command"],
+        generated=data["generated"],
+        fingerprint=data["fingerprint"],
+        environment=data["environment"],
+        verdicts=tuple(ReleaseVerdict.from_json(r) for r in data["releases"]),
+        prereleases_left_out=tuple(data["prereleases_left_out"]),
+        checked=data["run"]["checked"],
+        from_cache=data["run"]["from_cache"],
+        duration_s=data["run"]["duration_s"],
+    )
+    assert to_json(published) == text
+    assert to_markdown(published) == (layout.ROOT / "docs" / "history.md").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The adapter's contract with the guards: their outcome per site, read back from a real run on toy trees.
+"""The history's contract with the guards: their outcome per site, read back from a real run on toy trees.
 
 These run `warnonce-guard guards` in a subprocess (under a second each, no torch import in a toy tree), so
 they stay in the fast tier: when the guards' record format or command line changes, they fail here first.
@@ -16,24 +16,25 @@ from pathlib import Path
 import pytest
 from history_support import INTERFACE_SITE, LEAKS, LIVE_CALL, META, PLAIN_CALL, release, vllm_tree
 from toy import EAGER_CALL
+from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.history.cache import VerdictCache
-from warnonce_guard.history.classify import classify
-from warnonce_guard.history.core import discover_sites, run_guards
-from warnonce_guard.history.records import Outcome, Verdict
+from warnonce_guard.history.guard_run import run_guards
+from warnonce_guard.history.records import Verdict
 from warnonce_guard.history.survey import survey
+from warnonce_guard.history.verdict import release_verdict
 
 
 def test_a_leaking_site_comes_back_as_a_leak_with_its_detectors(tmp_path: Path) -> None:
     run = run_guards(vllm_tree(tmp_path / "tree", LIVE_CALL), tmp_path / "logs" / "live.log")
     assert run.error is None and run.exit_code != 0
-    assert [(o.site_id, o.outcome, o.detectors) for o in run.outcomes] == [(INTERFACE_SITE, Outcome.LEAK, LEAKS)]
+    assert [(o.site_id, o.outcome, o.detectors) for o in run.outcomes] == [(INTERFACE_SITE, RecordKind.LEAK, LEAKS)]
     assert "3 detector(s) fired" in (tmp_path / "logs" / "live.log").read_text(encoding="utf-8")
 
 
 def test_an_eager_site_comes_back_passed(tmp_path: Path) -> None:
     run = run_guards(vllm_tree(tmp_path / "tree", EAGER_CALL), tmp_path / "logs" / "eager.log")
     assert run.exit_code == 0 and run.error is None
-    assert [(o.site_id, o.outcome) for o in run.outcomes] == [(INTERFACE_SITE, Outcome.PASSED)]
+    assert [(o.site_id, o.outcome) for o in run.outcomes] == [(INTERFACE_SITE, RecordKind.PASSED)]
 
 
 def test_a_platform_module_that_cannot_import_names_the_missing_module(tmp_path: Path) -> None:
@@ -41,7 +42,7 @@ def test_a_platform_module_that_cannot_import_names_the_missing_module(tmp_path:
     interface = tree / "vllm" / "platforms" / "interface.py"
     interface.write_text("import not_installed_anywhere\n" + interface.read_text(encoding="utf-8"), encoding="utf-8")
     (outcome,) = run_guards(tree, tmp_path / "logs" / "broken.log").outcomes
-    assert outcome.outcome is Outcome.ERROR and outcome.missing_module == "not_installed_anywhere"
+    assert outcome.outcome is RecordKind.ERROR and outcome.missing_module == "not_installed_anywhere"
 
 
 def test_a_run_that_guards_nothing_fails_as_a_whole_with_its_one_line_reason(tmp_path: Path) -> None:
@@ -54,7 +55,7 @@ def test_the_guards_are_pointed_at_the_tree_whatever_the_caller_environment_says
     monkeypatch.setenv("WARNONCE_GUARD_VLLM_SRC", str(tmp_path / "elsewhere"))
     monkeypatch.setenv("WARNONCE_GUARD_SITES", str(tmp_path / "stale-sites.json"))
     run = run_guards(vllm_tree(tmp_path / "tree", EAGER_CALL), tmp_path / "logs" / "eager.log")
-    assert [o.outcome for o in run.outcomes] == [Outcome.PASSED]
+    assert [o.outcome for o in run.outcomes] == [RecordKind.PASSED]
 
 
 def test_the_users_pytest_options_and_terminal_do_not_reach_the_guards(tmp_path: Path, monkeypatch) -> None:
@@ -62,12 +63,12 @@ def test_the_users_pytest_options_and_terminal_do_not_reach_the_guards(tmp_path:
     monkeypatch.setenv("PYTEST_ADDOPTS", "-k no_guard_has_this_name --pdb")
     run = run_guards(vllm_tree(tmp_path / "tree", LIVE_CALL), tmp_path / "logs" / "live.log", timeout=60)
     assert not run.timed_out and run.error is None
-    assert [(o.site_id, o.outcome) for o in run.outcomes] == [(INTERFACE_SITE, Outcome.LEAK)]
+    assert [(o.site_id, o.outcome) for o in run.outcomes] == [(INTERFACE_SITE, RecordKind.LEAK)]
 
 
 def test_discovery_reports_cached_and_plain_sites_with_their_form(tmp_path: Path) -> None:
     tree = vllm_tree(tmp_path / "tree", LIVE_CALL, {"rocm": PLATFORM_PLAIN})
-    found = {(s.file, s.log_method, s.cached, s.form) for s in discover_sites(tree)}
+    found = {(s.file, s.log_method, s.cached, s.form) for s in survey(tree).sites}
     assert found == {
         ("vllm/platforms/interface.py", "warning_once", True, "live"),
         ("vllm/platforms/rocm.py", "warning", False, "live"),
@@ -103,7 +104,7 @@ def _processes_with(*words: str) -> dict[int, str]:
 SWEEP = """
 import sys
 from pathlib import Path
-from warnonce_guard.history.core import run_guards
+from warnonce_guard.history.guard_run import run_guards
 run_guards(Path(sys.argv[1]), Path(sys.argv[2]), 120)
 """
 
@@ -150,6 +151,6 @@ def test_a_guard_run_stopped_from_outside_is_not_kept_and_a_crash_is(
     interface.write_text(kill + interface.read_text(encoding="utf-8"), encoding="utf-8")
     run = run_guards(tree, tmp_path / "logs" / "killed.log")
     assert run.outcomes == () and run.error is not None and said in run.error, run.error
-    verdict = classify(META, survey(tree), run)
+    verdict = release_verdict(META, survey(tree), run)
     assert verdict.verdict is Verdict.NOT_CHECKED and verdict.retry is not kept  # a rerun checks it again
     assert VerdictCache(tmp_path / "work", "fp").put(release("9.9.9"), verdict) is kept

@@ -5,19 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
-from warnonce_guard.history.records import (
-    GuardRun,
-    Outcome,
-    ReleaseMeta,
-    ReleaseVerdict,
-    SiteInfo,
-    SiteOutcome,
-    Survey,
-    Verdict,
-)
+from warnonce_guard.guards.detectors import DETECTORS
+from warnonce_guard.guards.sessions import RecordKind
+from warnonce_guard.history.records import GuardRun, ReleaseMeta, ReleaseVerdict, SiteOutcome, Survey, Verdict
+from warnonce_guard.rule.platforms import METHOD as HOOK
+from warnonce_guard.rule.sites import Site
 
-DETECTOR_ORDER = ("exception retained", "owner pinned", "warning repeated", "message changed", "unreached")
-HOOK = "import_kernels"
+# The guards' detectors in their registry's order, then what an unreached guard reports
+DETECTOR_ORDER = (*(detector.name for detector in DETECTORS), RecordKind.UNREACHED.value)
 REQUIREMENTS = "requirements/history-env.txt"
 # Import names whose distribution is named otherwise; the rest install under their own name.
 DISTRIBUTIONS = {
@@ -32,7 +27,9 @@ DISTRIBUTIONS = {
 MAX_LISTED = 3
 
 
-def classify(meta: ReleaseMeta, survey: Survey, guards: GuardRun | None, duration_s: float = 0.0) -> ReleaseVerdict:
+def release_verdict(
+    meta: ReleaseMeta, survey: Survey, guards: GuardRun | None, duration_s: float = 0.0
+) -> ReleaseVerdict:
     """exposed / guarded / no sites / not checked, with the detectors and the one-line reason."""
     cached = survey.cached
     counts = {
@@ -65,16 +62,16 @@ def classify(meta: ReleaseMeta, survey: Survey, guards: GuardRun | None, duratio
     if not cached:
         return verdict(Verdict.NO_SITES, what_instead(survey))
     if guards is None:
-        raise ValueError(f"{meta.version}: {len(cached)} cached site(s) but no guard run to classify")
+        raise ValueError(f"{meta.version}: {len(cached)} cached site(s) but no guard run to judge them by")
     if guards.error:
         retry = guards.timed_out or guards.stopped
         return verdict(Verdict.NOT_CHECKED, f"guards did not run: {guards.error}", retry=retry)
     outcomes = tuple(guards.outcome_of(site.id) for site in cached)
-    leaks = [o for o in outcomes if o.outcome is Outcome.LEAK]
-    unproven = [o for o in outcomes if o.outcome not in (Outcome.LEAK, Outcome.PASSED)]
+    leaks = [o for o in outcomes if o.outcome is RecordKind.LEAK]
+    unproven = [o for o in outcomes if o.outcome not in (RecordKind.LEAK, RecordKind.PASSED)]
     if leaks:
         fired = ordered(
-            d for o in (*leaks, *unproven) if o.outcome in (Outcome.LEAK, Outcome.UNREACHED) for d in o.detectors
+            d for o in (*leaks, *unproven) if o.outcome in (RecordKind.LEAK, RecordKind.UNREACHED) for d in o.detectors
         )
         reason = f"{len(unproven)} of {len(cached)} site(s) not checked: {why(unproven)}" if unproven else ""
         return verdict(Verdict.EXPOSED, reason, fired, outcomes)
@@ -113,28 +110,28 @@ def why(outcomes: list[SiteOutcome]) -> str:
     for o in outcomes:
         if o.missing_module:
             continue
-        if o.outcome is Outcome.UNREACHED:
+        if o.outcome is RecordKind.UNREACHED:
             clauses.append(f"{o.site_id} unreached: {o.message.split(' unreached: ', 1)[-1]}")
-        elif o.outcome is Outcome.MISSING:
+        elif o.outcome is None:
             clauses.append(f"{o.site_id}: {o.message}")
         else:
             clauses.append(f"{o.site_id}: {o.message or ', '.join(o.detectors)}")
     return "; ".join(dict.fromkeys(clauses))
 
 
-def _files(sites: Iterable[SiteInfo]) -> str:
+def _files(sites: Iterable[Site]) -> str:
     names = list(dict.fromkeys(PurePosixPath(s.file).relative_to("vllm").as_posix() for s in sites))
     more = f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else ""
     return ", ".join(names[:MAX_LISTED]) + more
 
 
-def _methods(sites: Iterable[SiteInfo]) -> str:
+def _methods(sites: Iterable[Site]) -> str:
     return "/".join(f"logger.{m}" for m in dict.fromkeys(s.log_method for s in sites))
 
 
 def what_instead(survey: Survey) -> str:
     """For a release with no `*_once` kernel-import site: what it does instead, in one line."""
-    in_hook = [s for s in survey.plain if s.qualname.rsplit(".", 1)[-1] == HOOK]
+    in_hook = [s for s in survey.plain if s.function_name == HOOK]
     elsewhere = [s for s in survey.plain if s not in in_hook]
     if in_hook:
         head = f"import_kernels logs with plain {_methods(in_hook)} (not cached)"

@@ -1,11 +1,5 @@
-"""The adapter: everything the history knows about the rest of warnonce-guard, in this one module.
-
-When the core changes, re-point what is here and nothing else:
-- `discover_sites(tree)`: discovery (`guards.sites.discover`) turned into `SiteInfo` records;
-- `run_guards(tree, log)`: the guards against a tree in a fresh interpreter (`warnonce-guard guards`, dying
-  with the sweep), read back from the finished guard session they record (`guards.records`), as for a
-  mutation run's baseline.
-"""
+"""The guards against a release's tree: `warnonce-guard guards` in a fresh interpreter that dies with the sweep,
+read back from the finished guard sessions it records (`guards.sessions`), as for a mutation run's baseline."""
 
 from __future__ import annotations
 
@@ -18,24 +12,16 @@ import time
 from pathlib import Path
 
 from warnonce_guard.common import protocol
-from warnonce_guard.common.errors import ExitCode, GuardError
+from warnonce_guard.common.errors import ExitCode
 from warnonce_guard.common.files import scratch
 from warnonce_guard.common.processes import child_environment
 from warnonce_guard.guards.sessions import GuardRecord, RecordKind, baseline_sessions
-from warnonce_guard.history.records import GuardRun, Outcome, SiteInfo, SiteOutcome
-from warnonce_guard.rule.sites import discover
-
-__all__ = ["TreeNotUsable", "discover_sites", "run_guards"]
+from warnonce_guard.history.records import GuardRun, SiteOutcome
 
 GUARD_TIMEOUT_S = 900.0
 RUN_ID = "history"
 _MISSING_MODULE = re.compile(r"no module named '([^']+)'", re.IGNORECASE)
-_OUTCOME = {
-    RecordKind.PASSED: Outcome.PASSED,
-    RecordKind.LEAK: Outcome.LEAK,
-    RecordKind.UNREACHED: Outcome.UNREACHED,
-    RecordKind.ERROR: Outcome.ERROR,
-}
+_WORST_LAST = (RecordKind.PASSED, RecordKind.LEAK, RecordKind.UNREACHED, RecordKind.ERROR)  # of a site's records
 _MUTMUTS_VARIABLE = "MUTANT_UNDER_TEST"  # a caller's (a sweep run under mutmut) is not passed on either
 # A guard run stopped from outside (its exit codes for Ctrl-C and SIGTERM, or killed: the OOM killer's SIGKILL),
 # which a rerun may finish; a crash (SIGSEGV, SIGABRT) is the release's or the environment's, and stays.
@@ -46,21 +32,6 @@ _BOUND_CLI = (
     "import sys; from warnonce_guard.common.processes import bind_to_parent; bind_to_parent(); "
     "from warnonce_guard.cli.main import main; sys.exit(main(sys.argv[1:]))"
 )
-
-
-class TreeNotUsable(Exception):
-    """Discovery cannot run on a tree (a file does not parse): the release is `not checked`."""
-
-
-def discover_sites(tree: Path) -> tuple[SiteInfo, ...]:
-    """Every kernel-import site under `tree/vllm`, cached or not."""
-    try:
-        sites = discover(tree)
-    except GuardError as err:
-        raise TreeNotUsable(str(err)) from None
-    return tuple(
-        SiteInfo(s.id, s.file, s.qualname, s.kernel_module, s.line, s.log_method, s.cached, s.form) for s in sites
-    )
 
 
 def run_guards(tree: Path, log: Path, timeout: float = GUARD_TIMEOUT_S) -> GuardRun:
@@ -105,14 +76,10 @@ def run_guards(tree: Path, log: Path, timeout: float = GUARD_TIMEOUT_S) -> Guard
 
 
 def _outcome(record: GuardRecord) -> SiteOutcome:
-    outcome = _OUTCOME[record.kind]
-    missing = _MISSING_MODULE.search(record.message) if outcome is Outcome.ERROR else None
+    missing = _MISSING_MODULE.search(record.message) if record.kind is RecordKind.ERROR else None
     return SiteOutcome(
-        str(record.site), outcome, record.detectors, record.message, missing.group(1) if missing else None
+        str(record.site), record.kind, record.detectors, record.message, missing.group(1) if missing else None
     )
-
-
-_RANK = {Outcome.PASSED: 0, Outcome.LEAK: 1, Outcome.UNREACHED: 2, Outcome.ERROR: 3, Outcome.MISSING: 4}
 
 
 def _merge(outcomes: list[SiteOutcome]) -> tuple[SiteOutcome, ...]:
@@ -120,7 +87,7 @@ def _merge(outcomes: list[SiteOutcome]) -> tuple[SiteOutcome, ...]:
     by_site: dict[str, SiteOutcome] = {}
     for outcome in outcomes:
         known = by_site.get(outcome.site_id)
-        if known is None or _RANK[outcome.outcome] > _RANK[known.outcome]:
+        if known is None or _WORST_LAST.index(outcome.outcome) > _WORST_LAST.index(known.outcome):
             by_site[outcome.site_id] = outcome
     return tuple(by_site.values())
 
