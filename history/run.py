@@ -2,7 +2,8 @@
 
 Each release ends as one line on the console and in `<work dir>/history.log`, as soon as it is done; on a
 terminal a progress bar shows which release and stage is under way. Only finished verdicts are kept, so
-an interrupted sweep resumes where it stopped.
+an interrupted sweep resumes where it stopped. What reads the index, fetches, surveys and runs the guards is a
+`Stages` (the real ones by default), so a test passes stand-ins instead of patching this module.
 """
 
 from __future__ import annotations
@@ -24,11 +25,19 @@ from warnonce_guard.common import files, locks, ownership
 from warnonce_guard.common.console import RunProgress
 from warnonce_guard.common.files import Kind, cannot_write
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
-from warnonce_guard.history import index as releases_index
 from warnonce_guard.history.cache import VerdictCache
 from warnonce_guard.history.fetch import Fetched, FetchFailed, fetch_release
 from warnonce_guard.history.guard_run import run_guards
-from warnonce_guard.history.records import DEFAULT_WORK_DIR, HistoryReport, ReleaseMeta, ReleaseVerdict, Verdict
+from warnonce_guard.history.index import DEFAULT_INDEX, Release, fetch_index, select
+from warnonce_guard.history.records import (
+    DEFAULT_WORK_DIR,
+    GuardRun,
+    HistoryReport,
+    ReleaseMeta,
+    ReleaseVerdict,
+    Survey,
+    Verdict,
+)
 from warnonce_guard.history.render import check_outputs, write_outputs
 from warnonce_guard.history.survey import survey
 from warnonce_guard.history.verdict import not_checked, release_verdict
@@ -42,9 +51,21 @@ class Options:
     pre: bool = False
     work_dir: Path = DEFAULT_WORK_DIR
     out_dir: Path | None = None  # default: the work directory
-    index_url: str = releases_index.DEFAULT_INDEX
+    index_url: str = DEFAULT_INDEX
     timeout_s: float = 900.0
     command: str = "warnonce-guard history"
+
+
+@dataclass(frozen=True)
+class Stages:
+    """The sweep's collaborators: what lists the releases, fetches one, surveys its tree, runs the guards on it, and
+    names the distributions of the guard environment (for the tool fingerprint)."""
+
+    fetch_index: Callable[[str], list[Release]] = fetch_index
+    fetch_release: Callable[[Release, Path], Fetched] = fetch_release
+    survey: Callable[[Path], Survey] = survey
+    run_guards: Callable[[Path, Path, float], GuardRun] = run_guards
+    distributions: Callable[[], list[str]] = distributions
 
 
 def site_packages() -> list[ownership.Protected]:
@@ -77,9 +98,10 @@ def remove_leftovers(work_dir: Path) -> list[Path]:
 
 
 def check_release(
-    release: releases_index.Release,
+    release: Release,
     work_dir: Path,
     timeout_s: float,
+    stages: Stages,
     stage: Callable[[str], None],
     say: Callable[[str], None],
 ) -> ReleaseVerdict:
@@ -90,18 +112,18 @@ def check_release(
     meta = ReleaseMeta(release.version, release.date, release.yanked)
     stage(f"{release.version}: fetching")
     try:
-        fetched = fetch_release(release, work_dir)
+        fetched = stages.fetch_release(release, work_dir)
     except FetchFailed as err:
         return not_checked(meta, f"fetch failed: {err}", retry=True, duration_s=time.monotonic() - started)
     for note in fetched.notes:
         say(f"{release.version}: {note}")
     meta = replace(meta, source=fetched.dist.filename, fallback=fallback_note(fetched))
     stage(f"{release.version}: discovery")
-    found = survey(fetched.tree)
+    found = stages.survey(fetched.tree)
     guards = None
     if found.cached and not found.error:
         stage(f"{release.version}: guards on {len(found.cached)} site(s)")
-        guards = run_guards(fetched.tree, work_dir / "logs" / f"{release.version}.log", timeout_s)
+        guards = stages.run_guards(fetched.tree, work_dir / "logs" / f"{release.version}.log", timeout_s)
     verdict = release_verdict(meta, found, guards, time.monotonic() - started)
     # checked from a wheel because the sdist's download failed: not kept, so the next sweep tries the sdist again
     return replace(verdict, retry=True) if fetched.retry else verdict
@@ -132,7 +154,7 @@ def _environment() -> str:
     return f"Python {platform.python_version()}, {torch}"
 
 
-def run_history(options: Options, console: Console) -> HistoryReport:
+def run_history(options: Options, console: Console, stages: Stages = Stages()) -> HistoryReport:
     """Check every selected release (or reuse its kept verdict), then write history.json and history.md.
 
     Paths and the index are checked before anything is written; the work directory is held (one sweep at
@@ -140,9 +162,9 @@ def run_history(options: Options, console: Console) -> HistoryReport:
     """
     started = time.monotonic()
     work_dir, out = check_history_paths(options.work_dir, options.out_dir)
-    listed = releases_index.fetch_index(options.index_url)
-    selection = releases_index.select(listed, options.start, options.end, options.only, options.pre)
-    fingerprint = tool_fingerprint([f"python=={platform.python_version()}", *distributions()])
+    listed = stages.fetch_index(options.index_url)
+    selection = select(listed, options.start, options.end, options.only, options.pre)
+    fingerprint = tool_fingerprint([f"python=={platform.python_version()}", *stages.distributions()])
     with locks.work_dir(work_dir, Kind.HISTORY):
         remove_leftovers(work_dir)
         cache = VerdictCache(work_dir, fingerprint)
@@ -153,7 +175,7 @@ def run_history(options: Options, console: Console) -> HistoryReport:
             highlight=False,
             soft_wrap=True,
         )
-        verdicts, checked = check_releases(selection.releases, cache, work_dir, options.timeout_s, console)
+        verdicts, checked = check_releases(selection.releases, cache, work_dir, options.timeout_s, stages, console)
         report = HistoryReport(
             command=options.command,
             generated=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -182,7 +204,12 @@ def _writing(work_dir: Path) -> Iterator[None]:
 
 
 def check_releases(
-    releases: Sequence[releases_index.Release], cache: VerdictCache, work_dir: Path, timeout_s: float, console: Console
+    releases: Sequence[Release],
+    cache: VerdictCache,
+    work_dir: Path,
+    timeout_s: float,
+    stages: Stages,
+    console: Console,
 ) -> tuple[list[ReleaseVerdict], int]:
     """Each release's kept verdict, or a new one (kept when finished); one line per release as it is done."""
     verdicts: list[ReleaseVerdict] = []
@@ -195,7 +222,7 @@ def check_releases(
                 how = "cached"
             else:
                 with _writing(work_dir):
-                    verdict = check_release(release, work_dir, timeout_s, progress.describe, progress.say)
+                    verdict = check_release(release, work_dir, timeout_s, stages, progress.describe, progress.say)
                     cache.put(release, verdict)
                 checked += 1
                 how = f"{verdict.duration_s:.1f} s"

@@ -1,17 +1,24 @@
-"""Builders shared by the history tests (this module holds no tests): vLLM-shaped trees and their archives."""
+"""Builders shared by the history tests (this module holds no tests): vLLM-shaped trees, their archives, and an
+index that serves them."""
 
 from __future__ import annotations
 
 import gzip
 import hashlib
 import io
+import json
 import tarfile
+import threading
 import zipfile
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from toy import EAGER_CALL, PLATFORM_SOURCE, write_toy
 from warnonce_guard.guards.sessions import RecordKind
-from warnonce_guard.history.index import Dist, Release
+from warnonce_guard.history.index import ACCEPT, Dist, Release
 from warnonce_guard.history.records import GuardRun, ReleaseMeta, SiteOutcome
 
 LIVE_CALL = 'logger.warning_once("Failed to import from PKG._C: %r", e)'
@@ -74,3 +81,74 @@ def guard_run(*outcomes: SiteOutcome, error: str | None = None, timed_out: bool 
     return GuardRun(
         1 if error or any(o.outcome is not RecordKind.PASSED for o in outcomes) else 0, outcomes, error, 1.0, timed_out
     )
+
+
+@dataclass
+class Served:
+    """What a server on localhost serves at `url`, and the paths it was asked for."""
+
+    url: str
+    asked: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def http_server(
+    body: bytes, content_type: str = "application/octet-stream", cut_short: bool = False
+) -> Iterator[Served]:
+    """`body` at every path of a server on localhost; `cut_short`: one chunk promising all of it, half sent."""
+
+    class Answer(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # for chunks
+
+        def do_GET(self) -> None:
+            served.asked.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            if cut_short:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(f"{len(body):x}\r\n".encode() + body[: len(body) // 2])
+                self.close_connection = True
+                return
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    served = Served(f"http://127.0.0.1:{server.server_port}/simple/")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield served
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def index_page(releases: Sequence[Release]) -> bytes:
+    """The PEP 691 project page that lists `releases`."""
+    files = [
+        {
+            "filename": d.filename,
+            "url": d.url,
+            "hashes": {"sha256": d.sha256},
+            "size": d.size,
+            "upload-time": d.uploaded,
+            "yanked": (d.yanked or True) if d.yanked is not None else False,
+        }
+        for r in releases
+        for d in r.files
+    ]
+    versions = [r.version for r in releases]
+    return json.dumps({"meta": {"api-version": "1.1"}, "name": "vllm", "versions": versions, "files": files}).encode()
+
+
+def index_server(releases: Sequence[Release]) -> AbstractContextManager[Served]:
+    """An index on localhost listing `releases` (their files stay where `served` put them), for tests that go
+    through the command line (`--index-url`)."""
+    return http_server(index_page(releases), ACCEPT)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from history_support import release, sdist_bytes, served, tree_files, vllm_tree, wheel_bytes
+from history_support import http_server, release, sdist_bytes, served, tree_files, vllm_tree, wheel_bytes
 from warnonce_guard.common.files import MARKER
 from warnonce_guard.history.fetch import FetchFailed, fetch_release
 
@@ -114,23 +114,14 @@ def test_a_tree_this_tool_did_not_make_is_never_replaced(tmp_path: Path, files) 
     assert leftovers(tmp_path / "work") == []
 
 
-def test_a_download_cut_short_or_a_url_that_does_not_parse_is_a_failed_fetch(
-    tmp_path: Path, files, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import http.client
-    import io
-
-    from warnonce_guard.history import fetch
-
-    class CutShort(io.BytesIO):
-        def read(self, *args: object) -> bytes:
-            raise http.client.IncompleteRead(b"x", 100)
-
-    sdist = served(tmp_path / "index", "vllm-9.9.9.tar.gz", sdist_bytes(files))
-    monkeypatch.setattr(fetch.urllib.request, "urlopen", lambda request, timeout: CutShort())
-    with pytest.raises(FetchFailed, match=r"download failed \(IncompleteRead"):
-        fetch_release(release("9.9.9", sdist), tmp_path / "work")
-    monkeypatch.undo()
+def test_a_download_cut_short_or_a_url_that_does_not_parse_is_a_failed_fetch(tmp_path: Path, files) -> None:
+    data = sdist_bytes(files)
+    sdist = served(tmp_path / "index", "vllm-9.9.9.tar.gz", data)
+    with (
+        http_server(data, cut_short=True) as cut_short,
+        pytest.raises(FetchFailed, match=r"download failed \(IncompleteRead"),
+    ):
+        fetch_release(release("9.9.9", dataclasses.replace(sdist, url=cut_short.url)), tmp_path / "work")
     bad = dataclasses.replace(sdist, url="http://127.0.0.1:port/vllm-9.9.9.tar.gz")
     with pytest.raises(FetchFailed, match="download failed"):
         fetch_release(release("9.9.9", bad), tmp_path / "work")

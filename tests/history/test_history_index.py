@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import layout
 import pytest
+from history_support import http_server
 from warnonce_guard.common.errors import IndexUnavailable, NoRelease, UsageError
-from warnonce_guard.history.index import parse_index, select
+from warnonce_guard.history.index import ACCEPT, fetch_index, parse_index, select
 
 PAGE = layout.DATA / "vllm-simple-index.json"  # saved from pypi.org/simple/vllm/, trimmed
 URL = "https://pypi.org/simple/vllm/"
@@ -140,22 +140,10 @@ def test_only_on_an_index_without_releases_is_no_release() -> None:
         select([], only=["0.29.0"])
 
 
-def test_an_answer_that_is_not_json_or_is_cut_short_is_index_unavailable(tmp_path: Path, monkeypatch) -> None:
-    import http.client
-    import io
-
-    from warnonce_guard.history import index
-
-    class Answer(io.BytesIO):
-        def geturl(self) -> str:
-            return URL + "vllm/"
-
-        def read(self, *args: object) -> bytes:
-            if self.getvalue() == b"cut":
-                raise http.client.IncompleteRead(b"{", 100)
-            return super().read()
-
-    for body, said in ((b"<html>hi</html>", "not a PEP 691 JSON page"), (b"cut", "IncompleteRead")):
-        monkeypatch.setattr(index.urllib.request, "urlopen", lambda request, timeout, body=body: Answer(body))
-        with pytest.raises(IndexUnavailable, match=said):
-            index.fetch_index(URL)
+def test_an_answer_that_is_not_json_or_is_cut_short_is_index_unavailable() -> None:
+    for body, cut_short, said in (
+        (b"<html>hi</html>", False, "not a PEP 691 JSON page"),
+        (b"{}", True, "IncompleteRead"),
+    ):
+        with http_server(body, ACCEPT, cut_short) as served, pytest.raises(IndexUnavailable, match=said):
+            fetch_index(served.url)

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from history_support import Served, index_server
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import ExitCode
-from warnonce_guard.history import run as sweep
 
 
 @pytest.fixture
-def no_index(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Any bad option must be refused before the index is asked (and before the work directory exists)."""
+def empty_index(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Served]:
+    """An index that lists no release, run from an empty directory."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sweep.releases_index, "fetch_index", lambda url: pytest.fail("the index was read"))
+    with index_server([]) as index:
+        yield index
 
 
 @pytest.mark.parametrize(
@@ -36,17 +38,17 @@ def no_index(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     ],
 )
 def test_a_bad_option_is_one_line_and_exit_2_before_any_work(
-    tmp_path: Path, no_index: None, capsys: pytest.CaptureFixture[str], options: list[str], said: str
+    tmp_path: Path, empty_index: Served, capsys: pytest.CaptureFixture[str], options: list[str], said: str
 ) -> None:
-    assert main(["history", *options]) == ExitCode.USAGE
+    # any bad option must be refused before the index is asked (a bad --index-url given after this one wins)
+    assert main(["history", "--index-url", empty_index.url, *options]) == ExitCode.USAGE
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("warnonce-guard: error: ") and said in err[0], err
+    assert empty_index.asked == [], "the index was read"
     assert list(tmp_path.iterdir()) == []
 
 
-def test_spaces_around_only_items_are_fine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[tuple[str, ...]] = []
-    monkeypatch.setattr(sweep, "run_history", lambda options, console: seen.append(options.only) or 1 / 0)
-    monkeypatch.chdir(tmp_path)
-    main(["history", "--only", " 0.29.0 , 0.30.0"])
-    assert seen == [("0.29.0", "0.30.0")]
+def test_spaces_around_only_items_are_fine(empty_index: Served, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["history", "--index-url", empty_index.url, "--only", " 0.29.0 , 0.30.0"]) == ExitCode.NO_RELEASE
+    err = capsys.readouterr().err.strip().splitlines()  # the versions reached the index, spaces gone
+    assert err == ["warnonce-guard: error: --only: 0.29.0, 0.30.0 not on the index; it lists no release"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from faults import held_by_another_run
 from history_support import (
     LIVE_CALL,
     PLAIN_CALL,
+    index_server,
     release,
     sdist_bytes,
     served,
@@ -24,13 +26,16 @@ from warnonce_guard.cli.main import main
 from warnonce_guard.common import locks, ownership
 from warnonce_guard.common.errors import ExitCode, NoRelease, PathRefused, PathUnusable, WorkDirBusy
 from warnonce_guard.common.files import MARKER, Kind, mark, marked, temporary
-from warnonce_guard.history import run as sweep
+from warnonce_guard.common.fingerprint import distributions
+from warnonce_guard.history.fetch import fetch_release
+from warnonce_guard.history.index import Release
 from warnonce_guard.history.records import Verdict
-from warnonce_guard.history.run import Options, run_history
+from warnonce_guard.history.run import Options, Stages, run_history
+from warnonce_guard.history.survey import survey
 
 
 @pytest.fixture
-def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list:
+def index(tmp_path: Path) -> list[Release]:
     """Three releases: 1.0.0 leaks, 0.9.0 logs with plain logger.warning, 0.8.0's download fails its hash."""
 
     def archive(version: str, call: str) -> bytes:
@@ -43,8 +48,19 @@ def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list:
             "1.0.0", served(tmp_path / "index", "vllm-1.0.0.tar.gz", archive("1.0.0", LIVE_CALL), None, "2026-03-01")
         ),
     ]
-    monkeypatch.setattr(sweep.releases_index, "fetch_index", lambda url: listed)
     return listed
+
+
+@pytest.fixture
+def index_url(index: list[Release]) -> Iterator[str]:
+    """`index` served on localhost, for the tests that go through the command line."""
+    with index_server(index) as served:
+        yield served.url
+
+
+def stages(listed: list[Release], **stand_ins: object) -> Stages:
+    """The sweep's real stages, but the index lists `listed` (and any stage named is replaced)."""
+    return Stages(fetch_index=lambda url: listed, **stand_ins)  # type: ignore[arg-type]
 
 
 def options(tmp_path: Path, **changes: object) -> Options:
@@ -57,7 +73,7 @@ def console() -> Console:
 
 def test_each_release_gets_a_verdict_a_line_on_the_console_and_a_line_in_the_log(tmp_path: Path, index) -> None:
     out = console()
-    report = run_history(options(tmp_path), out)
+    report = run_history(options(tmp_path), out, stages(index))
     assert [(v.version, v.verdict) for v in report.verdicts] == [
         ("1.0.0", Verdict.EXPOSED),
         ("0.9.0", Verdict.NO_SITES),
@@ -74,48 +90,40 @@ def test_each_release_gets_a_verdict_a_line_on_the_console_and_a_line_in_the_log
     assert (tmp_path / "out" / "history.json").is_file()
 
 
-def test_a_second_run_fetches_and_checks_only_what_it_could_not_finish(
-    tmp_path: Path, index, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    run_history(options(tmp_path), console())
+def test_a_second_run_fetches_and_checks_only_what_it_could_not_finish(tmp_path: Path, index) -> None:
+    run_history(options(tmp_path), console(), stages(index))
     fetched: list[str] = []
-    real_fetch = sweep.fetch_release
-    monkeypatch.setattr(sweep, "fetch_release", lambda r, w: fetched.append(r.version) or real_fetch(r, w))
-    monkeypatch.setattr(sweep, "run_guards", lambda *a: pytest.fail("a kept verdict was checked again"))
-    report = run_history(options(tmp_path), console())
+    fetching = stages(
+        index,
+        fetch_release=lambda r, w: fetched.append(r.version) or fetch_release(r, w),
+        run_guards=lambda *a: pytest.fail("a kept verdict was checked again"),
+    )
+    report = run_history(options(tmp_path), console(), fetching)
     assert fetched == ["0.8.0"]  # its download failed: not kept, so tried again
     assert (report.checked, report.from_cache) == (1, 2)
 
 
-def test_an_interrupted_sweep_keeps_what_it_finished_and_writes_no_table(
-    tmp_path: Path, index, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real_survey = sweep.survey
+def test_an_interrupted_sweep_keeps_what_it_finished_and_writes_no_table(tmp_path: Path, index) -> None:
     calls: list[Path] = []
 
     def interrupted(tree: Path):
         calls.append(tree)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real_survey(tree)
+        return survey(tree)
 
-    monkeypatch.setattr(sweep, "survey", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run_history(options(tmp_path), console())
+        run_history(options(tmp_path), console(), stages(index, survey=interrupted))
     assert not (tmp_path / "out").exists()
-    monkeypatch.setattr(sweep, "survey", real_survey)
-    report = run_history(options(tmp_path), console())
+    report = run_history(options(tmp_path), console(), stages(index))
     assert (report.checked, report.from_cache) == (2, 1)
 
 
-def test_a_wheel_checked_because_the_sdist_failed_says_why_in_the_row(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_wheel_checked_because_the_sdist_failed_says_why_in_the_row(tmp_path: Path) -> None:
     files = tree_files(vllm_tree(tmp_path / "src", PLAIN_CALL))
     bad = served(tmp_path / "index", "vllm-1.0.0.tar.gz", sdist_bytes(files), "0" * 64)
     wheel = served(tmp_path / "index", "vllm-1.0.0-py3-none-any.whl", wheel_bytes(files))
-    monkeypatch.setattr(sweep.releases_index, "fetch_index", lambda url: [release("1.0.0", bad, wheel)])
-    (v,) = run_history(options(tmp_path), console()).verdicts
+    (v,) = run_history(options(tmp_path), console(), stages([release("1.0.0", bad, wheel)])).verdicts
     assert v.verdict is Verdict.NO_SITES and v.meta.source == "vllm-1.0.0-py3-none-any.whl"
     assert v.meta.fallback.startswith("the sdist failed: vllm-1.0.0.tar.gz: sha256 mismatch")
     assert "checked from the wheel vllm-1.0.0-py3-none-any.whl (the sdist failed: " in (
@@ -126,24 +134,27 @@ def test_a_wheel_checked_because_the_sdist_failed_says_why_in_the_row(
 def test_the_work_directory_is_never_inside_site_packages(tmp_path: Path, index) -> None:
     inside = Path(sysconfig.get_paths()["purelib"]) / "warnonce-history"
     with pytest.raises(PathRefused, match="fetched releases never go there"):
-        run_history(options(tmp_path, work_dir=inside), console())
+        run_history(options(tmp_path, work_dir=inside), console(), stages(index))
     assert not inside.exists()
 
 
 def test_the_command_exits_1_when_a_release_is_not_checked_and_0_when_all_have_verdicts(
-    tmp_path: Path, index, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, index_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert main(["history", "--work-dir", "w", "--out", "o"]) == ExitCode.CHECK_FAILED
-    assert "Produced by `warnonce-guard history --out o`" in (tmp_path / "o" / "history.md").read_text()
-    assert main(["history", "--from", "0.9.0", "--work-dir", "w", "--out", "o"]) == ExitCode.OK
+    assert main(["history", "--index-url", index_url, "--work-dir", "w", "--out", "o"]) == ExitCode.CHECK_FAILED
+    said = f"Produced by `warnonce-guard history --index-url {index_url} --out o`"
+    assert said in (tmp_path / "o" / "history.md").read_text()
+    assert (
+        main(["history", "--index-url", index_url, "--from", "0.9.0", "--work-dir", "w", "--out", "o"]) == ExitCode.OK
+    )
 
 
 def test_an_unknown_release_is_one_line_and_its_own_exit_code(
-    tmp_path: Path, index, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, index_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert main(["history", "--only", "0.7.0"]) == NoRelease.exit_code == ExitCode.NO_RELEASE
+    assert main(["history", "--index-url", index_url, "--only", "0.7.0"]) == NoRelease.exit_code == ExitCode.NO_RELEASE
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["warnonce-guard: error: --only: 0.7.0 not on the index; its newest release is 1.0.0"]
 
@@ -155,9 +166,9 @@ def test_the_work_directory_is_marked_and_refused_when_it_holds_what_history_did
     theirs.mkdir()
     (theirs / "notes.txt").write_text("mine\n", encoding="utf-8")
     with pytest.raises(PathRefused, match="holds files warnonce-guard did not create"):
-        run_history(options(tmp_path, work_dir=theirs), console())
+        run_history(options(tmp_path, work_dir=theirs), console(), stages(index))
     assert sorted(os.listdir(theirs)) == ["notes.txt"]
-    run_history(options(tmp_path), console())
+    run_history(options(tmp_path), console(), stages(index))
     assert marked(tmp_path / "work", Kind.HISTORY)
     # a mutation run's --work-dir is another kind: a history work directory is not one, and is refused
     with pytest.raises(PathRefused):
@@ -167,7 +178,7 @@ def test_the_work_directory_is_marked_and_refused_when_it_holds_what_history_did
 def test_a_second_sweep_on_the_same_work_directory_is_refused_while_the_first_holds_it(tmp_path: Path, index) -> None:
     first_sweep = locks.work_dir(tmp_path / "work", Kind.HISTORY)  # held as a sweep holds it, from start to tables
     with held_by_another_run(first_sweep), pytest.raises(WorkDirBusy, match="another warnonce-guard run is using it"):
-        run_history(options(tmp_path), console())
+        run_history(options(tmp_path), console(), stages(index))
     assert not (tmp_path / "out").exists()
 
 
@@ -176,11 +187,11 @@ def test_the_current_directory_is_never_the_work_directory(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(PathRefused, match="the current directory"):
-        run_history(options(tmp_path, work_dir=tmp_path.parent), console())
+        run_history(options(tmp_path, work_dir=tmp_path.parent), console(), stages(index))
 
 
 def test_what_a_killed_sweep_left_half_written_is_removed_by_the_next_one(tmp_path: Path, index) -> None:
-    run_history(options(tmp_path), console())
+    run_history(options(tmp_path), console(), stages(index))
     work = tmp_path / "work"
     (results,) = (work / "results").iterdir()
     # what each writer leaves when killed: a file half-written, a directory marked from its start (a tree being
@@ -209,7 +220,7 @@ def test_what_a_killed_sweep_left_half_written_is_removed_by_the_next_one(tmp_pa
     kept = [work / "downloads" / "notes.txt", work / "trees" / ".hidden-by-the-user", theirs / "notes" / "mine.txt"]
     for path in kept:
         path.write_text("mine", encoding="utf-8")
-    run_history(options(tmp_path), console())
+    run_history(options(tmp_path), console(), stages(index))
     hidden = {p.relative_to(work).as_posix() for p in work.rglob(".*")}
     markers = {".warnonce-guard", *(f"trees/{v}/.warnonce-guard" for v in ("0.9.0", "1.0.0"))}
     assert hidden == markers | {".warnonce-guard.lock", "trees/.hidden-by-the-user", f"trees/{theirs.name}"}
@@ -219,53 +230,51 @@ def test_what_a_killed_sweep_left_half_written_is_removed_by_the_next_one(tmp_pa
 def test_an_out_directory_that_cannot_be_made_or_written_is_refused_before_any_work(
     tmp_path: Path, index, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sweep, "fetch_release", lambda *a: pytest.fail("a release was fetched"))
+    no_fetch = stages(index, fetch_release=lambda *a: pytest.fail("a release was fetched"))
     (tmp_path / "afile").write_text("mine\n", encoding="utf-8")
     with pytest.raises(PathUnusable, match=r"--out .*afile/sub: .*afile is not a directory"):
-        run_history(options(tmp_path, out_dir=tmp_path / "afile" / "sub"), console())
+        run_history(options(tmp_path, out_dir=tmp_path / "afile" / "sub"), console(), no_fetch)
     read_only = tmp_path / "read-only"
     read_only.mkdir()
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != read_only and real_access(path, mode))
     for out in (read_only, read_only / "new"):
         with pytest.raises(PathUnusable, match=r"read-only is not writable"):
-            run_history(options(tmp_path, out_dir=out), console())
+            run_history(options(tmp_path, out_dir=out), console(), no_fetch)
     assert not (tmp_path / "work").exists()
     assert os.listdir(read_only) == []
 
 
 def test_a_verdict_from_a_wheel_because_the_sdist_failed_is_not_kept_so_the_sdist_is_tried_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     files = tree_files(vllm_tree(tmp_path / "src", PLAIN_CALL))
     data = sdist_bytes(files)
     sdist = served(tmp_path / "index", "vllm-1.0.0.tar.gz", data)
     wheel = served(tmp_path / "index", "vllm-1.0.0-py3-none-any.whl", wheel_bytes(files))
     (tmp_path / "index" / "vllm-1.0.0.tar.gz").unlink()  # the sdist's download fails this time
-    monkeypatch.setattr(sweep.releases_index, "fetch_index", lambda url: [release("1.0.0", sdist, wheel)])
-    (first,) = run_history(options(tmp_path), console()).verdicts
+    listed = stages([release("1.0.0", sdist, wheel)])
+    (first,) = run_history(options(tmp_path), console(), listed).verdicts
     assert first.meta.source == wheel.filename and first.meta.fallback.endswith("rerun to retry")
     (tmp_path / "index" / "vllm-1.0.0.tar.gz").write_bytes(data)  # as the row says: rerun
-    report = run_history(options(tmp_path), console())
+    report = run_history(options(tmp_path), console(), listed)
     (again,) = report.verdicts
     assert (report.checked, again.meta.source, again.meta.fallback) == (1, sdist.filename, "")
-    assert run_history(options(tmp_path), console()).from_cache == 1  # the sdist's verdict is kept
+    assert run_history(options(tmp_path), console(), listed).from_cache == 1  # the sdist's verdict is kept
 
 
-def test_a_verdict_from_a_wheel_because_the_sdist_holds_no_vllm_package_is_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_verdict_from_a_wheel_because_the_sdist_holds_no_vllm_package_is_kept(tmp_path: Path) -> None:
     files = tree_files(vllm_tree(tmp_path / "src", PLAIN_CALL))
     sdist = served(tmp_path / "index", "vllm-1.0.0.tar.gz", sdist_bytes({"README.md": b"no package"}))
     wheel = served(tmp_path / "index", "vllm-1.0.0-py3-none-any.whl", wheel_bytes(files))
-    monkeypatch.setattr(sweep.releases_index, "fetch_index", lambda url: [release("1.0.0", sdist, wheel)])
-    (first,) = run_history(options(tmp_path), console()).verdicts
+    listed = stages([release("1.0.0", sdist, wheel)])
+    (first,) = run_history(options(tmp_path), console(), listed).verdicts
     assert first.meta.fallback == "the sdist failed: vllm-1.0.0.tar.gz: vllm-1.0.0.tar.gz holds no vllm/ package"
-    assert run_history(options(tmp_path), console()).from_cache == 1  # the same on every rerun: kept
+    assert run_history(options(tmp_path), console(), listed).from_cache == 1  # the same on every rerun: kept
 
 
 def test_a_full_disk_in_the_work_directory_is_one_line_and_its_exit_code_not_a_traceback(
-    tmp_path: Path, index, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, index_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import errno
 
@@ -276,67 +285,61 @@ def test_a_full_disk_in_the_work_directory_is_one_line_and_its_exit_code_not_a_t
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(cache, "write_atomic", full)
-    assert main(["history", "--work-dir", "w", "--out", "o"]) == ExitCode.STAGING_FAILED
+    assert main(["history", "--index-url", index_url, "--work-dir", "w", "--out", "o"]) == ExitCode.STAGING_FAILED
     (line,) = capsys.readouterr().err.strip().splitlines()
     where = f"--work-dir {tmp_path / 'w'}: cannot write in it: No space left on device: {tmp_path / 'w'}"
     assert line.startswith(f"warnonce-guard: error: {where}") and line.endswith("and rerun"), line
     assert not (tmp_path / "o").exists()
 
 
-def test_a_distribution_added_to_the_guard_environment_rechecks_a_kept_release(
-    tmp_path: Path, index, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    first = run_history(options(tmp_path, only=("0.9.0",)), console())
-    assert run_history(options(tmp_path, only=("0.9.0",)), console()).from_cache == 1
-    installed = sweep.distributions()
-    monkeypatch.setattr(sweep, "distributions", lambda: [*installed, "cloudpickle==3.1.2"])
-    again = run_history(options(tmp_path, only=("0.9.0",)), console())
+def test_a_distribution_added_to_the_guard_environment_rechecks_a_kept_release(tmp_path: Path, index) -> None:
+    first = run_history(options(tmp_path, only=("0.9.0",)), console(), stages(index))
+    assert run_history(options(tmp_path, only=("0.9.0",)), console(), stages(index)).from_cache == 1
+    installed = distributions()
+    added = stages(index, distributions=lambda: [*installed, "cloudpickle==3.1.2"])
+    again = run_history(options(tmp_path, only=("0.9.0",)), console(), added)
     assert (again.from_cache, again.checked) == (0, 1) and again.fingerprint != first.fingerprint
 
 
-def stopped_after_fetching(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str) -> None:
+def stopped_after_fetching(tmp_path: Path, listed: list[Release], version: str) -> None:
     """A sweep of `version` killed after its tree was extracted, before its verdict was kept."""
 
     def killed(tree: Path) -> None:
         raise KeyboardInterrupt
 
-    with monkeypatch.context() as patched:
-        patched.setattr(sweep, "survey", killed)
-        with pytest.raises(KeyboardInterrupt):
-            run_history(options(tmp_path, only=(version,)), console())
+    with pytest.raises(KeyboardInterrupt):
+        run_history(options(tmp_path, only=(version,)), console(), stages(listed, survey=killed))
 
 
 @pytest.mark.parametrize(
     "damage", ['{"filename": "vllm-1.0.', "", "[]", "{}"], ids=["cut-short", "empty", "not-an-object", "no-fields"]
 )
-def test_a_kept_tree_whose_marker_is_damaged_is_extracted_again_with_a_note(
-    tmp_path: Path, index, monkeypatch: pytest.MonkeyPatch, damage: str
-) -> None:
-    stopped_after_fetching(tmp_path, monkeypatch, "1.0.0")
+def test_a_kept_tree_whose_marker_is_damaged_is_extracted_again_with_a_note(tmp_path: Path, index, damage: str) -> None:
+    stopped_after_fetching(tmp_path, index, "1.0.0")
     tree = tmp_path / "work" / "trees" / "1.0.0"
     (tree / MARKER).write_text(damage, encoding="utf-8")  # was: "not checked" on every rerun
     out = console()
-    (verdict,) = run_history(options(tmp_path, only=("1.0.0",)), out).verdicts
+    (verdict,) = run_history(options(tmp_path, only=("1.0.0",)), out, stages(index)).verdicts
     assert verdict.verdict is Verdict.EXPOSED, verdict.reason
     note = f"1.0.0: discarded the kept tree {tree} (its {MARKER} is damaged); extracted again from vllm-1.0.0.tar.gz"
     assert note in out.export_text().splitlines()
     assert json.loads((tree / MARKER).read_text(encoding="utf-8"))["sha256"] == index[2].files[0].sha256
-    assert run_history(options(tmp_path, only=("1.0.0",)), console()).from_cache == 1
+    assert run_history(options(tmp_path, only=("1.0.0",)), console(), stages(index)).from_cache == 1
 
 
 def test_a_directory_where_a_download_goes_is_discarded_with_a_note_and_the_archive_downloaded(
     tmp_path: Path, index
 ) -> None:
-    run_history(options(tmp_path, only=("0.9.0",)), console())  # the history work directory, marked
+    run_history(options(tmp_path, only=("0.9.0",)), console(), stages(index))  # the history work directory, marked
     downloads = tmp_path / "work" / "downloads"
     where = downloads / "vllm-1.0.0.tar.gz"
     (where / "vllm-1.0.0").mkdir(parents=True)  # was: "download failed ... rerun to retry" on every rerun
     (where / "vllm-1.0.0" / "PKG-INFO").write_text("half\n", encoding="utf-8")
     (downloads / "notes.txt").write_text("mine\n", encoding="utf-8")
     out = console()
-    (verdict,) = run_history(options(tmp_path, only=("1.0.0",)), out).verdicts
+    (verdict,) = run_history(options(tmp_path, only=("1.0.0",)), out, stages(index)).verdicts
     assert verdict.verdict is Verdict.EXPOSED, verdict.reason
     note = f"1.0.0: discarded {where} (a directory where the downloaded archive goes); downloading it again"
     assert note in out.export_text().splitlines()
     assert where.is_file() and (downloads / "notes.txt").read_text(encoding="utf-8") == "mine\n"
-    assert run_history(options(tmp_path, only=("1.0.0",)), console()).from_cache == 1
+    assert run_history(options(tmp_path, only=("1.0.0",)), console(), stages(index)).from_cache == 1
