@@ -85,10 +85,8 @@ def _outcome(record: GuardRecord) -> SiteOutcome:
 def _merge(outcomes: list[SiteOutcome]) -> tuple[SiteOutcome, ...]:
     """One outcome per site (a test can report its call and then a failing teardown): the worst wins."""
     by_site: dict[str, SiteOutcome] = {}
-    for outcome in outcomes:
-        known = by_site.get(outcome.site_id)
-        if known is None or _WORST_LAST.index(outcome.outcome) > _WORST_LAST.index(known.outcome):
-            by_site[outcome.site_id] = outcome
+    for o in outcomes:  # on a tie the first stays
+        by_site[o.site_id] = max(by_site.get(o.site_id, o), o, key=lambda x: _WORST_LAST.index(x.outcome))
     return tuple(by_site.values())
 
 

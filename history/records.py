@@ -55,6 +55,11 @@ class SiteOutcome:
     message: str = ""
     missing_module: str | None = None  # the module a failed platform import named
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SiteOutcome:
+        outcome = None if data["outcome"] is None else RecordKind(data["outcome"])
+        return cls(**data | {"outcome": outcome, "detectors": tuple(data["detectors"])})
+
 
 @dataclass(frozen=True)
 class GuardRun:
@@ -108,28 +113,15 @@ class ReleaseVerdict:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ReleaseVerdict:
-        outcomes = tuple(
-            SiteOutcome(
-                o["site_id"],
-                None if o["outcome"] is None else RecordKind(o["outcome"]),
-                tuple(o["detectors"]),
-                o["message"],
-                o["missing_module"],
-            )
-            for o in data["site_outcomes"]
-        )
+        """The verdict `to_json` wrote (`TypeError`, `KeyError` or `ValueError` for what it cannot have written)."""
         return cls(
-            meta=ReleaseMeta(**data["meta"]),
-            verdict=Verdict(data["verdict"]),
-            sites=data["sites"],
-            plain_sites=data["plain_sites"],
-            live=data["live"],
-            eager=data["eager"],
-            detectors=tuple(data["detectors"]),
-            reason=data["reason"],
-            site_outcomes=outcomes,
-            duration_s=data["duration_s"],
-            retry=data["retry"],
+            **data
+            | {
+                "meta": ReleaseMeta(**data["meta"]),
+                "verdict": Verdict(data["verdict"]),
+                "detectors": tuple(data["detectors"]),
+                "site_outcomes": tuple(SiteOutcome.from_json(o) for o in data["site_outcomes"]),
+            }
         )
 
 

@@ -38,7 +38,7 @@ from warnonce_guard.history.records import (
     Survey,
     Verdict,
 )
-from warnonce_guard.history.render import check_outputs, write_outputs
+from warnonce_guard.history.render import check_outputs, forms_cell, write_outputs
 from warnonce_guard.history.survey import survey
 from warnonce_guard.history.verdict import not_checked, release_verdict
 
@@ -137,9 +137,8 @@ def fallback_note(fetched: Fetched) -> str:
 
 
 def progress_line(v: ReleaseVerdict, how: str) -> str:
-    forms = ", ".join(f"{n} {form}" for n, form in ((v.live, "live"), (v.eager, "eager")) if n)
     if v.sites:
-        sites = f"{v.sites} sites ({forms})"
+        sites = f"{v.sites} sites ({forms_cell(v)})"
     else:
         sites = f"0 sites ({v.plain_sites} plain)" if v.plain_sites or v.verdict is not Verdict.NOT_CHECKED else "–"
     detail = "; ".join(filter(None, (", ".join(v.detectors), v.reason)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from warnonce_guard.guards.detectors import DETECTORS
@@ -32,41 +33,26 @@ def release_verdict(
 ) -> ReleaseVerdict:
     """exposed / guarded / no sites / not checked, with the detectors and the one-line reason."""
     cached = survey.cached
-    counts = {
-        "sites": len(cached),
-        "plain_sites": len(survey.plain),
-        "live": sum(1 for s in cached if s.form == "live"),
-        "eager": sum(1 for s in cached if s.form == "eager"),
-    }
-
-    def verdict(
-        kind: Verdict,
-        reason: str = "",
-        detectors: tuple[str, ...] = (),
-        outcomes: tuple[SiteOutcome, ...] = (),
-        retry: bool = False,
-    ) -> ReleaseVerdict:
-        return ReleaseVerdict(
-            meta,
-            kind,
-            **counts,
-            detectors=detectors,
-            reason=reason,
-            site_outcomes=outcomes,
-            duration_s=duration_s,
-            retry=retry,
-        )
-
+    unjudged = ReleaseVerdict(
+        meta,
+        Verdict.NOT_CHECKED,
+        sites=len(cached),
+        plain_sites=len(survey.plain),
+        live=sum(1 for s in cached if s.form == "live"),
+        eager=sum(1 for s in cached if s.form == "eager"),
+        duration_s=duration_s,
+    )
     if survey.error:
-        return verdict(Verdict.NOT_CHECKED, f"discovery failed: {survey.error}")
+        return replace(unjudged, reason=f"discovery failed: {survey.error}")
     if not cached:
-        return verdict(Verdict.NO_SITES, what_instead(survey))
+        return replace(unjudged, verdict=Verdict.NO_SITES, reason=what_instead(survey))
     if guards is None:
         raise ValueError(f"{meta.version}: {len(cached)} cached site(s) but no guard run to judge them by")
     if guards.error:
         retry = guards.timed_out or guards.stopped
-        return verdict(Verdict.NOT_CHECKED, f"guards did not run: {guards.error}", retry=retry)
+        return replace(unjudged, reason=f"guards did not run: {guards.error}", retry=retry)
     outcomes = tuple(guards.outcome_of(site.id) for site in cached)
+    judged = replace(unjudged, site_outcomes=outcomes)
     leaks = [o for o in outcomes if o.outcome is RecordKind.LEAK]
     unproven = [o for o in outcomes if o.outcome not in (RecordKind.LEAK, RecordKind.PASSED)]
     if leaks:
@@ -74,15 +60,11 @@ def release_verdict(
             d for o in (*leaks, *unproven) if o.outcome in (RecordKind.LEAK, RecordKind.UNREACHED) for d in o.detectors
         )
         reason = f"{len(unproven)} of {len(cached)} site(s) not checked: {why(unproven)}" if unproven else ""
-        return verdict(Verdict.EXPOSED, reason, fired, outcomes)
+        return replace(judged, verdict=Verdict.EXPOSED, detectors=fired, reason=reason)
     if unproven:
-        return verdict(
-            Verdict.NOT_CHECKED,
-            why(unproven),
-            ordered(d for o in unproven for d in o.detectors if d in DETECTOR_ORDER),
-            outcomes,
-        )
-    return verdict(Verdict.GUARDED, "", (), outcomes)
+        detectors = ordered(d for o in unproven for d in o.detectors if d in DETECTOR_ORDER)
+        return replace(judged, detectors=detectors, reason=why(unproven))
+    return replace(judged, verdict=Verdict.GUARDED)
 
 
 def not_checked(meta: ReleaseMeta, reason: str, retry: bool, duration_s: float = 0.0) -> ReleaseVerdict:
