@@ -9,6 +9,7 @@
     nox -s wheel                          build the wheel, install it in a fresh venv, run the main job there
     nox -s history -- [--from X] [--to Y] [--only X,Y] [--out DIR]   every release on the index, checked
     nox -s faults -- [--trials N] [--seed S] [--vllm-trials K]   the fault campaign (tests/campaign/)
+    nox -s vllm-tests -- [PATHS]          vLLM's own CPU tests, with and without --warnonce-strict, compared
     nox -s lint
 
 Each session's environment holds torch 2.13.0 (the CPU build on local disk), the runtime modules of
@@ -24,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import time
 from pathlib import Path
 
 import nox
@@ -38,6 +40,12 @@ PYTHON = None  # the interpreter that runs nox
 CONSTRAINTS = "requirements/constraints.txt"
 COVERAGE_FLOOR = 90  # percent of mutations/ the fast tier must cover
 ROOT = Path(__file__).resolve().parent
+# vLLM's tests that run on a CPU without a model download (paths in its sdist); `nox -s vllm-tests -- PATHS` overrides
+VLLM_TESTS = (
+    "tests/test_logger.py",
+    "tests/test_config.py",
+    "tests/test_envs.py",
+)
 
 if sys.version_info < (3, 11):  # noqa: UP036 - nox itself may run on an older Python than the project needs
     raise SystemExit("nox: warnonce-guard needs Python 3.11 or newer; run nox with one (python3.11 -m nox ...)")
@@ -168,6 +176,37 @@ def faults(session: nox.Session) -> None:
     one row per trial, then `N trials: N ok, N wrong` (`-- --help` for the options)."""
     _guard_env(session, PINNED_VLLM)
     session.run("python", "tests/campaign", *session.posargs)
+
+
+@nox.session(python=PYTHON, name="vllm-tests")
+def vllm_tests(session: nox.Session) -> None:
+    """vLLM's own tests (`-- PATHS`, pytest arguments inside its sdist; default VLLM_TESTS) run twice with `-n 2`,
+    without and with --warnonce-strict, in an environment from vLLM's CPU test lock (requirements/vllm-tests.txt);
+    prints both runs' counts and times and every test whose outcome differs (the session fails when one does)."""
+    requirements = "requirements/vllm-tests.txt"
+    key = {"requirements": _digest(requirements, "setup.cfg", "pyproject.toml"), "vllm": PINNED_VLLM}
+    _install_once(
+        session,
+        key,
+        ("--no-deps", "-r", requirements),  # a closed set: everything vLLM and the tests import, at the lock's pins
+        ("--no-deps", f"vllm=={PINNED_VLLM}"),
+        ("--no-deps", "-e", "."),  # the strict-mode plugin under test
+    )
+    work = Path(session.virtualenv.location)
+    fetched = session.run("python", "-m", "tools.vllm_tests.sources", str(work / "vllm-sources"), silent=True)
+    tree = Path(str(fetched).strip().splitlines()[-1])
+    results = work / "vllm-results"
+    results.mkdir(exist_ok=True)
+    # the wheel is a CUDA build: VLLM_TARGET_DEVICE picks vLLM's CPU platform; no network for models
+    env = {"VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    runs = (("plain", ()), ("strict", ("--warnonce-strict",)))
+    with session.chdir(tree):  # its pyproject.toml is the rootdir's; `tests` imports as a package from here
+        for name, strict in runs:
+            started = time.monotonic()
+            pytest = ("python", "-m", "pytest", "-n", "2", "-q", "--tb=line", f"--junitxml={results / name}.xml")
+            session.run(*pytest, *strict, *(session.posargs or VLLM_TESTS), env=env, success_codes=[0, 1])
+            session.log(f"{name} run: {time.monotonic() - started:.1f} s wall time")
+    session.run("python", "-m", "tools.vllm_tests.compare", *(str(results / f"{name}.xml") for name, _ in runs))
 
 
 @nox.session(python=PYTHON)

@@ -1,0 +1,114 @@
+"""vLLM's test sources for one release: its sdist from the package index, verified, and `tests/` taken out of it.
+
+    python -m tools.vllm_tests.sources DEST   fetch into DEST (once) and print the folder that holds tests/
+
+The index lists the file and its sha256 (PEP 691, `warnonce_guard.history.index`); it must be the sha256 pinned
+here (tests/data/README.md gives the same), and the download is checked against it as it comes
+(`warnonce_guard.history.fetch.download`). Taken out are `tests/` and `pyproject.toml` (vLLM's pytest settings:
+its markers, and a rootdir that is not this checkout); never `vllm/`, so the tests import the installed wheel.
+A folder already extracted from that archive (its marker says so) is used as it is, without the network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tarfile
+from pathlib import Path, PurePosixPath
+
+from warnonce_guard.common.errors import GuardError
+from warnonce_guard.common.files import temporary
+from warnonce_guard.history.fetch import FetchFailed, download, sha256_of
+from warnonce_guard.history.index import DEFAULT_INDEX, Dist, fetch_index
+
+VERSION = "0.33.0"
+SHA256 = "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"  # vllm-0.33.0.tar.gz
+KEPT = ("tests", "pyproject.toml")  # top-level names taken out of the sdist
+MARKER = ".warnonce-vllm-tests.json"
+
+
+def sdist(version: str = VERSION, sha256: str = SHA256, base: str = DEFAULT_INDEX) -> Dist:
+    """The release's sdist as the index lists it; `FetchFailed` when it is missing or its sha256 is not `sha256`."""
+    for release in fetch_index(base):
+        if release.version == version:
+            for dist in release.files:
+                if dist.kind == "sdist":
+                    if dist.sha256 != sha256:
+                        raise FetchFailed(f"{dist.filename}: the index's sha256 {dist.sha256} is not {sha256}")
+                    return dist
+    raise FetchFailed(f"no sdist of vllm {version} on {base}")
+
+
+def kept(name: str) -> PurePosixPath | None:
+    """An sdist member's path under its top folder when it is one to take out, else None."""
+    parts = PurePosixPath(name).parts[1:]
+    if not parts or parts[0] not in KEPT or ".." in parts or (parts[0] == "pyproject.toml" and len(parts) > 1):
+        return None
+    return PurePosixPath(*parts)
+
+
+def extract(archive: Path, tree: Path, sha256: str) -> None:
+    """Write the kept files of `archive` into `tree`, whole or not at all, with a marker naming the archive."""
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    building = temporary(tree)
+    try:
+        building.mkdir()
+        with tarfile.open(archive, "r:gz") as tf:
+            for member in tf:
+                path = kept(member.name)
+                if path is None or not member.isfile():
+                    continue
+                destination = building.joinpath(*path.parts)
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                with tf.extractfile(member) as fh, destination.open("wb") as out:  # type: ignore[union-attr]
+                    shutil.copyfileobj(fh, out)
+        if not (building / "tests" / "conftest.py").is_file():
+            raise FetchFailed(f"{archive.name} holds no tests/conftest.py")
+        (building / MARKER).write_text(json.dumps({"archive": archive.name, "sha256": sha256}), encoding="utf-8")
+        if tree.exists():
+            if not (tree / MARKER).is_file():
+                raise FetchFailed(f"{tree} exists and was not extracted here; move it away")
+            aside = temporary(tree, "old")
+            os.replace(tree, aside)
+            shutil.rmtree(aside)
+        os.replace(building, tree)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+
+
+def extracted(tree: Path, sha256: str) -> bool:
+    try:
+        return json.loads((tree / MARKER).read_text(encoding="utf-8")).get("sha256") == sha256
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def fetch(dest: Path, version: str = VERSION, sha256: str = SHA256, base: str = DEFAULT_INDEX) -> Path:
+    """`DEST/vllm-VERSION/` holding the release's tests/ and pyproject.toml; the archive is kept in DEST/downloads."""
+    tree = dest / f"vllm-{version}"
+    if extracted(tree, sha256):
+        return tree
+    dist = sdist(version, sha256, base)
+    archive = dest / "downloads" / dist.filename
+    if not (archive.is_file() and sha256_of(archive) == sha256):
+        download(dist, archive)
+    extract(archive, tree, sha256)
+    return tree
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m tools.vllm_tests.sources DEST", file=sys.stderr)
+        return 2
+    try:
+        print(fetch(Path(argv[0])))
+    except (FetchFailed, GuardError) as err:  # GuardError: the index cannot be read
+        print(f"vllm-tests: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
