@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "tests" / "data" / "vllm-0.33.0-cpu-test-lock.txt"
 OUTPUT = ROOT / "requirements" / "vllm-tests.txt"
 RUNTIME = "-r requirements/test/../common.txt"  # vLLM's runtime requirements, as the lock names them
-# From the lock's `-r requirements/test/cuda.in` pins: what the chosen tests and tests/conftest.py import.
-TEST_TOOLS = ("pytest", "pytest-asyncio", "tblib")
+# From the lock's `-r requirements/test/cuda.in` pins: what the chosen tests and tests/conftest.py import
+# (cohere-melody: vLLM's Cohere parser, tests/parser/cohere).
+TEST_TOOLS = ("pytest", "pytest-asyncio", "tblib", "cohere-melody")
 REPLACED = {  # name -> (version installed, why not the lock's)
     "torch": ("2.13.0", "the CPU build on this machine's disk (any other pin downloads CUDA wheels)"),
     "certifi": ("2026.10.19.post1", "the index has no 2026.10.19, only this post-release"),
