@@ -14,7 +14,8 @@
 
 Each session's environment holds torch 2.13.0 (the CPU build on local disk), the runtime modules of
 requirements/guard-env.txt, vLLM installed with --no-deps, and this project with its extras, every
-version as requirements/constraints.txt pins it. Environments are reused, and a session installs
+version as requirements/constraints.txt pins it (vllm-tests: vLLM's CPU test lock, requirements/vllm-tests.txt,
+beside vLLM and this project, all --no-deps). Environments are reused, and a session installs
 nothing when what it installed last time (the requirement files, setup.cfg, the vLLM version) is
 unchanged: a warm session starts its command at once. Sessions run on the Python that runs nox
 (3.11 or newer), so they work where 3.11 is not installed.
