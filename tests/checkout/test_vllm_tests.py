@@ -4,13 +4,13 @@ from two junit files (tools/vllm_tests/)."""
 from __future__ import annotations
 
 import io
-import json
 import re
 import tarfile
 from pathlib import Path
 
 import layout
 import pytest
+from warnonce_guard.common import files
 
 from tools.vllm_tests import compare, requirements, sources
 
@@ -68,9 +68,9 @@ def test_the_pinned_sdist_hash_is_the_one_the_test_data_came_from() -> None:
     assert sources.SHA256 in (layout.DATA / "README.md").read_text(encoding="utf-8")
 
 
-def sdist(path: Path, files: dict[str, str]) -> Path:
+def sdist(path: Path, members: dict[str, str]) -> Path:
     with tarfile.open(path, "w:gz") as tf:
-        for name, text in files.items():
+        for name, text in members.items():
             info = tarfile.TarInfo(f"vllm-0.33.0/{name}")
             info.size = len(text.encode())
             tf.addfile(info, io.BytesIO(text.encode()))
@@ -78,7 +78,7 @@ def sdist(path: Path, files: dict[str, str]) -> Path:
 
 
 def test_only_tests_and_pyproject_are_taken_out_of_the_sdist(tmp_path: Path) -> None:
-    files = {
+    members = {
         "tests/conftest.py": "",
         "tests/test_logger.py": "x",
         "pyproject.toml": "[tool.pytest.ini_options]\n",
@@ -87,9 +87,9 @@ def test_only_tests_and_pyproject_are_taken_out_of_the_sdist(tmp_path: Path) -> 
         "testsfoo/a.py": "",
     }
     tree = tmp_path / "vllm-0.33.0"
-    sources.extract(sdist(tmp_path / "vllm-0.33.0.tar.gz", files), tree, "abc")
+    sources.extract(sdist(tmp_path / "vllm-0.33.0.tar.gz", members), tree, "abc")
     taken = {p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()}
-    assert taken == {"tests/conftest.py", "tests/test_logger.py", "pyproject.toml", sources.MARKER}
+    assert taken == {"tests/conftest.py", "tests/test_logger.py", "pyproject.toml", files.MARKER}
     assert sources.extracted(tree, "abc") and not sources.extracted(tree, "other")
 
 
@@ -105,7 +105,7 @@ def test_a_folder_not_extracted_here_is_never_replaced(tmp_path: Path) -> None:
 def test_an_extracted_folder_is_used_without_the_index(tmp_path: Path) -> None:
     tree = tmp_path / "vllm-0.33.0"
     tree.mkdir()
-    (tree / sources.MARKER).write_text(json.dumps({"sha256": sources.SHA256}), encoding="utf-8")
+    files.mark(tree, sources.KIND, sha256=sources.SHA256)
     assert sources.fetch(tmp_path, base="http://127.0.0.1:9/nowhere/") == tree
 
 
@@ -118,11 +118,12 @@ PLAIN = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="py
 </testsuite></testsuites>"""
 STRICT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" time="3.0">
 <testcase classname="tests.test_config" name="test_a" time="0.1"/>
-<testcase classname="tests.test_config" name="test_b[x]"><failure message="warnonce-strict: compilation.py:1473:
- argument 2 is CUDAGraphMode">long text</failure><error message="teardown boom"/></testcase>
+<testcase classname="tests.test_config" name="test_b[x]"><failure message="x"/><error message="teardown boom&#10;more"/>
+</testcase>
 <testcase classname="tests.test_config" name="test_c"><skipped type="pytest.skip" message="no GPU"/></testcase>
 <testcase classname="tests.test_logger" name="test_d"><skipped type="pytest.xfail" message="known"/></testcase>
-<testcase classname="tests.test_logger" name="test_new"><failure message="boom"/></testcase>
+<testcase classname="tests.test_logger" name="test_new"><failure message="warnonce strict: 1 argument(s) ...:&#10;
+  compilation.py:1473: argument 2 is CUDAGraphMode&#10;Pass only str"/></testcase>
 </testsuite></testsuites>"""
 
 
@@ -151,6 +152,10 @@ def test_the_report_lists_every_test_whose_outcome_differs(tmp_path: Path) -> No
     assert lines[2].split() == ["with", "strict", "1", "1", "1", "1", "1", "5", "3.0s"]
     assert lines[3] == "3 test(s) differ (without strict -> with strict):"
     assert lines[4] == "  tests.test_config::test_b[x]: passed -> error  (teardown boom)"
+    assert lines[6] == (
+        "  tests.test_logger::test_new: absent -> failed"
+        "  (warnonce strict: 1 argument(s) ...: compilation.py:1473: argument 2 is CUDAGraphMode)"
+    )
 
 
 def test_the_same_outcomes_say_so_and_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,7 +22,7 @@ ABSENT = "absent"
 @dataclass(frozen=True)
 class Result:
     outcome: str
-    message: str  # the first line of the failure's, error's or skip's message; "" for a pass
+    message: str  # the failure's, error's or skip's first line (and the next, after a colon); "" for a pass
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,14 @@ class Run:
         return {outcome: sum(r.outcome == outcome for r in self.results.values()) for outcome in OUTCOMES}
 
 
+def _headline(text: str) -> str:
+    """A message's first line, and its second when the first ends in a colon (strict mode's: what, then where)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):
+        return f"{lines[0]} {lines[1]}"
+    return lines[0] if lines else ""
+
+
 def _result(case: ET.Element) -> Result:
     found = [Result("passed", "")]
     for child in case:
@@ -41,8 +49,7 @@ def _result(case: ET.Element) -> Result:
             outcome = {"failure": "failed", "error": "error"}.get(child.tag, "skipped")
             if child.tag == "skipped" and child.get("type") == "pytest.xfail":
                 outcome = "xfailed"
-            text = child.get("message") or child.text or ""
-            found.append(Result(outcome, (text.strip().splitlines() or [""])[0]))
+            found.append(Result(outcome, _headline(child.get("message") or child.text or "")))
     return max(found, key=lambda r: OUTCOMES.index(r.outcome))
 
 
@@ -82,7 +89,7 @@ def report(plain: Run, strict: Run) -> list[str]:
     lines.append(f"{len(differ)} test(s) differ (without strict -> with strict):")
     for key, a, b in differ:
         why = b.message or a.message
-        lines.append(f"  {key}: {a.outcome} -> {b.outcome}" + (f"  ({why[:200]})" if why else ""))
+        lines.append(f"  {key}: {a.outcome} -> {b.outcome}" + (f"  ({why[:300]})" if why else ""))
     return lines
 
 

@@ -6,27 +6,26 @@ The index lists the file and its sha256 (PEP 691, `warnonce_guard.history.index`
 here (tests/data/README.md gives the same), and the download is checked against it as it comes
 (`warnonce_guard.history.fetch.download`). Taken out are `tests/` and `pyproject.toml` (vLLM's pytest settings:
 its markers, and a rootdir that is not this checkout); never `vllm/`, so the tests import the installed wheel.
-A folder already extracted from that archive (its marker says so) is used as it is, without the network.
+A folder already extracted from that archive (its `common.files` marker says so) is used as it is, without the
+network; one without the marker is someone else's and never replaced.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import sys
 import tarfile
 from pathlib import Path, PurePosixPath
 
 from warnonce_guard.common.errors import GuardError
-from warnonce_guard.common.files import temporary
+from warnonce_guard.common.files import Kind, mark, marked, marker, replace_dir
 from warnonce_guard.history.fetch import FetchFailed, download, sha256_of
 from warnonce_guard.history.index import DEFAULT_INDEX, Dist, fetch_index
 
 VERSION = "0.33.0"
 SHA256 = "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"  # vllm-0.33.0.tar.gz
 KEPT = ("tests", "pyproject.toml")  # top-level names taken out of the sdist
-MARKER = ".warnonce-vllm-tests.json"
+KIND = Kind.RELEASE_TREE  # files of a release, from its archive (marker fields: archive, sha256)
 
 
 def sdist(version: str = VERSION, sha256: str = SHA256, base: str = DEFAULT_INDEX) -> Dist:
@@ -50,39 +49,26 @@ def kept(name: str) -> PurePosixPath | None:
 
 
 def extract(archive: Path, tree: Path, sha256: str) -> None:
-    """Write the kept files of `archive` into `tree`, whole or not at all, with a marker naming the archive."""
+    """Write the kept files of `archive` into `tree`, whole or not at all, marked with the archive's name and hash."""
+    if (tree.exists() or tree.is_symlink()) and not marked(tree, KIND):
+        raise FetchFailed(f"{tree} exists and was not extracted here; move it away")
     tree.parent.mkdir(parents=True, exist_ok=True)
-    building = temporary(tree)
-    try:
-        building.mkdir()
-        with tarfile.open(archive, "r:gz") as tf:
-            for member in tf:
-                path = kept(member.name)
-                if path is None or not member.isfile():
-                    continue
-                destination = building.joinpath(*path.parts)
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                with tf.extractfile(member) as fh, destination.open("wb") as out:  # type: ignore[union-attr]
-                    shutil.copyfileobj(fh, out)
+    with replace_dir(tree, KIND) as building, tarfile.open(archive, "r:gz") as tf:
+        for member in tf:
+            path = kept(member.name)
+            if path is None or not member.isfile():
+                continue
+            destination = building.joinpath(*path.parts)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            with tf.extractfile(member) as fh, destination.open("wb") as out:  # type: ignore[union-attr]
+                shutil.copyfileobj(fh, out)
         if not (building / "tests" / "conftest.py").is_file():
             raise FetchFailed(f"{archive.name} holds no tests/conftest.py")
-        (building / MARKER).write_text(json.dumps({"archive": archive.name, "sha256": sha256}), encoding="utf-8")
-        if tree.exists():
-            if not (tree / MARKER).is_file():
-                raise FetchFailed(f"{tree} exists and was not extracted here; move it away")
-            aside = temporary(tree, "old")
-            os.replace(tree, aside)
-            shutil.rmtree(aside)
-        os.replace(building, tree)
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
+        mark(building, KIND, archive=archive.name, sha256=sha256)
 
 
 def extracted(tree: Path, sha256: str) -> bool:
-    try:
-        return json.loads((tree / MARKER).read_text(encoding="utf-8")).get("sha256") == sha256
-    except (OSError, ValueError, AttributeError):
-        return False
+    return marker(tree, KIND).get("sha256") == sha256
 
 
 def fetch(dest: Path, version: str = VERSION, sha256: str = SHA256, base: str = DEFAULT_INDEX) -> Path:
