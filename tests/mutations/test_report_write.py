@@ -209,7 +209,8 @@ def test_writers_and_sweeps_racing_on_one_out_leave_one_writers_whole_report_or_
         assert now in written or (not written and now == previous), (round_, outcomes, now)
         assert leftovers(tmp_path, out.name) == [], round_
         previous, writes = now, writes + len(written)
-    assert writes >= 50  # not vacuous: many rounds wrote a report (the sweeper holds the lock in some)
+    # not vacuous: rounds wrote reports (how many depends on the scheduler: 45 of 300 on a loaded CI machine)
+    assert writes >= 15
 
 
 def test_a_second_writer_is_refused_in_one_line_while_a_run_holds_the_report_directory(
