@@ -1,6 +1,6 @@
 """nox sessions: the same commands a person runs locally, CI runs too.
 
-    nox -s tests                          unit tests (fast tier under coverage, then slow), then the guards
+    nox -s tests                          unit tests (fast tier under coverage, slow, network), then the guards
     nox -s guards -- [--vllm X | --vllm-src PATH] [PYTEST ARGS]
     nox -s sites -- [--vllm X | --vllm-src PATH] [--json]
     nox -s mutation -- [--vllm X | --vllm-src PATH] [--out DIR] [--fail-under PERCENT]
@@ -40,6 +40,10 @@ REPLAYED_VLLM = "0.29.0"  # the last release before the fix
 PYTHON = None  # the interpreter that runs nox
 CONSTRAINTS = "requirements/constraints.txt"
 COVERAGE_FLOOR = 90  # percent of mutations/ the fast tier must cover
+# The tiers of `nox -s tests`, by marker (setup.cfg): replay and wheel tests run only in their own sessions.
+FAST = "not slow and not network"
+SLOW = "slow and not replay and not wheel and not network"
+NETWORK = "network and not replay and not wheel"  # reads PyPI
 ROOT = Path(__file__).resolve().parent
 # vLLM's tests that run on a CPU without a model download, paths in its sdist (`nox -s vllm-tests -- PATHS` instead);
 # test_config.py whole, though ~110 of its tests read model configs from the Hub and fail offline, in both runs
@@ -127,15 +131,17 @@ def _project_env(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The project's unit tests (the fast tier's coverage of mutations/ printed and held to 90%), then the guards."""
+    """The project's unit tests: the fast tier (its coverage of mutations/ printed and held to 90%), the slow tier and
+    the tests that read PyPI; then the guards."""
     _guard_env(session, PINNED_VLLM)
     if session.posargs:
         session.run("python", "-m", "pytest", "tests", *session.posargs)
         return
     session.run("python", "-m", "coverage", "erase")
-    session.run("python", "-m", "coverage", "run", "--source=mutations", "-m", "pytest", "tests", "-m", "not slow")
+    session.run("python", "-m", "coverage", "run", "--source=mutations", "-m", "pytest", "tests", "-m", FAST)
     session.run("python", "-m", "coverage", "report", f"--fail-under={COVERAGE_FLOOR}")
-    session.run("python", "-m", "pytest", "tests", "-m", "slow")
+    session.run("python", "-m", "pytest", "tests", "-m", SLOW)
+    session.run("python", "-m", "pytest", "tests", "-m", NETWORK)
     session.run("warnonce-guard", "guards", "-q")
 
 
@@ -175,8 +181,7 @@ def audit(session: nox.Session) -> None:
 def replay(session: nox.Session) -> None:
     """Historical replay: guards and mutation run against vLLM 0.29.0 (before the fix) must expose every site."""
     _guard_env(session, REPLAYED_VLLM)
-    replay = {"WARNONCE_GUARD_REPLAY": REPLAYED_VLLM}
-    session.run("python", "-m", "pytest", "tests/e2e/test_replay.py", "-v", env=replay)
+    session.run("python", "-m", "pytest", "tests", "-m", "replay", "--vllm-release", REPLAYED_VLLM, "-v")
 
 
 @nox.session(python=PYTHON)
@@ -239,8 +244,7 @@ def wheel(session: nox.Session) -> None:
     """Build the wheel, install it with the mutation extra into a fresh venv beside vLLM, and run the main job
     outside the checkout: nothing but the installed package (no checkout, no npm) makes the report."""
     _project_env(session)
-    wheel_env = {"WARNONCE_GUARD_WHEEL": PINNED_VLLM}
-    session.run("python", "-m", "pytest", "tests/e2e/test_wheel.py", "-v", *session.posargs, env=wheel_env)
+    session.run("python", "-m", "pytest", "tests", "-m", "wheel", "--vllm-release", PINNED_VLLM, "-v", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -22,6 +22,23 @@ from records_support import FakeSession
 from toy import make_tree, mutmut_settings
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--vllm-release",
+        metavar="VERSION",
+        help="the vLLM release the replay and wheel tests work with (`nox -s replay` and `nox -s wheel` pass it)",
+    )
+
+
+@pytest.fixture(scope="session")
+def vllm_release(request: pytest.FixtureRequest) -> str:
+    """The vLLM release named by --vllm-release: the one installed (replay) or to install beside the wheel."""
+    release = request.config.getoption("--vllm-release")
+    if not release:
+        pytest.fail("this test needs --vllm-release VERSION: run it with `nox -s replay` or `nox -s wheel`")
+    return release
+
+
 @pytest.fixture(autouse=True)
 def _current_directory_kept() -> Iterator[None]:
     """Every test leaves the current directory as it found it: later tests (and their subprocesses) resolve

@@ -1,6 +1,6 @@
 """What users install fits their environments: ranges, an extra for the mutation run, and vLLM's own lock.
 
-Resolves with pip (metadata only, `--dry-run`) against the package index, so it runs in the slow tier.
+Resolves with pip (metadata only, `--dry-run`) against the package index (PyPI): marked `slow` and `network`.
 tests/data/vllm-0.33.0-cpu-test-lock.txt is vLLM 0.33.0's `requirements/test/cpu.txt`, unchanged.
 """
 
@@ -21,7 +21,7 @@ VLLM_LOCK = layout.DATA / "vllm-0.33.0-cpu-test-lock.txt"
 BUILDKITE = ROOT / ".buildkite" / "mutation-guard.yml"
 PYTEST_DEPENDENCIES = {"warnonce-guard", "pytest", "iniconfig", "packaging", "pluggy", "pygments"}
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 
 def normal(name: str) -> str:

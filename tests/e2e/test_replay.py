@@ -1,14 +1,13 @@
 """Historical replay: against vLLM 0.29.0, the last release before the fix, every site is exposed.
 
-Runs in `nox -s replay`, which installs vLLM 0.29.0 and sets WARNONCE_GUARD_REPLAY to that version;
-anywhere else it is skipped (it needs that release installed).
+Marked `replay`: `nox -s replay` installs vLLM 0.29.0 and runs `-m replay --vllm-release 0.29.0`; every other
+tier deselects these tests (they need that release installed).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -17,13 +16,9 @@ import layout
 import pytest
 from toy import CLI
 
-REPLAYED = os.environ.get("WARNONCE_GUARD_REPLAY")
 LEAK_DETECTORS = ("exception retained", "owner pinned", "warning repeated")
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not REPLAYED, reason="replays a vLLM release before the fix: run `nox -s replay`"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.replay]
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -32,8 +27,8 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_replayed_release_is_the_one_installed() -> None:
-    assert importlib.metadata.version("vllm") == REPLAYED
+def test_the_replayed_release_is_the_one_installed(vllm_release: str) -> None:
+    assert importlib.metadata.version("vllm") == vllm_release
 
 
 def test_discovery_finds_the_six_sites_all_live(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The package as users get it: a wheel, installed into fresh venvs, run outside the checkout.
 
-Runs in `nox -s wheel` (which sets WARNONCE_GUARD_WHEEL to the vLLM version to install beside it);
-anywhere else it is skipped: it builds a wheel and two venvs, and installs torch and vLLM into one.
+Marked `wheel` (and `network`: it installs from the package index): `nox -s wheel` runs `-m wheel --vllm-release X`,
+X the vLLM version to install beside it; every other tier deselects these tests, which build a wheel and two venvs and
+install torch and vLLM into one.
 """
 
 from __future__ import annotations
@@ -20,13 +21,9 @@ from toy import INTERFACE, make_tree
 from warnonce_guard.common.errors import ExitCode
 
 ROOT = layout.ROOT
-VLLM = os.environ.get("WARNONCE_GUARD_WHEEL")
 CONSTRAINTS = ROOT / "requirements" / "constraints.txt"
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not VLLM, reason="builds and installs the wheel: run `nox -s wheel`"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.wheel, pytest.mark.network]
 
 
 def run(*args: str | Path, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -51,12 +48,12 @@ def fresh_venv(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def full(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def full(wheel: Path, tmp_path_factory: pytest.TempPathFactory, vllm_release: str) -> Path:
     """A venv with the guard environment, vLLM (no deps) and the wheel with its mutation extra."""
     bin_dir = fresh_venv(tmp_path_factory.mktemp("full") / "venv")
     pip = [bin_dir / "python", "-m", "pip", "install", "-q", "-c", CONSTRAINTS]
     run(*pip, "-r", ROOT / "requirements" / "guard-env.txt", cwd=ROOT)
-    run(bin_dir / "python", "-m", "pip", "install", "-q", "--no-deps", f"vllm=={VLLM}", cwd=ROOT)
+    run(bin_dir / "python", "-m", "pip", "install", "-q", "--no-deps", f"vllm=={vllm_release}", cwd=ROOT)
     run(*pip, f"{wheel}[mutation]", cwd=ROOT)
     return bin_dir
 
@@ -77,7 +74,7 @@ def test_the_wheel_installs_one_distinctive_top_level_package_with_its_data(whee
     assert "warnonce_guard/guards/conftest.py" in names and "warnonce_guard/mutations/engine/session.py" in names
 
 
-def test_the_main_job_runs_from_the_wheel_outside_the_checkout(full: Path, tmp_path: Path) -> None:
+def test_the_main_job_runs_from_the_wheel_outside_the_checkout(full: Path, tmp_path: Path, vllm_release: str) -> None:
     where = run(full / "python", "-c", "import warnonce_guard.mutations as m; print(m.__file__)", cwd=tmp_path)
     assert str(ROOT) not in where.stdout and str(full.parent) in where.stdout
 
@@ -85,7 +82,7 @@ def test_the_main_job_runs_from_the_wheel_outside_the_checkout(full: Path, tmp_p
 
     report = json.loads((tmp_path / "mutation-report" / "mutation.json").read_text(encoding="utf-8"))
     statuses = [m["status"] for f in report["files"].values() for m in f["mutants"]]
-    assert report["config"]["vllmVersion"] == VLLM and statuses and set(statuses) == {"Killed"}
+    assert report["config"]["vllmVersion"] == vllm_release and statuses and set(statuses) == {"Killed"}
     assert "Mutation score: 100.00%" in done.stdout
     assert (tmp_path / "mutation-report" / "index.html").stat().st_size > 200_000  # the viewer, inlined
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import layout
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 ROOT = layout.ROOT
 RELEASES = "0.27.0,0.29.0,0.30.0"
