@@ -226,6 +226,18 @@ def meta_document(codes: dict[str, int | None], duration_s: float = 0.5) -> dict
     }
 
 
+def generated(ws: Workspace, file: str, codes: dict[str, int | None], run_id: str = "run1") -> Workspace:
+    """`ws` as a finished generation of `file` leaves it: the pristine file, mutmut's copy of it, its `.meta` with
+    `codes` (`meta_document`) and the generation manifest of `run_id`."""
+    (ws.dir / file).parent.mkdir(parents=True, exist_ok=True)
+    (ws.dir / file).write_text("def f(): pass\n", encoding="utf-8")
+    layout.mutated(ws, file).parent.mkdir(parents=True, exist_ok=True)
+    layout.mutated(ws, file).write_text("# mutants\n", encoding="utf-8")
+    layout.meta(ws, file).write_text(json.dumps(meta_document(codes)), encoding="utf-8")
+    state.write_generation(ws, run_id, [file])
+    return ws
+
+
 def passed(site: Site) -> GuardRecord:
     return GuardRecord(guard_test(site), site.id, "call", RecordKind.PASSED)
 

@@ -34,10 +34,9 @@ NAMED = [named(KILLED_ONE, "live-arg"), named(SURVIVOR, "once-dropped"), named(U
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
+def ws(ws: Workspace) -> Workspace:
     """After a session: the pristine site file, a `.meta` (one killed, one survived, one untested), the guards'
     baseline session of this run, and a finished guard session for each tested mutant."""
-    ws = Workspace(tmp_path / "ws")
     (ws.dir / FILE).parent.mkdir(parents=True)
     (ws.dir / FILE).write_text(INTERFACE, encoding="utf-8")
     layout.meta(ws, FILE).parent.mkdir(parents=True)

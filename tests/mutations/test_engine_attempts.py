@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from warnonce_guard.common.errors import BadRecord, ExitCode, RecordsUnwritten
+from warnonce_guard.common.files import MARKER
 from warnonce_guard.guards.sessions import (
     UNWRITTEN_STATUS,
     GuardSession,
@@ -82,9 +83,7 @@ class Result:
 
 
 @pytest.fixture
-def registrar(tmp_path: Path) -> Registrar:
-    ws = Workspace(tmp_path / "ws")
-    ws.dir.mkdir()
+def registrar(ws: Workspace) -> Registrar:
     return Registrar.load(ws, "run1")
 
 
@@ -151,4 +150,5 @@ def test_the_ledger_is_written_atomically_as_json(registrar: Registrar) -> None:
     kept(registrar, Result(M1, -9))
     data = json.loads(registrar.ws.attempts_file.read_text(encoding="utf-8"))
     assert data == {"version": 1, "mutants": {M1: [-9]}}
-    assert [p.name for p in registrar.ws.dir.iterdir()] == ["attempts.json"]  # no temporary left beside it
+    # the workspace's marker and the ledger: no temporary left beside it
+    assert sorted(p.name for p in registrar.ws.dir.iterdir()) == sorted([MARKER, "attempts.json"])

@@ -38,10 +38,8 @@ MUTANTS = ["vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1"]
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
+def ws(ws: Workspace) -> Workspace:
     """A staged workspace, as the session finds it: the packages and sites staging recorded."""
-    ws = Workspace(tmp_path / "ws")
-    ws.dir.mkdir()
     ws.packages_file.write_text('["vllm"]', encoding="utf-8")
     ws.sites_file.write_text("[]", encoding="utf-8")
     return ws

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from records_support import meta_document
+from records_support import generated, meta_document
 from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.mutations.engine import layout, state
 from warnonce_guard.mutations.engine.status import DEFAULT_STATUS, EXIT_CODE_STATUS
@@ -17,16 +17,9 @@ M1, M2 = "vllm.platforms.interface.xǁPǁf__mutmut_1", "vllm.platforms.interface
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
+def ws(ws: Workspace) -> Workspace:
     """A workspace as a finished generation leaves it: pristine file, mutmut's copy, .meta, manifest."""
-    ws = Workspace(tmp_path / "ws")
-    (ws.dir / FILE).parent.mkdir(parents=True)
-    (ws.dir / FILE).write_text("def f(): pass\n")
-    layout.mutated(ws, FILE).parent.mkdir(parents=True)
-    layout.mutated(ws, FILE).write_text("# mutants\n")
-    layout.meta(ws, FILE).write_text(json.dumps(meta_document({M1: 1, M2: None})))
-    state.write_generation(ws, "run1", [FILE])
-    return ws
+    return generated(ws, FILE, {M1: 1, M2: None})
 
 
 def test_a_complete_generation_validates_and_keeps_everything(ws: Workspace) -> None:

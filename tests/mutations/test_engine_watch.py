@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from warnonce_guard.common.errors import EngineFailed, ExitCode, GenerationWorkerLost, SessionLost
@@ -80,9 +79,8 @@ def test_a_session_that_works_is_never_lost_however_long_it_takes(quick: None) -
 
 
 def test_the_limit_is_twice_mutmuts_own_time_limit_for_the_measured_guards_and_never_below_the_floor(
-    tmp_path: Path,
+    ws: Workspace,
 ) -> None:
-    ws = Workspace(tmp_path)
     assert stall_limit(ws) == watch.STALL_FLOOR_S  # nothing measured yet
     layout.stats(ws).parent.mkdir(parents=True)
     stats = {"tests_by_mangled_function_name": {}, "duration_by_test": {"a": 6.0, "b": 4.0}, "stats_time": 1.0}
@@ -93,7 +91,7 @@ def test_the_limit_is_twice_mutmuts_own_time_limit_for_the_measured_guards_and_n
 
 
 def test_a_session_that_stopped_working_ends_the_run_with_exit_13_and_is_stopped(
-    tmp_path: Path, quick: None, monkeypatch: pytest.MonkeyPatch
+    ws: Workspace, quick: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     started: list[subprocess.Popen[bytes]] = []
 
@@ -103,7 +101,6 @@ def test_a_session_that_stopped_working_ends_the_run_with_exit_13_and_is_stopped
 
     monkeypatch.setattr(engine_session, "start", start)
     monkeypatch.setattr(run_module, "stall_limit", lambda ws: 1.0)
-    ws = Workspace(tmp_path)
     try:
         with pytest.raises(EngineFailed, match="used no CPU"):
             run_module.run_session(ws, "run1", [], [], [])  # waiting for its generation

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
-from records_support import meta_document
+from records_support import generated, meta_document
 from warnonce_guard.common.errors import EngineFailed
 from warnonce_guard.guards.sessions import GuardSession, Phase, mutant_session_path, read_session, write_session
 from warnonce_guard.mutations.engine import layout, state
@@ -25,15 +24,9 @@ def named(mutant: str) -> dict[str, object]:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
+def ws(ws: Workspace) -> Workspace:
     """A workspace after a finished generation of two untested mutants, both named."""
-    ws = Workspace(tmp_path / "ws")
-    (ws.dir / FILE).parent.mkdir(parents=True)
-    (ws.dir / FILE).write_text("def f(): pass\n")
-    layout.mutated(ws, FILE).parent.mkdir(parents=True)
-    layout.mutated(ws, FILE).write_text("# mutants\n")
-    layout.meta(ws, FILE).write_text(json.dumps(meta_document({M1: None, M2: None})))
-    state.write_generation(ws, "run1", [FILE])
+    generated(ws, FILE, {M1: None, M2: None})
     ws.identities_file.write_text(json.dumps([named(M1), named(M2)]))
     return ws
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, replace
-from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -100,11 +99,6 @@ def test_a_change_of_node_kind_before_any_logger_call_is_no_changed_call() -> No
 
 
 # --- identities.json --------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return Workspace(tmp_path)
 
 
 def test_named_mutants_read_back_as_written(ws: Workspace) -> None:

@@ -22,13 +22,6 @@ from warnonce_guard.rule.target import source_tree
 COPIED = ["__init__.py", "_version.py", "logger.py", "platforms", "platforms/__init__.py", "platforms/interface.py"]
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    ws = Workspace(tmp_path / "ws")
-    ws.dir.mkdir()
-    return ws
-
-
 def test_the_sites_an_earlier_run_recorded_are_read_back(tmp_path: Path, ws: Workspace) -> None:
     sites = discover(make_tree(tmp_path / "tree"))
     ws.sites_file.write_text(json.dumps([site.to_json() for site in sites]))
