@@ -37,7 +37,20 @@ def ended(proc: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture
 def quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a run's own Watch (`run_session` makes it): the group's CPU time read every 0.05 s."""
     monkeypatch.setattr(watch, "SAMPLE_S", 0.05)
+
+
+class Clock:
+    """A clock for `Watch` (its `clock`) that moves one sampling interval each time it is read: a check every
+    0.05 s of real time samples the group's CPU time each time, as if `SAMPLE_S` had passed."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += watch.SAMPLE_S
+        return self.now
 
 
 def test_the_cpu_time_of_a_process_group_is_read_from_proc() -> None:
@@ -51,27 +64,25 @@ def test_the_cpu_time_of_a_process_group_is_read_from_proc() -> None:
     assert group_cpu_ticks(proc.pid) is None  # no such group any more
 
 
-def test_a_session_that_uses_no_cpu_for_longer_than_its_limit_is_lost(quick: None) -> None:
-    proc = group(IDLE)
+def test_a_session_that_uses_no_cpu_for_longer_than_its_limit_is_lost() -> None:
+    proc, clock, limit = group(IDLE), Clock(), 20 * watch.SAMPLE_S
     try:
-        watching = Watch(proc, lambda: 1.0)
-        started = time.monotonic()
+        watching = Watch(proc, lambda: limit, clock=clock)
         with pytest.raises(SessionLost) as lost:
-            while time.monotonic() - started < 30:
+            for _ in range(600):  # 30 s of real time
                 watching.check()
                 time.sleep(0.05)
-        assert 1.0 < time.monotonic() - started < 10
+        assert limit < clock.now < 10 * limit
         assert lost.value.exit_code == ExitCode.ENGINE_FAILED and "used no CPU" in str(lost.value)
     finally:
         ended(proc)
 
 
-def test_a_session_that_works_is_never_lost_however_long_it_takes(quick: None) -> None:
-    proc = group(BUSY)
+def test_a_session_that_works_is_never_lost_however_long_it_takes() -> None:
+    proc, clock, limit = group(BUSY), Clock(), 10 * watch.SAMPLE_S
     try:
-        watching = Watch(proc, lambda: 0.5)
-        started = time.monotonic()
-        while time.monotonic() - started < 1.5:  # three times its limit
+        watching = Watch(proc, lambda: limit, clock=clock)
+        while clock.now < 3 * limit:  # three times its limit, a check every 0.05 s
             watching.check()
             time.sleep(0.05)
     finally:
