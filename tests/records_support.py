@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
 from warnonce_guard.guards.sessions import GuardRecord, GuardSession, Phase, RecordKind, write_session
+from warnonce_guard.mutations import operators
 from warnonce_guard.mutations.engine import layout, naming, state
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.records import (
@@ -69,11 +71,8 @@ class CudaPlatform:
             logger.warning_once("Failed to import from vllm._C with %r", e)
 """,
 }
-OPERATORS = [
-    OperatorInfo("eager-repr-revert", "Pass the exception itself instead of repr(e)"),
-    OperatorInfo("format-drop", "Drop the %-format so the message is built late"),
-    OperatorInfo("once-to-plain", "Call the plain logger method instead of the cached one"),
-]
+# The operators as a run's result lists them (mutations.run.collect_result), from the registry.
+OPERATORS = [OperatorInfo(name, op.description) for name, op in operators.OPERATORS.items()]
 OPS = [op.name for op in OPERATORS]
 
 
@@ -129,14 +128,14 @@ def verdict(site: Site, index: int, operator: str, status: str, **extra: object)
         "duration_s": None if status in (SKIPPED, NO_TESTS) else 1.25,
     }
     if status == KILLED:
-        fields.update(killed_by=guard_id(site), detectors=("exception retained",), reason="the exception is retained")
+        fields.update(killed_by=guard_id(site), detectors=(EXCEPTION_RETAINED,), reason="the exception is retained")
     fields.update(extra)
     return MutantVerdict(**fields)  # type: ignore[arg-type]
 
 
 def sample_result() -> RunResult:
-    """2 sites, 3 operators: on the guarded cpu site one mutant is killed, one survives, one times out;
-    the cuda site is exposed at baseline, so its three mutants are skipped."""
+    """2 sites, mutants of the first 3 operators: on the guarded cpu site one mutant is killed, one survives, one
+    times out; the cuda site is exposed at baseline, so its three mutants are skipped."""
     return RunResult(
         vllm_version="0.33.0",
         vllm_commit="0123456789abcdef0123456789abcdef01234567",
@@ -149,7 +148,7 @@ def sample_result() -> RunResult:
                 CUDA_SITE,
                 EXPOSED,
                 guard_id(CUDA_SITE),
-                detectors=("exception retained", "owner pinned"),
+                detectors=(EXCEPTION_RETAINED, OWNER_PINNED),
                 detail="ImportError kept alive by warning_once's lru_cache",
             ),
         ],
@@ -159,7 +158,7 @@ def sample_result() -> RunResult:
             verdict(CPU_SITE, 3, OPS[2], TIMEOUT, reason="no result after 20 s"),
             *(
                 verdict(CUDA_SITE, i + 1, op, SKIPPED, reason="site exposed at baseline")
-                for i, op in enumerate(OPS)
+                for i, op in enumerate(OPS[:3])
             ),
         ],
         duration_s=12.5,
@@ -243,7 +242,7 @@ def passed(site: Site) -> GuardRecord:
 
 
 def leaked(site: Site, *detectors: str) -> GuardRecord:
-    fired = detectors or ("exception retained",)
+    fired = detectors or (EXCEPTION_RETAINED,)
     return GuardRecord(guard_test(site), site.id, "call", RecordKind.LEAK, fired, f"{site.id}: {len(fired)} fired")
 
 

@@ -18,8 +18,11 @@ from campaign.plan import FAULTS, MAX_GAP_S, Aim, Windows, allowed_exits, draw_m
 from campaign.targets import Clean
 from campaign.trial import TrialRecord, phase_of
 from faults import RunDirs, Verdicts
+from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.guards.detectors import OWNER_PINNED
 
 ROOT = layout.ROOT
+OK, INTERRUPTED, TERMINATED = ExitCode.OK, ExitCode.INTERRUPTED, ExitCode.TERMINATED
 GUARD = "guard_tests/test_kernel_import_sites.py::test_site_releases_exception_and_warns_once"
 M1, M2 = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1", "vllm.platforms.cpu.xǁCpuPlatformǁf__mutmut_1"
 CLEAN = Verdicts(
@@ -105,18 +108,18 @@ def test_a_trial_whose_fault_was_never_delivered_measures_the_clean_run_again() 
 @pytest.mark.parametrize(
     ("fault", "sent", "after_end", "allowed"),
     [
-        ("int-command", True, False, {130}),
-        ("int-group", True, True, {130, 0}),
-        ("term-group", True, False, {143}),
+        ("int-command", True, False, {INTERRUPTED}),
+        ("int-group", True, True, {INTERRUPTED, OK}),
+        ("term-group", True, False, {TERMINATED}),
         ("kill-command", True, False, {-9}),
-        ("kill-group", True, True, {-9, 0}),
-        ("kill-session", True, False, {13}),
-        ("kill-worker", True, False, {0}),
-        ("int-int-group", True, False, {130}),
-        ("term-int-group", True, False, {143}),
-        ("int-term-group", True, False, {130}),
-        ("kill-session", False, True, {0}),
-        ("term-command", False, True, {0}),
+        ("kill-group", True, True, {-9, OK}),
+        ("kill-session", True, False, {ExitCode.ENGINE_FAILED}),
+        ("kill-worker", True, False, {OK}),
+        ("int-int-group", True, False, {INTERRUPTED}),
+        ("term-int-group", True, False, {TERMINATED}),
+        ("int-term-group", True, False, {INTERRUPTED}),
+        ("kill-session", False, True, {OK}),
+        ("term-command", False, True, {OK}),
     ],
 )
 def test_each_fault_allows_the_exit_codes_the_contract_gives_it(
@@ -127,7 +130,7 @@ def test_each_fault_allows_the_exit_codes_the_contract_gives_it(
 
 @pytest.mark.parametrize(
     ("fault", "ours", "python"),
-    [("term-int-group", 143, {-15}), ("int-command", 130, {-2, 1}), ("kill-group", -9, set())],
+    [("term-int-group", TERMINATED, {-15}), ("int-command", INTERRUPTED, {-2, 1}), ("kill-group", -9, set())],
 )
 def test_a_signal_in_the_interpreters_start_up_also_allows_what_python_does_with_it(
     fault: str, ours: int, python: set[int]
@@ -196,7 +199,7 @@ WRONG = [
     ("a mutant missing", {"final": replace(CLEAN, mutants={M2: CLEAN.mutants[M2]})}, r"mutmut_1 missing"),
     (
         "a site's baseline changed",
-        {"final": replace(CLEAN, sites={k: ("exposed", "owner pinned") for k in CLEAN.sites})},
+        {"final": replace(CLEAN, sites={k: ("exposed", OWNER_PINNED) for k in CLEAN.sites})},
         r"site vllm/platforms/interface.py \('exposed'",
     ),
     ("a process left", {"left": ("4242 mutmut: vllm.x__mutmut_1",)}, r"left running: 4242 mutmut"),

@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 from toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
 from warnonce_guard.common.errors import EngineFailed, ExitCode, TargetChanged
+from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED, WARNING_REPEATED
 from warnonce_guard.mutations import run as run_module
 from warnonce_guard.mutations.run import mutate
 
@@ -45,7 +46,7 @@ def test_every_operator_is_killed_with_its_guard_and_detectors_named(tmp_path: P
     assert {m["status"] for m in mutants} == {"Killed"}
     assert all(m["killedBy"] and "interface-Platform.import_kernels" in m["killedBy"][0] for m in mutants)
     summary = (out / "summary.md").read_text()
-    assert "warning repeated" in summary and "exception retained" in summary
+    assert WARNING_REPEATED in summary and EXCEPTION_RETAINED in summary
     assert (out / "junit.xml").is_file() and (out / "index.html").is_file()
 
 
@@ -73,7 +74,7 @@ def test_a_leaking_tree_is_exposed_and_fails_the_gate(tmp_path: Path) -> None:
 
     assert code == ExitCode.CHECK_FAILED
     summary = (out / "summary.md").read_text()
-    assert "exposed" in summary and "owner pinned" in summary
+    assert "exposed" in summary and OWNER_PINNED in summary
     assert "Killed" not in statuses(out)
 
 
@@ -123,7 +124,8 @@ def test_a_session_that_fails_after_generating_is_an_error_not_a_report_of_unrea
         return int(ExitCode.ENGINE_FAILED)  # as the session reports a crash of mutmut's
 
     monkeypatch.setattr(run_module, "run_session", crashed)
-    with pytest.raises(EngineFailed, match=r"the mutmut session failed \(exit code 13\); see .*mutmut\.log"):
+    failed = rf"the mutmut session failed \(exit code {ExitCode.ENGINE_FAILED:d}\); see .*mutmut\.log"
+    with pytest.raises(EngineFailed, match=failed):
         run(make_tree(tmp_path / "tree"), tmp_path)
     assert not (tmp_path / "report").exists()
 

@@ -15,8 +15,10 @@ from pathlib import Path
 import layout
 import pytest
 from toy import CLI
+from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED, WARNING_REPEATED
 
-LEAK_DETECTORS = ("exception retained", "owner pinned", "warning repeated")
+LEAK_DETECTORS = (EXCEPTION_RETAINED, OWNER_PINNED, WARNING_REPEATED)
 
 pytestmark = [pytest.mark.slow, pytest.mark.replay]
 
@@ -40,7 +42,7 @@ def test_discovery_finds_the_six_sites_all_live(tmp_path: Path) -> None:
 
 def test_every_guard_fails_naming_its_site_and_the_detectors(tmp_path: Path) -> None:
     run = cli("guards", "-q", "-p", "no:cacheprovider", "--tb=line", cwd=tmp_path)
-    assert run.returncode == 1
+    assert run.returncode == ExitCode.CHECK_FAILED
     assert re.search(r"\b6 failed\b", run.stdout)
     failures = re.findall(r"LeakDetected: (\S+) \(line \d+, warning_once, live\): 3 detector\(s\) fired", run.stdout)
     assert len(set(failures)) == 6, run.stdout[-4000:]
@@ -51,7 +53,7 @@ def test_every_guard_fails_naming_its_site_and_the_detectors(tmp_path: Path) -> 
 def test_the_mutation_run_reports_six_exposed_sites_and_fails(tmp_path: Path) -> None:
     out = tmp_path / "report"
     run = cli("mutate", "--out", str(out), "--work-dir", str(tmp_path / "work"), cwd=layout.ROOT)
-    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert run.returncode == ExitCode.CHECK_FAILED, run.stdout[-3000:] + run.stderr[-3000:]
     assert run.stdout.count(" is exposed: ") == 6
     summary = (out / "summary.md").read_text()
     assert summary.count("exposed") >= 6

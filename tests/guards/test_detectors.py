@@ -115,7 +115,7 @@ def test_message_without_a_known_text_must_contain_the_fragment() -> None:
 
 
 def test_finding_reads_as_detector_and_evidence() -> None:
-    assert str(Detection(detectors.OWNER_PINNED, "2 of 2")) == "owner pinned: 2 of 2"
+    assert str(Detection(detectors.OWNER_PINNED, "2 of 2")) == f"{detectors.OWNER_PINNED}: 2 of 2"
 
 
 def test_observation_is_reached_only_when_the_site_logged() -> None:

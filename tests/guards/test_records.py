@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from warnonce_guard.guards.detectors import OWNER_PINNED
 from warnonce_guard.guards.sessions import (
     EngineProtocol,
     GuardRecord,
@@ -19,7 +20,7 @@ from warnonce_guard.guards.sessions import (
 )
 
 MUTANT = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1"
-LEAK = GuardRecord("guard_tests/t.py::test[a]", "site-a", "call", RecordKind.LEAK, ("owner pinned",), "a: 1 fired")
+LEAK = GuardRecord("guard_tests/t.py::test[a]", "site-a", "call", RecordKind.LEAK, (OWNER_PINNED,), "a: 1 fired")
 
 
 def test_a_mutant_session_round_trips_through_its_file(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 from records_support import guard_test, leaked, meta_document, passed
 from toy import INTERFACE
 from warnonce_guard.common.errors import EngineFailed, MutantsUnaccounted
+from warnonce_guard.guards.detectors import OWNER_PINNED
 from warnonce_guard.guards.sessions import GuardSession, Phase, write_session
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.identify import NamedMutant
@@ -43,7 +44,7 @@ def ws(ws: Workspace) -> Workspace:
     document = meta_document({KILLED_ONE: 1, SURVIVOR: 0, UNTESTED: None}, duration_s=1.5)
     layout.meta(ws, FILE).write_text(json.dumps(document), encoding="utf-8")
     write_session(ws.attribution, GuardSession(RUN, Phase.BASELINE, "", 0, (passed(SITE),)))
-    write_session(ws.attribution, GuardSession(RUN, Phase.MUTANT, KILLED_ONE, 1, (leaked(SITE, "owner pinned"),)))
+    write_session(ws.attribution, GuardSession(RUN, Phase.MUTANT, KILLED_ONE, 1, (leaked(SITE, OWNER_PINNED),)))
     write_session(ws.attribution, GuardSession(RUN, Phase.MUTANT, SURVIVOR, 0, (passed(SITE), passed(SITE))))
     return ws
 
@@ -61,7 +62,7 @@ def test_one_verdict_per_named_mutant_from_its_exit_code_and_its_guard_record(ws
     by_id = {m.mutant_id: m for m in result.mutants}
     assert [by_id[m].status for m in (KILLED_ONE, SURVIVOR, UNTESTED)] == [KILLED, SURVIVED, NOT_RUN]
     killed = by_id[KILLED_ONE]
-    assert (killed.killed_by, killed.detectors, killed.operator) == (guard_test(SITE), ("owner pinned",), "live-arg")
+    assert (killed.killed_by, killed.detectors, killed.operator) == (guard_test(SITE), (OWNER_PINNED,), "live-arg")
     assert killed.duration_s == 1.5 and by_id[UNTESTED].duration_s is None
     assert by_id[SURVIVOR].covered_by == (guard_test(SITE),)  # each guard once, however many records it left
     assert killed.location == Location(SITE.line, SITE.column + 1, SITE.end_line, SITE.end_column + 1)

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 from records_support import CPU_SITE, CUDA_SITE, OPS, every_status_result, guard_id, sample_result, verdict
+from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
 from warnonce_guard.mutations.records import (
     GUARDED,
     KILLED,
@@ -35,7 +36,7 @@ def test_every_site_guarded_and_every_mutant_killed_passes() -> None:
 
 def test_a_site_exposed_at_baseline_names_what_fired() -> None:
     assert gate(sample_result(), 0.0) == [
-        "vllm/platforms/cuda.py::CudaPlatform.import_kernels::vllm._C#0 is exposed: exception retained, owner pinned"
+        f"{CUDA_SITE.id} is exposed: {EXCEPTION_RETAINED}, {OWNER_PINNED}"
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from records_support import CPU_SITE, CUDA_SITE, RUN, every_status_result, run_result, sample_result
+from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
 from warnonce_guard.mutations.records import CRASHED, NO_TESTS, SURVIVED, TIMEOUT, RunResult
 from warnonce_guard.mutations.report import junit
 
@@ -51,7 +52,7 @@ def test_each_unkilled_status_is_a_failure_of_that_type() -> None:
 def test_exposed_site_is_a_failure_naming_its_detectors() -> None:
     failure = next(c for c in parsed(sample_result()).iter("testcase") if c.get("name").startswith("baseline"))
     assert failure.get("classname") == CUDA_SITE.id
-    assert failure.find("failure").get("message") == "site exposed at baseline: exception retained, owner pinned"
+    assert failure.find("failure").get("message") == f"site exposed at baseline: {EXCEPTION_RETAINED}, {OWNER_PINNED}"
 
 
 def test_skipped_mutants_are_skipped_not_failed() -> None:

@@ -20,6 +20,8 @@ from records_support import (
     sample_result,
 )
 from warnonce_guard.common.errors import SourceMissing
+from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
+from warnonce_guard.mutations.operators import OPERATORS
 from warnonce_guard.mutations.report import stryker, viewer
 
 
@@ -96,7 +98,7 @@ def test_killed_mutant_names_its_guard_and_location() -> None:
     entry = mutants_by_id(stryker.build(result))[killed.mutant_id]
     assert entry["killedBy"] == [guard_id(CPU_SITE)] and entry["coveredBy"] == [guard_id(CPU_SITE)]
     assert entry["mutatorName"] == "eager-repr-revert" and entry["replacement"] == "e"
-    assert entry["description"] == "Pass the exception itself instead of repr(e)"
+    assert entry["description"] == OPERATORS["eager-repr-revert"].description
     assert entry["duration"] == 1250 and entry["statusReason"] == "the exception is retained"
     line = SOURCES[CPU].splitlines()[killed.location.start_line - 1]
     start, end = entry["location"]["start"], entry["location"]["end"]
@@ -120,7 +122,7 @@ def test_exposed_site_shows_as_an_ignored_baseline_mutant_that_does_not_count() 
     result = sample_result()
     entry = mutants_by_id(stryker.build(result))[f"baseline:{CUDA_SITE.id}"]
     assert entry["status"] == "Ignored" and entry["mutatorName"] == "baseline"
-    assert entry["statusReason"] == "site exposed at baseline: exception retained, owner pinned"
+    assert entry["statusReason"] == f"site exposed at baseline: {EXCEPTION_RETAINED}, {OWNER_PINNED}"
     assert entry["location"]["start"] == {"line": CUDA_SITE.line, "column": CUDA_SITE.column + 1}
     assert result.viewer_score == pytest.approx(200 / 3)  # killed + timeout of three; Ignored left out
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from records_support import CPU_SITE, CUDA_SITE, RERUN, RUN, guard_id, run_result, sample_result
+from records_support import CPU_SITE, CUDA_SITE, OPS, RERUN, RUN, guard_id, run_result, sample_result
+from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
 from warnonce_guard.mutations.records import RunResult
 from warnonce_guard.mutations.report import summary
 
@@ -27,15 +28,15 @@ def test_summary_counts_every_status() -> None:
 
 def test_summary_tables_sites_at_baseline_with_detectors() -> None:
     text = summary.render(sample_result())
-    assert f"| `{CUDA_SITE.id}` | {CUDA_SITE.line} | **exposed** | exception retained, owner pinned |" in text
+    assert f"| `{CUDA_SITE.id}` | {CUDA_SITE.line} | **exposed** | {EXCEPTION_RETAINED}, {OWNER_PINNED} |" in text
     assert f"| `{CPU_SITE.id}` | {CPU_SITE.line} | guarded | – |" in text
 
 
 def test_summary_has_one_mutant_table_per_site() -> None:
     text = summary.render(sample_result())
     assert text.count("| Mutant | Operator | Status | Killed by | Detectors |") == 2
-    killed = f"| eager-repr-revert | killed | `{guard_id(CPU_SITE)}` | exception retained |"
-    assert killed in text and "| format-drop | **survived** | – | – |" in text
+    killed = f"| {OPS[0]} | killed | `{guard_id(CPU_SITE)}` | {EXCEPTION_RETAINED} |"
+    assert killed in text and f"| {OPS[1]} | **survived** | – | – |" in text
 
 
 def test_score_is_na_when_no_mutant_ran() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from records_support import CPU_SITE, sample_result
 from rich.console import Console
+from warnonce_guard.guards.detectors import OWNER_PINNED
 from warnonce_guard.mutations.records import RunResult
 from warnonce_guard.mutations.report import print_table
 from warnonce_guard.mutations.report.terminal import guard_label
@@ -17,7 +18,7 @@ def printed(result: RunResult, color: bool = False) -> str:
 
 def test_table_lists_every_mutant_and_the_exposed_site() -> None:
     text = printed(sample_result())
-    for word in ("killed", "survived", "timeout", "skipped", "exposed", "baseline", "owner pinned"):
+    for word in ("killed", "survived", "timeout", "skipped", "exposed", "baseline", OWNER_PINNED):
         assert word in text
     killers = [v.killed_by for v in sample_result().mutants if v.killed_by]
     assert killers and all(guard_label(k) in text and f"[{guard_label(k)}]" not in text for k in killers)

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 from toy import INTERFACE
+from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
 from warnonce_guard.guards.sessions import GuardRecord, GuardSession, Phase, RecordKind
 from warnonce_guard.mutations.engine.attempts import STOPPED_CODES
 from warnonce_guard.mutations.engine.status import EXIT_CODE_STATUS
@@ -31,7 +32,7 @@ from warnonce_guard.mutations.records import (
 from warnonce_guard.rule.sites import sites_in_source
 
 SITE_A, SITE_B = "a.py::f::vllm._C#0", "a.py::f::vllm._C#1"
-LEAK = GuardRecord("t[a]", SITE_A, "call", RecordKind.LEAK, ("exception retained",), "a: 1 detector(s) fired")
+LEAK = GuardRecord("t[a]", SITE_A, "call", RecordKind.LEAK, (EXCEPTION_RETAINED,), "a: 1 detector(s) fired")
 PASS = GuardRecord("t[a]", SITE_A, "call", RecordKind.PASSED)
 UNREACH = GuardRecord("t[a]", SITE_A, "call", RecordKind.UNREACHED, (), "a unreached: no logging call")
 ERROR = GuardRecord("t[a]", SITE_A, "call", RecordKind.ERROR, (), "ImportError: boom")
@@ -129,15 +130,15 @@ def test_a_run_whose_only_abnormal_attempt_is_a_crash_or_timeout_is_not_final(co
 
 
 def test_the_killer_is_the_guard_of_the_mutants_own_site_when_it_fired_whatever_ran_first() -> None:
-    other = GuardRecord("t[a-b]", SITE_B, "call", RecordKind.LEAK, ("owner pinned",), "b fired")
+    other = GuardRecord("t[a-b]", SITE_B, "call", RecordKind.LEAK, (OWNER_PINNED,), "b fired")
     for records in ((other, LEAK), (LEAK, other)):
         assert judge(1, session(1, *records), site=SITE_A).killer == LEAK
         assert judge(1, session(1, *records), site=SITE_B).killer == other
 
 
 def test_without_its_own_sites_guard_firing_the_killer_is_the_first_by_node_id() -> None:
-    b = GuardRecord("t[b]", SITE_B, "call", RecordKind.LEAK, ("owner pinned",), "b fired")
-    c = GuardRecord("t[c]", "c", "call", RecordKind.LEAK, ("owner pinned",), "c fired")
+    b = GuardRecord("t[b]", SITE_B, "call", RecordKind.LEAK, (OWNER_PINNED,), "b fired")
+    c = GuardRecord("t[c]", "c", "call", RecordKind.LEAK, (OWNER_PINNED,), "c fired")
     for records in ((c, b, PASS), (PASS, b, c)):
         assert judge(1, session(1, *records), site=SITE_A).killer == b
 
@@ -166,7 +167,7 @@ def test_baselines_guarded_exposed_and_unreached() -> None:
 
     got = {b.site.id: (b.status, b.detectors, b.detail) for b in site_baselines(sites, sessions)}  # type: ignore[arg-type]
 
-    assert got[SITE_A] == (EXPOSED, ("exception retained",), LEAK.message)  # a failure anywhere wins
+    assert got[SITE_A] == (EXPOSED, (EXCEPTION_RETAINED,), LEAK.message)  # a failure anywhere wins
     assert got[SITE_B] == (UNREACHED, (), "b unreached")
     assert got["c"][0] is UNREACHED and "did not run" in got["c"][2]
     assert site_baselines([FakeSite(SITE_A)], [session(0, PASS, mutant="")])[0].status is GUARDED  # type: ignore[list-item]
@@ -177,7 +178,7 @@ def test_baselines_guarded_exposed_and_unreached() -> None:
 FILE = "vllm/platforms/interface.py"
 (SITE,) = sites_in_source(INTERFACE, FILE, "vllm.platforms.interface")
 MUTANT = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1"
-KILLING = GuardRecord(f"t[{SITE.id}]", SITE.id, "call", RecordKind.LEAK, ("owner pinned",), "1 detector(s) fired")
+KILLING = GuardRecord(f"t[{SITE.id}]", SITE.id, "call", RecordKind.LEAK, (OWNER_PINNED,), "1 detector(s) fired")
 
 
 def one_verdict(named: NamedMutant, baseline: SiteBaseline | None) -> MutantVerdict:
@@ -211,7 +212,7 @@ def test_an_unattributed_mutant_is_shown_at_its_own_call_and_never_judged() -> N
 
 def test_a_judged_mutant_keeps_its_killer_the_guards_that_ran_and_its_duration() -> None:
     verdict = one_verdict(NamedMutant(MUTANT, SITE.id, "live-arg", "repr(e)", "e"), SiteBaseline(SITE, GUARDED, "t"))
-    assert (verdict.status, verdict.killed_by, verdict.detectors) == (KILLED, KILLING.test, ("owner pinned",))
+    assert (verdict.status, verdict.killed_by, verdict.detectors) == (KILLED, KILLING.test, (OWNER_PINNED,))
     assert (verdict.covered_by, verdict.duration_s, verdict.original, verdict.replacement) == (
         (KILLING.test,), 2.0, "repr(e)", "e"
     )  # fmt: skip

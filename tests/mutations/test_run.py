@@ -34,6 +34,7 @@ from warnonce_guard.common.errors import (
     StagingFailed,
     TargetChanged,
 )
+from warnonce_guard.guards.detectors import EXCEPTION_RETAINED
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.mutations import report
 from warnonce_guard.mutations.engine import layout
@@ -133,9 +134,8 @@ def test_an_exposed_site_fails_the_run_and_its_mutants_are_skipped_not_killed(
 
     assert run() == ExitCode.CHECK_FAILED
 
-    assert "gate: vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0 is exposed: exception retained" in (
-        run.said
-    )
+    site = "vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0"
+    assert f"gate: {site} is exposed: {EXCEPTION_RETAINED}" in run.said
     result = read_result(run.ws)
     assert result is not None and [b.status for b in result.baselines] == [EXPOSED]
     assert {m.status for m in result.mutants} == {SKIPPED} and len(result.mutants) == MUTANTS
@@ -171,7 +171,8 @@ def test_a_session_that_fails_after_generating_is_an_engine_failure_and_its_verd
     run: Run, fake_session: FakeSession
 ) -> None:
     fake_session.exit_code = int(ExitCode.ENGINE_FAILED)  # as the session reports a crash of mutmut's
-    with pytest.raises(EngineFailed, match=r"the mutmut session failed \(exit code 13\); see .*mutmut\.log"):
+    failed = rf"the mutmut session failed \(exit code {ExitCode.ENGINE_FAILED:d}\); see .*mutmut\.log"
+    with pytest.raises(EngineFailed, match=failed):
         run()
     assert not run.out.exists()
 
@@ -530,5 +531,6 @@ def test_a_failed_session_is_named_by_its_own_line_in_its_log_never_by_an_earlie
             log.write("warnonce-guard: error: a process generating mutants died\n")
 
     fake_session.then = says
-    with pytest.raises(EngineFailed, match=r"failed \(exit code 13\): a process generating mutants died; see "):
+    failed = rf"failed \(exit code {ExitCode.ENGINE_FAILED:d}\): a process generating mutants died; see "
+    with pytest.raises(EngineFailed, match=failed):
         run()

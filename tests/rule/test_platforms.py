@@ -15,7 +15,8 @@ from pathlib import Path
 import layout
 import pytest
 from toy import INTERFACE, fitting_operators, make_tree
-from warnonce_guard.common.errors import NothingToCheck, PlatformNotFound
+from warnonce_guard.common.errors import ExitCode, NothingToCheck, PlatformNotFound
+from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
 from warnonce_guard.rule.platforms import load_class
 
 INHERITS = """
@@ -119,8 +120,8 @@ def test_overriding_plugin_has_its_own_site_and_its_leak_is_caught(tmp_path: Pat
     )
 
     run = cli(tree, plugins, "guards", "--vllm-src", str(tree), "--platform", spec, "-q")
-    assert run.returncode == 1
-    assert "exception retained" in run.stdout and "owner pinned" in run.stdout and "own_plugin._own_C" in run.stdout
+    assert run.returncode == ExitCode.CHECK_FAILED
+    assert EXCEPTION_RETAINED in run.stdout and OWNER_PINNED in run.stdout and "own_plugin._own_C" in run.stdout
 
 
 def test_overriding_plugin_with_the_fix_passes(world: tuple[Path, Path]) -> None:
