@@ -8,6 +8,10 @@ engine's session with `FakeSession` for the test (configure it, then call `mutat
 
 Faults: a module picks its tree by overriding `fault_shape`; `clean_run` is one uninterrupted run of that
 tree in a fresh work directory, made once per module, that every faulty run is compared with.
+
+Tiers: the markers are setup.cfg's; `vllm_release` is the release a replay or wheel test works with
+(--vllm-release, which `nox -s replay` and `nox -s wheel` pass). The mutation run's workspace builder is
+tests/mutations/conftest.py's `ws`.
 """
 
 from __future__ import annotations
