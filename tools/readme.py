@@ -1,6 +1,7 @@
-"""README's generated blocks: the operator, detector, liveness and exit-code tables, from their registries.
+"""Generated blocks: README's operator, detector, liveness, exit-code and strict tables, from their registries, and
+docs/ARCHITECTURE.md's module map, from the layers contract and each module's docstring.
 
-    python -m tools.readme           rewrite the blocks in README.md
+    python -m tools.readme           rewrite the blocks in README.md and docs/ARCHITECTURE.md
     python -m tools.readme --check   exit 1 (and say which) when a block is out of date
 
 A block sits between `<!-- NAME:start ... -->` and `<!-- NAME:end -->`; everything else is left as written.
@@ -8,6 +9,8 @@ A block sits between `<!-- NAME:start ... -->` and `<!-- NAME:end -->`; everythi
 
 from __future__ import annotations
 
+import ast
+import configparser
 import re
 import sys
 from collections.abc import Callable
@@ -19,7 +22,9 @@ from warnonce_guard.mutations.operators import describe_operators
 from warnonce_guard.rule.liveness import EXAMPLES
 from warnonce_guard.strict.contract import KINDS
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
 
 
 def operators_block() -> str:
@@ -58,6 +63,32 @@ def strict_block() -> str:
     return "\n".join(["| argument | passes | why | examples |", "|---|---|---|---|", *rows])
 
 
+def layers(root: Path = ROOT) -> list[list[str]]:
+    """The layers contract of setup.cfg, top to bottom: each layer's folders (`a | b` is one layer of two)."""
+    config = configparser.ConfigParser()
+    config.read(root / "setup.cfg", encoding="utf-8")
+    rows = config["importlinter:contract:layers"]["layers"].split()
+    text = " ".join(rows).replace(" | ", "|").split()
+    return [[name.removeprefix("warnonce_guard.") for name in layer.split("|")] for layer in text]
+
+
+def summary(path: Path) -> str:
+    """A module's docstring, its first paragraph on one line."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return " ".join(doc.split("\n\n")[0].split()).replace("|", "\\|")
+
+
+def modules_block(root: Path = ROOT) -> str:
+    """One row per module of the shipped package, layer by layer from the top, as the contract orders them."""
+    rows = []
+    for number, layer in enumerate(layers(root)):
+        for package in layer:
+            for path in sorted((root / package).rglob("*.py")):
+                name = path.relative_to(root).as_posix()
+                rows.append(f"| {len(layers(root)) - number} | `{name}` | {summary(path)} |")
+    return "\n".join(["| layer | module | what it holds |", "|---|---|---|", *rows])
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "operators": operators_block,
     "detectors": detectors_block,
@@ -67,20 +98,24 @@ BLOCKS: dict[str, Callable[[], str]] = {
 }
 
 
-def render(text: str) -> str:
+# README's blocks above; the architecture document's here.
+ARCHITECTURE_BLOCKS: dict[str, Callable[[], str]] = {"modules": modules_block}
+
+
+def render(text: str, blocks: dict[str, Callable[[], str]] = BLOCKS) -> str:
     """`text` with every block regenerated."""
-    for name, make in BLOCKS.items():
+    for name, make in blocks.items():
         pattern = re.compile(rf"(<!-- {name}:start[^\n]*-->\n)(.*?)(<!-- {name}:end -->)", re.DOTALL)
         if not pattern.search(text):
-            raise ValueError(f"README has no {name} block (<!-- {name}:start ... --> ... <!-- {name}:end -->)")
+            raise ValueError(f"no {name} block (<!-- {name}:start ... --> ... <!-- {name}:end -->)")
         text = pattern.sub(lambda m, make=make: m.group(1) + make() + "\n" + m.group(3), text)
     return text
 
 
-def stale_blocks(text: str) -> list[str]:
+def stale_blocks(text: str, blocks: dict[str, Callable[[], str]] = BLOCKS) -> list[str]:
     """The names of the blocks that differ from what the registries say."""
-    fresh = render(text)
-    return [name for name in BLOCKS if _block(text, name) != _block(fresh, name)]
+    fresh = render(text, blocks)
+    return [name for name in blocks if _block(text, name) != _block(fresh, name)]
 
 
 def _block(text: str, name: str) -> str:
@@ -89,14 +124,16 @@ def _block(text: str, name: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    text = README.read_text(encoding="utf-8")
+    documents = ((README, BLOCKS), (ARCHITECTURE, ARCHITECTURE_BLOCKS))  # read at call time: tests point them elsewhere
     if "--check" in args:
-        stale = stale_blocks(text)
-        for name in stale:
-            fix = "python -m tools.readme"
-            print(f"README.md: the {name} block is out of date; run `{fix}`", file=sys.stderr)
+        stale = 0
+        for path, blocks in documents:
+            for name in stale_blocks(path.read_text(encoding="utf-8"), blocks):
+                print(f"{path.name}: the {name} block is out of date; run `python -m tools.readme`", file=sys.stderr)
+                stale += 1
         return 1 if stale else 0
-    README.write_text(render(text), encoding="utf-8")
+    for path, blocks in documents:
+        path.write_text(render(path.read_text(encoding="utf-8"), blocks), encoding="utf-8")
     return 0
 
 
