@@ -14,8 +14,8 @@ from warnonce_guard.history.verdict import not_checked, release_verdict
 
 CPU_SITE = "vllm/platforms/cpu.py::Platform.import_kernels::vllm._C#0"
 MISSING = (
-    "importing vllm.platforms.cpu failed: no module named 'cloudpickle'; install it into the guard environment "
-    "(pip install cloudpickle) or add it to requirements/guard-env.txt"
+    "importing vllm.platforms.cpu failed: no module named 'cloudpickle'; install it where the guards run "
+    "(pip install cloudpickle)"
 )
 
 
