@@ -54,6 +54,8 @@ def generate(
     out = []
     for mutation in mutations:
         function = mutation.contained_by_top_level_function
+        if function is not None and not isinstance(function, cst.FunctionDef):
+            continue  # a statement of a class body (a `try:` beside the methods): mutmut applies no mutant there
         class_name, name = _function_key(function, module) if function is not None else (None, "<module>")
         numbering[id(function)] = numbering.get(id(function), 0) + 1
         mangled = mangle_function_name(name=name, class_name=class_name)

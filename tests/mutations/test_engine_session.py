@@ -20,7 +20,7 @@ from warnonce_guard.common import processes, protocol
 from warnonce_guard.common.errors import ExitCode, SeamMismatch
 from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, Phase
-from warnonce_guard.mutations.engine import layout, naming, session, state
+from warnonce_guard.mutations.engine import layout, naming, seam, session, state
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import sites_in_source
@@ -177,6 +177,29 @@ def test_the_guards_find_the_sites_of_the_mutated_function_from_the_sessions_env
     for baseline in ("", "stats"):
         environment["MUTANT_UNDER_TEST"] = baseline
         assert mutated_function_sites() is None
+
+
+CLASS_BODY_SITE = INTERFACE.replace(
+    "class Platform:\n",
+    "class Platform:\n"
+    "    try:\n"
+    "        import vllm._C  # noqa: F401\n"
+    "    except ImportError as e:\n"
+    '        logger.warning_once("Failed to import from vllm._C: %s", repr(e))\n\n',
+)
+
+
+def test_a_site_in_a_class_body_gets_no_mutant_name_as_mutmut_applies_none_there(mutmut_config: Path) -> None:
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    sites = sites_in_source(CLASS_BODY_SITE, FILE, "vllm.platforms.interface")
+    assert [s.qualname for s in sites] == ["Platform", "Platform.import_kernels"]  # both found, both cached
+    with seam.our_operators(["vllm"], anchors_of(sites)):
+        made = mutate_file_contents(FILE, CLASS_BODY_SITE).mutant_names
+    _, generated = naming.generate(FILE, CLASS_BODY_SITE, ["vllm"], anchors_of(sites))  # it raised AttributeError
+
+    assert {g.qualname for g in generated} == {"Platform.import_kernels"}
+    assert sorted(g.mutant_id.rpartition(".")[2] for g in generated) == sorted(made)  # mutmut's own names, no more
 
 
 # --- the generation record ------------------------------------------------------------------------------
