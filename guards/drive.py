@@ -27,6 +27,7 @@ from warnonce_guard.guards.steering import CannotSteer, steered
 from warnonce_guard.rule.platforms import load_class
 from warnonce_guard.rule.site_rule import is_kernel_module
 from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.target import PACKAGE
 
 CALLS = 2
 # The referrer chain behind a finding walks the whole heap (about 0.3 s with torch imported). The mutation
@@ -189,7 +190,7 @@ def _spied_logger(module: types.ModuleType, site: Site) -> Iterator[tuple[Logger
         real.propagate = propagate
 
 
-def drive(site: Site, package: str = "vllm", calls: int = CALLS) -> Observation:
+def drive(site: Site, package: str = PACKAGE, calls: int = CALLS) -> Observation:
     """Run the site `calls` times from `LLMStandIn.__init__`, then observe what survived.
 
     Kernel modules of `package` and of the site's own package (a platform plugin's) are blocked, and

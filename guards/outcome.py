@@ -7,6 +7,7 @@ from warnonce_guard.guards.detectors import Detection, detections
 from warnonce_guard.guards.drive import CannotDrive, drive
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.target import PACKAGE
 
 # What the guards whose platform module did not import said (`PlatformImportFailed`), in their session's stash:
 # the command line makes that run exit 7, the environment's failure, not a verdict on the sites.
@@ -35,7 +36,7 @@ class SiteUnreached(GuardFailure):
         super().__init__(f"{site.id} (line {site.line}) unreached: {reason}")
 
 
-def check_site(site: Site, package: str = "vllm") -> None:
+def check_site(site: Site, package: str = PACKAGE) -> None:
     """Drive the site and raise `SiteUnreached` or `LeakDetected`; return quietly when it is clean."""
     try:
         obs = drive(site, package)

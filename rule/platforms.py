@@ -16,6 +16,7 @@ from pathlib import Path
 
 from warnonce_guard.common.errors import NothingToCheck, PlatformImportFailed, PlatformNotFound
 from warnonce_guard.rule.sites import Site, sites_in_source
+from warnonce_guard.rule.target import PACKAGE
 
 ENTRY_POINT_GROUP = "vllm.platform_plugins"
 METHOD = "import_kernels"
@@ -98,7 +99,7 @@ def platform_sites(target: PlatformTarget) -> list[Site]:
     source = (target.root / target.file).read_text(encoding="utf-8")
     sites = sites_in_source(source, target.file, target.defining_module, target.package)
     if target.package != "vllm":  # a plugin's own kernels, or vLLM's, may be imported there
-        sites += [s for s in sites_in_source(source, target.file, target.defining_module, "vllm") if s not in sites]
+        sites += [s for s in sites_in_source(source, target.file, target.defining_module, PACKAGE) if s not in sites]
     chosen = [replace(s, driver=target.spec) for s in sites if s.qualname == target.defining_qualname and s.cached]
     if not chosen:
         raise NothingToCheck(

@@ -32,7 +32,7 @@ from warnonce_guard.rule.site_rule import (
     site_calls,
     walk,
 )
-from warnonce_guard.rule.target import files_to_read, read_source
+from warnonce_guard.rule.target import PACKAGE, files_to_read, read_source
 
 
 @dataclass(frozen=True)
@@ -337,7 +337,7 @@ def _error_line(source: str, err: cst.ParserSyntaxError) -> int:
     return err.raw_line
 
 
-def sites_in_source(source: str, file: str, module: str, package: str = "vllm") -> list[Site]:
+def sites_in_source(source: str, file: str, module: str, package: str = PACKAGE) -> list[Site]:
     """Every site in one file's source text."""
     return _SiteFinder.run(source, file, module, package) if might_hold_site(source) else []
 
@@ -430,7 +430,7 @@ def module_name(relative: Path) -> str:
     return ".".join(parts)
 
 
-def discover(root: Path, package: str = "vllm") -> list[Site]:
+def discover(root: Path, package: str = PACKAGE) -> list[Site]:
     """Every site under `root/package`, sorted by file and line.
 
     A text test picks the few files worth a closer look, and only their statements that hold a site are
