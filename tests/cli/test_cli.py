@@ -79,7 +79,7 @@ IMPORT_FAILURES = {
     "platform-module-needs-a-missing-module": (
         "vllm/platforms/interface.py",
         "import missing_dependency\n",
-        "no module named 'missing_dependency'; install it into the guard environment",
+        "no module named 'missing_dependency'; install it where the guards run (pip install missing_dependency)",
     ),
     "platform-module-raises-importerror": (
         "vllm/platforms/interface.py",
