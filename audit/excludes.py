@@ -1,0 +1,93 @@
+"""`exclude` and `extend-exclude`: glob patterns for paths the audit does not walk into or read, with ruff's meaning.
+
+A pattern is matched against a path's name (`.venv`, `*_pb2.py`: at any depth) and against its absolute path, the
+pattern taken relative to the folder it was written for (the configuration's, or the current directory for the
+command line): `tests/data` is that one folder, `vendored/*` everything under it. As in ruff (globset without
+`literal_separator`), `*` matches `/` too; `**`, `?`, `[...]` and `{a,b}` are understood.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+# ruff's default `exclude`, and `build` (the brief's list; ruff 0.17 no longer has it).
+DEFAULT_EXCLUDES = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
+    ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode",
+    "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules", "site-packages", "venv",
+)  # fmt: skip
+
+
+def glob_regex(pattern: str) -> str:
+    """A glob as a regex for a whole path (`*` matching across `/`, as ruff's globs do)."""
+    out, i = [], 0
+    while i < len(pattern):
+        char = pattern[i]
+        if pattern.startswith("**/", i) and (i == 0 or pattern[i - 1] == "/"):
+            out.append("(?:.*/)?")
+            i += 3
+        elif char == "*":
+            while i < len(pattern) and pattern[i] == "*":
+                i += 1
+            out.append(".*")
+        elif char == "?":
+            out.append(".")
+            i += 1
+        elif char == "[" and (end := pattern.find("]", i + 2)) > 0:
+            body = pattern[i + 1 : end]
+            out.append("[^" + re.escape(body[1:]) + "]" if body[0] == "!" else "[" + re.escape(body) + "]")
+            i = end + 1
+        elif char == "{" and (end := pattern.find("}", i)) > 0:
+            out.append("(?:" + "|".join(map(re.escape, pattern[i + 1 : end].split(","))) + ")")
+            i = end + 1
+        elif char == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(char))
+            i += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Excludes:
+    """Exclude patterns: a path is excluded when its name matches one, or its absolute path one made absolute."""
+
+    names: tuple[str, ...] = ()  # regexes for a path's name
+    paths: tuple[str, ...] = ()  # regexes for a whole absolute path
+
+    @classmethod
+    def of(cls, patterns: Iterable[str], base: Path) -> Excludes:
+        """Patterns written for the folder `base` (each matched as a name, and as a path under `base`)."""
+        patterns = tuple(patterns)
+        prefix = base.as_posix().rstrip("/")
+        absolute = (p if p.startswith("/") else f"{prefix}/{p}" for p in patterns)
+        return cls(tuple(map(glob_regex, patterns)), tuple(map(glob_regex, absolute)))
+
+    def __add__(self, other: Excludes) -> Excludes:
+        return Excludes(self.names + other.names, self.paths + other.paths)
+
+    @cached_property
+    def _compiled(self) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+        def one(regexes: tuple[str, ...]) -> re.Pattern[str] | None:
+            return re.compile("|".join(f"(?:{r})" for r in regexes), re.DOTALL) if regexes else None
+
+        return one(self.names), one(self.paths)
+
+    def excluded(self, path: Path) -> bool:
+        """Whether `path` (absolute) is excluded by its name or by its path."""
+        names, paths = self._compiled
+        return bool((names and names.fullmatch(path.name)) or (paths and paths.fullmatch(path.as_posix())))
+
+    def excluded_with_parents(self, path: Path, root: Path) -> bool:
+        """Whether `path` or a folder it is in, up to `root`, is excluded (`--force-exclude` on a path given)."""
+        for folder in (path, *path.parents):
+            if self.excluded(folder):
+                return True
+            if folder == root:
+                break
+        return False
