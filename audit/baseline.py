@@ -1,17 +1,24 @@
-"""The baseline: accepted findings in a JSON file (their keys), and findings compared with it (a ratchet)."""
+"""The baseline: accepted findings in a JSON file (their keys), and findings compared with it (a ratchet).
+
+Keys hold paths relative to the project root (version 2), so any working directory and any subset of files give
+the same verdict; entries of files the run did not check are neither matched nor stale. A version-1 baseline (paths
+relative to the directory it was written in) is still read: its paths are taken from the current directory, with a
+note saying how to rewrite it.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from warnonce_guard.audit.findings import Finding
 from warnonce_guard.common.errors import BadBaseline
+from warnonce_guard.common.notes import note
 from warnonce_guard.rule.liveness import EXCEPTION
 
-BASELINE_VERSION = 1
+BASELINE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -27,8 +34,14 @@ class Comparison:
         return tuple(f for f in self.new if f.kind == EXCEPTION)
 
 
-def load_baseline(path: str | Path) -> frozenset[str]:
-    """The keys of the accepted findings in a baseline file written by `write_baseline`."""
+def key_file(key: str) -> str:
+    """The file a key is of."""
+    return key.split("::", 1)[0]
+
+
+def load_baseline(path: str | Path, rebase: Callable[[str], str] | None = None) -> frozenset[str]:
+    """The keys of the accepted findings in a baseline file written by `write_baseline`; a version-1 file's paths
+    are passed through `rebase` (a path as written then -> as keyed now), if given."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -40,7 +53,14 @@ def load_baseline(path: str | Path) -> frozenset[str]:
     entries = data.get("findings") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("key"), str) for e in entries):
         raise BadBaseline(f'--baseline {path}: not a baseline (want {{"findings": [{{"key": ...}}, ...]}})')
-    return frozenset(e["key"] for e in entries)
+    keys = frozenset(e["key"] for e in entries)
+    if data.get("version", 1) == 1 and rebase is not None:
+        note(
+            f"--baseline {path} is a version-1 baseline (paths relative to where it was written): read from the "
+            f"current directory; rewrite it with --write-baseline {path} to make it work from anywhere"
+        )
+        keys = frozenset(f"{rebase(key_file(k))}::{k.split('::', 1)[1]}" if "::" in k else k for k in keys)
+    return keys
 
 
 def baseline_document(findings: Iterable[Finding], target: str) -> dict[str, object]:
@@ -60,12 +80,14 @@ def write_baseline(path: str | Path, findings: Iterable[Finding], target: str) -
         raise BadBaseline(f"--write-baseline {path}: cannot write it ({err.strerror or err})") from None
 
 
-def compare(findings: Iterable[Finding], accepted_keys: frozenset[str]) -> Comparison:
-    """Split findings into new and accepted; list baseline keys that match no finding (stale)."""
+def compare(
+    findings: Iterable[Finding], accepted_keys: frozenset[str], checked: Callable[[str], bool] = lambda file: True
+) -> Comparison:
+    """Split findings into new and accepted; list the baseline keys of files `checked` that match no finding (stale)."""
     findings = tuple(findings)
     current = {f.key for f in findings}
     return Comparison(
         new=tuple(f for f in findings if f.key not in accepted_keys),
         accepted=tuple(f for f in findings if f.key in accepted_keys),
-        stale=tuple(sorted(accepted_keys - current)),
+        stale=tuple(sorted(k for k in accepted_keys - current if checked(key_file(k)))),
     )

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 
-from warnonce_guard.audit.rules import BY_KIND, Rule
+from warnonce_guard.audit.rules import BY_KIND, UNCHECKED, Rule
 from warnonce_guard.rule.liveness import EXCEPTION
 
 
@@ -19,17 +19,17 @@ from warnonce_guard.rule.liveness import EXCEPTION
 class Finding:
     """One argument of one `*_once` call that can keep a live object in the cache."""
 
-    file: str  # posix path as shown: relative to the target root or the current directory, e.g. vllm/platforms/cpu.py
+    file: str  # posix path relative to the project root (the target's, for a vLLM tree), e.g. vllm/platforms/cpu.py
     line: int  # line of the argument (for display; not part of the key)
     qualname: str  # CpuPlatform.import_kernels, or <module>
-    level: str  # the method called: warning_once, info_once, ...
+    level: str  # the method called: warning_once, info_once, ... ("" for a finding about a file or a pragma)
     argument: str  # the argument's source, ast.unparse'd; `*x`, `**x` and `name=x` for those forms
     kind: str  # the liveness policy's kind (rule.liveness)
     occurrence: int = 0  # index among findings with the same file, qualname, level and argument
     column: int = 1  # 1-based column of the argument
     end_line: int = 0  # where the argument ends (1-based, end column exclusive)
     end_column: int = 0
-    suppressed: str | None = None  # the reason of a `# warnonce: ok <reason>` pragma on the call
+    suppressed: str | None = None  # the reason of the pragma that accepts it (`# warnonce: ok <reason>`, a noqa)
 
     @property
     def key(self) -> str:
@@ -51,6 +51,11 @@ class Finding:
 
     def to_json(self) -> dict[str, object]:
         return {**asdict(self), "key": self.key, "code": self.code}
+
+
+def unchecked(file: str, reason: str, line: int = 1, column: int = 1) -> Finding:
+    """The one finding of a file (or folder) the audit cannot check: it does not parse, or cannot be read."""
+    return Finding(file, line, "<module>", "", reason, UNCHECKED, column=column, end_line=line, end_column=column)
 
 
 def numbered(findings: Iterable[Finding]) -> list[Finding]:

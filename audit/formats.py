@@ -2,23 +2,24 @@
 
 Each writer reads only the audit's records (an `AuditReport`) and the rule table (`audit.rules`) and
 returns text; the CLI prints it. `FORMATS` is the registry `--format` chooses from. Text, GitHub and
-SARIF show the findings that decide the exit status (new findings of the selected rules: live
-exceptions, or every rule with `--strict`); SARIF adds those a baseline or a pragma accepts, marked as
-such, so code scanning can show them closed. JSON holds everything.
+SARIF show the findings that decide the exit status (new findings of the selected rules: by default the
+errors, with `--strict` every rule); SARIF adds those a baseline or a pragma accepts, marked as such, so
+code scanning can show them closed. JSON holds everything. Text and GitHub show paths relative to the
+current directory; JSON, SARIF and the keys hold them relative to the project root.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
 from warnonce_guard.audit.baseline import Comparison
 from warnonce_guard.audit.findings import AuditResult, Finding
 from warnonce_guard.audit.rules import CACHE_CONTRACT, HELP_URI
-from warnonce_guard.audit.selection import failing, selected
+from warnonce_guard.audit.selection import DEFAULT, failing, selected
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -30,8 +31,13 @@ class AuditReport:
     result: AuditResult
     comparison: Comparison
     target: str
-    strict: bool = False  # show (and fail on) every rule's findings, not only the errors
+    codes: frozenset[str] = DEFAULT  # the selected rules: their findings are shown (and fail)
     baseline: bool = False  # a baseline was given: SARIF says whether each result is new or unchanged
+    shown: dict[str, str] = field(default_factory=dict)  # a finding's file -> the path to show, where they differ
+
+    def path(self, finding: Finding) -> str:
+        """Where a line of text or an annotation shows the finding: relative to the current directory."""
+        return self.shown.get(finding.file, finding.file)
 
 
 def summary_line(result: AuditResult, comparison: Comparison) -> str:
@@ -39,16 +45,15 @@ def summary_line(result: AuditResult, comparison: Comparison) -> str:
     return (
         f"{len(result.findings)} finding(s), {len(result.exceptions)} live exception(s): {new} new, "
         f"{len(result.exceptions) - new} accepted by the baseline, {len(result.suppressed)} finding(s) accepted "
-        f"by a pragma; {stale} stale baseline entr{'y' if stale == 1 else 'ies'}; "
+        f"by a pragma; {stale} stale baseline entr{'y' if stale == 1 else 'ies'} (of the files checked); "
         f"{result.files_scanned} files scanned ({result.files_parsed} parsed) in {result.seconds:.2f}s"
     )
 
 
 def text(report: AuditReport) -> str:
-    """One `path:line:col: CODE message` line per failing finding, then the summary."""
+    """One `path:line:col: CODE message` line per failing finding, then the summary (stale entries: a count)."""
     comparison = report.comparison
-    lines = [f"{f.file}:{f.line}:{f.column}: {f.code} {f.message}" for f in failing(comparison, report.strict)]
-    lines += [f"stale baseline entry (matches no finding): {key}" for key in comparison.stale]
+    lines = [f"{report.path(f)}:{f.line}:{f.column}: {f.code} {f.message}" for f in failing(comparison, report.codes)]
     return "\n".join([*lines, summary_line(report.result, comparison)]) + "\n"
 
 
@@ -87,9 +92,9 @@ def _escape_property(value: str) -> str:
 def github(report: AuditReport) -> str:
     """GitHub Actions workflow commands: one annotation per failing finding (its rule's severity), then the summary."""
     lines = []
-    for f in failing(report.comparison, report.strict):
+    for f in failing(report.comparison, report.codes):
         props = {
-            "file": f.file,
+            "file": report.path(f),
             "line": f.line,
             "col": f.column,
             "endLine": f.end_line,
@@ -139,7 +144,7 @@ def _sarif_result(f: Finding, rule_index: dict[str, int], state: str | None) -> 
 
 def sarif(report: AuditReport) -> str:
     """A SARIF 2.1.0 log: one rule per selected code, one result per reported finding (new, accepted or pragma'd)."""
-    rules = selected(report.strict)
+    rules = selected(report.codes)
     rule_index = {rule.code: i for i, rule in enumerate(rules)}
     accepted = {f.key for f in report.comparison.accepted}
     results = []

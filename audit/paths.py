@@ -1,35 +1,198 @@
-"""Which Python files an audit reads, each with the path it is shown under (and keyed by in a baseline)."""
+"""Which Python files an audit reads, each keyed by its path relative to the project root and shown relative to the
+current directory (as ruff and pre-commit show paths), absolute when outside.
+
+A folder given is walked for `*.py` files, as ruff walks: what `excludes` names, and inside a git work tree what
+git ignores, is pruned; links to folders are not followed. A file given by name is read whatever its name, unless
+`force_exclude` and it (or a folder it is in) is excluded. Nothing is skipped silently: a folder that cannot be
+listed is kept as `unreadable` (the run reports it as not checked); a dangling link, a link loop, a FIFO or device
+named `*.py` and a link to a folder are skipped with a note. A folder named `*.py` is a folder.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import errno
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
-from warnonce_guard.common.errors import NoPythonFiles
+from warnonce_guard.audit.config import git_root
+from warnonce_guard.audit.excludes import Excludes
+from warnonce_guard.audit.gitignore import GitIgnores
+from warnonce_guard.common.errors import NoPythonFiles, NothingToCheck
+from warnonce_guard.common.notes import note
 
 
-def tree_files(root: Path, package: str = "vllm") -> list[tuple[Path, str]]:
-    """(file, path as shown) for every *.py file under `root/package`, shown relative to `root`."""
-    return [(path, path.relative_to(root).as_posix()) for path in sorted((root / package).rglob("*.py"))]
+@dataclass(frozen=True)
+class Walk:
+    """How paths are picked and named: the project root (keys), the current directory (shown paths), the excludes."""
+
+    root: Path
+    cwd: Path
+    excludes: Excludes = field(default_factory=Excludes)
+    force_exclude: bool = False
+    respect_gitignore: bool = True
+
+    def keyed(self, path: Path) -> str:
+        """The path relative to the project root (posix), or absolute outside it: what a baseline key holds."""
+        return path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else path.as_posix()
+
+    def shown(self, path: Path) -> str:
+        """The path relative to the current directory, or absolute outside it: what a line of output shows."""
+        return path.relative_to(self.cwd).as_posix() if path.is_relative_to(self.cwd) else path.as_posix()
 
 
-def python_files(paths: Iterable[Path], cwd: Path | None = None) -> list[tuple[Path, str]]:
-    """(file, path as shown) for every Python file given or under a directory given, in order, without repeats.
+@dataclass(frozen=True)
+class FileSet:
+    """The files a run reads, as (file, key path), with what else the walk met."""
 
-    A file is shown relative to the current directory when it is inside it (as pre-commit and linters
-    show paths), else absolute.
+    files: tuple[tuple[Path, str], ...]
+    unreadable: tuple[tuple[str, str], ...] = ()  # (folder's key path, why): folders that could not be listed
+    walked: tuple[str, ...] = ()  # key paths of the folders walked: baseline entries under them are in scope
+    shown: dict[str, str] = field(default_factory=dict)  # key path -> shown path, where they differ
+
+    @cached_property
+    def _keys(self) -> frozenset[str]:
+        return frozenset(key for _, key in self.files)
+
+    def covers(self, file: str, root: Path) -> bool:
+        """Whether the run judges baseline entries of `file` (a key path): a file it read, or one that is gone from a
+        folder it walked."""
+        if file in self._keys:
+            return True
+        under = any((w == "." and not file.startswith("/")) or file.startswith(f"{w}/") for w in self.walked)
+        return under and not os.path.lexists(root / file)
+
+
+def _link_problem(path: Path) -> str | None:
+    """Why a symbolic link cannot be followed (dangling, a loop), else None."""
+    try:
+        path.stat()
+    except OSError as err:
+        return "a symbolic link loop" if err.errno == errno.ELOOP else "a dangling symbolic link"
+    return None
+
+
+class _Walker:
+    def __init__(self, walk: Walk) -> None:
+        self.walk = walk
+        self.unreadable: list[tuple[str, str]] = []
+        self.ignores: dict[Path, GitIgnores] = {}
+
+    def gitignores(self, folder: Path) -> GitIgnores | None:
+        if not self.walk.respect_gitignore:
+            return None
+        top = git_root(folder)
+        if top is None:
+            return None
+        return self.ignores.setdefault(top, GitIgnores(top))
+
+    def files(self, top: Path) -> Iterator[Path]:
+        """The `*.py` regular files under `top`, in no particular order."""
+        ignores = self.gitignores(top)
+        folders = [top]
+        while folders:
+            folder = folders.pop()
+            try:
+                with os.scandir(folder) as listing:
+                    entries = list(listing)
+            except OSError as err:
+                self.unreadable.append((self.walk.keyed(folder), f"cannot list it ({err.strerror or err})"))
+                continue
+            for entry in entries:
+                path = folder / entry.name
+                if self.walk.excludes.excluded(path):
+                    continue
+                found = self.entry(entry, path, ignores)
+                if found == "folder":
+                    folders.append(path)
+                elif found == "file":
+                    yield path
+
+    def entry(self, entry: os.DirEntry[str], path: Path, ignores: GitIgnores | None) -> str | None:
+        """What a folder's entry is to the walk: a "folder" to walk, a "file" to read, or nothing (noted if odd)."""
+        python = entry.name.endswith(".py")
+        try:
+            link, folder = entry.is_symlink(), entry.is_dir(follow_symlinks=False)
+        except OSError as err:
+            note(f"{self.walk.shown(path)}: skipped, cannot tell what it is ({err.strerror or err})")
+            return None
+        if ignores is not None and ignores.ignored(path, is_folder=folder):
+            return None
+        if link:
+            problem = _link_problem(path)
+            if problem is not None:
+                if python:
+                    note(f"{self.walk.shown(path)}: skipped, {problem}")
+                return None
+            if os.path.isdir(path):
+                note(f"{self.walk.shown(path)}: a symbolic link to a folder, not followed")
+                return None
+        if folder:
+            return "folder"
+        if not python:
+            return None
+        try:
+            mode = path.stat().st_mode
+        except OSError as err:
+            note(f"{self.walk.shown(path)}: skipped, cannot tell what it is ({err.strerror or err})")
+            return None
+        if not stat.S_ISREG(mode):
+            note(f"{self.walk.shown(path)}: skipped, not a regular file")
+            return None
+        return "file"
+
+
+def _add(found: dict[Path, Path], file: Path) -> None:
+    """Count a file once, by its real path, under its own name rather than a link's."""
+    real = file.resolve()
+    if real not in found or not os.path.islink(file):
+        found[real] = file
+
+
+def python_files(paths: Iterable[Path], walk: Walk) -> FileSet:
+    """Every Python file given, or under a folder given, each once (by its real path), sorted by key path.
+
+    A path that does not exist is a `NoPythonFiles`; a run with nothing to read is a `NothingToCheck`, unless every
+    file given was excluded by `force_exclude` (pre-commit passing excluded files: nothing to do, with a note).
     """
     paths = list(paths)
-    here = (cwd or Path.cwd()).resolve()
-    found: dict[Path, str] = {}
+    walker = _Walker(walk)
+    found: dict[Path, Path] = {}  # real path -> the path met
+    walked: list[str] = []
+    excluded = 0
     for given in paths:
-        if not given.exists():
-            raise NoPythonFiles(f"{given}: no such file or directory; pass Python files or package directories")
-        files = sorted(given.rglob("*.py")) if given.is_dir() else [given]
-        for path in files:
-            real = path.resolve()
-            shown = real.relative_to(here).as_posix() if real.is_relative_to(here) else real.as_posix()
-            found.setdefault(real, shown)
-    if not found:
-        raise NoPythonFiles(f"{', '.join(map(str, paths))}: no Python file there; pass Python files or directories")
-    return sorted(found.items(), key=lambda item: item[1])
+        path = Path(os.path.abspath(walk.cwd / given))
+        try:
+            why = _link_problem(path) if stat.S_ISLNK(os.lstat(path).st_mode) else None
+        except OSError as err:
+            why = (err.strerror or str(err)).lower()
+        if why is not None:
+            raise NoPythonFiles(f"{given}: {why}; pass Python files or package directories")
+        if walk.force_exclude and walk.excludes.excluded_with_parents(path, walk.root):
+            excluded += 1
+            continue
+        if os.path.isdir(path):
+            walked.append(walk.keyed(path))
+            for file in walker.files(path):
+                _add(found, file)
+        elif os.path.isfile(path):
+            _add(found, path)
+        else:
+            note(f"{given}: skipped, not a regular file")
+    if not found and not walker.unreadable:
+        if excluded and excluded == len(paths):
+            note(f"every path given ({excluded}) is excluded by the settings (--force-exclude): nothing to check")
+            return FileSet(())
+        raise NothingToCheck(f"{', '.join(map(str, paths))}: no Python file to check there")
+    files = sorted(((path, walk.keyed(path)) for path in found.values()), key=lambda item: item[1])
+    shown = {key: walk.shown(path) for path, key in files if walk.shown(path) != key}
+    shown |= {key: walk.shown(walk.root / key) for key, _ in walker.unreadable if walk.shown(walk.root / key) != key}
+    return FileSet(tuple(files), tuple(walker.unreadable), tuple(walked), shown)
+
+
+def tree_files(root: Path, package: str = "vllm") -> FileSet:
+    """Every *.py file under `root/package`, keyed and shown relative to `root` (nothing excluded)."""
+    return python_files([root / package], Walk(root, root, respect_gitignore=False))

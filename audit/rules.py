@@ -29,10 +29,10 @@ class Rule:
     kind: str  # the liveness policy's kind of argument it reports
     name: str  # SARIF rule name, GitHub annotation title
     summary: str  # one line (SARIF shortDescription)
-    severity: Literal["error", "warning"]  # an error fails the audit; a warning only with --strict
+    severity: Literal["error", "warning"]  # the default selection is every error; a warning is reported when selected
     message: str  # a finding's message: {call}, {argument} and {kind} are filled in
     fix: str  # what to do about it, said after the message
-    example: str  # an argument it reports, in a handler where `e` is the live exception
+    example: str  # an argument it reports, in a handler where `e` is the live exception (a module, if it has lines)
 
     def render(self, call: str, argument: str) -> str:
         """A finding's one line: the message, then the fix."""
@@ -48,7 +48,22 @@ def _kept(code: str, kind: str, name: str, summary: str, example: str) -> Rule:
     return Rule(code, kind, name, summary, "warning", _KEPT, _PRIMITIVE, example)
 
 
+# The kinds of the findings that are not about an argument: a file the audit cannot check, and pragmas.
+UNCHECKED = "unchecked"
+REASONLESS = "reasonless-pragma"
+UNUSED = "unused-pragma"
+
 RULES: tuple[Rule, ...] = (
+    Rule(
+        "WOG000",
+        UNCHECKED,
+        "FileNotChecked",
+        "A file or folder the audit cannot check (it does not parse, or cannot be read)",
+        "error",
+        "not checked: {argument}",
+        "make it readable Python, or exclude it",
+        "logger.warning_once('%s', e\n",
+    ),
     Rule(
         "WOG001",
         EXCEPTION,
@@ -91,6 +106,26 @@ RULES: tuple[Rule, ...] = (
         "ExpressionInOnceCache",
         "An expression of unknown type reaches a *_once lru_cache",
         "x + 1",
+    ),
+    Rule(
+        "WOG100",
+        REASONLESS,
+        "PragmaWithoutReason",
+        "A `# warnonce: ok` pragma without a reason: it accepts nothing",
+        "error",
+        "`{argument}` has no reason, so it accepts nothing",
+        "say why the call is fine after it (`# warnonce: ok[WOG001] re-raised below`)",
+        "logger.warning_once('%s', 1)  # warnonce: ok\n",
+    ),
+    Rule(
+        "WOG101",
+        UNUSED,
+        "UnusedPragma",
+        "A pragma (`# warnonce: ok`, `# noqa: WOG...`) that accepts no finding",
+        "warning",
+        "`{argument}` accepts no finding",
+        "remove it (or the codes it names that match nothing)",
+        "logger.warning_once('%s', 1)  # warnonce: ok[WOG001] the message is a literal\n",
     ),
 )
 BY_KIND = {rule.kind: rule for rule in RULES}

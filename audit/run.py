@@ -1,39 +1,51 @@
-"""The audit's one entry point: read the files of a target, scan them, compare with a baseline, write the output.
+"""The audit's one entry point: settle the settings, read the files of a target, scan them, compare with a baseline,
+write the output.
 
-`run` does what `warnonce-guard audit` is asked (a `Request`) and says what to print and how to exit
-(an `Output`); the command line only prints it. `audit` (a vLLM tree) and `audit_paths` (any files and
-package directories) are the scan alone.
+`run` does what `warnonce-guard audit` is asked (a `Request`, the command line's options) with the settings of the
+nearest `[tool.warnonce-guard]` (`config`) under it, and says what to print and how to exit (an `Output`); the
+command line only prints it. `audit` (a vLLM tree) and `audit_paths` (any files and package directories) are the
+scan alone.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from warnonce_guard.audit.baseline import compare, load_baseline, write_baseline
-from warnonce_guard.audit.findings import AuditResult, Finding, numbered
+from warnonce_guard.audit.config import Config, find
+from warnonce_guard.audit.excludes import DEFAULT_EXCLUDES, Excludes
+from warnonce_guard.audit.findings import AuditResult, Finding, numbered, unchecked
 from warnonce_guard.audit.formats import FORMATS, AuditReport
-from warnonce_guard.audit.paths import python_files, tree_files
+from warnonce_guard.audit.paths import FileSet, Walk, python_files, tree_files
 from warnonce_guard.audit.scan import PREFILTER, findings_in_source
-from warnonce_guard.audit.selection import exit_code
-from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.audit.selection import ALL, Layer, exit_code, resolve
+from warnonce_guard.common.errors import ExitCode, UsageError
 from warnonce_guard.rule import target as targets
 
 
-def audit_files(files: Iterable[tuple[Path, str]]) -> AuditResult:
-    """Every finding in the files given as (file, path as shown): all are read, those with `_once(` parsed."""
+def audit_files(files: FileSet) -> AuditResult:
+    """Every finding in the files given: all are read, those with `_once(` parsed; a folder or file that cannot be
+    read is one finding."""
     start = time.perf_counter()
-    found: list[Finding] = []
+    found: list[Finding] = [unchecked(folder, why) for folder, why in files.unreadable]
     scanned = parsed = 0
-    for path, shown in files:
+    for path, keyed in files.files:
         scanned += 1
-        data = path.read_bytes()
-        if PREFILTER.encode() not in data:
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            found.append(unchecked(keyed, f"cannot read it ({err.strerror or err})"))
             continue
-        parsed += 1
-        found.extend(findings_in_source(data.decode("utf-8", errors="replace"), shown))
+        if PREFILTER.encode() in data:
+            parsed += 1
+        elif b"warnonce:" not in data and b"WOG" not in data:
+            continue
+        found.extend(findings_in_source(data.decode("utf-8", errors="replace"), keyed))
     every = numbered(found)
     return AuditResult(
         tuple(f for f in every if f.suppressed is None),
@@ -45,25 +57,49 @@ def audit_files(files: Iterable[tuple[Path, str]]) -> AuditResult:
 
 
 def audit(root: Path, package: str = "vllm") -> AuditResult:
-    """Every finding under `root/package`, shown relative to `root`."""
+    """Every finding under `root/package`, keyed relative to `root`."""
     return audit_files(tree_files(root, package))
 
 
 def audit_paths(paths: Iterable[Path], cwd: Path | None = None) -> AuditResult:
-    """Every finding in the Python files given, or under the directories given (any package, not only vLLM)."""
-    return audit_files(python_files(paths, cwd))
+    """Every finding in the Python files given, or under the directories given (any package, not only vLLM), with
+    the settings of the nearest configuration."""
+    paths = list(paths)
+    here = cwd or Path.cwd()
+    return audit_files(python_files(paths, walk_for(Request(tuple(map(str, paths))), find_config(paths, here), here)))
 
 
 @dataclass(frozen=True)
 class Request:
-    """One audit: of `paths` (files or package directories) or else the vLLM tree `vllm_src` (default: installed)."""
+    """One audit: of `paths` (files or package directories) or else the vLLM tree `vllm_src` (default: installed).
+
+    The selectors and excludes are the command line's; each replaces or extends the configuration's as ruff's do.
+    """
 
     paths: Sequence[str] = ()
     vllm_src: str | None = None
     format: str = "text"  # a name in `formats.FORMATS`
     baseline: str | None = None  # a file of accepted findings: only new ones are shown and fail
     write_baseline: str | None = None  # accept every finding: write them to this file, and pass
-    strict: bool = False
+    strict: bool = False  # an alias of select=ALL
+    select: Sequence[str] | None = None
+    extend_select: Sequence[str] = ()
+    ignore: Sequence[str] = ()
+    exclude: Sequence[str] | None = None
+    extend_exclude: Sequence[str] = ()
+    force_exclude: bool = False
+    exit_zero: bool = False  # exit 0 whatever the findings
+
+    def layer(self) -> Layer:
+        """The command line's selectors."""
+        if self.strict and self.select is not None:
+            raise UsageError("audit: give --strict or --select, not both (--strict is --select ALL)")
+        select = (ALL,) if self.strict else self.select
+        return Layer("the command line", _tuple(select), tuple(self.extend_select), tuple(self.ignore))
+
+
+def _tuple(values: Sequence[str] | None) -> tuple[str, ...] | None:
+    return None if values is None else tuple(values)
 
 
 @dataclass(frozen=True)
@@ -75,19 +111,53 @@ class Output:
     note: str | None = None  # one line for stderr
 
 
+def find_config(paths: Sequence[Path | str], cwd: Path) -> Config:
+    """The settings for a run: from the folder of the first path given (or the current directory) upwards."""
+    if not paths:
+        return find(cwd, cwd)
+    first = Path(os.path.abspath(cwd / paths[0]))
+    return find(first if os.path.isdir(first) else first.parent, cwd)
+
+
+def walk_for(request: Request, config: Config, cwd: Path) -> Walk:
+    """How the paths given are walked: the configuration's excludes (relative to its folder), the command line's
+    (relative to the current directory), the default ones unless `exclude` replaces them."""
+    if request.exclude is not None:
+        excludes = Excludes.of(request.exclude, cwd)
+    elif "exclude" in config.lists:
+        excludes = Excludes.of(config.lists["exclude"], config.root)
+    else:
+        excludes = Excludes(tuple(map(re.escape, DEFAULT_EXCLUDES)))
+    excludes += Excludes.of(config.lists.get("extend-exclude", ()), config.root)
+    excludes += Excludes.of(request.extend_exclude, cwd)
+    force = request.force_exclude or config.flags.get("force-exclude", False)
+    return Walk(config.root, cwd, excludes, force, config.flags.get("respect-gitignore", True))
+
+
 def run(request: Request) -> Output:
-    """Audit the target; a bad baseline fails before anything is read."""
-    accepted = load_baseline(request.baseline) if request.baseline else frozenset()
+    """Audit the target; bad settings or a bad baseline fail before anything is read."""
+    cwd = Path.cwd()
+    config = find_config(request.paths, cwd)
+    codes = resolve([config.layer(), request.layer()])
     if request.paths:
-        result, described = audit_paths(Path(p) for p in request.paths), ", ".join(request.paths)
+        walk = walk_for(request, config, cwd)
+        accepted = _baseline(request, lambda file: walk.keyed(Path(os.path.abspath(cwd / file))))
+        files, described, root = python_files(map(Path, request.paths), walk), ", ".join(request.paths), walk.root
     else:
         target = targets.resolve(request.vllm_src)
-        result, described = audit(target.root), target.describe()
-    comparison = compare(result.findings, accepted)
+        accepted = _baseline(request, None)
+        files, described, root = tree_files(target.root), target.describe(), target.root
+    result = audit_files(files)
+    comparison = compare(result.findings, accepted, lambda file: files.covers(file, root))
     note = None
     if request.write_baseline:
         write_baseline(request.write_baseline, result.findings, described)
         note = f"wrote {len(result.findings)} accepted finding(s) to {request.write_baseline}"
-    report = AuditReport(result, comparison, described, request.strict, baseline=bool(request.baseline))
-    code = ExitCode.OK if request.write_baseline else exit_code(comparison, request.strict)
+    report = AuditReport(result, comparison, described, codes, baseline=bool(request.baseline), shown=files.shown)
+    failed = exit_code(comparison, codes)
+    code = ExitCode.OK if request.write_baseline or request.exit_zero else failed
     return Output(FORMATS[request.format].write(report), code, note)
+
+
+def _baseline(request: Request, rebase: Callable[[str], str] | None) -> frozenset[str]:
+    return load_baseline(request.baseline, rebase) if request.baseline else frozenset()

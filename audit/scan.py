@@ -5,22 +5,31 @@ exception; this module tracks those names through the statements: a name bound b
 `except ... as NAME` (also inside nested functions and lambdas, which close over it) or a name assigned
 from one (`err = e`). A name re-bound to something without the exception (`e = str(e)`) no longer
 counts; a re-binding inside a branch does not clear it after the branch (either path may run).
+
+Every file is a result: one that does not parse (`grammar`) is one finding, WOG000, at its error; one whose
+expressions nest too deeply even for a raised recursion limit is one too. Pragmas (`pragmas`) accept findings,
+and those that accept nothing are findings themselves.
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
-from warnonce_guard.audit import pragmas
 from warnonce_guard.audit.calls import call_findings, once_level
-from warnonce_guard.audit.findings import Finding, numbered
-from warnonce_guard.common.errors import SourceDoesNotParse
+from warnonce_guard.audit.findings import Finding, numbered, unchecked
+from warnonce_guard.audit.grammar import DoesNotParse, modules
+from warnonce_guard.audit.pragmas import MENTIONED, Pragmas, Span
 from warnonce_guard.rule.liveness import carries, params
 
 # A file without this text holds no `*_once` call: it is not parsed.
 PREFILTER = "_once("
+# How much deeper than Python's recursion limit a file whose expressions nest deeply is scanned (ast.parse itself
+# reads expressions about 3 times as deep as the limit; scanning takes a few frames per level).
+DEEPER = 20
 
 
 def _stored_names(target: ast.AST) -> set[str]:
@@ -34,6 +43,7 @@ class _Scanner:
         self.file = file
         self.lines = source.split("\n")
         self.raw: list[Finding] = []
+        self.pragmas = Pragmas(file, self.lines)
         # Lines holding `_once`: code spanning none of them holds no call to look at (a 2x speed-up).
         self.once_lines = [n for n, text in enumerate(self.lines, 1) if "_once" in text]  # as ast counts lines
 
@@ -137,26 +147,53 @@ class _Scanner:
             self.calls(child, names, live)
 
     def record(self, call: ast.Call, level: str, names: tuple[str, ...], live: frozenset[str]) -> None:
-        suppressed = pragmas.reason(self.lines, call.lineno, call.end_lineno or call.lineno)
-        self.raw.extend(call_findings(call, level, self.file, ".".join(names) or "<module>", live, suppressed))
+        qualname = ".".join(names) or "<module>"
+        found = list(call_findings(call, level, self.file, qualname, live, None))
+        first, last = call.lineno, call.end_lineno or call.lineno
+        if found and any("#" in self.lines[n - 1] for n in range(first, last + 1)):
+            found = self.pragmas.accept(found, first, last, _strings(call), qualname)
+        self.raw.extend(found)
 
 
-def parse(source: str, file: str) -> ast.Module:
-    """Parse one file, turning a syntax error into `SourceDoesNotParse` naming file and line."""
+def _strings(node: ast.AST) -> list[Span]:
+    """Where the string literals inside a node are (a pragma's text there is not a pragma)."""
+    return [
+        (n.lineno, n.col_offset, n.end_lineno or n.lineno, n.end_col_offset or n.col_offset)
+        for n in ast.walk(node)
+        if isinstance(n, ast.JoinedStr) or (isinstance(n, ast.Constant) and isinstance(n.value, (str, bytes)))
+    ]
+
+
+@contextmanager
+def _deeper() -> Iterator[None]:
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit * DEEPER)
     try:
-        return ast.parse(source, filename=file)
-    except (SyntaxError, ValueError) as err:
-        line = getattr(err, "lineno", None) or "?"
-        reason = getattr(err, "msg", None) or str(err)
-        raise SourceDoesNotParse(
-            f"{file}:{line}: does not parse ({reason}); fix the file or point at another tree"
-        ) from None
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _scanned(source: str, file: str) -> list[Finding]:
+    scanner, live = _Scanner(file, source), set[str]()
+    try:
+        for module in modules(source):  # module-level names bound to a live exception carry over between pieces
+            scanner.block(module.body, (), live)
+    except DoesNotParse as err:
+        return [unchecked(file, err.reason, err.line, err.column)]
+    return [*scanner.raw, *scanner.pragmas.findings(source)]
 
 
 def findings_in_source(source: str, file: str) -> list[Finding]:
-    """Every finding in one file's source text (nothing, without parsing, if it has no `_once(`)."""
+    """Every finding in one file's source text: without `_once(` it is not parsed (only its pragmas are read)."""
     if PREFILTER not in source:
-        return []
-    scanner = _Scanner(file, source)
-    scanner.block(parse(source, file).body, (), set())
-    return numbered(scanner.raw)
+        return numbered(Pragmas(file, source.split("\n")).findings(source)) if MENTIONED.search(source) else []
+    try:
+        return numbered(_scanned(source, file))
+    except RecursionError:
+        pass
+    with _deeper():
+        try:
+            return numbered(_scanned(source, file))
+        except RecursionError:
+            return [unchecked(file, "an expression nested too deeply to check")]

@@ -1,24 +1,80 @@
-"""Which rules a run reports and fails on: the errors (live exceptions), or with `strict` every rule."""
+"""Which rules a run selects (reports, and fails on), resolved from `select`, `extend-select` and `ignore` as ruff does.
+
+A selector is a code (`WOG001`), a prefix of codes (`WOG00`, `WOG`) or `ALL`. Layers apply in order: the default
+(every rule of severity error), the configuration, the command line. A layer with `select` starts over from it;
+one without adds its `extend-select` to what the layers before selected. Within a layer the more specific selector
+wins (`WOG001` over `WOG00` over `WOG` over `ALL`), and at equal specificity `ignore` wins over a select.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 from warnonce_guard.audit.baseline import Comparison
 from warnonce_guard.audit.findings import Finding
-from warnonce_guard.audit.rules import RULES, Rule
-from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.audit.rules import BY_CODE, RULES, Rule
+from warnonce_guard.common.errors import ExitCode, UsageError
+
+ALL = "ALL"
+# The default selection: the errors (a live exception, a call that raises, a file not checked, a pragma gone wrong).
+DEFAULT = frozenset(rule.code for rule in RULES if rule.severity == "error")
+EVERY = frozenset(BY_CODE)
 
 
-def selected(strict: bool = False) -> tuple[Rule, ...]:
-    """The rules whose new findings fail the audit, in code order."""
-    return RULES if strict else tuple(rule for rule in RULES if rule.severity == "error")
+@dataclass(frozen=True)
+class Layer:
+    """The selectors one place (the configuration, the command line) gives."""
+
+    origin: str  # where they are written, for an error: "pyproject.toml", "the command line"
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
 
 
-def failing(comparison: Comparison, strict: bool = False) -> tuple[Finding, ...]:
-    """The findings that fail the audit: new findings of a selected rule."""
-    codes = {rule.code for rule in selected(strict)}
+def codes_of(selector: str, origin: str) -> frozenset[str]:
+    """The codes one selector names; an unknown selector is a `UsageError` naming it and where it is written."""
+    if selector == ALL:
+        return EVERY
+    codes = frozenset(code for code in BY_CODE if selector.startswith("WOG") and code.startswith(selector))
+    if not codes:
+        known = ", ".join(sorted(BY_CODE))
+        raise UsageError(f"{origin}: unknown rule selector {selector!r} (want ALL, a code or a prefix: {known})")
+    return codes
+
+
+def _specificity(selector: str) -> int:
+    return 0 if selector == ALL else len(selector)
+
+
+def resolve(layers: Iterable[Layer]) -> frozenset[str]:
+    """The codes selected after every layer, starting from `DEFAULT`."""
+    selected = set(DEFAULT)
+    for layer in layers:
+        chosen = [*(layer.select or ()), *layer.extend_select]
+        updates: dict[str, bool] = {}
+        for specificity in sorted({_specificity(s) for s in (*chosen, *layer.ignore)}):
+            for selector in (s for s in chosen if _specificity(s) == specificity):
+                updates.update(dict.fromkeys(codes_of(selector, layer.origin), True))
+            for selector in (s for s in layer.ignore if _specificity(s) == specificity):
+                updates.update(dict.fromkeys(codes_of(selector, layer.origin), False))
+        if layer.select is not None:
+            selected = set()
+        selected |= {code for code, on in updates.items() if on}
+        selected -= {code for code, on in updates.items() if not on}
+    return frozenset(selected)
+
+
+def selected(codes: frozenset[str] = DEFAULT) -> tuple[Rule, ...]:
+    """The selected rules, in code order."""
+    return tuple(rule for rule in RULES if rule.code in codes)
+
+
+def failing(comparison: Comparison, codes: frozenset[str] = DEFAULT) -> tuple[Finding, ...]:
+    """The findings that fail the audit (and are shown): new findings of a selected rule."""
     return tuple(f for f in comparison.new if f.code in codes)
 
 
-def exit_code(comparison: Comparison, strict: bool = False) -> ExitCode:
+def exit_code(comparison: Comparison, codes: frozenset[str] = DEFAULT) -> ExitCode:
     """CHECK_FAILED when a finding of a selected rule is not accepted by the baseline."""
-    return ExitCode.CHECK_FAILED if failing(comparison, strict) else ExitCode.OK
+    return ExitCode.CHECK_FAILED if failing(comparison, codes) else ExitCode.OK

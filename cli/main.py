@@ -6,7 +6,9 @@
     warnonce-guard platforms                              list vLLM platform plugins
     warnonce-guard mutate [--vllm-src PATH] [--out DIR]    baseline, mutate, run guards, score, report
     warnonce-guard audit  [PATH ...] [--vllm-src PATH] [--format text|json|github|sarif]
-                          [--baseline FILE] [--write-baseline FILE] [--strict]
+                          [--baseline FILE] [--write-baseline FILE] [--select CODES] [--extend-select CODES]
+                          [--ignore CODES] [--exclude GLOBS] [--extend-exclude GLOBS] [--force-exclude]
+                          [--exit-zero] [--strict]
                                                           every *_once call that can cache a live object
     warnonce-guard history [--from V] [--to V] [--only V1,V2,...] [--out DIR]
                                                           every vLLM release on the index, checked
@@ -196,7 +198,21 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     if args.paths and args.vllm_src:
         raise UsageError("audit: give PATHs or --vllm-src, not both (--vllm-src picks a vLLM tree to audit whole)")
-    request = Request(tuple(args.paths), args.vllm_src, args.format, args.baseline, args.write_baseline, args.strict)
+    request = Request(
+        tuple(args.paths),
+        args.vllm_src,
+        args.format,
+        args.baseline,
+        args.write_baseline,
+        args.strict,
+        select=args.select,
+        extend_select=args.extend_select or (),
+        ignore=args.ignore or (),
+        exclude=args.exclude,
+        extend_exclude=args.extend_exclude or (),
+        force_exclude=args.force_exclude,
+        exit_zero=args.exit_zero,
+    )
     output = run(request)
     if output.note:
         print(output.note, file=sys.stderr)
@@ -270,6 +286,11 @@ def percent(text: str) -> float:
 EPILOG = "exit codes:\n" + exit_code_table()
 
 
+def comma_list(text: str) -> list[str]:
+    """A comma-separated option value (`--select WOG001,WOG002`), as ruff takes them."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
 def build_parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = ToolParser(prog="warnonce-guard", epilog=EPILOG, formatter_class=formatter)
@@ -321,6 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit = sub.add_parser(
         "audit",
         help="every *_once call whose arguments can cache a live object",
+        description="Settings come from [tool.warnonce-guard] of the nearest pyproject.toml (select, extend-select,\n"
+        "ignore, exclude, extend-exclude, force-exclude, respect-gitignore); the options below override them.",
         epilog=EPILOG,
         formatter_class=formatter,
     )
@@ -336,7 +359,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("--baseline", metavar="FILE", help="JSON file of accepted findings: only new ones fail")
     audit.add_argument("--write-baseline", metavar="FILE", help="accept every finding: write them to FILE, exit 0")
-    audit.add_argument("--strict", action="store_true", help="fail on any new finding, not only live exceptions")
+    codes = {"type": comma_list, "action": "extend", "metavar": "CODES"}
+    audit.add_argument("--select", **codes, help="rules to report and fail on, replacing the configured selection "
+                       "(codes, prefixes such as WOG0, or ALL; default: the errors)")  # fmt: skip
+    audit.add_argument("--extend-select", **codes, help="rules to select on top of the configured ones")
+    audit.add_argument("--ignore", **codes, help="rules not to select")
+    globs = {"type": comma_list, "action": "extend", "metavar": "GLOBS"}
+    audit.add_argument("--exclude", **globs, help="paths not to walk into, replacing the configured and default "
+                       "ones (.git, .venv, venv, build, dist, site-packages, node_modules, ...)")  # fmt: skip
+    audit.add_argument("--extend-exclude", **globs, help="paths not to walk into, on top of the others")
+    audit.add_argument(
+        "--force-exclude", action="store_true", help="apply the excludes to files given by name too (for pre-commit)"
+    )
+    audit.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings fail")
+    audit.add_argument("--strict", action="store_true", help="select every rule: an alias of --select ALL")
     audit.set_defaults(run=cmd_audit)
 
     add_history_parser(sub).epilog = EPILOG

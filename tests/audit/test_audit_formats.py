@@ -13,6 +13,7 @@ from warnonce_guard.audit.baseline import compare
 from warnonce_guard.audit.formats import AuditReport, github, sarif, text
 from warnonce_guard.audit.rules import BY_KIND, RULES
 from warnonce_guard.audit.run import audit_paths
+from warnonce_guard.audit.selection import DEFAULT, EVERY
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import NoPythonFiles
 
@@ -83,7 +84,6 @@ def test_paths_and_vllm_src_together_are_a_usage_error(plugin: Path, capsys: pyt
         ("  # warnonce: ok: reviewed in #123", True),
         ("  # warnonce: ok", False),  # a pragma needs a reason
         ("  # warnonce ok because", False),
-        ("  # noqa", False),
     ],
 )
 def test_a_pragma_with_a_reason_accepts_the_call(plugin: Path, comment: str, accepted: bool) -> None:
@@ -103,13 +103,14 @@ def test_a_pragma_on_any_line_of_a_multi_line_call_counts(plugin: Path) -> None:
 
 def test_every_kind_has_a_stable_code_and_a_rule() -> None:
     assert BY_KIND["exception"].code == "WOG001"
-    assert [rule.code for rule in RULES] == [f"WOG00{i}" for i in range(1, 10)]
+    kinds = ["exception", "name", "attribute", "subscript", "call", "container", "starred", "lambda", "expression"]
+    assert [BY_KIND[kind].code for kind in kinds] == [f"WOG00{i}" for i in range(1, 10)]
     assert len(BY_KIND) == len(RULES) and all(rule.name and rule.summary for rule in RULES)
 
 
 def test_github_annotations_escape_what_the_format_reserves(plugin: Path) -> None:
     result = audit_paths([plugin])
-    lines = github(AuditReport(result, compare(result.findings, frozenset()), "my_plugin", False)).splitlines()
+    lines = github(AuditReport(result, compare(result.findings, frozenset()), "my_plugin", DEFAULT)).splitlines()
     assert lines[0].startswith("::error file=my_plugin/platform.py,line=10,col=43,endLine=10,endColumn=44,")
     assert "title=WOG001 LiveExceptionInOnceCache::" in lines[0]
     assert lines[-1].startswith("2 finding(s), 1 live exception(s)")
@@ -117,7 +118,7 @@ def test_github_annotations_escape_what_the_format_reserves(plugin: Path) -> Non
 
 def test_text_lists_every_new_finding_with_strict(plugin: Path) -> None:
     result = audit_paths([plugin])
-    out = text(AuditReport(result, compare(result.findings, frozenset()), "my_plugin", True))
+    out = text(AuditReport(result, compare(result.findings, frozenset()), "my_plugin", EVERY))
     assert [line.split()[1] for line in out.splitlines()[:-1]] == ["WOG002", "WOG001"]
 
 
@@ -136,7 +137,8 @@ def test_the_vendored_schema_is_the_official_one() -> None:
 @pytest.mark.parametrize("strict", [False, True])
 def test_sarif_validates_against_the_sarif_2_1_0_schema(plugin: Path, strict: bool) -> None:
     result = audit_paths([plugin])
-    log = validate_sarif(sarif(AuditReport(result, compare(result.findings, frozenset()), "my_plugin", strict)))
+    codes = EVERY if strict else DEFAULT
+    log = validate_sarif(sarif(AuditReport(result, compare(result.findings, frozenset()), "my_plugin", codes)))
     run = log["runs"][0]  # type: ignore[index]
     assert [r["ruleId"] for r in run["results"]] == (["WOG002", "WOG001"] if strict else ["WOG001"])
     leak = next(r for r in run["results"] if r["ruleId"] == "WOG001")
@@ -154,7 +156,7 @@ def test_sarif_marks_baseline_and_pragma_acceptance(plugin: Path, tmp_path: Path
     (plugin / "helpers.py").write_text(accepted_by_pragma)
     result = audit_paths([plugin])
     accepted = frozenset(f.key for f in result.findings)
-    report = AuditReport(result, compare(result.findings, accepted), "my_plugin", False, baseline=True)
+    report = AuditReport(result, compare(result.findings, accepted), "my_plugin", DEFAULT, baseline=True)
     log = validate_sarif(sarif(report))
     results = log["runs"][0]["results"]  # type: ignore[index]
     assert [r.get("baselineState") for r in results] == ["unchanged", None]

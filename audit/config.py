@@ -1,0 +1,98 @@
+"""The audit's settings: `[tool.warnonce-guard]` of the nearest `pyproject.toml` that has one (as ruff finds its own),
+and the project root that baseline keys are relative to.
+
+From the folder of the first path given (or the current directory) upwards, the first `pyproject.toml` with a
+`[tool.warnonce-guard]` table is read (one without it is passed over, as ruff passes over one without `[tool.ruff]`;
+one that is not TOML stops the search: it might have held the table). The project root is that file's folder, else
+the nearest folder with `.git`, else the current directory.
+
+    [tool.warnonce-guard]
+    select = ["WOG0"]             # replaces the default selection (every rule of severity error)
+    extend-select = ["WOG101"]    # adds to it
+    ignore = ["WOG009"]
+    exclude = [".venv", "build"]  # replaces the default excludes (ruff's)
+    extend-exclude = ["vendored/*", "tests/data"]
+    force-exclude = true          # the excludes apply to files given by name too (pre-commit passes them so)
+    respect-gitignore = false     # default true: inside a git work tree, what git ignores is not walked
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from warnonce_guard.audit.selection import Layer
+from warnonce_guard.common.errors import UsageError
+
+SECTION = "warnonce-guard"
+LISTS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
+FLAGS = ("force-exclude", "respect-gitignore")
+
+
+@dataclass(frozen=True)
+class Config:
+    """The settings read (none if `file` is None) and the project root."""
+
+    root: Path
+    file: Path | None = None
+    lists: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the LISTS keys given
+    flags: dict[str, bool] = field(default_factory=dict)  # the FLAGS keys given
+
+    @property
+    def origin(self) -> str:
+        """Where the settings are written, for an error message."""
+        return f"{self.file} [tool.{SECTION}]" if self.file else "the default settings"
+
+    def layer(self) -> Layer:
+        """The configured selectors."""
+        lists = self.lists
+        return Layer(self.origin, lists.get("select"), lists.get("extend-select", ()), lists.get("ignore", ()))
+
+
+def _read(file: Path) -> dict[str, object]:
+    try:
+        return tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"{file}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise UsageError(f"{file}: not valid TOML ({err})") from None
+
+
+def _settings(file: Path, table: object) -> tuple[dict[str, tuple[str, ...]], dict[str, bool]]:
+    """The table's values, checked: a key we do not know or a value of the wrong type names the file."""
+    where = f"{file} [tool.{SECTION}]"
+    if not isinstance(table, dict):
+        raise UsageError(f"{where}: not a table")
+    unknown = sorted(set(table) - {*LISTS, *FLAGS})
+    if unknown:
+        raise UsageError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join((*LISTS, *FLAGS))})")
+    lists, flags = {}, {}
+    for key, value in table.items():
+        if key in FLAGS:
+            if not isinstance(value, bool):
+                raise UsageError(f"{where}: {key} must be true or false, not {value!r}")
+            flags[key] = value
+        elif not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{where}: {key} must be a list of strings, not {value!r}")
+        else:
+            lists[key] = tuple(value)
+    return lists, flags
+
+
+def git_root(start: Path) -> Path | None:
+    """The nearest folder from `start` upwards holding `.git` (a folder, or a worktree's file), else None."""
+    return next((folder for folder in (start, *start.parents) if os.path.exists(folder / ".git")), None)
+
+
+def find(start: Path, cwd: Path) -> Config:
+    """The settings for a run whose first path is `start` (a folder, or a file's folder), and its project root."""
+    for folder in (start, *start.parents):
+        file = folder / "pyproject.toml"
+        if os.path.isfile(file):
+            tool = _read(file).get("tool")
+            if isinstance(tool, dict) and SECTION in tool:
+                lists, flags = _settings(file, tool[SECTION])
+                return Config(folder, file, lists, flags)
+    return Config(git_root(start) or cwd)

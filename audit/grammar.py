@@ -1,0 +1,89 @@
+"""Parsing a module whatever Python runs the audit, in bounded memory: its top-level statements as `ast` trees.
+
+`ast.parse` knows the grammar of the Python running it; a file that fails where newer syntax is (3.12's f-strings and
+type parameters, `newer`) is parsed again with that syntax rewritten in place, every finding's line and column kept.
+A file that still fails is one finding, at its error.
+
+A big source is parsed a piece at a time, as `CHUNK` characters or more of top-level statements: ast's nodes take
+some 70 times the source's size, so a 50 MB file parsed whole needs gigabytes. A piece ends before a line that
+starts at column 0 (not `else`, `elif`, `except`, `finally`, a comment or a closing bracket); a piece cut inside a
+string or brackets does not parse, and grows (doubling) until it does; a source with an error fails at it, as a
+whole parse would.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from warnonce_guard.audit.newer import downgraded
+
+CHUNK = 1 << 20
+_CUT = re.compile(r"^(?=[^\s#)\]}])(?!(?:else|elif|except|finally)\b)", re.MULTILINE)
+
+
+class DoesNotParse(Exception):
+    """The source does not parse: where (1-based line and column) and why."""
+
+    def __init__(self, line: int, column: int, reason: str) -> None:
+        super().__init__(f"{line}:{column}: {reason}")
+        self.line, self.column, self.reason = line, column, reason
+
+
+def _failure(err: SyntaxError | ValueError | RecursionError, first_line: int) -> DoesNotParse:
+    """The error as a `DoesNotParse`, at its line and column."""
+    if isinstance(err, RecursionError):
+        return DoesNotParse(first_line, 1, "an expression nested too deeply for Python's parser")
+    line, column = getattr(err, "lineno", None) or first_line, getattr(err, "offset", None) or 1
+    return DoesNotParse(line, column, f"does not parse ({getattr(err, 'msg', None) or err})")
+
+
+def parse(text: str, first_line: int = 1) -> ast.Module:
+    """`text` (which starts at line `first_line` of its file) parsed; newer syntax than this Python's is read too,
+    when the error lies in what `newer.downgraded` rewrites."""
+    pad = "\n" * (first_line - 1)
+    try:
+        return ast.parse(pad + text)
+    except (SyntaxError, ValueError, RecursionError) as err:
+        failure, syntax = _failure(err, first_line), isinstance(err, SyntaxError)
+    rewritten = downgraded(text) if syntax else None
+    if rewritten is None or not any(a <= failure.line - first_line + 1 <= b for a, b in rewritten[1]):
+        raise failure
+    try:
+        return ast.parse(pad + rewritten[0])
+    except (SyntaxError, ValueError, RecursionError) as err:
+        raise _failure(err, first_line) from None
+
+
+def _cut(source: str, at: int) -> int:
+    """The first place at or after `at` where a piece may end (a line starting a statement, not after a decorator's
+    line), else the end."""
+    while (found := _CUT.search(source, at)) is not None:
+        previous = source.rfind("\n", 0, found.start() - 1) + 1
+        if source[previous : previous + 1] != "@":
+            return found.start()
+        at = found.start() + 1
+    return len(source)
+
+
+def modules(source: str) -> Iterator[ast.Module]:
+    """The source's statements, as modules of `CHUNK` characters or more (one, for a source of up to 2 CHUNKs)."""
+    if len(source) <= 2 * CHUNK:
+        yield parse(source)
+        return
+    start, line = 0, 1
+    while start < len(source):
+        size = CHUNK
+        while True:
+            end = _cut(source, start + size)
+            try:
+                module = parse(source[start:end], line)
+                break
+            except DoesNotParse:
+                if end == len(source):
+                    raise
+                size *= 2
+        yield module
+        line += source.count("\n", start, end)
+        start = end
