@@ -78,15 +78,15 @@ class Excludes:
 
         return one(self.names), one(self.paths)
 
-    def excluded(self, path: Path) -> bool:
-        """Whether `path` (absolute) is excluded by its name or by its path."""
+    def excluded(self, path: str, name: str) -> bool:
+        """Whether `path` (absolute), named `name`, is excluded by its name or by its path."""
         names, paths = self._compiled
-        return bool((names and names.fullmatch(path.name)) or (paths and paths.fullmatch(path.as_posix())))
+        return bool((names and names.fullmatch(name)) or (paths and paths.fullmatch(path)))
 
     def excluded_with_parents(self, path: Path, root: Path) -> bool:
         """Whether `path` or a folder it is in, up to `root`, is excluded (`--force-exclude` on a path given)."""
         for folder in (path, *path.parents):
-            if self.excluded(folder):
+            if self.excluded(folder.as_posix(), folder.name):
                 return True
             if folder == root:
                 break

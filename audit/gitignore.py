@@ -111,8 +111,8 @@ class GitIgnores:
     """The ignore files of one git work tree, read as its folders are visited (each once)."""
 
     def __init__(self, top: Path) -> None:
-        self.top = top
-        self.files: dict[Path, tuple[Pattern, ...]] = {}
+        self.top = str(top)
+        self.files: dict[str, tuple[Pattern, ...]] = {}
         self.exclude = self._load(top / ".git" / "info" / "exclude")
 
     @staticmethod
@@ -122,18 +122,18 @@ class GitIgnores:
         except OSError:  # none (the common case), or not a file: nothing to apply
             return ()
 
-    def _patterns(self, folder: Path) -> tuple[Pattern, ...]:
+    def _patterns(self, folder: str) -> tuple[Pattern, ...]:
         if folder not in self.files:
-            self.files[folder] = self._load(folder / ".gitignore")
+            self.files[folder] = self._load(Path(folder) / ".gitignore")
         return self.files[folder]
 
-    def ignored(self, path: Path, is_folder: bool) -> bool:
-        """Whether git ignores `path` (a path under the work tree, its parent folders not ignored)."""
-        relative = path.relative_to(self.top)
-        parts = relative.parts
+    def ignored(self, path: str | Path, is_folder: bool) -> bool:
+        """Whether git ignores `path` (absolute, under the work tree, its parent folders not ignored)."""
+        relative = str(path)[len(self.top) :].lstrip("/")
+        parts = relative.split("/")
         for depth in range(len(parts) - 1, -1, -1):  # the deepest .gitignore first
-            folder = self.top.joinpath(*parts[:depth])
+            folder = "/".join([self.top, *parts[:depth]])
             found = decision(self._patterns(folder), "/".join(parts[depth:]), is_folder)
             if found is not None:
                 return found
-        return bool(decision(self.exclude, relative.as_posix(), is_folder))
+        return bool(decision(self.exclude, relative, is_folder))

@@ -6,21 +6,26 @@ A file that still fails is one finding, at its error.
 
 A big source is parsed a piece at a time, as `CHUNK` characters or more of top-level statements: ast's nodes take
 some 70 times the source's size, so a 50 MB file parsed whole needs gigabytes. A piece ends before a line that
-starts at column 0 (not `else`, `elif`, `except`, `finally`, a comment or a closing bracket); a piece cut inside a
-string or brackets does not parse, and grows (doubling) until it does; a source with an error fails at it, as a
-whole parse would.
+starts at column 0 (not `else`, `elif`, `except`, `finally`, a comment, a closing bracket or after a decorator),
+outside strings and brackets as a quick lexer sees them (`cuts`). A piece that does not parse ends at the next
+places instead, then grows (doubling) until it parses; a source with an error fails at it, as a whole parse would.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections.abc import Iterator
 
 from warnonce_guard.audit.newer import downgraded
 
 CHUNK = 1 << 20
+RETRIES = 3
 _CUT = re.compile(r"^(?=[^\s#)\]}])(?!(?:else|elif|except|finally)\b)", re.MULTILINE)
+# Strings (any prefix, triple-quoted or not), comments and brackets: enough to tell where a statement may start.
+_STRINGS = [rf"{q * 3}(?:\\.|[^\\])*?{q * 3}" for q in "'\""] + [rf"{q}(?:\\.|[^\\{q}\n])*{q}" for q in "'\""]
+_TOKENS = re.compile(rf"[rRbBuUfFtT]{{0,2}}(?:{'|'.join(_STRINGS)})|#[^\n]*|[()\[\]{{}}]", re.DOTALL)
 
 
 class DoesNotParse(Exception):
@@ -56,15 +61,23 @@ def parse(text: str, first_line: int = 1) -> ast.Module:
         raise _failure(err, first_line) from None
 
 
-def _cut(source: str, at: int) -> int:
-    """The first place at or after `at` where a piece may end (a line starting a statement, not after a decorator's
-    line), else the end."""
-    while (found := _CUT.search(source, at)) is not None:
-        previous = source.rfind("\n", 0, found.start() - 1) + 1
-        if source[previous : previous + 1] != "@":
-            return found.start()
-        at = found.start() + 1
-    return len(source)
+def cuts(source: str) -> list[int]:
+    """Where a piece may end: before a line that starts a statement at column 0 (not after a decorator's line), not
+    inside a string, a comment or brackets (as far as a quick lexer sees), in order; the end last."""
+    candidates = [m.start() for m in _CUT.finditer(source) if source[source.rfind("\n", 0, m.start() - 1) + 1] != "@"]
+    safe, depth, at = [], 0, 0
+    for token in _TOKENS.finditer(source):
+        while at < len(candidates) and candidates[at] < token.start():
+            if depth == 0:
+                safe.append(candidates[at])
+            at += 1
+        while at < len(candidates) and candidates[at] < token.end():
+            at += 1  # inside the string or comment
+        char = token.group()
+        depth = max(depth + (char in "([{") - (char in ")]}"), 0) if len(char) == 1 else depth
+    if depth == 0:
+        safe += candidates[at:]
+    return [*safe, len(source)]
 
 
 def modules(source: str) -> Iterator[ast.Module]:
@@ -72,18 +85,22 @@ def modules(source: str) -> Iterator[ast.Module]:
     if len(source) <= 2 * CHUNK:
         yield parse(source)
         return
+    ends = cuts(source)
     start, line = 0, 1
     while start < len(source):
-        size = CHUNK
+        size, tries = CHUNK, 0
         while True:
-            end = _cut(source, start + size)
+            index = bisect.bisect_left(ends, start + size) + tries
+            end = ends[min(index, len(ends) - 1)]
             try:
                 module = parse(source[start:end], line)
                 break
             except DoesNotParse:
                 if end == len(source):
                     raise
-                size *= 2
+                tries += 1
+                if tries == RETRIES:  # the next few places did not do: a bigger piece
+                    size, tries = size * 2, 0
         yield module
         line += source.count("\n", start, end)
         start = end

@@ -35,13 +35,13 @@ class Walk:
     force_exclude: bool = False
     respect_gitignore: bool = True
 
-    def keyed(self, path: Path) -> str:
-        """The path relative to the project root (posix), or absolute outside it: what a baseline key holds."""
-        return path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else path.as_posix()
+    def keyed(self, path: str | Path) -> str:
+        """The path relative to the project root, or absolute outside it: what a baseline key holds."""
+        return relative(str(path), str(self.root)) or str(path)
 
-    def shown(self, path: Path) -> str:
+    def shown(self, path: str | Path) -> str:
         """The path relative to the current directory, or absolute outside it: what a line of output shows."""
-        return path.relative_to(self.cwd).as_posix() if path.is_relative_to(self.cwd) else path.as_posix()
+        return relative(str(path), str(self.cwd)) or str(path)
 
 
 @dataclass(frozen=True)
@@ -66,13 +66,22 @@ class FileSet:
         return under and not os.path.lexists(root / file)
 
 
-def _link_problem(path: Path) -> str | None:
+def _link_problem(path: str | Path) -> str | None:
     """Why a symbolic link cannot be followed (dangling, a loop), else None."""
     try:
-        path.stat()
+        os.stat(path)
     except OSError as err:
         return "a symbolic link loop" if err.errno == errno.ELOOP else "a dangling symbolic link"
     return None
+
+
+def relative(path: str, base: str) -> str | None:
+    """`path` relative to `base` (both absolute and normal, as strings: a walk's thousands of paths are not Paths),
+    or None outside it."""
+    if path == base:
+        return "."
+    prefix = base if base.endswith("/") else f"{base}/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
 
 
 class _Walker:
@@ -89,10 +98,10 @@ class _Walker:
             return None
         return self.ignores.setdefault(top, GitIgnores(top))
 
-    def files(self, top: Path) -> Iterator[Path]:
-        """The `*.py` regular files under `top`, in no particular order."""
-        ignores = self.gitignores(top)
-        folders = [top]
+    def files(self, top: Path) -> Iterator[tuple[str, str]]:
+        """(path, real path) of the `*.py` regular files under `top`, in no particular order."""
+        ignores, real_top = self.gitignores(top), os.path.realpath(top)
+        folders = [str(top)]
         while folders:
             folder = folders.pop()
             try:
@@ -102,52 +111,50 @@ class _Walker:
                 self.unreadable.append((self.walk.keyed(folder), f"cannot list it ({err.strerror or err})"))
                 continue
             for entry in entries:
-                path = folder / entry.name
-                if self.walk.excludes.excluded(path):
+                if self.walk.excludes.excluded(entry.path, entry.name):
                     continue
-                found = self.entry(entry, path, ignores)
+                found = self.entry(entry, ignores)
                 if found == "folder":
-                    folders.append(path)
+                    folders.append(entry.path)
                 elif found == "file":
-                    yield path
+                    yield entry.path, real_top + entry.path[len(str(top)) :]
+                elif found == "link":
+                    yield entry.path, os.path.realpath(entry.path)
 
-    def entry(self, entry: os.DirEntry[str], path: Path, ignores: GitIgnores | None) -> str | None:
-        """What a folder's entry is to the walk: a "folder" to walk, a "file" to read, or nothing (noted if odd)."""
-        python = entry.name.endswith(".py")
+    def entry(self, entry: os.DirEntry[str], ignores: GitIgnores | None) -> str | None:
+        """What a folder's entry is to the walk: a "folder" to walk, a "file" or a "link" to one to read, or nothing
+        (with a note if it is odd)."""
+        python, shown = entry.name.endswith(".py"), self.walk.shown(entry.path)
         try:
             link, folder = entry.is_symlink(), entry.is_dir(follow_symlinks=False)
+            regular = not link and entry.is_file(follow_symlinks=False)
         except OSError as err:
-            note(f"{self.walk.shown(path)}: skipped, cannot tell what it is ({err.strerror or err})")
+            note(f"{shown}: skipped, cannot tell what it is ({err.strerror or err})")
             return None
-        if ignores is not None and ignores.ignored(path, is_folder=folder):
+        if ignores is not None and ignores.ignored(entry.path, is_folder=folder):
             return None
         if link:
-            problem = _link_problem(path)
+            problem = _link_problem(entry.path)
             if problem is not None:
                 if python:
-                    note(f"{self.walk.shown(path)}: skipped, {problem}")
+                    note(f"{shown}: skipped, {problem}")
                 return None
-            if os.path.isdir(path):
-                note(f"{self.walk.shown(path)}: a symbolic link to a folder, not followed")
+            if os.path.isdir(entry.path):
+                note(f"{shown}: a symbolic link to a folder, not followed")
                 return None
+            regular = os.path.isfile(entry.path)
         if folder:
             return "folder"
         if not python:
             return None
-        try:
-            mode = path.stat().st_mode
-        except OSError as err:
-            note(f"{self.walk.shown(path)}: skipped, cannot tell what it is ({err.strerror or err})")
+        if not regular:
+            note(f"{shown}: skipped, not a regular file")
             return None
-        if not stat.S_ISREG(mode):
-            note(f"{self.walk.shown(path)}: skipped, not a regular file")
-            return None
-        return "file"
+        return "link" if link else "file"
 
 
-def _add(found: dict[Path, Path], file: Path) -> None:
+def _add(found: dict[str, str], file: str, real: str) -> None:
     """Count a file once, by its real path, under its own name rather than a link's."""
-    real = file.resolve()
     if real not in found or not os.path.islink(file):
         found[real] = file
 
@@ -160,7 +167,7 @@ def python_files(paths: Iterable[Path], walk: Walk) -> FileSet:
     """
     paths = list(paths)
     walker = _Walker(walk)
-    found: dict[Path, Path] = {}  # real path -> the path met
+    found: dict[str, str] = {}  # real path -> the path met
     walked: list[str] = []
     excluded = 0
     for given in paths:
@@ -176,10 +183,10 @@ def python_files(paths: Iterable[Path], walk: Walk) -> FileSet:
             continue
         if os.path.isdir(path):
             walked.append(walk.keyed(path))
-            for file in walker.files(path):
-                _add(found, file)
+            for file, real in walker.files(path):
+                _add(found, file, real)
         elif os.path.isfile(path):
-            _add(found, path)
+            _add(found, str(path), os.path.realpath(path))
         else:
             note(f"{given}: skipped, not a regular file")
     if not found and not walker.unreadable:
@@ -187,7 +194,7 @@ def python_files(paths: Iterable[Path], walk: Walk) -> FileSet:
             note(f"every path given ({excluded}) is excluded by the settings (--force-exclude): nothing to check")
             return FileSet(())
         raise NothingToCheck(f"{', '.join(map(str, paths))}: no Python file to check there")
-    files = sorted(((path, walk.keyed(path)) for path in found.values()), key=lambda item: item[1])
+    files = sorted(((Path(path), walk.keyed(path)) for path in found.values()), key=lambda item: item[1])
     shown = {key: walk.shown(path) for path, key in files if walk.shown(path) != key}
     shown |= {key: walk.shown(walk.root / key) for key, _ in walker.unreadable if walk.shown(walk.root / key) != key}
     return FileSet(tuple(files), tuple(walker.unreadable), tuple(walked), shown)

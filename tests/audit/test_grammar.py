@@ -3,8 +3,10 @@ Python's is read (through libcst), big files are parsed in pieces, and deep expr
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from warnonce_guard.audit import grammar
@@ -99,6 +101,11 @@ def test_a_big_source_parsed_in_pieces_has_the_findings_of_a_whole_parse(
     assert [f.code for f in whole[0]] == ["WOG001"] * 4 and [f.code for f in whole[1]] == ["WOG000"]
 
 
+def test_pieces_end_only_where_a_statement_starts_outside_strings_and_brackets() -> None:
+    starts = [TRICKY.index(line) for line in ("try:", "DATA", "@decorator")]
+    assert grammar.cuts(TRICKY) == [*starts, len(TRICKY)]
+
+
 @pytest.mark.parametrize("terms", [400, 2500])
 def test_a_deep_expression_is_a_finding(terms: int) -> None:
     deep = "+".join(["a"] * (terms - 1) + ["e"])
@@ -111,3 +118,41 @@ def test_an_expression_too_deep_for_the_parser_is_a_finding_not_a_traceback() ->
     deep = "+".join(["a"] * 5000)
     ((code, _, _, why),) = found(f'{HANDLER}    logger.warning_once("%s", {deep})\n')
     assert code == "WOG000" and "nested too deeply" in why
+
+
+UNIT = '''
+
+class Platform{n}:
+    """A platform.
+
+with a docstring line at column 0
+"""
+
+    @classmethod
+    def import_kernels(cls, x):
+        try:
+            import vllm._C  # noqa: F401
+        except ImportError as e:
+            logger.warning_once("Failed to import kernels %d: %r", {n}, e)
+        data = [
+1, 2, 3,
+        ]
+        return data
+'''
+
+
+@pytest.mark.slow
+def test_a_50_mb_file_is_audited_in_under_1_gib(tmp_path: Path) -> None:
+    count = 50_000_000 // len(UNIT) + 1
+    (tmp_path / "big.py").write_text("".join(UNIT.replace("{n}", str(n)) for n in range(count)))
+    script = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run([sys.executable, '-m', 'warnonce_guard.cli', 'audit', 'big.py', '--format', 'json'],"
+        " capture_output=True, text=True)\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024\n"
+        "print(done.returncode, len(done.stdout), peak)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
+    code, size, peak = map(int, done.stdout.split())
+    assert code == 1 and size > 0
+    assert peak < 1 << 30, f"peak memory {peak / 2**20:.0f} MiB"
