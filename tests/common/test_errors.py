@@ -31,6 +31,7 @@ def every_error_class() -> list[type[GuardError]]:
 
 # Exceptions a product raises and handles itself (or, for the guards' failures, pytest reports): never a user's error.
 INTERNAL = {
+    "warnonce_guard.audit.grammar": {"DoesNotParse"},
     "warnonce_guard.guards.blocker": {"BlockedKernelImport"},
     "warnonce_guard.guards.drive": {"CannotDrive"},
     "warnonce_guard.guards.outcome": {"GuardFailure", "LeakDetected", "SiteUnreached"},
