@@ -1,60 +1,176 @@
 """What a `*_once` call is, which of its arguments reach the cache, and the finding each one that can keep a
-live object makes (of the kind the liveness policy, `rule.liveness`, gives it).
+live object (or make the call raise) makes, of the kind the liveness policy (`rule.liveness`) gives it.
 
-A call is any `<receiver>.<name>(...)` whose method name ends in one of vLLM's four (`debug_once`,
-`info_once`, `warning_once`, `error_once`); bare-name calls (vLLM's own `_print_warning_once(...)`, the
-cache itself) are not audited. Every positional argument is checked, the message included (a string
-literal is safe anyway), and every keyword argument but `scope=`.
+A call is `<receiver>.<name>(...)` whose method name ends in one of vLLM's four (`debug_once`, `info_once`,
+`warning_once`, `error_once`), `getattr(<receiver>, "<name>")(...)`, or a call of a name (or `self.x`) the
+module binds to one of those (`warn = logger.warning_once`, `functools.partial(logger.warning_once, ...)`,
+`getattr(...)`: the module's `Aliases`). A `functools.partial` of one is a call too: the arguments it binds
+reach the cache when it is called. Bare-name calls that are no alias (vLLM's own `_print_warning_once(...)`,
+the cache itself) are not audited. Every positional argument is checked, the message included (a string
+literal is safe anyway), and every keyword: `scope=` is ignored, `msg=` is the message, and any other one
+(`exc_info=`, `extra=`) makes the call raise TypeError.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from warnonce_guard.audit.findings import Finding
-from warnonce_guard.rule.liveness import IGNORED_KEYWORDS, ONCE_METHODS, argument_kind
+from warnonce_guard.audit.fixes import Fix, Span, argument_fix, message_fix
+from warnonce_guard.audit.rules import BY_KIND
+from warnonce_guard.rule.liveness import (
+    IGNORED_KEYWORDS,
+    KEYWORD,
+    ONCE_KEYWORDS,
+    ONCE_METHODS,
+    argument_kind,
+)
+from warnonce_guard.rule.liveness import dotted_name as dotted
+
+_PARTIALS = frozenset({"partial", "functools.partial"})
 
 
-def once_level(call: ast.Call) -> str | None:
-    """The method a `*_once` call invokes (`logger.warning_once(...)` -> warning_once), else None."""
-    func = call.func
-    if isinstance(func, ast.Attribute) and any(func.attr.endswith(m) for m in ONCE_METHODS):
-        return func.attr
+@dataclass(frozen=True)
+class Reference:
+    """A `*_once` method as a value: which one, and how many positional arguments a partial binds before the call's."""
+
+    level: str
+    bound: int = 0
+
+
+Aliases = dict[str, Reference]  # dotted name (`warn`, `self._warn`) -> the method it holds
+
+
+def _once_name(name: str) -> bool:
+    return any(name.endswith(method) for method in ONCE_METHODS)
+
+
+def _getattr_once(node: ast.expr) -> str | None:
+    """`getattr(logger, "warning_once")` -> warning_once."""
+    if isinstance(node, ast.Call) and dotted(node.func) == "getattr" and len(node.args) == 2 and not node.keywords:
+        name = node.args[1]
+        if isinstance(name, ast.Constant) and isinstance(name.value, str) and _once_name(name.value):
+            return name.value
     return None
 
 
-def call_arguments(call: ast.Call) -> Iterator[tuple[str, ast.expr]]:
-    """(display text, value) for each argument to check: all positionals and every keyword but `scope=`."""
-    for arg in call.args:
-        yield ast.unparse(arg), arg
-    for kw in call.keywords:
-        if kw.arg in IGNORED_KEYWORDS:
+def _is_partial(node: ast.Call) -> bool:
+    return dotted(node.func) in _PARTIALS and bool(node.args) and not isinstance(node.args[0], ast.Starred)
+
+
+def reference(node: ast.expr, aliases: Aliases) -> Reference | None:
+    """The `*_once` method an expression evaluates to (not calls), or None."""
+    if isinstance(node, ast.Attribute) and _once_name(node.attr):
+        return Reference(node.attr)
+    if (level := _getattr_once(node)) is not None:
+        return Reference(level)
+    if (name := dotted(node)) is not None and name in aliases:
+        return aliases[name]
+    if isinstance(node, ast.Call) and _is_partial(node) and (inner := reference(node.args[0], aliases)) is not None:
+        return Reference(inner.level, inner.bound + len(node.args) - 1)
+    return None
+
+
+def aliases_in(tree: ast.AST, before: Aliases | None = None) -> Aliases:
+    """Every name or attribute the module (or a piece of it, after the pieces that found `before`) assigns a `*_once`
+    method to, in source order: `w = warn` follows `warn`."""
+    found: Aliases = dict(before or {})
+    assignments = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr))]
+    for node in sorted(assignments, key=lambda n: (n.lineno, n.col_offset)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if node.value is None or (held := reference(node.value, found)) is None:
             continue
+        for target in targets:
+            if (name := dotted(target)) is not None:
+                found[name] = held
+    return found
+
+
+@dataclass(frozen=True)
+class OnceCall:
+    """One call that reaches a `*_once` cache: the method, how it is shown, and the arguments the cache gets."""
+
+    node: ast.Call
+    level: str
+    shown: str  # in a finding's message: `logger.warning_once(...)`, `warn(...) (warning_once)`
+    args: list[ast.expr]  # positional arguments, from the message on unless `bound`
+    keywords: list[ast.keyword]
+    bound: int  # positional arguments a partial bound before these (the message among them when > 0)
+
+
+def once_call(call: ast.Call, aliases: Aliases) -> OnceCall | None:
+    """The call as a `*_once` call (a partial of one included), else None."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and _once_name(func.attr):
+        return OnceCall(call, func.attr, f"{ast.unparse(func)}(...)", call.args, call.keywords, 0)
+    if _is_partial(call) and (held := reference(call.args[0], aliases)) is not None:
+        shown = f"{ast.unparse(func)}({ast.unparse(call.args[0])}, ...)"
+        return OnceCall(call, held.level, shown, call.args[1:], call.keywords, held.bound)
+    held = reference(func, aliases)
+    if held is None:
+        return None
+    text = ast.unparse(func)
+    shown = f"{text}(...)" if text.endswith(held.level) else f"{text}(...) ({held.level})"
+    return OnceCall(call, held.level, shown, call.args, call.keywords, held.bound)
+
+
+def _span(node: ast.expr | ast.keyword | ast.Call) -> Span:
+    end = node.end_col_offset if node.end_col_offset is not None else node.col_offset
+    return Span(node.lineno, node.col_offset + 1, node.end_lineno or node.lineno, end + 1)
+
+
+def _fixes(once: OnceCall) -> dict[int, Fix]:
+    """The fix for each positional argument (by index into `once.args`) that formatting first can fix."""
+    if once.bound or not once.args or any(isinstance(a, ast.Starred) for a in once.args):
+        return {}
+    message, rest = once.args[0], once.args[1:]
+    fixes = {0: message_fix()}
+    if isinstance(message, ast.Constant) and isinstance(message.value, str):
+        for index in range(len(rest)):
+            if (fix := argument_fix(message.value, index, len(rest), _span(message))) is not None:
+                fixes[index + 1] = fix
+    return fixes
+
+
+def checked(once: OnceCall) -> Iterator[tuple[str, ast.expr | ast.keyword, str | None, Fix | None]]:
+    """(display text, value, kind if the argument makes the call raise whatever its value, fix) for each argument
+    to check; a keyword the methods do not take is its `ast.keyword`."""
+    fixes = _fixes(once)
+    for index, arg in enumerate(once.args):
+        yield ast.unparse(arg), arg, None, fixes.get(index)
+    for kw in once.keywords:
         text = ast.unparse(kw.value)
         if kw.arg is None:  # `**kwargs`, wrapped so that it classifies as starred
-            yield f"**{text}", ast.Starred(kw.value, ast.Load())
+            yield f"**{text}", ast.Starred(kw.value, ast.Load()), None, None
+        elif kw.arg in IGNORED_KEYWORDS:
+            continue
+        elif kw.arg not in ONCE_KEYWORDS or once.args or once.bound:  # `msg=` after a message: given twice
+            yield f"{kw.arg}={text}", kw, KEYWORD, None
         else:
-            yield f"{kw.arg}={text}", kw.value
+            yield f"{kw.arg}={text}", kw.value, None, message_fix()
 
 
 def call_findings(
-    call: ast.Call, level: str, file: str, qualname: str, live: frozenset[str], suppressed: str | None
+    once: OnceCall, file: str, qualname: str, live: frozenset[str], suppressed: str | None
 ) -> Iterator[Finding]:
     """A finding for each argument of the call that is not provably primitive, `live` naming the live exceptions."""
-    for text, value in call_arguments(call):
-        kind = argument_kind(value, live)
+    for text, value, raises, fix in checked(once):
+        kind = raises or (argument_kind(value, live) if isinstance(value, ast.expr) else None)
         if kind is not None:
-            at = value if hasattr(value, "lineno") else call
+            span = _span(value if hasattr(value, "lineno") else once.node)  # `**x` is wrapped: the call's
             yield Finding(
                 file,
-                at.lineno,
+                span.line,
                 qualname,
-                level,
+                once.level,
                 text,
                 kind,
-                column=at.col_offset + 1,
-                end_line=at.end_lineno or at.lineno,
-                end_column=(at.end_col_offset or at.col_offset) + 1,
+                column=span.column,
+                end_line=span.end_line,
+                end_column=span.end_column,
                 suppressed=suppressed,
+                call=once.shown,
+                fix=fix if BY_KIND[kind].fixable else None,
             )

@@ -7,12 +7,16 @@ argument text is `ast.unparse`d, so re-wrapping or re-quoting a call does not ch
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 
+from warnonce_guard.audit.fixes import MESSAGE, Fix
 from warnonce_guard.audit.rules import BY_KIND, UNCHECKED, Rule
 from warnonce_guard.rule.liveness import EXCEPTION
+
+_KEYWORD = re.compile(r"^\w+=(?!=)")  # an argument shown as `name=value` (ast.unparse spaces out `a == b`)
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,8 @@ class Finding:
     end_line: int = 0  # where the argument ends (1-based, end column exclusive)
     end_column: int = 0
     suppressed: str | None = None  # the reason of the pragma that accepts it (`# warnonce: ok <reason>`, a noqa)
+    call: str = ""  # the call as a message shows it: `logger.warning_once(...)`, `warn(...) (warning_once)`
+    fix: Fix | None = None  # how `--fix` formats the argument first, where that renders the message as before
 
     @property
     def key(self) -> str:
@@ -45,9 +51,18 @@ class Finding:
         return self.rule.code
 
     @property
+    def formatted(self) -> str:
+        """The call's arguments with this one formatted first, as the fix writes them: `"%s", repr(err)` (`repr`
+        where no fix is known), or `str(err)` for a message."""
+        value = _KEYWORD.sub("", self.argument)  # `msg=err`: its value
+        if self.fix is not None and self.fix.index == MESSAGE:
+            return f"{self.fix.wrapper}({value})"
+        return f'"%s", {self.fix.wrapper if self.fix else "repr"}({value})'
+
+    @property
     def message(self) -> str:
-        """One line for a human: what reaches the cache and what to do."""
-        return self.rule.render(f"logger.{self.level}(...)", self.argument)
+        """One line for a human: what reaches the cache (or makes the call raise) and what to do."""
+        return self.rule.render(self.call or f"logger.{self.level}(...)", self.argument, self.formatted)
 
     def to_json(self) -> dict[str, object]:
         return {**asdict(self), "key": self.key, "code": self.code}

@@ -17,8 +17,9 @@ from importlib import metadata
 from typing import Any
 
 from warnonce_guard.audit.baseline import Comparison
+from warnonce_guard.audit.docs import help_text, section
 from warnonce_guard.audit.findings import AuditResult, Finding
-from warnonce_guard.audit.rules import CACHE_CONTRACT, HELP_URI
+from warnonce_guard.audit.rules import CACHE_CONTRACT
 from warnonce_guard.audit.selection import DEFAULT, failing, selected
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -143,7 +144,12 @@ def _sarif_result(f: Finding, rule_index: dict[str, int], state: str | None) -> 
 
 
 def sarif(report: AuditReport) -> str:
-    """A SARIF 2.1.0 log: one rule per selected code, one result per reported finding (new, accepted or pragma'd)."""
+    """A SARIF 2.1.0 log: one rule per selected code, one result per reported finding (new, accepted or pragma'd).
+
+    Each rule's `help` is its section of docs/rules.md (code scanning shows it with the alert). There is no
+    `helpUri` nor `informationUri`: SARIF wants absolute URIs there (GitHub's upload rejects a relative one), and
+    the documentation has no address of its own beyond the repository's `docs/rules.md`, which `help` names.
+    """
     rules = selected(report.codes)
     rule_index = {rule.code: i for i, rule in enumerate(rules)}
     accepted = {f.key for f in report.comparison.accepted}
@@ -160,7 +166,7 @@ def sarif(report: AuditReport) -> str:
             "shortDescription": {"text": rule.summary},
             "fullDescription": {"text": CACHE_CONTRACT},
             "defaultConfiguration": {"level": rule.severity},
-            "helpUri": HELP_URI,
+            "help": {"text": help_text(rule), "markdown": section(rule)},
         }
         for rule in rules
     ]
@@ -172,7 +178,6 @@ def sarif(report: AuditReport) -> str:
                 "tool": {
                     "driver": {
                         "name": "warnonce-guard",
-                        "informationUri": HELP_URI,
                         "version": _tool_version(),
                         "rules": descriptors,
                     }

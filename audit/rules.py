@@ -1,7 +1,8 @@
-"""The audit's rule table (ruff's `codes.rs`): every code, with all a writer or the command line says about it.
+"""The audit's rule table (ruff's `codes.rs`): every code, with all a writer, the docs or the command line say about it.
 
-A finding's kind (the liveness policy's answer, `rule.liveness.argument_kind`) picks its rule. The text, JSON,
-GitHub and SARIF writers and the command line read this table and nothing else: a new rule is one row.
+A finding's kind (the liveness policy's answer, `rule.liveness.argument_kind`, or `KEYWORD` for a keyword the
+`*_once` methods do not take) picks its rule. The text, JSON, GitHub and SARIF writers, `docs/rules.md` and the
+command line read this table and nothing else: a new rule is one row.
 """
 
 from __future__ import annotations
@@ -9,43 +10,53 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from warnonce_guard.rule.liveness import EXCEPTION
+from warnonce_guard.rule.liveness import EXCEPTION, KEYWORD, UNHASHABLE
 
-# The tool's documentation of the rules (SARIF informationUri and each rule's helpUri).
-HELP_URI = "https://github.com/vllm-project/vllm/pull/54098"
+# The tool's documentation of the rules, generated from this table (`python -m tools.readme`), in the repository.
+DOCS = "docs/rules.md"
 # What every rule is about (SARIF fullDescription).
 CACHE_CONTRACT = (
     "vLLM's logger *_once methods are functools.lru_cache'd on their arguments: an argument that is not an "
     "immutable primitive stays alive until 128 newer distinct calls evict it, which for a once-per-process warning "
-    "is the life of the process."
+    "is the life of the process; one that cannot be hashed makes the call raise TypeError."
 )
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One code: what it reports, how it is named and how bad it is, and the message of its findings."""
+    """One code: what it reports, how it is named and how bad it is, the message of its findings, and an example."""
 
     code: str  # WOG001: `path:line:col: CODE message`, SARIF ruleId, the JSON's `code`
-    kind: str  # the liveness policy's kind of argument it reports
+    kind: str  # the kind of argument it reports
     name: str  # SARIF rule name, GitHub annotation title
     summary: str  # one line (SARIF shortDescription)
     severity: Literal["error", "warning"]  # the default selection is every error; a warning is reported when selected
-    message: str  # a finding's message: {call}, {argument} and {kind} are filled in
-    fix: str  # what to do about it, said after the message
-    example: str  # an argument it reports, in a handler where `e` is the live exception (a module, if it has lines)
+    message: str  # a finding's message: {call}, {argument}, {kind} and {formatted} are filled in
+    fix: str  # what to do about it, said after the message (same fields)
+    example: str  # a call making one finding, in a handler `except ImportError as e:` (docs/rules.md, the tests)
+    fixed: str  # that call as the fix writes it (by `--fix` when `fixable`, else by hand)
+    fixable: bool = True  # `--fix` formats the argument first (where that renders the message as before)
 
-    def render(self, call: str, argument: str) -> str:
+    def render(self, call: str, argument: str, formatted: str) -> str:
         """A finding's one line: the message, then the fix."""
-        return f"{self.message}; {self.fix}".format(call=call, argument=argument, kind=self.kind)
+        fields = {"call": call, "argument": argument, "kind": self.kind, "formatted": formatted}
+        return f"{self.message}; {self.fix}".format(**fields)
+
+    @property
+    def anchor(self) -> str:
+        """Where `docs/rules.md` documents it."""
+        return f"{DOCS}#{self.code.lower()}"
 
 
 _KEPT = "{call} passes `{argument}` ({kind}), not provably an immutable primitive: the lru_cache keeps whatever it is"
-_PRIMITIVE = "pass a str, number or a tuple of those"
+_PRIMITIVE = "pass a str, number or a tuple of those ({formatted})"
 
 
-def _kept(code: str, kind: str, name: str, summary: str, example: str) -> Rule:
+def _kept(
+    code: str, kind: str, name: str, summary: str, example: str, fixed: str, fix: str = _PRIMITIVE, fixable: bool = True
+) -> Rule:
     """A rule for an argument that is not provably primitive but carries no live exception (a warning)."""
-    return Rule(code, kind, name, summary, "warning", _KEPT, _PRIMITIVE, example)
+    return Rule(code, kind, name, summary, "warning", _KEPT, fix, example, fixed, fixable)
 
 
 # The kinds of the findings that are not about an argument: a file the audit cannot check, and pragmas.
@@ -62,7 +73,9 @@ RULES: tuple[Rule, ...] = (
         "error",
         "not checked: {argument}",
         "make it readable Python, or exclude it",
-        "logger.warning_once('%s', e\n",
+        'logger.warning_once("Failed to import my_plugin._C: %s", repr(e)',
+        'logger.warning_once("Failed to import my_plugin._C: %s", repr(e))',
+        fixable=False,
     ),
     Rule(
         "WOG001",
@@ -72,40 +85,102 @@ RULES: tuple[Rule, ...] = (
         "error",
         "{call} passes `{argument}`, a live exception: the lru_cache keeps it, its traceback and every frame on it "
         "for the life of the process",
-        'format it first ("%s", repr(e))',
-        "e",
-    ),
-    _kept("WOG002", "name", "NameInOnceCache", "A variable of unknown type reaches a *_once lru_cache", "x"),
-    _kept(
-        "WOG003", "attribute", "AttributeInOnceCache", "An attribute of unknown type reaches a *_once lru_cache", "x.y"
+        "format it first ({formatted})",
+        'logger.warning_once("Failed to import my_plugin._C: %r", e)',
+        'logger.warning_once("Failed to import my_plugin._C: %s", repr(e))',
     ),
     _kept(
-        "WOG004", "subscript", "SubscriptInOnceCache", "A subscript of unknown type reaches a *_once lru_cache", "x[0]"
+        "WOG002",
+        "name",
+        "NameInOnceCache",
+        "A variable of unknown type reaches a *_once lru_cache",
+        'logger.info_once("Using backend %s", backend)',
+        'logger.info_once("Using backend %s", str(backend))',
     ),
-    _kept("WOG005", "call", "CallInOnceCache", "A call result of unknown type reaches a *_once lru_cache", "f(x)"),
+    _kept(
+        "WOG003",
+        "attribute",
+        "AttributeInOnceCache",
+        "An attribute of unknown type reaches a *_once lru_cache",
+        'logger.info_once("Running on %s", self.device)',
+        'logger.info_once("Running on %s", str(self.device))',
+    ),
+    _kept(
+        "WOG004",
+        "subscript",
+        "SubscriptInOnceCache",
+        "A subscript of unknown type reaches a *_once lru_cache",
+        'logger.info_once("First shape: %s", shapes[0])',
+        'logger.info_once("First shape: %s", str(shapes[0]))',
+    ),
+    _kept(
+        "WOG005",
+        "call",
+        "CallInOnceCache",
+        "A call result of unknown type reaches a *_once lru_cache",
+        'logger.info_once("Config: %r", describe(config))',
+        'logger.info_once("Config: %s", repr(describe(config)))',
+    ),
     _kept(
         "WOG006",
         "container",
         "ContainerInOnceCache",
-        "A mutable or non-primitive container reaches a *_once lru_cache",
-        "(x, 1)",
+        "A tuple or generator of unknown items reaches a *_once lru_cache",
+        'logger.info_once("Pair: %s", (name, config))',
+        'logger.info_once("Pair: %s", str((name, config)))',
     ),
     _kept(
-        "WOG007", "starred", "StarredInOnceCache", "Unpacked arguments of unknown type reach a *_once lru_cache", "*x"
+        "WOG007",
+        "starred",
+        "StarredInOnceCache",
+        "Unpacked arguments of unknown type reach a *_once lru_cache",
+        'logger.info_once("%s and %s", *pair)',
+        'logger.info_once("%s and %s", str(pair[0]), str(pair[1]))',
+        fix="pass each value as its own argument, formatted first (str(x), repr(x))",
+        fixable=False,
     ),
     _kept(
         "WOG008",
         "lambda",
         "LambdaInOnceCache",
         "A lambda (and what it closes over) reaches a *_once lru_cache",
-        "lambda: x",
+        'logger.info_once("Callback: %s", lambda: config)',
+        'logger.info_once("Callback for %s", str(config))',
+        fix="pass what it would compute, formatted first (str(x), repr(x))",
+        fixable=False,
     ),
     _kept(
         "WOG009",
         "expression",
         "ExpressionInOnceCache",
         "An expression of unknown type reaches a *_once lru_cache",
-        "x + 1",
+        'logger.info_once("Next step: %s", step + 1)',
+        'logger.info_once("Next step: %s", str(step + 1))',
+    ),
+    Rule(
+        "WOG010",
+        UNHASHABLE,
+        "UnhashableArgumentToOnceCall",
+        "An argument a *_once lru_cache cannot hash: the call raises TypeError",
+        "error",
+        "{call} passes `{argument}`, which cannot be hashed: the lru_cache raises TypeError when the call logs, "
+        "and nothing is logged",
+        "format it first ({formatted}), or pass a tuple",
+        'logger.warning_once("Unsupported options: %s", [name, mode])',
+        'logger.warning_once("Unsupported options: %s", str([name, mode]))',
+    ),
+    Rule(
+        "WOG011",
+        KEYWORD,
+        "UnexpectedKeywordToOnceCall",
+        "A keyword the *_once methods do not take: the call raises TypeError",
+        "error",
+        "{call} passes `{argument}`, which the *_once methods do not take (they take msg once, *args and scope): "
+        "the call raises TypeError and nothing is logged",
+        "drop it (for a traceback, log with the uncached logger.warning(..., exc_info=True))",
+        'logger.warning_once("Failed to import my_plugin._C: %s", repr(e), exc_info=True)',
+        'logger.warning_once("Failed to import my_plugin._C: %s", repr(e))',
+        fixable=False,
     ),
     Rule(
         "WOG100",
@@ -114,8 +189,10 @@ RULES: tuple[Rule, ...] = (
         "A `# warnonce: ok` pragma without a reason: it accepts nothing",
         "error",
         "`{argument}` has no reason, so it accepts nothing",
-        "say why the call is fine after it (`# warnonce: ok[WOG001] re-raised below`)",
-        "logger.warning_once('%s', 1)  # warnonce: ok\n",
+        "say why the call is fine after it (`# warnonce: ok[WOG001] re-raised below`), or remove it",
+        'logger.warning_once("Failed to import my_plugin._C: %s", repr(e))  # warnonce: ok',
+        'logger.warning_once("Failed to import my_plugin._C: %s", repr(e))',
+        fixable=False,
     ),
     Rule(
         "WOG101",
@@ -125,7 +202,9 @@ RULES: tuple[Rule, ...] = (
         "warning",
         "`{argument}` accepts no finding",
         "remove it (or the codes it names that match nothing)",
-        "logger.warning_once('%s', 1)  # warnonce: ok[WOG001] the message is a literal\n",
+        'logger.warning_once("Failed to import my_plugin._C: %s", repr(e))  # warnonce: ok[WOG001] formatted first',
+        'logger.warning_once("Failed to import my_plugin._C: %s", repr(e))',
+        fixable=False,
     ),
 )
 BY_KIND = {rule.kind: rule for rule in RULES}

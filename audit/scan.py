@@ -1,7 +1,8 @@
 """Scanning one module: every finding of its source text, following which names hold a live exception where.
 
 The liveness policy (`rule.liveness`) says what an argument is, given the names bound to a live
-exception; this module tracks those names through the statements: a name bound by an enclosing
+exception; this module tracks those names through the statements (and, for the whole module, the names
+bound to a `*_once` method: `calls.aliases_in`): a name bound by an enclosing
 `except ... as NAME` (also inside nested functions and lambdas, which close over it) or a name assigned
 from one (`err = e`). A name re-bound to something without the exception (`e = str(e)`) no longer
 counts; a re-binding inside a branch does not clear it after the branch (either path may run).
@@ -15,18 +16,23 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from warnonce_guard.audit.calls import call_findings, once_level
+from warnonce_guard.audit import grammar
+from warnonce_guard.audit.calls import Aliases, OnceCall, aliases_in, call_findings, once_call
 from warnonce_guard.audit.findings import Finding, numbered, unchecked
 from warnonce_guard.audit.grammar import DoesNotParse, modules
 from warnonce_guard.audit.pragmas import MENTIONED, Pragmas, Span
 from warnonce_guard.rule.liveness import carries, params
 
-# A file without this text holds no `*_once` call: it is not parsed.
-PREFILTER = "_once("
+# A file without this text holds no `*_once` call (nor an alias of one): it is not parsed.
+PREFILTER = "_once"
+# A `*_once` method named but not called right there (`warn = logger.warning_once`, `getattr(x, "info_once")`):
+# only then is the module searched for aliases.
+_REFERENCED = re.compile(r"_once\b(?!\s*\()")
 # How much deeper than Python's recursion limit a file whose expressions nest deeply is scanned (ast.parse itself
 # reads expressions about 3 times as deep as the limit; scanning takes a few frames per level).
 DEEPER = 20
@@ -39,13 +45,20 @@ def _stored_names(target: ast.AST) -> set[str]:
 class _Scanner:
     """Walks statements in order, tracking which names hold a live exception, and records findings."""
 
-    def __init__(self, file: str, source: str) -> None:
+    def __init__(self, file: str, source: str, aliases: Aliases) -> None:
         self.file = file
         self.lines = source.split("\n")
         self.raw: list[Finding] = []
         self.pragmas = Pragmas(file, self.lines)
-        # Lines holding `_once`: code spanning none of them holds no call to look at (a 2x speed-up).
-        self.once_lines = [n for n, text in enumerate(self.lines, 1) if "_once" in text]  # as ast counts lines
+        self.aliases = aliases
+        # Lines holding `_once` (or an alias): code spanning none of them holds no call to look at (a 2x speed-up).
+        words = ["_once", *{name.rsplit(".", 1)[-1] for name in aliases}]
+        if aliases:
+            self.once_lines = [n for n, text in enumerate(self.lines, 1) if any(w in text for w in words)]
+        else:
+            self.once_lines = [n for n, text in enumerate(self.lines, 1) if "_once" in text]  # as ast counts lines
+        # Without a handler's name in scope, only `sys`'s view of the handled exception can be live.
+        self.mentions_sys = "sys" in source
 
     def touches(self, node: ast.AST) -> bool:
         """Whether the node's lines (decorators included) include a line holding `_once` (True if unknown)."""
@@ -125,7 +138,7 @@ class _Scanner:
             pairs = [(ast.Name((a.asname or a.name).split(".")[0]), None) for a in stmt.names]
         for target, value in pairs:
             bound = _stored_names(target)
-            if value is not None and carries(value, live):
+            if value is not None and (live or self.mentions_sys) and carries(value, live):
                 live |= bound
             elif not isinstance(stmt, ast.AugAssign):
                 live -= bound
@@ -140,15 +153,15 @@ class _Scanner:
         if isinstance(node, ast.Lambda):
             live = live - params(node.args)
         elif isinstance(node, ast.Call):
-            level = once_level(node)
-            if level is not None:
-                self.record(node, level, names, live)
+            once = once_call(node, self.aliases)
+            if once is not None:
+                self.record(once, names, live)
         for child in ast.iter_child_nodes(node):
             self.calls(child, names, live)
 
-    def record(self, call: ast.Call, level: str, names: tuple[str, ...], live: frozenset[str]) -> None:
-        qualname = ".".join(names) or "<module>"
-        found = list(call_findings(call, level, self.file, qualname, live, None))
+    def record(self, once: OnceCall, names: tuple[str, ...], live: frozenset[str]) -> None:
+        qualname, call = ".".join(names) or "<module>", once.node
+        found = list(call_findings(once, self.file, qualname, live, None))
         first, last = call.lineno, call.end_lineno or call.lineno
         if found and any("#" in self.lines[n - 1] for n in range(first, last + 1)):
             found = self.pragmas.accept(found, first, last, _strings(call), qualname)
@@ -174,10 +187,24 @@ def _deeper() -> Iterator[None]:
         sys.setrecursionlimit(limit)
 
 
+def _pieces(source: str) -> tuple[Iterable[ast.Module], Aliases]:
+    """The module's pieces to scan, and the aliases of `*_once` methods it assigns, over all of it (a big file whose
+    source names a `*_once` method without calling it is parsed twice: once for its aliases)."""
+    if not _REFERENCED.search(source):
+        return modules(source), {}
+    whole = list(modules(source)) if len(source) <= 2 * grammar.CHUNK else None  # one piece: parsed once
+    aliases: Aliases = {}
+    for module in whole or modules(source):
+        aliases = aliases_in(module, aliases)
+    return whole or modules(source), aliases
+
+
 def _scanned(source: str, file: str) -> list[Finding]:
-    scanner, live = _Scanner(file, source), set[str]()
+    live = set[str]()
     try:
-        for module in modules(source):  # module-level names bound to a live exception carry over between pieces
+        pieces, aliases = _pieces(source)
+        scanner = _Scanner(file, source, aliases)
+        for module in pieces:  # module-level names bound to a live exception carry over between pieces
             scanner.block(module.body, (), live)
     except DoesNotParse as err:
         return [unchecked(file, err.reason, err.line, err.column)]
@@ -185,7 +212,7 @@ def _scanned(source: str, file: str) -> list[Finding]:
 
 
 def findings_in_source(source: str, file: str) -> list[Finding]:
-    """Every finding in one file's source text: without `_once(` it is not parsed (only its pragmas are read)."""
+    """Every finding in one file's source text: without `_once` it is not parsed (only its pragmas are read)."""
     if PREFILTER not in source:
         return numbered(Pragmas(file, source.split("\n")).findings(source)) if MENTIONED.search(source) else []
     try:

@@ -6,10 +6,17 @@ one argument expression (an `ast.expr`), given the names that hold a live except
 
 - None: provably an immutable primitive (str, int, float, bool, None, bytes, or a tuple of those):
   nothing can be kept alive through it.
+- `unhashable`: provably a list, dict, set or bytearray (a display, a comprehension, `list(...)`, `dict(...)`,
+  `set(...)`, `sorted(...)`, `bytearray(...)`, an operator on one of those, or a tuple holding one): the
+  lru_cache cannot hash it, so the call raises TypeError (whenever it logs) and keeps nothing. It comes before
+  `exception`: `[e]` raises, it does not cache `e`.
 - `exception`: the exception object itself (and with it its traceback, every frame on it and their
-  locals) can reach the cache: `e`, `e.__traceback__`, `(e, 1)`, `foo(e)`, `e.with_traceback(None)`.
+  locals) can reach the cache: `e`, `e.__traceback__`, `(e, 1)`, `foo(e)`, `e.with_traceback(None)`, and the
+  exception being handled as `sys` gives it, named or not: `sys.exc_info()` (and `[1]`, `[2]`: the exception,
+  its traceback), `sys.exception()`, `sys.last_value`, `sys.last_exc`, `sys.last_traceback`.
 - any other kind (`name`, `attribute`, `call`, ...): not provably primitive, but it carries no live
-  exception: `x`, `e.args` (the exception's arguments, not the exception), `type(e)` (its class).
+  exception: `x`, `e.args` (the exception's arguments, not the exception), `type(e)` (its class),
+  `sys.exc_info()[0]` (the class being handled).
 
 Reading the exception's data does not carry it: `e.args`, `e.name`, `e.msg`, `e.path` and the other
 attributes in `EXCEPTION_DATA` hold what the exception was made with, and `type(e)` is its class. Any
@@ -23,7 +30,13 @@ f-strings, `repr/str/ascii/format/hex/oct/bin/chr(...)`,
 `type(x).__name__` and `type(x).__qualname__`, `not x`, `x is/is not/in/not in y`, and operators,
 comparisons, `and`/`or`, conditional expressions and tuples whose operands are all safe. NOT safe:
 `x.__name__` and `x.__class__.__name__` (an attribute can be a property returning anything; `type(x)`
-cannot be overridden). Shadowed builtins (`str = ...`) are not detected.
+cannot be overridden). Shadowed builtins (`str = ...`) are not detected, nor `sys` imported under
+another name or `from sys import exc_info`.
+
+What the `*_once` methods accept is vLLM's (`vllm/logger.py`, 0.33.0): `debug_once/info_once/warning_once/
+error_once(msg, *args, scope=...)` pass `msg` and `args` to an lru_cache'd `_print_*_once(logger, msg, *args)`;
+any other keyword (`exc_info=`, `extra=`, `stack_info=`, `stacklevel=`) raises TypeError before anything is
+logged (`ONCE_KEYWORDS`).
 
 `EXAMPLES` is the policy as a table; one test checks every row, and the README shows it.
 """
@@ -34,10 +47,14 @@ import ast
 from typing import NamedTuple
 
 EXCEPTION = "exception"
+UNHASHABLE = "unhashable"
+KEYWORD = "keyword"  # not an argument's kind but the call's: a keyword the `*_once` methods do not take
 # vLLM's cached logger methods (`vllm.logger`): what they are passed, their lru_cache keeps.
 ONCE_METHODS = frozenset({"debug_once", "info_once", "warning_once", "error_once"})
 # vLLM's `*_once(msg, *args, scope=...)`: every argument reaches the cache but `scope`, which only picks a process.
 IGNORED_KEYWORDS = frozenset({"scope"})
+# The only keywords the `*_once` methods take: any other one makes the call raise TypeError.
+ONCE_KEYWORDS = frozenset({"msg", "scope"})
 # Attributes of an exception that hold its data (primitives, or the values it was made with), never itself.
 EXCEPTION_DATA = frozenset(
     {"args", "name", "path", "msg", "errno", "strerror", "filename", "filename2", "winerror", "characters_written"}
@@ -49,16 +66,19 @@ _PRIMITIVE_BUILTINS = _STR_BUILTINS | frozenset(
 )
 _STR_METHODS = frozenset({"format", "join"})
 _TYPE_NAME_ATTRS = frozenset({"__name__", "__qualname__"})
+# Builtins that always return a list, dict, set or bytearray (or raise): what they return cannot be hashed.
+_UNHASHABLE_BUILTINS = frozenset({"list", "dict", "set", "sorted", "bytearray", "vars"})
+_UNHASHABLE_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
+# `sys`'s view of the exception being handled (or the last one unhandled): calls, then attributes.
+_SYS_EXCEPTION_CALLS = frozenset({"exc_info", "exception"})
+_SYS_EXCEPTION_ATTRS = frozenset({"last_value", "last_exc", "last_traceback"})
 _BOOL_COMPARISONS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 _KINDS: tuple[tuple[type[ast.AST] | tuple[type[ast.AST], ...], str], ...] = (
     (ast.Name, "name"),
     (ast.Attribute, "attribute"),
     (ast.Subscript, "subscript"),
     (ast.Call, "call"),
-    (
-        (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp),
-        "container",
-    ),
+    ((ast.Tuple, ast.GeneratorExp), "container"),
     (ast.Starred, "starred"),
     (ast.Lambda, "lambda"),
 )
@@ -84,12 +104,29 @@ EXAMPLES: tuple[LivenessExample, ...] = (
     LivenessExample("foo(e)", EXCEPTION),
     LivenessExample("e.with_traceback(None)", EXCEPTION),
     LivenessExample("e.__class__.__name__", EXCEPTION),
+    LivenessExample("sys.exc_info()[1]", EXCEPTION),
+    LivenessExample("sys.exception()", EXCEPTION),
+    LivenessExample("[e]", UNHASHABLE),
+    LivenessExample("sorted(x)", UNHASHABLE),
+    LivenessExample("{x: 1}", UNHASHABLE),
+    LivenessExample("(x, [1])", UNHASHABLE),
     LivenessExample("e.args", "attribute"),
     LivenessExample("e.name", "attribute"),
     LivenessExample("e.args[0]", "subscript"),
     LivenessExample("type(e)", "call"),
+    LivenessExample("sys.exc_info()[0]", "subscript"),
     LivenessExample("x", "name"),
 )
+
+
+def dotted_name(node: ast.expr) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted_name(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
 
 
 def _builtin_name(call: ast.Call) -> str | None:
@@ -141,6 +178,36 @@ def is_safe(node: ast.expr) -> bool:
     return False
 
 
+def is_unhashable(node: ast.expr) -> bool:
+    """Provably a list, dict, set or bytearray (or an operation that raises TypeError): hashing it raises."""
+    if isinstance(node, _UNHASHABLE_DISPLAYS):
+        return True
+    if isinstance(node, ast.Call):
+        return _builtin_name(node) in _UNHASHABLE_BUILTINS
+    if isinstance(node, ast.Tuple):
+        return any(is_unhashable(el) for el in node.elts)
+    if isinstance(node, ast.BinOp):  # `[a] + xs`, `{a} | s`: one of those again, or TypeError (`fmt % [a]`: a str)
+        return is_unhashable(node.left) or (not isinstance(node.op, ast.Mod) and is_unhashable(node.right))
+    return False
+
+
+def _is_sys(node: ast.expr, names: frozenset[str]) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr in names and dotted_name(node.value) == "sys"
+
+
+def handled_exception(node: ast.AST) -> bool | None:
+    """True for `sys`'s view of the exception being handled (`sys.exc_info()`, `sys.exception()`, ...), False for
+    the class alone (`sys.exc_info()[0]`), None for anything else."""
+    if isinstance(node, ast.Call):
+        return True if _is_sys(node.func, _SYS_EXCEPTION_CALLS) else None
+    if isinstance(node, ast.Attribute):
+        return True if _is_sys(node, _SYS_EXCEPTION_ATTRS) else None
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and handled_exception(node.value):
+        index = node.slice
+        return False if isinstance(index, ast.Constant) and index.value == 0 else None
+    return None
+
+
 def params(args: ast.arguments) -> set[str]:
     """The names a function's or lambda's parameters bind."""
     every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
@@ -148,9 +215,13 @@ def params(args: ast.arguments) -> set[str]:
 
 
 def carries(node: ast.AST, live: frozenset[str] | set[str]) -> bool:
-    """Whether a live exception named in `live` can reach the expression's value (not through a safe part)."""
-    if not live or (isinstance(node, ast.expr) and is_safe(node)):
+    """Whether a live exception (one named in `live`, or the one being handled) can reach the expression's value
+    (not through a safe part)."""
+    if isinstance(node, ast.expr) and is_safe(node):
         return False
+    handled = handled_exception(node)
+    if handled is not None:
+        return handled
     if isinstance(node, ast.Name):
         return node.id in live
     if isinstance(node, ast.Attribute) and node.attr in EXCEPTION_DATA:
@@ -163,9 +234,11 @@ def carries(node: ast.AST, live: frozenset[str] | set[str]) -> bool:
 
 
 def argument_kind(node: ast.expr, live: frozenset[str] | set[str] = frozenset()) -> str | None:
-    """None for a safe argument, else its kind (`exception` first: see the module docstring)."""
+    """None for a safe argument, else its kind (`unhashable`, then `exception` first: see the module docstring)."""
     if is_safe(node):
         return None
+    if is_unhashable(node):
+        return UNHASHABLE
     if carries(node, live):
         return EXCEPTION
     return next((kind for types, kind in _KINDS if isinstance(node, types)), "expression")

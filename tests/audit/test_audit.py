@@ -97,9 +97,20 @@ def test_safe_argument_is_not_reported(arg: str) -> None:
         ("x.__class__.__name__", "attribute"),
         ("sep.join(xs)", "call"),
         ("(x, 1)", "container"),
-        ("[1, 2]", "container"),
-        ("{'a': 1}", "container"),
-        ("[y for y in xs]", "container"),
+        ("(y for y in xs)", "container"),
+        ("[1, 2]", "unhashable"),
+        ("{'a': 1}", "unhashable"),
+        ("{x}", "unhashable"),
+        ("[y for y in xs]", "unhashable"),
+        ("{y: 1 for y in xs}", "unhashable"),
+        ("sorted(xs)", "unhashable"),
+        ("list(xs)", "unhashable"),
+        ("(1, [x])", "unhashable"),
+        ("[e]", "unhashable"),
+        ("sys.exc_info()[1]", "exception"),
+        ("sys.exc_info()", "exception"),
+        ("sys.exception()", "exception"),
+        ("sys.exc_info()[0]", "subscript"),
         ("*xs", "starred"),
         ("lambda: 1", "lambda"),
         ("x + 1", "expression"),
@@ -123,9 +134,22 @@ def test_message_that_is_not_a_literal_is_checked_like_any_argument() -> None:
 def test_keywords_are_checked_except_scope() -> None:
     source = """\
         logger.warning_once("msg", scope=where)
-        logger.warning_once("msg", extra=payload, **kw)
+        logger.warning_once(msg=text)
+        logger.warning_once("msg", **kw)
     """
-    assert kinds(source) == [("extra=payload", "name"), ("**kw", "starred")]
+    assert kinds(source) == [("msg=text", "name"), ("**kw", "starred")]
+
+
+@pytest.mark.parametrize("keyword", ["exc_info=True", "extra={'a': e}", "stack_info=True", "stacklevel=2"])
+def test_a_keyword_the_once_methods_do_not_take_makes_the_call_raise(keyword: str) -> None:
+    (finding,) = find(logged(f"repr(e), {keyword}"))
+    assert (finding.argument, finding.kind, finding.code) == (keyword, "keyword", "WOG011")
+    assert "raises TypeError" in finding.message and "kept by the cache" not in finding.message
+    assert finding.fix is None
+
+
+def test_a_message_given_twice_makes_the_call_raise() -> None:
+    assert kinds('logger.warning_once("a", msg="b")') == [("msg='b'", "keyword")]
 
 
 def test_every_once_level_and_any_receiver_is_audited_but_plain_calls_are_not() -> None:
@@ -143,6 +167,94 @@ def test_every_once_level_and_any_receiver_is_audited_but_plain_calls_are_not() 
         ("error_once", "c"),
         ("print_warning_once", "d"),
     ]
+
+
+# ---- aliases: the *_once methods as values -------------------------------------------------------
+
+
+def test_aliases_of_the_once_methods_are_followed_within_the_module() -> None:
+    source = """\
+        import functools
+        warn = logger.warning_once
+        again = warn
+        note = getattr(logger, "info_once")
+
+        class Platform:
+            def __init__(self):
+                self._debug = logger.debug_once
+
+            def import_kernels(self):
+                try:
+                    pass
+                except ImportError as e:
+                    warn("Failed: %r", e)
+                    again("Failed: %r", e)
+                    note("Failed: %s", e)
+                    self._debug("Failed: %s", e)
+                    getattr(logger, "error_once")("Failed: %s", e)
+                    warning("Failed: %s", e)  # not an alias: plain logging, not audited
+    """
+    found = find(source)
+    assert [(f.level, f.argument, f.kind) for f in found] == [
+        ("warning_once", "e", "exception"),
+        ("warning_once", "e", "exception"),
+        ("info_once", "e", "exception"),
+        ("debug_once", "e", "exception"),
+        ("error_once", "e", "exception"),
+    ]
+    assert found[0].message.startswith("warn(...) (warning_once) passes `e`")
+    assert found[3].message.startswith("self._debug(...) (debug_once) passes `e`")
+
+
+def test_a_partial_of_a_once_method_passes_what_it_binds_and_what_it_is_called_with() -> None:
+    source = """\
+        import functools
+        from functools import partial
+        try:
+            pass
+        except ImportError as e:
+            bound = functools.partial(logger.warning_once, "Failed: %r", e)
+            later = partial(logger.info_once, "Failed: %s")
+            later(e)
+    """
+    found = find(source)
+    assert [(f.line, f.level, f.argument, f.kind) for f in found] == [
+        (6, "warning_once", "e", "exception"),
+        (8, "info_once", "e", "exception"),
+    ]
+    assert found[0].message.startswith("functools.partial(logger.warning_once, ...) passes `e`")
+    assert found[0].fix is not None and found[1].fix is None  # the partial's message is elsewhere: not fixed
+
+
+def test_a_module_without_an_alias_is_not_searched_for_one() -> None:
+    source = """\
+        try:
+            pass
+        except ImportError as e:
+            warn("Failed: %r", e)
+    """
+    assert find(source) == []
+
+
+# ---- what a finding says to do --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "hint"),
+    [
+        ('logger.warning_once("Failed: %r", err)', 'format it first ("%s", repr(err))'),
+        ('logger.warning_once("Failed: %s", err)', 'format it first ("%s", str(err))'),
+        ('logger.warning_once("Failed: %a", err)', 'format it first ("%s", ascii(err))'),
+        ('logger.warning_once("Failed: %s", (err, 1))', 'format it first ("%s", str((err, 1)))'),
+        ("logger.warning_once(err)", "format it first (str(err))"),
+        ('logger.warning_once("Failed: %d", err)', 'format it first ("%s", repr(err))'),  # no fix: %d
+        ('logger.warning_once("Failed: %s", [err])', 'format it first ("%s", str([err])), or pass a tuple'),
+    ],
+)
+def test_the_hint_names_the_real_variable_and_formats_it_as_its_placeholder_does(call: str, hint: str) -> None:
+    (finding,) = find(f"try:\n    pass\nexcept ImportError as err:\n    {call}\n")
+    assert finding.message.endswith(f"; {hint}")
+    assert "repr(e)" not in finding.message
 
 
 # ---- where the exception comes from ----------------------------------------------------------------
@@ -335,6 +447,13 @@ def test_json_document_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         "end_line": 5,
         "end_column": 44,
         "suppressed": None,
+        "call": "logger.warning_once(...)",
+        "fix": {
+            "wrapper": "repr",
+            "index": 0,
+            "conversion": "r",
+            "message": {"line": 5, "column": 29, "end_line": 5, "end_column": 41},
+        },
         "key": "vllm/leak.py::import_kernels::warning_once::e#0",
         "code": "WOG001",
         "accepted": False,

@@ -1,13 +1,15 @@
-"""One rule table: every code's example is reported under it, and every writer and the CLI read the table."""
+"""One rule table: every code's example is reported under it (and its fix is not), and every writer, the docs and
+the CLI read the table."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import layout
 import pytest
 from warnonce_guard.audit.baseline import compare
-from warnonce_guard.audit.findings import Finding
+from warnonce_guard.audit.docs import HANDLER, example_finding, section
 from warnonce_guard.audit.formats import FORMATS, AuditReport
 from warnonce_guard.audit.rules import BY_CODE, RULES, Rule
 from warnonce_guard.audit.run import audit_paths
@@ -17,29 +19,17 @@ from warnonce_guard.cli.main import main
 
 
 def handler_logging(rule: Rule) -> str:
-    """A handler whose one `*_once` call passes the rule's example (`e` is the live exception); a rule whose example
-    is a module (it has lines: a file or pragma rule), that module."""
-    if "\n" in rule.example:
-        return rule.example
-    lines = ["def f(x):", "    try:", "        pass", "    except Exception as e:"]
-    return "\n".join([*lines, f'        logger.warning_once("%s", {rule.example})']) + "\n"
-
-
-def example_finding(rule: Rule) -> Finding:
-    """The one finding of the rule's example."""
-    (finding,) = findings_in_source(handler_logging(rule), "x.py")
-    return finding
+    """A handler whose one `*_once` call is the rule's example (`e` is the live exception)."""
+    return HANDLER.format(call=rule.example)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.code)
-def test_every_rule_reports_its_example_under_its_code(rule: Rule) -> None:
-    finding = example_finding(rule)
+def test_every_rule_reports_its_example_under_its_code_and_not_its_fix(rule: Rule) -> None:
+    (finding,) = findings_in_source(handler_logging(rule), "x.py")
     assert (finding.code, finding.kind) == (rule.code, rule.kind)
-    if "\n" in rule.example:  # a finding about a file or a pragma: its argument is what it is about
-        assert finding.message == rule.render("", finding.argument)
-    else:
-        assert finding.argument == rule.example
-        assert finding.message == rule.render("logger.warning_once(...)", rule.example)
+    assert finding.message == rule.render(finding.call, finding.argument, finding.formatted)
+    assert findings_in_source(HANDLER.format(call=rule.fixed), "x.py") == []
+    assert (finding.fix is not None) == rule.fixable
 
 
 def test_the_table_is_in_code_order_with_one_rule_per_code_and_kind() -> None:
@@ -97,3 +87,15 @@ def test_the_cli_offers_every_registered_format(capsys: pytest.CaptureFixture[st
     usage = capsys.readouterr().out
     assert f"--format {{{','.join(FORMATS)}}}" in usage
     assert all(f.label in " ".join(usage.split()) for f in FORMATS.values())
+
+
+def test_sarif_rule_help_is_the_rules_own_section_of_docs_rules_md(one_finding_per_rule: Path) -> None:
+    docs = (layout.ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    driver = json.loads(write("sarif", True))["runs"][0]["tool"]["driver"]
+    for descriptor in driver["rules"]:
+        rule = BY_CODE[descriptor["id"]]
+        assert descriptor["help"]["markdown"] == section(rule)
+        assert f"## {rule.code}\n\n{section(rule)}\n" in docs
+        assert rule.anchor in descriptor["help"]["text"] and rule.anchor == f"docs/rules.md#{rule.code.lower()}"
+    # no address the documentation does not have: SARIF wants absolute URIs there, and there is none
+    assert not [key for key in json.dumps(driver).split('"') if key.endswith("Uri")]

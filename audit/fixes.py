@@ -1,0 +1,62 @@
+"""What `--fix` does to a finding: format the argument first, so that the message renders as before.
+
+The inverse of the mutation operators (`mutations.operators`): `"...%r...", e` becomes `"...%s...", repr(e)`,
+`"...%s...", e` becomes `"...%s...", str(e)` (`%a` gives `ascii(e)`), and an exception inside a container or
+a call is formatted with it (`"%s", (e, 1)` -> `"%s", str((e, 1))`): logging renders `msg % args`, and
+`"%r" % (x,) == "%s" % (repr(x),)` for any x, flags, width and precision included. The message itself
+(`warning_once(e)`) becomes `str(e)`, as logging renders it. A fix is offered only where that identity holds:
+a str literal message whose placeholders consume exactly the positional arguments given (no `*args`, no
+`%(key)s`), the argument formatted by an `s`, `r` or `a` placeholder. This module decides; `audit.codemod`
+(libcst, the `mutation` extra) applies the decision to the source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from warnonce_guard.rule.formatting import placeholder_for_arg, placeholders
+
+# What each placeholder letter calls on its argument: the wrapper that formats it first, the same way.
+WRAPPERS = {"s": "str", "r": "repr", "a": "ascii"}
+MESSAGE = -1  # the index of the message itself among the arguments a fix formats
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where a node is in the source, as findings count: 1-based lines and columns (UTF-8 bytes), end exclusive."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class Fix:
+    """Format the argument first: wrap it in `wrapper(...)`; with `conversion`, the message's placeholder for it
+    (argument `index` after the message, in the literal at `message`) changes from that letter to `s`."""
+
+    wrapper: str  # str, repr or ascii
+    index: int = MESSAGE
+    conversion: str | None = None  # r or a; None when the placeholder stays (`%s`, or the message itself)
+    message: Span | None = None
+
+
+def argument_fix(fmt: str, index: int, count: int, message: Span) -> Fix | None:
+    """The fix for positional argument `index` (of `count` after the message `fmt`), or None where it would
+    change what is rendered."""
+    found = placeholders(fmt)
+    if any(p.arg_index is None and p.conversion != "%" for p in found):
+        return None  # `%(key)s`: the arguments are a mapping, not these positions
+    if max((p.arg_index + 1 for p in found if p.arg_index is not None), default=0) != count:
+        return None  # logging could not render it before: nothing to preserve
+    placeholder = placeholder_for_arg(fmt, index)
+    if placeholder is None or placeholder.conversion not in WRAPPERS:
+        return None  # a `*` width, or `%d` and the like: formatting first would change the result
+    letter = placeholder.conversion
+    return Fix(WRAPPERS[letter], index, None if letter == "s" else letter, message)
+
+
+def message_fix() -> Fix:
+    """The fix for a message that is not a string: logging renders `str(msg)`."""
+    return Fix("str")
