@@ -1,10 +1,12 @@
-"""Generated blocks: README's operator, detector, liveness, exit-code and strict tables, from their registries, and
-docs/ARCHITECTURE.md's module map, from the layers contract and each module's docstring.
+"""Generated text: README's operator, detector, liveness, exit-code and strict tables, from their registries;
+docs/ARCHITECTURE.md's module map, from the layers contract and each module's docstring; and the documents
+generated whole (`docs/rules.md`, from the audit's rule table).
 
-    python -m tools.readme           rewrite the blocks in README.md and docs/ARCHITECTURE.md
-    python -m tools.readme --check   exit 1 (and say which) when a block is out of date
+    python -m tools.readme           rewrite the blocks in README.md and docs/ARCHITECTURE.md, and the documents
+    python -m tools.readme --check   exit 1 (and say which) when a block or a document is out of date
 
 A block sits between `<!-- NAME:start ... -->` and `<!-- NAME:end -->`; everything else is left as written.
+A document is generated whole.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from warnonce_guard.audit.docs import document as rules_document
 from warnonce_guard.common.errors import ExitCode
 from warnonce_guard.guards.detectors import DETECTORS, example_leak
 from warnonce_guard.mutations.operators import describe_operators
@@ -102,6 +105,19 @@ BLOCKS: dict[str, Callable[[], str]] = {
 ARCHITECTURE_BLOCKS: dict[str, Callable[[], str]] = {"modules": modules_block}
 
 
+# Generated whole: path relative to the checkout -> its text.
+DOCUMENTS: dict[str, Callable[[], str]] = {"docs/rules.md": rules_document}
+
+
+def stale_documents(root: Path = ROOT) -> list[str]:
+    """The documents whose file differs from what their registry says (or is missing)."""
+    return [name for name, make in DOCUMENTS.items() if not _same(root / name, make())]
+
+
+def _same(path: Path, text: str) -> bool:
+    return path.is_file() and path.read_text(encoding="utf-8") == text
+
+
 def render(text: str, blocks: dict[str, Callable[[], str]] = BLOCKS) -> str:
     """`text` with every block regenerated."""
     for name, make in blocks.items():
@@ -125,15 +141,22 @@ def _block(text: str, name: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     documents = ((README, BLOCKS), (ARCHITECTURE, ARCHITECTURE_BLOCKS))  # read at call time: tests point them elsewhere
+    fix = "python -m tools.readme"
     if "--check" in args:
         stale = 0
         for path, blocks in documents:
             for name in stale_blocks(path.read_text(encoding="utf-8"), blocks):
-                print(f"{path.name}: the {name} block is out of date; run `python -m tools.readme`", file=sys.stderr)
+                print(f"{path.name}: the {name} block is out of date; run `{fix}`", file=sys.stderr)
                 stale += 1
+        for name in stale_documents():
+            print(f"{name} is out of date; run `{fix}`", file=sys.stderr)
+            stale += 1
         return 1 if stale else 0
     for path, blocks in documents:
         path.write_text(render(path.read_text(encoding="utf-8"), blocks), encoding="utf-8")
+    for name, make in DOCUMENTS.items():
+        (ROOT / name).parent.mkdir(parents=True, exist_ok=True)
+        (ROOT / name).write_text(make(), encoding="utf-8")
     return 0
 
 

@@ -19,6 +19,13 @@ def test_every_generated_block_is_up_to_date() -> None:
     assert readme.stale_blocks(README) == []  # else run `python -m tools.readme`
 
 
+def test_every_generated_document_is_up_to_date_and_a_stale_one_is_reported(tmp_path: Path) -> None:
+    assert readme.stale_documents() == []  # else run `python -m tools.readme`
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "rules.md").write_text((ROOT / "docs" / "rules.md").read_text(encoding="utf-8") + "x\n")
+    assert readme.stale_documents(tmp_path) == ["docs/rules.md"]
+
+
 @pytest.mark.parametrize("name", list(readme.BLOCKS))
 def test_a_block_out_of_step_with_its_registry_is_reported(name: str) -> None:
     start = README.index(f"<!-- {name}:start")
