@@ -4,7 +4,9 @@ write the output.
 `run` does what `warnonce-guard audit` is asked (a `Request`, the command line's options) with the settings of the
 nearest `[tool.warnonce-guard]` (`config`) under it, and says what to print and how to exit (an `Output`); the
 command line only prints it. `audit` (a vLLM tree) and `audit_paths` (any files and package directories) are the
-scan alone.
+scan alone. With `fix` it writes the fixes of the findings it would report (`audit.codemod`, libcst) and reports
+what is left; with `diff` it prints them as a unified diff instead and changes nothing (exit 1 when there is
+something to fix, as ruff does).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from warnonce_guard.audit.findings import AuditResult, Finding, numbered, unchec
 from warnonce_guard.audit.formats import FORMATS, AuditReport
 from warnonce_guard.audit.paths import FileSet, Walk, python_files, tree_files
 from warnonce_guard.audit.scan import PREFILTER, findings_in_source
-from warnonce_guard.audit.selection import ALL, Layer, exit_code, resolve
+from warnonce_guard.audit.selection import ALL, Layer, exit_code, failing, resolve
 from warnonce_guard.common.errors import ExitCode, UsageError
+from warnonce_guard.common.files import write_atomic
 from warnonce_guard.rule import target as targets
 
 
@@ -89,6 +92,8 @@ class Request:
     extend_exclude: Sequence[str] = ()
     force_exclude: bool = False
     exit_zero: bool = False  # exit 0 whatever the findings
+    fix: bool = False  # write the fixes of the findings it reports, then report what is left
+    diff: bool = False  # print those fixes as a unified diff, change nothing
 
     def layer(self) -> Layer:
         """The command line's selectors."""
@@ -135,10 +140,17 @@ def walk_for(request: Request, config: Config, cwd: Path) -> Walk:
 
 
 def run(request: Request) -> Output:
-    """Audit the target; bad settings or a bad baseline fail before anything is read."""
+    """Audit the target; bad settings or a bad baseline (or a fix without libcst) fail before anything is read."""
+    fixing = request.fix or request.diff
+    if fixing and request.write_baseline:
+        raise UsageError("audit: --fix/--diff and --write-baseline do not go together: fix first, then accept the rest")
+    if request.fix and not request.diff and not (request.paths or request.vllm_src):
+        raise UsageError("audit --fix rewrites files: give PATHs or --vllm-src of a checkout, not the installed vLLM")
     cwd = Path.cwd()
     config = find_config(request.paths, cwd)
     codes = resolve([config.layer(), request.layer()])
+    if fixing:
+        from warnonce_guard.audit import codemod  # libcst, the mutation extra: a missing one is said before any work
     if request.paths:
         walk = walk_for(request, config, cwd)
         accepted = _baseline(request, lambda file: walk.keyed(Path(os.path.abspath(cwd / file))))
@@ -150,6 +162,21 @@ def run(request: Request) -> Output:
     result = audit_files(files)
     comparison = compare(result.findings, accepted, lambda file: files.covers(file, root))
     note = None
+    if fixing:
+        changes = codemod.changes(files.files, failing(comparison, codes), files.shown)
+        edits = [c for c in changes if c.before != c.after]
+        fixed = sum(len(c.fixed) for c in edits)
+        if request.diff:
+            note = f"{fixed} fix(es) would be applied to {len(edits)} file(s)"
+            failed = ExitCode.CHECK_FAILED if edits and not request.exit_zero else ExitCode.OK
+            return Output("".join(c.diff() for c in edits), failed, note)
+        for change in edits:
+            mode = change.path.stat().st_mode
+            write_atomic(change.path, change.after)
+            os.chmod(change.path, mode)
+        result = audit_files(files)
+        comparison = compare(result.findings, accepted, lambda file: files.covers(file, root))
+        note = f"fixed {fixed} finding(s) in {len(edits)} file(s)"
     if request.write_baseline:
         write_baseline(request.write_baseline, result.findings, described)
         note = f"wrote {len(result.findings)} accepted finding(s) to {request.write_baseline}"

@@ -8,7 +8,7 @@
     warnonce-guard audit  [PATH ...] [--vllm-src PATH] [--format text|json|github|sarif]
                           [--baseline FILE] [--write-baseline FILE] [--select CODES] [--extend-select CODES]
                           [--ignore CODES] [--exclude GLOBS] [--extend-exclude GLOBS] [--force-exclude]
-                          [--exit-zero] [--strict]
+                          [--exit-zero] [--strict] [--fix] [--diff]
                                                           every *_once call that can cache a live object
     warnonce-guard history [--from V] [--to V] [--only V1,V2,...] [--out DIR]
                                                           every vLLM release on the index, checked
@@ -212,6 +212,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         extend_exclude=args.extend_exclude or (),
         force_exclude=args.force_exclude,
         exit_zero=args.exit_zero,
+        fix=args.fix,
+        diff=args.diff,
     )
     output = run(request)
     if output.note:
@@ -373,6 +375,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings fail")
     audit.add_argument("--strict", action="store_true", help="select every rule: an alias of --select ALL")
+    audit.add_argument(
+        "--fix",
+        action="store_true",
+        help="format the reported findings' arguments first (the message renders as before), then report the rest "
+        "(needs the mutation extra)",
+    )
+    audit.add_argument(
+        "--diff", action="store_true", help="print those fixes as a unified diff and change nothing: exit 1 if any"
+    )
     audit.set_defaults(run=cmd_audit)
 
     add_history_parser(sub).epilog = EPILOG
