@@ -7,7 +7,7 @@ one argument expression (an `ast.expr`), given the names that hold a live except
 - None: provably an immutable primitive (str, int, float, bool, None, bytes, or a tuple of those):
   nothing can be kept alive through it.
 - `unhashable`: provably a list, dict, set or bytearray (a display, a comprehension, `list(...)`, `dict(...)`,
-  `set(...)`, `sorted(...)`, `bytearray(...)`, an operator on one of those, or a tuple holding one): the
+  `set(...)`, `sorted(...)`, `bytearray(...)`, a slice of or an operator on one of those, or a tuple holding one): the
   lru_cache cannot hash it, so the call raises TypeError (whenever it logs) and keeps nothing. It comes before
   `exception`: `[e]` raises, it does not cache `e`.
 - `exception`: the exception object itself (and with it its traceback, every frame on it and their
@@ -107,7 +107,7 @@ EXAMPLES: tuple[LivenessExample, ...] = (
     LivenessExample("sys.exc_info()[1]", EXCEPTION),
     LivenessExample("sys.exception()", EXCEPTION),
     LivenessExample("[e]", UNHASHABLE),
-    LivenessExample("sorted(x)", UNHASHABLE),
+    LivenessExample("sorted(x)[:10]", UNHASHABLE),
     LivenessExample("{x: 1}", UNHASHABLE),
     LivenessExample("(x, [1])", UNHASHABLE),
     LivenessExample("e.args", "attribute"),
@@ -186,6 +186,8 @@ def is_unhashable(node: ast.expr) -> bool:
         return _builtin_name(node) in _UNHASHABLE_BUILTINS
     if isinstance(node, ast.Tuple):
         return any(is_unhashable(el) for el in node.elts)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):  # `sorted(xs)[:10]`: a list again
+        return is_unhashable(node.value)
     if isinstance(node, ast.BinOp):  # `[a] + xs`, `{a} | s`: one of those again, or TypeError (`fmt % [a]`: a str)
         return is_unhashable(node.left) or (not isinstance(node.op, ast.Mod) and is_unhashable(node.right))
     return False
