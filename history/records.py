@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from warnonce_guard.guards.sessions import RecordKind
-from warnonce_guard.rule.sites import Site
+
+if TYPE_CHECKING:  # rule.sites needs libcst (the mutation extra); every command imports this module
+    from warnonce_guard.rule.sites import Site
 
 DEFAULT_WORK_DIR = Path(".warnonce-history")  # where the sweep keeps downloads, trees, logs and verdicts
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -170,3 +172,12 @@ def test_the_cli_writes_sarif_and_json_to_stdout_only(plugin: Path, capsys: pyte
     assert code == 1 and err == "" and validate_sarif(out)
     code, out, _ = run(capsys, "my_plugin", "--format", "json")
     assert code == 1 and json.loads(out)["counts"]["exceptions"] == 1
+
+
+def test_the_audit_runs_without_the_mutation_extra(plugin: Path) -> None:
+    """What `pip install warnonce-guard` (no extra) gives: the command line imports nothing of the extra to audit."""
+    blocked = "import sys; sys.modules.update(dict.fromkeys(['libcst', 'rich', 'mutmut', 'filelock']))"
+    run_audit = "from warnonce_guard.cli.main import main; sys.exit(main(['audit', 'my_plugin']))"
+    command = [sys.executable, "-c", f"{blocked}; {run_audit}"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and " WOG001 " in done.stdout, done.stderr
