@@ -1,6 +1,7 @@
 """Issue 16's test project: settings in pyproject.toml, a .venv, an excluded folder, a git-ignored file, a file that
 does not parse and a `# noqa: WOG001` line. The audit reads the files ruff would (`ruff check --show-files`), reports
-the same findings from the root and from a subfolder, with and without a baseline, and `--exit-zero` exits 0."""
+the same findings from the root and from a subfolder, with and without a baseline, `--exit-zero` exits 0, and `--fix`
+fixes what it reports there and nothing else, leaving only the file that does not parse."""
 
 from __future__ import annotations
 
@@ -126,3 +127,22 @@ def test_with_a_baseline_from_anywhere_and_exit_zero(
     assert findings(capsys, ".", "--baseline", "accepted.json")[0] == 1
     code, found = findings(capsys, ".", "--exit-zero")
     assert code == 0 and ("WOG001", "tools/more.py", 5) in found
+
+
+def test_fix_leaves_only_what_it_cannot_fix_and_nothing_outside_the_selection_changed(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("libcst")
+    before = {name: (project / name).read_text() for name in FILES}
+    monkeypatch.chdir(project / "pkg")
+    assert main(["audit", "..", "--fix"]) == 1  # the file that does not parse is left: no fix can make it Python
+    assert "fixed 2 finding(s) in 2 file(s)" in capsys.readouterr().err
+    monkeypatch.chdir(project)
+    assert findings(capsys, ".") == (1, [("WOG000", "pkg/sub/broken.py", 1)])
+    changed = sorted(name for name, text in before.items() if (project / name).read_text() != text)
+    assert changed == ["pkg/leak.py", "tools/run.py"]
+    for name in changed:
+        fixed = (project / name).read_text()
+        assert 'logger.warning_once("%s", str(e))' in fixed
+        compile(fixed, name, "exec")
+    assert main(["audit", ".", "--diff"]) == 0 and capsys.readouterr().out == ""  # nothing more to fix
