@@ -37,7 +37,7 @@ def test_the_hook_is_declared_for_python_files_and_runs_the_audit() -> None:
     (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
     assert (hook["id"], hook["entry"], hook["language"], hook["types"]) == (
         "warnonce-audit",
-        "warnonce-guard audit",
+        "warnonce-guard audit --force-exclude",
         "python",
         ["python"],
     )
