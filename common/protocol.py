@@ -23,7 +23,8 @@ MUTANT_VARIABLE = PREFIX + "MUTANT_VARIABLE"  # the variable that holds the name
 BASELINE_PHASES = PREFIX + "BASELINE_PHASES"  # comma-separated: its values for runs of the unmutated code
 MUTANT_MARK = PREFIX + "MUTANT_MARK"  # a substring of every mutant's name
 SITE_FUNCTIONS = PREFIX + "SITE_FUNCTIONS"  # JSON: the engine's function key -> the ids of the sites it holds
-EXPECT_VLLM = PREFIX + "EXPECT_VLLM"  # the package directory the guards must import (the staged copy)
+EXPECT_VLLM = PREFIX + "EXPECT_VLLM"  # the package directory the guards must import (the target's)
+MUTATED = PREFIX + "MUTATED"  # the folder every site module already imported must come from (the workspace's)
 EVIDENCE = PREFIX + "EVIDENCE"  # "0": findings without their referrer chains (the mutation run, for speed)
 PARENT_PID = PREFIX + "PARENT_PID"  # the pid of the process that started this one (processes.bind_to_parent)
 HISTORY_MUTANT = PREFIX + "HISTORY_MUTANT"  # the history's MUTANT_VARIABLE: never set, so every run is a baseline
@@ -44,6 +45,7 @@ class Settings:
     mutant_mark: str
     site_functions: str  # JSON, read by `function_sites`
     expect_vllm: str | None
+    mutated: str | None
     evidence: bool
     parent_pid: int | None
 
@@ -68,6 +70,7 @@ def settings(environ: Mapping[str, str] | None = None) -> Settings:
         mutant_mark=env.get(MUTANT_MARK, ""),
         site_functions=env.get(SITE_FUNCTIONS, ""),
         expect_vllm=env.get(EXPECT_VLLM) or None,
+        mutated=env.get(MUTATED) or None,
         evidence=env.get(EVIDENCE, "1") != "0",
         parent_pid=int(parent) if parent else None,
     )
@@ -88,6 +91,7 @@ def tell_guards(
     mutant_mark: str,
     sites: str | None = None,
     expect_vllm: str | None = None,
+    mutated: str | None = None,
     evidence: bool = True,
 ) -> None:
     """Make `environ` the environment of guard sessions that record their outcomes under `attribution`: every
@@ -107,6 +111,8 @@ def tell_guards(
         environ[SITES] = sites
     if expect_vllm is not None:
         environ[EXPECT_VLLM] = expect_vllm
+    if mutated is not None:
+        environ[MUTATED] = mutated
     if not evidence:
         environ[EVIDENCE] = "0"
 

@@ -15,7 +15,9 @@ and takes a value of its own word for a path to collect from, loading the confte
   sites in the mutated function first, then by node id; a mutant's session runs every guard of its function's
   sites before it stops at a failure (pytest's -x), so the guard of the mutant's own site always runs and the
   same mutant is always killed by the same guard;
-- `EXPECT_VLLM`: the package directory the guards must import (the staged copy);
+- `EXPECT_VLLM`: the package directory the guards must import;
+- `MUTATED`: the folder every site module must come from (the workspace's copy, which holds the mutants): checked
+  in every session that finds them imported already (all of the engine's but its first, the mutants' included);
 - `EVIDENCE`: leave out the referrer chains in findings (the mutation run, for speed).
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,12 +77,23 @@ def pytest_configure(config: pytest.Config) -> None:
             )
         config.stash[_TARGET] = target
         config.stash[_SITES] = guarded_sites(config)
+        check_mutated_from(config.stash[_SITES], protocol.settings().mutated)
     except GuardError as err:
         raise pytest.UsageError(f"warnonce-guard: {err}") from None
     own = mutated_function_sites()
     if own is not None:
         config.stash[_OWN] = own
         config.option.maxfail = 0  # the stop at the first failure waits until the function's guards ran
+
+
+def check_mutated_from(sites: list[Site], folder: str | None) -> None:
+    """`TargetNotFound` if a site module already imported is not a file in `folder` (when told one)."""
+    if folder is None:
+        return
+    for module in sorted({site.module for site in sites} & set(sys.modules)):
+        file = getattr(sys.modules[module], "__file__", None)
+        if file is None or not Path(file).resolve().is_relative_to(Path(folder).resolve()):
+            raise targets.TargetNotFound(f"the guards would run {module} from {file}, not the workspace's {folder}")
 
 
 @functools.lru_cache(maxsize=4)

@@ -1,15 +1,15 @@
-"""`warnonce-guard mutate`: check paths -> lock -> discover + stage -> heal -> mutmut -> verdicts -> report -> gate."""
+"""`warnonce-guard mutate`: check paths -> lock -> discover + stage (the session imports meanwhile) -> heal ->
+mutmut -> verdicts -> report -> gate."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing
 import os
 import subprocess
+import sys
 import time
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from warnonce_guard.common.errors import (
     TargetChanged,
 )
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS, cannot_write, write_atomic
-from warnonce_guard.common.processes import helpers_bound_to_run, stop_group
+from warnonce_guard.common.processes import stop_group
 from warnonce_guard.guards.sessions import baseline_sessions as read_baseline_sessions
 from warnonce_guard.guards.sessions import mutant_session_path, read_session, unwritable
 from warnonce_guard.mutations import judge as results
@@ -73,20 +73,33 @@ def protected_paths(target: targets.Target, packages: dict[str, Path]) -> list[o
     return [*kept, ownership.Protected("the target tree", target.root, inside_ok=True)]
 
 
+@contextlib.contextmanager
+def started_session(ws: Workspace, run_id: str, warm_up: list[str]) -> Iterator[subprocess.Popen[bytes]]:
+    """The mutmut session (mutations.engine.session), started now to import `warm_up` while this process discovers
+    and stages; stopped with its group if it still runs when the block ends."""
+    session = engine_session.start(ws, run_id, warm_up)
+    try:
+        yield session
+    finally:
+        if session.poll() is None:
+            stop_group(session)
+
+
 def run_session(
     ws: Workspace,
+    session: subprocess.Popen[bytes],
     run_id: str,
     sites: list[Site],
     packages: list[str],
     files: list[str],
     progress: RunProgress | None = None,
 ) -> int:
-    """mutmut in its own process group (see mutations.engine.session), its output in the workspace's log;
-    meanwhile this process names the mutants (the other core is free while mutmut imports vLLM) and follows
-    the session's progress from the exit codes it records."""
-    session = engine_session.start(ws, run_id, files)
+    """Tell the session to run mutmut on `files`; meanwhile this process names the mutants (the other core is free
+    while mutmut imports vLLM) and follows the session's progress from the exit codes it records. Its exit code;
+    the session is stopped if it still runs."""
     watch = Watch(session, lambda: stall_limit(ws))  # every wait below ends if the session stops working
     try:
+        engine_session.go(session, files)
         if _wait_for_generation(ws, run_id, session, watch):
             named = write_identities(ws, sites, packages)
             if progress is not None:
@@ -261,6 +274,7 @@ def plan(target: targets.Target, platform: str | None) -> tuple[dict[str, Path],
     if not platform:
         return packages, "", lambda: discover(target.root)
     targets.activate(target)
+    sys.dont_write_bytecode = True  # importing the platform here writes no bytecode beside the user's sources
     chosen = resolve_platform(platform)
     if chosen.package != targets.PACKAGE:
         packages[chosen.package] = chosen.root / chosen.package
@@ -406,28 +420,24 @@ def _run(
         say(f"nothing changed since the last complete run in {ws.dir}: its {len(stored.mutants)} verdicts stand")
         # a new run writes the report; the verdicts stay those of the run that tested them, and it says so
         return replace(stored, duration_s=time.monotonic() - started, run=run, verdicts_from=stored.run)
-    # Staging needs no sites: a forked process copies while this one parses (two cores, no shared GIL).
-    fork = multiprocessing.get_context("fork")
-    with helpers_bound_to_run(), ProcessPoolExecutor(max_workers=1, mp_context=fork) as pool:
-        copying = pool.submit(stage.copy_packages, ws, packages)
-        sites = _sites(ws, find_sites, say)
-        for line in copying.result():
-            say(line)
-    guarded = [site for site in sites if site.cached]
-    if not guarded:
-        raise NothingToCheck(f"no kernel-import site logs through a *_once call in {target.describe()}")
-    stage.prepare(ws, target, sites, packages)
-    root.prune(ws)
-    files = sorted({site.file for site in guarded})
-    via = f" through {platform}" if platform else ""
-    say(
-        f"staged {target.describe()}{via}: {len(guarded)} cached site(s) in {len(files)} file(s), "
-        f"{len(OPERATORS)} operators; work in {ws.dir}"
-    )
-    heal(ws, files, say)
     run_id = run.run_id  # the session's id is the run's, as the report names it
     log_start = _log_size(ws)
-    session_code = run_session(ws, run_id, sites, sorted(packages), files, progress)
+    with started_session(ws, run_id, stage.imported_first(target)) as session:
+        sites = _sites(ws, find_sites, say)
+        guarded = [site for site in sites if site.cached]
+        if not guarded:
+            raise NothingToCheck(f"no kernel-import site logs through a *_once call in {target.describe()}")
+        for line in stage.prepare(ws, target, sites, packages):
+            say(line)
+        root.prune(ws)
+        files = stage.mutated_files(sites)
+        via = f" through {platform}" if platform else ""
+        say(
+            f"staged {target.describe()}{via}: {len(guarded)} cached site(s) in {len(files)} file(s), "
+            f"{len(OPERATORS)} operators; work in {ws.dir}"
+        )
+        heal(ws, files, say)
+        session_code = run_session(ws, session, run_id, sites, sorted(packages), files, progress)
     if session_code != 0:  # a disk or folder that refused the session (or its guards) a write: never a verdict
         _refused_the_session(ws, session_code, log_start)
     try:

@@ -1,75 +1,57 @@
-"""Staging: a pristine copy of the target's sources in a workspace; the installed files are never written.
+"""Staging: the site files in a workspace, and the run's settings; the target's own files are only ever read.
 
-What goes where is `mutations.workspace`'s business; this module copies, links and writes the run's
-settings. The pristine copy holds real copies (not links to the target: nothing the run does, or a
-damaged workspace, can reach the user's files through it) of everything but compiled modules and C/C++
-sources. A package's copy becomes visible only when complete: it is built in a temporary folder beside it
-(`common.files.scratch`), renamed into place, and then recorded in `staged.json` with a digest of its files'
-paths, sizes and modification times. A copy whose listing does not match (a run killed between the rename and
-the record, or files removed since) is discarded and made again.
+What goes where is `mutations.workspace`'s business. A workspace holds copies (not links: nothing the run does, or a
+damaged workspace, can reach the user's files through one) of the files mutmut mutates, the files with a cached
+site, and nothing else of the target: the guards' process reads every other module where it is installed
+(`mutations.engine.overlay`). A package's staged copy becomes visible only when complete: it is built in a
+temporary folder beside it (`common.files.scratch`), renamed into place, and then recorded in `staged.json` with a
+digest of its files' paths, sizes and modification times. A copy whose listing does not match (a run killed
+between the rename and the record, files removed or edited since, other site files) is discarded, with mutmut's
+state made from it, and made again.
 
-The fingerprint (`common.fingerprint`) covers the target's files (path, size, mtime), this tool's own code,
+The fingerprint (`common.fingerprint`) covers every file of the target (path, size, mtime), this tool's own code,
 the engine's settings and mutmut's version: mutmut caches verdicts by function source only, so a change of
 operators, guards or target gets a fresh workspace and stale verdicts are never reused.
 """
 
 from __future__ import annotations
 
-import contextlib
+import ast
 import hashlib
 import json
 import os
 import shutil
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from warnonce_guard import guards
-from warnonce_guard.common.errors import BadRecord
+from warnonce_guard.common.errors import BadRecord, GuardError
 from warnonce_guard.common.files import cannot_write, scratch, sweep, write_atomic
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
 from warnonce_guard.mutations.engine import config as engine_config
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site
-from warnonce_guard.rule.target import PACKAGE, Target, files_to_read, unreadable
+from warnonce_guard.rule.target import PACKAGE, Target, files_to_read, read_source, unreadable
 
 GUARD_TEST_FILES = ("conftest.py", "test_kernel_import_sites.py")
 GUARDS_DIR = Path(guards.__file__).resolve().parent
 # What else can change a verdict besides the target and this tool: the engine, the guards' test runner,
 # the parser, and what the guards import.
 VERDICT_DISTRIBUTIONS = ("mutmut", "pytest", "libcst", "torch")
-# Compiled modules stay behind (the guards block them), and so do C/C++/CUDA sources and headers (a third of
-# vLLM's files; Python never imports them). Bytecode comes along: copies keep their sources' mtimes, so the
-# .pyc files stay valid and the one import of vLLM does not compile it from source.
-_SKIPPED = (".so", ".pyd", ".h", ".hpp", ".cuh", ".inl", ".cu", ".cpp", ".c", ".cc")
+# The module of the class every platform derives from: every guard imports it, and what it imports first.
+PLATFORM_INTERFACE = "platforms/interface.py"
 
 
-def _copy_tree(source: Path, destination: Path) -> None:
-    """Copy every file staging keeps (modification times included), making only the folders that hold one.
-
-    One walk, then plain copies: several times faster than `shutil.copytree` on vLLM's 1,000 folders, a
-    third of which hold only C/C++ sources.
-    """
-    for folder, _, files in os.walk(source):
-        kept = list(files_to_read(Path(folder, name) for name in sorted(files) if not name.endswith(_SKIPPED)))
-        if not kept:
-            continue
-        target = destination / os.path.relpath(folder, source)
-        target.mkdir(parents=True, exist_ok=True)
-        for path in kept:
-            try:
-                shutil.copy2(path, target / path.name)
-            except OSError as err:
-                if err.filename2 is None and os.fspath(err.filename or "") == os.fspath(path):  # opening the source
-                    raise unreadable(path, err) from None
-                raise
-
-
-def _tree_signature(root: Path, pattern: str = "*.py") -> list[tuple[str, int, int]]:
+def _tree_signature(root: Path) -> list[tuple[str, int, int]]:
+    """Every file under `root` but bytecode: relative path, size and modification time."""
     out = []
-    for path in files_to_read(p for p in sorted(root.rglob(pattern)) if "__pycache__" not in p.parts):
-        st = path.stat()
-        out.append((path.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns))
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for path in files_to_read(Path(folder, name) for name in sorted(files)):
+            st = path.stat()
+            out.append((path.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns))
     return out
 
 
@@ -79,6 +61,20 @@ def fingerprint(target: Target, packages: dict[str, Path], extra: str = "") -> s
     parts = [json.dumps([str(target.package_dir), target.version, target.commit, extra])]
     parts += [json.dumps([name, str(folder), _tree_signature(folder)]) for name, folder in sorted(packages.items())]
     return tool_fingerprint([*parts, engine_config.section(), sys.version, *distributions(VERDICT_DISTRIBUTIONS)])
+
+
+def imported_first(target: Target) -> list[str]:
+    """The modules from outside the target and the standard library that its platform interface imports at its top
+    level (for vLLM, torch: most of the guards' import time). Every guard imports them, so the session can import
+    them before the site files are staged; none when the file is missing or does not parse."""
+    try:
+        tree = ast.parse(read_source(target.package_dir / PLATFORM_INTERFACE))
+    except (OSError, SyntaxError, ValueError, GuardError):
+        return []
+    names = [alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names]
+    names += [node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.module and not node.level]
+    tops = dict.fromkeys(name.partition(".")[0] for name in names)
+    return [name for name in tops if name not in sys.stdlib_module_names and name not in (PACKAGE, "__future__")]
 
 
 def listing_digest(folder: Path) -> str:
@@ -108,49 +104,42 @@ def _staged(ws: Workspace) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _copy_pristine(ws: Workspace, name: str, source: Path) -> str | None:
-    """The package's pristine copy, made (or remade) unless a complete one is recorded in staged.json;
-    returns what was discarded, if anything."""
+def _listing(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink())
+
+
+def _copy(source: Path, destination: Path) -> None:
+    """One file, its modification time kept; a file of the target this user may not read is the target's fault."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        shutil.copy2(source, destination)
+    except OSError as err:
+        if err.filename2 is None and os.fspath(err.filename or "") == os.fspath(source):  # opening the source
+            raise unreadable(source, err) from None
+        raise
+
+
+def _stage_package(ws: Workspace, name: str, source: Path, files: list[str]) -> str | None:
+    """The package's staged copy of `files` (relative to the package), made (or remade) unless a complete one is
+    recorded in staged.json; returns what was discarded, if anything."""
     destination = ws.pristine(name)
     recorded = _staged(ws).get(name)
-    if destination.is_dir() and recorded == listing_digest(destination):
+    if destination.is_dir() and recorded == listing_digest(destination) and _listing(destination) == files:
         return None
     discarded = None
-    if destination.exists():  # a copy never recorded, or changed since: make it again, links included
+    if destination.exists():  # a copy never recorded, changed since or of other files: made again, mutmut's state too
         discarded = f"discarded {destination} (an incomplete or changed copy); it is made again"
         shutil.rmtree(destination)
         shutil.rmtree(ws.mutants / name, ignore_errors=True)
     sweep(ws.dir, name)  # what a killed run's copy left
     with scratch(destination) as building:
-        _copy_tree(source, building / name)
+        for file in files:
+            _copy(source / file, building / name / file)
+        (building / name).mkdir(exist_ok=True)
         digest = listing_digest(building / name)
         (building / name).rename(destination)
     write_atomic(ws.staged_manifest, json.dumps(_staged(ws) | {name: digest}, indent=1))
     return discarded
-
-
-def _link_all(ws: Workspace, name: str) -> None:
-    """Fill mutants/<name> with hard links to every pristine file; a link that went missing is made again
-    (every run checks: a file missing there would leave the guards importing an incomplete package)."""
-    pristine = ws.pristine(name)
-    for folder, _, files in os.walk(pristine):
-        linked = ws.mutants / name / os.path.relpath(folder, pristine)
-        linked.mkdir(parents=True, exist_ok=True)
-        for file in files:
-            with contextlib.suppress(FileExistsError):  # linked already, or mutmut's own copy of a site file
-                os.link(os.path.join(folder, file), linked / file)
-
-
-def _unlink_site_files(ws: Workspace, site_files: set[str]) -> None:
-    """mutmut owns the site files under mutants/: it copies them there and writes the mutants into them.
-
-    A hard link left in place would be skipped by its copy and then written through, into the pristine
-    copy. A file mutmut already wrote (another inode) is kept: it is mutmut's cache.
-    """
-    for file in site_files:
-        linked = ws.mutants / file
-        if linked.exists() and os.path.samefile(linked, ws.dir / file):
-            linked.unlink()
 
 
 def _copy_guard_tests(ws: Workspace) -> None:
@@ -176,32 +165,38 @@ def read_sites(ws: Workspace) -> list[Site]:
     return sites
 
 
-def copy_packages(ws: Workspace, packages: dict[str, Path]) -> list[str]:
-    """Copy each package into the work directory and link it into mutants/ (once; most of staging's time).
+def mutated_files(sites: Iterable[Site]) -> list[str]:
+    """The files mutmut mutates: those with a cached site (relative to the target root, sorted)."""
+    return sorted({site.file for site in sites if site.cached})
 
-    Needs no sites, so it can run while discovery does.
-    """
+
+def stage_files(ws: Workspace, packages: dict[str, Path], files: Iterable[str]) -> list[str]:
+    """Copy the site files `files` (e.g. vllm/platforms/cpu.py) of each package into the workspace; returns what
+    was discarded of an earlier copy."""
+    wanted = sorted(set(files))
     discarded = []
     try:
         ws.create()
         for name, folder in packages.items():
-            if (said := _copy_pristine(ws, name, folder)) is not None:
+            mine = [file.partition("/")[2] for file in wanted if file.partition("/")[0] == name]
+            if (said := _stage_package(ws, name, folder, mine)) is not None:
                 discarded.append(said)
-            _link_all(ws, name)
     except OSError as err:
         raise cannot_write(err, f"cannot stage the target in {ws.dir}") from None
     return discarded
 
 
-def prepare(ws: Workspace, target: Target, sites: list[Site], packages: dict[str, Path] | None = None) -> None:
-    """Create or refresh the work directory's contents for these sites."""
+def prepare(ws: Workspace, target: Target, sites: list[Site], packages: dict[str, Path] | None = None) -> list[str]:
+    """Create or refresh the work directory's contents for these sites; returns what was discarded of an earlier
+    copy."""
     packages = packages or {PACKAGE: target.package_dir}
-    copy_packages(ws, packages)
+    files = mutated_files(sites)
+    discarded = stage_files(ws, packages, files)
     try:
-        _unlink_site_files(ws, {site.file for site in sites})
-        write_atomic(ws.packages_file, json.dumps(sorted(packages)))
+        write_atomic(ws.packages_file, json.dumps({name: str(folder) for name, folder in packages.items()}))
         _copy_guard_tests(ws)
-        engine_config.write(ws.setup_cfg, [site.file for site in sites], ws.guard_tests.name)
+        engine_config.write(ws.setup_cfg, files, ws.guard_tests.name)
         write_atomic(ws.sites_file, json.dumps([site.to_json() for site in sites], indent=1))
     except OSError as err:
         raise cannot_write(err, f"cannot stage the target in {ws.dir}") from None
+    return discarded

@@ -4,14 +4,16 @@
         .warnonce-guard           the marker (common.files)
         .warnonce-guard.lock      held by the one run using this root (common.locks); a second run is refused
         <fingerprint>/            one Workspace, marked; old ones are pruned, but only marked ones
-            <package>/            pristine copy of a staged package (vllm, a plugin's), no compiled modules
-            staged.json           manifest of the pristine copies: a copy is used only if it matches
-            mutants/              what the guards import: mutmut's mutated site files and state
-                                  (mutations.engine.layout), hard links to the rest
-            packages.json         the staged package names, vllm first
+            <package>/            the staged copy of a package (vllm, a plugin's): its files with a cached site,
+                                  which mutmut reads, and nothing else of the target
+            staged.json           manifest of the staged copies: a copy is used only if it matches
+            mutants/              mutmut's copies of the site files (the mutants: what the guards import of the
+                                  target from here, `engine.overlay`; every other module is read where it lies)
+                                  and mutmut's state (mutations.engine.layout)
+            packages.json         each staged package and the directory it is imported from, vllm first
             guard_tests/          the guard tests, copied from the guards package
             setup.cfg             mutmut's settings for this run
-            sites.json            the sites discovered in the pristine copy
+            sites.json            the sites discovered in the target
             generation.json       written by the session once mutmut has generated every mutant
             identities.json       site and operator of every mutant (mutations.identify)
             attribution/          one file per finished guard session (guards.records)

@@ -4,8 +4,9 @@ running CLI is in, the verdicts a run reports, and hashes of the files a run mus
 A run's phases, as the work directory shows them (one fresh work directory per run, so "exists" means
 "this run wrote it"):
 
-    staging     a `.vllm.tmp-*` folder holds the copy being made
-    generation  the mutmut session is running and `generation.json` is not written yet
+    staging     the workspace has no `setup.cfg` yet: discovery parses, the site files are staged (the mutmut
+                session is started meanwhile: it imports, and waits)
+    generation  `setup.cfg` is written, the mutmut session is running and `generation.json` is not written yet
     naming      `generation.json` is written and `identities.json` not yet: the run names the mutants (libcst)
     baseline    `generation.json` is written and no mutant has a finished guard session yet
     mutants     some mutants have a finished guard session, not all
@@ -52,7 +53,7 @@ SESSION_MODULE = "warnonce_guard.mutations.engine.session"  # in the mutmut sess
 class TreeShape:
     """How much slower than the plain toy a tree makes each phase, and how many sites it has."""
 
-    filler_files: int = 0  # extra modules: staging copies them all
+    filler_files: int = 0  # extra modules: the fingerprint and discovery read them all
     filler_functions: int = 0  # site-less functions in the site file: mutmut's generation parses them all
     guard_sleep_s: float = 0.0  # at the top of import_kernels, which each guard calls twice
     kernels: tuple[str, ...] = ("_C",)  # one site per kernel module, all in import_kernels: each guard runs all
@@ -436,9 +437,9 @@ class RunDirs:
 def in_phase(phase: str, dirs: RunDirs) -> bool:
     """Whether the run using `dirs` is in `phase` now."""
     if phase == "staging":
-        return bool(dirs.glob(".vllm.tmp-*"))
+        return bool(dirs.workspaces()) and not dirs.glob("setup.cfg")
     if phase == "generation":
-        return session_alive(dirs.work) and not dirs.glob("generation.json")
+        return bool(dirs.glob("setup.cfg")) and session_alive(dirs.work) and not dirs.glob("generation.json")
     if phase == "naming":
         return bool(dirs.glob("generation.json")) and not dirs.glob("identities.json")
     if phase == "baseline":
@@ -455,9 +456,9 @@ def stopped_in(phase: str, dirs: RunDirs) -> bool:
     if (dirs.out / "mutation.json").exists():
         return False  # the report was written: every phase was over
     if phase == "staging":
-        return not dirs.glob("setup.cfg")  # written right after the copy
+        return not dirs.glob("setup.cfg")  # written right after the site files are staged
     if phase == "generation":
-        return bool(dirs.glob("mutmut.log")) and not dirs.glob("generation.json")
+        return bool(dirs.glob("setup.cfg")) and not dirs.glob("generation.json")
     if phase == "naming":
         return bool(dirs.glob("generation.json")) and not dirs.glob("identities.json")
     if phase == "baseline":

@@ -259,12 +259,12 @@ KILLED_TWICE = "killed twice"  # its worker SIGKILLed on two attempts in a row: 
 class FakeSession:
     """Stands in for `mutations.engine.session.start`: the session's effects on the workspace, without mutmut.
 
-    Like the real session it reads the staged workspace (sites.json, packages.json, the pristine site
-    files) and names the mutants with mutmut's generator and our operators (`engine.naming`). Its process
-    has generated when first polled: mutmut's mutants file and `.meta` per site file, then
-    `generation.json`. When waited for, it writes the guards' baseline session, then tests every mutant
-    without an exit code (as mutmut does: one already tested keeps its code), writing its exit code and
-    guard session, and exits as mutmut would: 1 when the clean guards fail, else 0.
+    Like the real session it waits for `go` (the files to mutate), reads the staged workspace (sites.json,
+    packages.json, the staged site files) and names the mutants with mutmut's generator and our operators
+    (`engine.naming`). Its process has generated when first polled after `go`: mutmut's mutants file and `.meta`
+    per site file, then `generation.json`. When waited for, it writes the guards' baseline session, then tests
+    every mutant without an exit code (as mutmut does: one already tested keeps its code), writing its exit code
+    and guard session, and exits as mutmut would: 1 when the clean guards fail, else 0.
     """
 
     baseline: RecordKind = RecordKind.PASSED  # every site's guard on the unmutated code
@@ -272,14 +272,16 @@ class FakeSession:
     exit_code: int | None = None  # what the session exits with, if not what mutmut would
     generates: bool = True  # False: the session dies before generating
     then: Callable[[], None] | None = None  # runs when the mutants are tested (before the session exits)
-    runs: list[str] = field(default_factory=list)  # the run id of every session started
+    runs: list[str] = field(default_factory=list)  # the run id of every session told to go (started, it only waits)
     found: list[dict[str, int | None]] = field(default_factory=list)  # the exit codes each session started from
 
-    def start(self, ws: Workspace, run_id: str, files: list[str]) -> FakeProcess:
-        self.runs.append(run_id)
+    def start(self, ws: Workspace, run_id: str, warm_up: list[str]) -> FakeProcess:
         codes: dict[str, dict[str, int | None]] = {}
+        told = FakePipe(lambda: self.runs.append(run_id))
         return FakeProcess(
-            lambda: self._generate(ws, run_id, files, codes), lambda: self._test(ws, run_id, files, codes)
+            told,
+            lambda: self._generate(ws, run_id, told.files(), codes),
+            lambda: self._test(ws, run_id, told.files(), codes),
         )
 
     def _generate(self, ws: Workspace, run_id: str, files: list[str], codes: dict[str, dict[str, int | None]]) -> None:
@@ -334,29 +336,51 @@ class FakeSession:
 
 
 def _staged(ws: Workspace) -> tuple[list[Site], list[str]]:
-    """What staging left for the session: the sites and the staged packages."""
+    """What staging left for the session: the sites and the staged packages' names."""
     sites = [Site.from_json(item) for item in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
-    return sites, json.loads(ws.packages_file.read_text(encoding="utf-8"))
+    return sites, sorted(json.loads(ws.packages_file.read_text(encoding="utf-8")))
 
 
 def _save_meta(ws: Workspace, file: str, codes: dict[str, int | None]) -> None:
     state.write_atomic(layout.meta(ws, file), json.dumps(meta_document(codes)))
 
 
+class FakePipe:
+    """The session's stdin: what `go` writes (the files to mutate, as JSON)."""
+
+    def __init__(self, told: Callable[[], None]) -> None:
+        self.data = b""
+        self._told = told
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+        self._told()
+
+    def close(self) -> None:
+        pass
+
+    def files(self) -> list[str]:
+        return json.loads(self.data)
+
+
 class FakeProcess:
-    """The session's process: when first polled it has generated and still runs; once waited for (or polled
-    again) it has tested the mutants and ended.
+    """The session's process: when first polled after `go` it has generated and still runs; once waited for (or
+    polled again) it has tested the mutants and ended. Polled before `go`, it has ended, as the real one does when
+    the run closes its stdin without `go`.
 
     It has no `pid`: nothing may signal it (it has always ended by the time the run could stop it).
     """
 
-    def __init__(self, generate: Callable[[], None], test: Callable[[], int]) -> None:
+    def __init__(self, stdin: FakePipe, generate: Callable[[], None], test: Callable[[], int]) -> None:
+        self.stdin = stdin
         self._generate: Callable[[], None] | None = generate
         self._test = test
         self.returncode: int | None = None
 
     def _step(self) -> None:
-        if self._generate is not None:
+        if not self.stdin.data:
+            self.returncode = 130
+        elif self._generate is not None:
             generate, self._generate = self._generate, None
             generate()
         elif self.returncode is None:

@@ -201,7 +201,7 @@ ODD_FILES = {
     "dangling.py": "a dangling symlink",
     "loop.py": "a symlink loop",
     "folder.py": "a directory",
-    "data.fifo": "a FIFO",  # staging copies every file, not only *.py
+    "data.fifo": "a FIFO",  # the fingerprint covers every file, not only *.py
 }
 
 

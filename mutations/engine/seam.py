@@ -28,14 +28,14 @@ MUTANT_MARK = "__mutmut_"  # in every mutant's name (its other phases, "fail", "
 
 # Every name of mutmut's the engine uses, by module. `check_seam` fails loudly if one moves.
 ENGINE_NAMES: dict[str, tuple[str, ...]] = {
-    "mutmut.__main__": ("_run", "create_mutants", "_register_mutant_result", "Pool"),
+    "mutmut.__main__": ("_run", "copy_src_dir", "create_mutants", "_register_mutant_result", "Pool"),
     "mutmut.configuration": ("reset_config",),
     "mutmut.mutation.data": ("SourceFileMutationData",),
     "mutmut.mutation.file_mutation": ("create_mutations", SEAM_ATTRIBUTE),
     "mutmut.mutation.trampoline": ("set_mutant_under_test",),
     "mutmut.mutation.trampoline_templates": ("mangle_function_name",),
     "mutmut.stats": ("status_by_exit_code", "load_stats", "save_stats"),
-    "mutmut.utils.file_utils": ("change_cwd",),
+    "mutmut.utils.file_utils": ("change_cwd", "copy_src_dir"),
     "mutmut.utils.format_utils": ("get_mutant_name",),
     "mutmut.workers.isolation": ("MutantResult",),
 }
@@ -59,6 +59,7 @@ def check_seam() -> None:
                 raise SeamMismatch(f"{module_name} has no `{name}`: the engine's seam moved; re-check mutmut")
     import mutmut.__main__ as mutmut_main
     from mutmut.mutation import data, file_mutation, trampoline
+    from mutmut.utils import file_utils
     from mutmut.workers import isolation
     from warnonce_guard.mutations.engine.state import META_KEYS
 
@@ -72,12 +73,16 @@ def check_seam() -> None:
         raise SeamMismatch(f"mutmut no longer names the mutant under test in ${MUTANT_VARIABLE}; re-check the engine")
     # The session swaps these module globals; each must still be looked up by name where mutmut calls it.
     source = inspect.getsource(mutmut_main)
-    for call in ("_register_mutant_result(result, ", "with Pool(processes="):
+    # and the session generates as `_run` does, before it: copy the files to mutate, then make their mutants
+    for call in ("_register_mutant_result(result, ", "with Pool(", "copy_src_dir()", "create_mutants(max_children)"):
         if call not in source:
             raise SeamMismatch(f"mutmut.__main__ no longer calls `{call}...`; re-check mutations/engine/session.py")
     fields = getattr(isolation.MutantResult, "__dataclass_fields__", {})
     if not {"mutant_name", "exit_code"} <= set(fields):
         raise SeamMismatch("mutmut's MutantResult changed; re-check mutations/engine/workers.py")
+    # The overlay imports each site module from mutmut's copy, mutants/<file> (engine.layout, engine.overlay).
+    if 'Path("mutants") / root / name' not in inspect.getsource(file_utils.copy_src_dir):
+        raise SeamMismatch("mutmut no longer copies a file it mutates to mutants/<file>; re-check engine/overlay.py")
     saved = inspect.getsource(data.SourceFileMutationData.load)
     if not all(f'"{key}"' in saved for key in META_KEYS):
         raise SeamMismatch("mutmut's .meta format changed (SourceFileMutationData.load); re-check engine/state.py")

@@ -1,14 +1,20 @@
 """The mutmut run itself, in a process of its own inside the workspace.
 
-    python -m mutations.engine.session WORK_DIR RUN_ID FILE...      (started by `start`)
+    python -m mutations.engine.session WORK_DIR RUN_ID [MODULE...]      (started by `start`, told by `go`)
 
 mutmut reads setup.cfg from the current directory, changes sys.path, forks workers and calls exit(),
 so it gets a process to itself, in a process group of its own that the parent kills on Ctrl-C or
 SIGTERM. It dies with its parent even on SIGKILL (PR_SET_PDEATHSIG), and so does every process it
-forks. There, with our operators swapped in (mutations.engine.seam) and mutmut's `.meta` files written
-atomically, mutmut generates the mutants (then `generation.json` records them), collects which guard
-covers which function, runs the clean guards (our baseline) and then every mutant in forked workers:
-vLLM is imported once. Meanwhile the parent names every mutant (mutations.identify) on the other core.
+forks. The parent starts it before it discovers the sites, so that the slow part of the guards' one import
+of vLLM overlaps discovery and generation: it forks a generator at once, then imports MODULE... (what the
+guards import first: for vLLM, torch; never mutmut, which reads setup.cfg when imported). The generator waits
+for `go` (the files to mutate, once staged), then does the first step of mutmut's run with our operators
+swapped in (mutations.engine.seam) and mutmut's `.meta` files written atomically: it copies the site files
+into mutants/ and generates their mutants, and `generation.json` records them. Then the session runs
+mutmut's run, which finds them made, with the target imported through the workspace
+(`mutations.engine.overlay`: the site files from mutants/, the rest where it lies, no bytecode written): it
+collects which guard covers which function, runs the clean guards (our baseline) and then every mutant in
+forked workers: vLLM is imported once. Meanwhile the parent names every mutant (mutations.identify).
 
 Generation runs on a pool that notices a dead worker (mutations.engine.generation). Each worker's exit
 code is kept or not by `mutations.engine.workers`: a worker killed from outside or past its time limit
@@ -22,12 +28,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import importlib
 import json
 import os
 import subprocess
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,34 +43,63 @@ from warnonce_guard.common.errors import ExitCode, GuardError, RecordsUnwritten
 from warnonce_guard.common.processes import bind_to_parent, child_environment, die_with_parent
 from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS
-from warnonce_guard.mutations.engine import naming, state
+from warnonce_guard.mutations.engine import naming, overlay, state
 from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.seam import BASELINE_PHASES, MUTANT_MARK, MUTANT_VARIABLE, our_operators
 from warnonce_guard.mutations.engine.workers import Registrar
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.target import PACKAGE
 
 # A write the work directory refused: the disk (full, over quota, read-only) or the folder (permissions, chattr +i)
 REFUSED_WRITES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
 
 
-def start(ws: Workspace, run_id: str, files: list[str]) -> subprocess.Popen[bytes]:
-    """Start the session for `files` in a process group of its own, its output appended to the workspace's log."""
+def start(ws: Workspace, run_id: str, warm_up: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+    """Start the session in a process group of its own, its output appended to the workspace's log: it imports
+    `warm_up` at once, then waits for `go`."""
     with ws.log_file.open("ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", __name__, str(ws.dir), run_id, *files],
-            stdin=subprocess.DEVNULL,  # nothing in it asks; a stray prompt must not wait on the terminal
+            [sys.executable, "-m", __name__, str(ws.dir), run_id, *warm_up],
+            stdin=subprocess.PIPE,  # `go`, and nothing else: a stray prompt must not wait on the terminal
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env=child_environment(os.environ),
+            env=child_environment(os.environ, **overlay.BYTECODE_OFF),
         )
 
 
-def _environment(ws: Workspace, run_id: str) -> None:
-    """Tell the guard sessions mutmut starts (in this process's environment) to record, on the staged copy, in
-    mutmut's names; never the user's tree."""
+def go(session: subprocess.Popen[bytes], files: Sequence[str]) -> None:
+    """Tell the session the workspace is staged: mutmut runs now, mutating `files`. A session that already ended
+    says why by its exit code."""
+    assert session.stdin is not None
+    with contextlib.suppress(BrokenPipeError):
+        session.stdin.write(json.dumps(list(files)).encode() + b"\n")
+        session.stdin.close()
+
+
+def _told_to_go() -> list[str] | None:
+    """The files `go` names; None when the parent closed the pipe without it (the run ended before staging)."""
+    line = sys.stdin.buffer.readline()
+    return json.loads(line) if line.strip() else None
+
+
+# What mutmut imports, less mutmut itself: importing mutmut.__main__ reads setup.cfg, not yet written.
+ENGINE_IMPORTS = ("libcst", "pytest")
+
+
+def _warm_up(modules: Sequence[str]) -> None:
+    """Import what mutmut and the guards import first, while the parent discovers the sites; one that fails to
+    import here fails again in the guards, which say so."""
+    for name in (*ENGINE_IMPORTS, *modules):
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+
+
+def _environment(ws: Workspace, run_id: str, packages: dict[str, Path]) -> None:
+    """Tell the guard sessions mutmut starts (in this process's environment) to record, on the target imported
+    through the workspace (its site modules mutmut's copies), in mutmut's names."""
     protocol.tell_guards(
         os.environ,
         attribution=str(ws.attribution),
@@ -72,7 +108,8 @@ def _environment(ws: Workspace, run_id: str) -> None:
         baseline_phases=BASELINE_PHASES,
         mutant_mark=MUTANT_MARK,
         sites=str(ws.sites_file),
-        expect_vllm=str(ws.mutants / "vllm"),
+        expect_vllm=str(packages[PACKAGE]),
+        mutated=str(ws.mutants),
         evidence=False,  # verdicts and detectors only: no referrer chains (see guards.drive)
     )
 
@@ -82,8 +119,9 @@ def _site_functions(sites: list[Site]) -> None:
     protocol.tell_site_functions(os.environ, naming.function_keys(sites))
 
 
-def staged_packages(ws: Workspace) -> list[str]:
-    return json.loads(ws.packages_file.read_text(encoding="utf-8"))
+def staged_packages(ws: Workspace) -> dict[str, Path]:
+    """Each staged package and the directory it is imported from (packages.json)."""
+    return {name: Path(folder) for name, folder in json.loads(ws.packages_file.read_text(encoding="utf-8")).items()}
 
 
 def record_generation(ws: Workspace, run_id: str, files: list[str]) -> Callable[[Callable[..., Any]], Any]:
@@ -101,19 +139,37 @@ def record_generation(ws: Workspace, run_id: str, files: list[str]) -> Callable[
     return wrap
 
 
-def run_mutmut(ws: Workspace, run_id: str, packages: list[str], files: list[str]) -> int:
-    """mutmut's `run` with our operators, anchored on the workspace's sites, then once more on the mutants
-    whose worker was killed or timed out; its exit code (mutmut exits 1 when the clean guards fail)."""
+def _sites(ws: Workspace) -> list[Site]:
+    return [Site.from_json(data) for data in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
+
+
+def generate(ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str]) -> None:
+    """The first step of mutmut's `run`, on its own: copy the site files into mutants/ and make their mutants, with
+    our operators, then record them (`generation.json`); mutmut's `run` later finds them made."""
     import mutmut.__main__ as mutmut_main
 
+    state.atomic_meta_save()
+    mutmut_main.Pool = FailFastPool
+    with our_operators(sorted(packages), anchors=anchors_of(_sites(ws))):
+        mutmut_main.copy_src_dir()
+        record_generation(ws, run_id, files)(mutmut_main.create_mutants)(os.cpu_count() or 4)  # as `run` does
+
+
+def run_mutmut(ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str]) -> int:
+    """mutmut's `run` with our operators, anchored on the workspace's sites, the target imported through the
+    workspace, then once more on the mutants whose worker was killed or timed out; its exit code (mutmut exits 1
+    when the clean guards fail)."""
+    import mutmut.__main__ as mutmut_main
+
+    overlay.install(ws, packages, files)
     state.atomic_meta_save()
     mutmut_main.create_mutants = record_generation(ws, run_id, files)(mutmut_main.create_mutants)
     mutmut_main.Pool = FailFastPool
     registrar = Registrar.load(ws, run_id)
     mutmut_main._register_mutant_result = registrar.wrap(mutmut_main._register_mutant_result)
-    sites = [Site.from_json(data) for data in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
+    sites = _sites(ws)
     _site_functions(sites)
-    with our_operators(packages, anchors=anchors_of(sites)):
+    with our_operators(sorted(packages), anchors=anchors_of(sites)):
         try:
             mutmut_main._run([], max_children=None)
             if again := registrar.take_again():  # once: a second abnormal attempt is kept as the verdict
@@ -142,16 +198,52 @@ def complete_baseline(ws: Workspace) -> int:
         os.chdir(ws.dir)
 
 
+def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
+    """Generate the mutants in a child forked before the imports start, which waits for `go`, while this process
+    imports `warm_up`; the child's exit code (0: generated)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        files = _told_to_go()
+        code = int(ExitCode.INTERRUPTED)
+        if files is not None:
+            code = _checked(ws, lambda: generate(ws, run_id, staged_packages(ws), files))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    _warm_up(warm_up)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if code < 0:
+        return _say(f"the process generating mutants died (signal {-code}); run again", ExitCode.ENGINE_FAILED)
+    return code
+
+
+def _tested(ws: Workspace, run_id: str) -> int:
+    """mutmut's `run` on what was generated, and the complete baseline when the clean guards failed."""
+    packages = staged_packages(ws)
+    _environment(ws, run_id, packages)
+    code = run_mutmut(ws, run_id, packages, sorted(state.read_generation(ws)[1]))
+    if code != 0 and complete_baseline(ws) == UNWRITTEN_STATUS:  # mutmut's stats or clean run could not either
+        raise RecordsUnwritten(f"the guards could not write their records in {ws.attribution}")
+    return code
+
+
 def main(argv: list[str]) -> int:
-    ws, run_id, files = Workspace(Path(argv[0]).resolve()), argv[1], argv[2:]
+    ws, run_id, warm_up = Workspace(Path(argv[0]).resolve()), argv[1], argv[2:]
     bind_to_parent()
-    os.register_at_fork(after_in_child=die_with_parent)  # mutmut's workers die with this process
+    os.register_at_fork(after_in_child=die_with_parent)  # the generator and mutmut's workers die with this process
     os.chdir(ws.dir)
+    generated = _generated(ws, run_id, warm_up)
+    if generated != 0:  # the generator said why, or was told nothing (the run ended before staging)
+        return generated
+    return _checked(ws, lambda: _tested(ws, run_id))
+
+
+def _checked(ws: Workspace, work: Callable[[], int | None]) -> int:
+    """`work`'s exit code (0 for None), or the one for what it raised: a disk or folder refusing a write is 12."""
     try:
-        _environment(ws, run_id)
-        code = run_mutmut(ws, run_id, staged_packages(ws), files)
-        if code != 0 and complete_baseline(ws) == UNWRITTEN_STATUS:  # mutmut's stats or clean run could not either
-            raise RecordsUnwritten(f"the guards could not write their records in {ws.attribution}")
+        return work() or 0
     except GuardError as err:  # e.g. the operator seam moved in a new mutmut
         return _say(str(err), err.exit_code)
     except OSError as err:
@@ -163,7 +255,6 @@ def main(argv: list[str]) -> int:
     except Exception:  # mutmut crashed: Python's own exit status (1) would read as "the clean guards failed"
         traceback.print_exc()
         return int(ExitCode.ENGINE_FAILED)
-    return code
 
 
 def _say(message: str, code: ExitCode) -> int:

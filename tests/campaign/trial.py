@@ -198,11 +198,9 @@ def phase_of(dirs: RunDirs, mutants: int, workers: bool = False) -> str:
         return "collect"  # every mutant tested: the session ends, the parent reads the verdicts
     if dirs.glob("generation.json"):
         return "baseline"
-    if dirs.glob("mutmut.log"):
-        return "generation"
-    if dirs.glob("setup.cfg"):
-        return "staged"
-    return "staging" if dirs.workspaces() else "start"
+    if not dirs.glob("setup.cfg"):  # the session is started meanwhile: it imports, and waits
+        return "staging" if dirs.workspaces() else "start"
+    return "generation" if dirs.glob("mutants") else "staged"
 
 
 @dataclass

@@ -36,7 +36,8 @@ def test_what_the_guards_are_told_is_what_they_read_and_a_callers_settings_go() 
         mutant_variable="MUTANT_UNDER_TEST",
         baseline_phases=("", "stats"),
         mutant_mark="__mutmut_",
-        expect_vllm="/ws/mutants/vllm",
+        expect_vllm="/site-packages/vllm",
+        mutated="/ws/mutants",
         evidence=False,
     )
     protocol.tell_site_functions(environ, {"vllm.x": ["site-a"]})
@@ -44,8 +45,8 @@ def test_what_the_guards_are_told_is_what_they_read_and_a_callers_settings_go() 
 
     assert (told.vllm_src, told.sites, told.platform) == (None, None, None)  # the caller's tree and sites went
     assert protocol.PREFIX + "ANYTHING" not in environ and environ["PATH"] == "/bin"  # the rest is kept
-    assert (told.attribution, told.run_id, told.expect_vllm, told.evidence) == (
-        "/ws/attribution", "run1", "/ws/mutants/vllm", False
+    assert (told.attribution, told.run_id, told.expect_vllm, told.mutated, told.evidence) == (
+        "/ws/attribution", "run1", "/site-packages/vllm", "/ws/mutants", False
     )  # fmt: skip
     assert (told.mutant, told.baseline_phases, told.mutant_mark) == ("vllm.x__mutmut_1", {"", "stats"}, "__mutmut_")
     assert told.function_sites() == {"vllm.x": ["site-a"]}
@@ -54,6 +55,7 @@ def test_what_the_guards_are_told_is_what_they_read_and_a_callers_settings_go() 
 def test_nothing_told_reads_as_a_plain_guard_run() -> None:
     told = protocol.settings({})
     assert told.attribution is None and told.evidence and told.parent_pid is None and told.mutant == ""
+    assert told.expect_vllm is None and told.mutated is None
     assert told.baseline_phases == {""} and told.function_sites() == {}
 
 

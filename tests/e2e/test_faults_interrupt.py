@@ -158,11 +158,12 @@ def test_interrupt_then_rerun(
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
-def test_a_group_signal_while_staging_copies_and_discovery_parses_is_one_line(
+def test_a_group_signal_while_the_session_imports_and_discovery_parses_is_one_line(
     sig: signal.Signals, tmp_path: Path, small_viewer: Path, record_property: Callable[[str, object], None]
 ) -> None:
-    """Staging copies in a forked worker while discovery parses the site files in the run itself; a signal to
-    the group reaches both (Ctrl-C from a terminal, SIGTERM from a CI runner cancelling a job)."""
+    """The mutmut session is started (it imports, then waits) while discovery parses the site files in the run
+    itself; a signal to the group (Ctrl-C from a terminal, SIGTERM from a CI runner cancelling a job) ends the run,
+    which stops the session (in a group of its own)."""
     shape = TreeShape(filler_files=3000, filler_functions=1500)
     tree = fault_tree(tmp_path / "user" / "tree", shape)
     for name in ("cpu", "cuda"):  # three files with a site, each long: discovery parses for a while
@@ -172,8 +173,8 @@ def test_a_group_signal_while_staging_copies_and_discovery_parses_is_one_line(
     misses = []
     for dirs in fresh_dirs(tmp_path, tree, "discovery"):
         started = start(cli_args(tree, dirs.out, dirs.work, small_viewer), tmp_path, dirs.work.parent / "logs")
-        copying = lambda pid=started.proc.pid: len(children_of(pid)) >= 1  # noqa: E731 (staging's copier)
-        forked = wait_until(copying, started.proc)
+        session = lambda pid=started.proc.pid: len(children_of(pid)) >= 1  # noqa: E731 (the session, started)
+        forked = wait_until(session, started.proc)
         if forked:
             os.killpg(started.proc.pid, sig)
         code = started.wait()
@@ -181,9 +182,9 @@ def test_a_group_signal_while_staging_copies_and_discovery_parses_is_one_line(
         assert code == EXIT[sig] or not forked, f"{sig.name} sent, and the run did not stop on it: {started.err}"
         if forked and not dirs.glob("setup.cfg"):  # still staging and discovering when it landed
             break
-        misses.append(f"exit {code}, {'after' if forked else 'before'} the copier was seen")
+        misses.append(f"exit {code}, {'after' if forked else 'before'} the session was seen")
         if len(misses) == ATTEMPTS:
-            pytest.skip(f"could not land {sig.name} while staging and discovery ran: {'; '.join(misses)}")
+            pytest.skip(f"could not land {sig.name} while the session imported and discovery ran: {'; '.join(misses)}")
     assert code == EXIT[sig] and "Traceback" not in started.err, started.err
     assert len(started.err.splitlines()) == 1 and started.err.startswith(SAYS[sig]), started.err
     assert hash_tree(tree) == before

@@ -28,7 +28,7 @@ STATE_FILES = {  # in the workspace
     "mutmut-stats.json": "mutants/mutmut-stats.json",
     "guard-session": f"attribution/mutants/{MUTANT}.json",
     "mutants-file": "mutants/vllm/platforms/interface.py",  # mutmut's, holding the mutants
-    "linked-file": "mutants/vllm/logger.py",  # a hard link to the pristine copy
+    "staged-file": "vllm/platforms/interface.py",  # the staged copy of the site file, which mutmut mutates
     "result.json": "result.json",  # the complete run's verdicts, reused while nothing changed
 }
 FOREIGN = {  # JSON that parses, of another shape

@@ -60,10 +60,11 @@ def test_guards_import_the_staged_copy_and_the_tree_is_left_as_it_was(tmp_path: 
     ws = workspace_of(work)
     mutated = (ws / "mutants" / "vllm" / "platforms" / "interface.py").read_text()
     assert "__mutmut_1" in mutated  # what the guards imported carries the mutants
-    pristine = ws / "vllm" / "platforms" / "interface.py"  # mutmut wrote its copy, not through a link
-    assert pristine.read_text() == INTERFACE
-    assert not os.path.samefile(pristine, ws / "mutants" / "vllm" / "platforms" / "interface.py")
-    assert os.path.samefile(ws / "vllm" / "logger.py", ws / "mutants" / "vllm" / "logger.py")
+    staged = ws / "vllm" / "platforms" / "interface.py"  # mutmut wrote its copy, not through a link
+    assert staged.read_text() == INTERFACE
+    assert not os.path.samefile(staged, ws / "mutants" / "vllm" / "platforms" / "interface.py")
+    assert sorted(p.name for p in (ws / "vllm").rglob("*")) == ["interface.py", "platforms"]  # nothing else staged
+    assert not (ws / "mutants" / "vllm" / "logger.py").exists()  # the guards import it from the tree
     sessions = [json.loads(f.read_text()) for f in (ws / "attribution" / "mutants").glob("*.json")]
     assert len(sessions) == len(fitting_operators(INTERFACE)) and all(s["exit_status"] == 1 for s in sessions)
 
@@ -138,6 +139,7 @@ def crash(*args):
     raise KeyError("tests_by_mangled_function_name")  # as mutmut's load_stats does on a stats file it cannot read
 
 session.run_mutmut = crash
+session.generate = lambda *args: None  # as if it had generated (generation.json is there)
 session.bind_to_parent = lambda: None
 sys.exit(session.main(sys.argv[1:]))
 """
@@ -146,9 +148,14 @@ sys.exit(session.main(sys.argv[1:]))
 def test_a_crash_inside_the_session_is_its_own_exit_code_not_mutmuts_clean_guards_failed(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "packages.json").write_text('["vllm"]')
+    (ws / "packages.json").write_text(json.dumps({"vllm": str(tmp_path / "tree" / "vllm")}))
+    (ws / "generation.json").write_text(json.dumps({"run": "run1", "files": {}}))
     done = subprocess.run(
-        [sys.executable, "-c", CRASHING_SESSION, str(ws), "run1"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", CRASHING_SESSION, str(ws), "run1"],
+        input="[]\n",  # go
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == ExitCode.ENGINE_FAILED, done.stderr  # not 1: that means "the clean guards failed"
     assert "KeyError: 'tests_by_mangled_function_name'" in done.stderr  # the traceback goes to mutmut.log

@@ -20,7 +20,7 @@ from warnonce_guard.common import processes, protocol
 from warnonce_guard.common.errors import ExitCode, SeamMismatch
 from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, Phase
-from warnonce_guard.mutations.engine import layout, naming, seam, session, state
+from warnonce_guard.mutations.engine import layout, naming, overlay, seam, session, state
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import sites_in_source
@@ -35,12 +35,13 @@ def helper():
         logger.warning_once("Failed to import from vllm._moe_C: %s", repr(e))
 """
 MUTANTS = ["vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1"]
+INSTALLED = Path("/site-packages/vllm")  # where the staged package is imported from (packages.json)
 
 
 @pytest.fixture
 def ws(ws: Workspace) -> Workspace:
     """A staged workspace, as the session finds it: the packages and sites staging recorded."""
-    ws.packages_file.write_text('["vllm"]', encoding="utf-8")
+    ws.packages_file.write_text(json.dumps({"vllm": str(INSTALLED)}), encoding="utf-8")
     ws.sites_file.write_text("[]", encoding="utf-8")
     return ws
 
@@ -67,9 +68,10 @@ def generate(ws: Workspace) -> str:
 def test_the_session_runs_in_a_process_group_of_its_own_and_appends_to_the_workspace_log(ws: Workspace) -> None:
     ws.log_file.write_text("an earlier run's log\n", encoding="utf-8")
     ws.packages_file.unlink()  # it cannot run: it says why in the log and exits ENGINE_FAILED
-    proc = session.start(ws, "run1", [FILE])
+    proc = session.start(ws, "run1")
     try:
         assert os.getpgid(proc.pid) == proc.pid  # the run stops it (and its workers) by its group
+        session.go(proc, [FILE])
         assert proc.wait(timeout=60) == ExitCode.ENGINE_FAILED
     finally:
         if proc.poll() is None:
@@ -77,6 +79,26 @@ def test_the_session_runs_in_a_process_group_of_its_own_and_appends_to_the_works
             proc.wait()
     log = ws.log_file.read_text(encoding="utf-8")
     assert log.startswith("an earlier run's log\n") and "packages.json" in log and "Traceback" in log
+
+
+def test_a_session_the_run_never_tells_to_go_generates_nothing_and_ends(ws: Workspace) -> None:
+    proc = session.start(ws, "run1")  # the run ended before staging (nothing to check, Ctrl-C): it closes the pipe
+    try:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == ExitCode.INTERRUPTED
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert not ws.mutants.exists() and not ws.generation_file.exists()
+
+
+def test_telling_a_session_that_already_ended_to_go_leaves_its_exit_code_to_say_why(ws: Workspace) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE)
+    proc.wait()
+    session.go(proc, [FILE])  # no BrokenPipeError
+    assert proc.returncode == 0
 
 
 def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
@@ -89,14 +111,30 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
         return "process"
 
     monkeypatch.setattr(subprocess, "Popen", popen)
-    assert session.start(ws, "run1", [FILE, "vllm/platforms/cpu.py"]) == "process"
+    assert session.start(ws, "run1", ["torch"]) == "process"
     assert started["argv"] == [
-        sys.executable, "-m", "warnonce_guard.mutations.engine.session", str(ws.dir), "run1", FILE,
-        "vllm/platforms/cpu.py",
+        sys.executable, "-m", "warnonce_guard.mutations.engine.session", str(ws.dir), "run1", "torch"
     ]  # fmt: skip
-    assert started["env"][protocol.PARENT_PID] == str(os.getpid())  # type: ignore[index]
+    env = started["env"]
+    assert isinstance(env, dict) and env[protocol.PARENT_PID] == str(os.getpid())
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1"  # nothing compiles beside the target's sources
     assert started["start_new_session"] is True and started["stderr"] == subprocess.STDOUT
-    assert started["stdin"] == subprocess.DEVNULL  # never waits on the terminal
+    assert started["stdin"] == subprocess.PIPE  # `go` only: never the terminal
+
+
+def test_the_session_imports_what_it_is_told_to_first_and_passes_over_what_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    imported: list[str] = []
+
+    def import_module(name: str) -> None:
+        imported.append(name)
+        if name == "broken":
+            raise RuntimeError("broken at import")
+
+    monkeypatch.setattr(session.importlib, "import_module", import_module)
+    session._warm_up(["broken", "torch"])
+    assert imported == [*session.ENGINE_IMPORTS, "broken", "torch"]  # never mutmut: it reads setup.cfg at import
 
 
 def test_the_session_runs_pytest_with_its_own_options_not_the_users(
@@ -107,7 +145,7 @@ def test_the_session_runs_pytest_with_its_own_options_not_the_users(
     monkeypatch.setenv("PYTEST_ADDOPTS", "-x --pdb -k nothing")
     monkeypatch.setenv("PYTEST_PLUGINS", "someones.plugin")
     monkeypatch.setenv("WARNONCE_GUARD_KEPT", "yes")
-    session.start(ws, "run1", [FILE])
+    session.start(ws, "run1")
     env = started["env"]
     assert isinstance(env, dict) and "PYTEST_ADDOPTS" not in env and "PYTEST_PLUGINS" not in env
     assert env["WARNONCE_GUARD_KEPT"] == "yes"  # the rest of the environment is passed on
@@ -142,7 +180,7 @@ def test_the_sessions_environment_is_what_the_guards_read_as_the_engines_protoco
     from warnonce_guard.guards.conftest import engine_protocol
 
     environment["WARNONCE_GUARD_VLLM_SRC"] = "/the/users/tree"
-    session._environment(ws, "run1")
+    session._environment(ws, "run1", {"vllm": INSTALLED})
 
     protocol = engine_protocol()
     assert protocol.variable == "MUTANT_UNDER_TEST"  # mutmut's (check_seam holds it to that)
@@ -152,7 +190,8 @@ def test_the_sessions_environment_is_what_the_guards_read_as_the_engines_protoco
     assert (environment["WARNONCE_GUARD_SITES"], environment["WARNONCE_GUARD_ATTRIBUTION"]) == (
         str(ws.sites_file), str(ws.attribution)
     )  # fmt: skip
-    assert environment["WARNONCE_GUARD_EXPECT_VLLM"] == str(ws.mutants / "vllm")  # the staged copy, mutated
+    assert environment["WARNONCE_GUARD_EXPECT_VLLM"] == str(INSTALLED)  # the target's, through the overlay
+    assert environment["WARNONCE_GUARD_MUTATED"] == str(ws.mutants)  # where every site module comes from
     assert environment["WARNONCE_GUARD_RUN_ID"] == "run1" and environment["WARNONCE_GUARD_EVIDENCE"] == "0"
     assert "WARNONCE_GUARD_VLLM_SRC" not in environment  # never the user's tree
 
@@ -164,7 +203,7 @@ def test_the_guards_find_the_sites_of_the_mutated_function_from_the_sessions_env
 
     source = INTERFACE + HELPER
     sites = sites_in_source(source, FILE, "vllm.platforms.interface")
-    session._environment(ws, "run1")
+    session._environment(ws, "run1", {"vllm": INSTALLED})
     session._site_functions(sites)  # what run_mutmut tells them once it read the sites
     _, generated = naming.generate(FILE, source, ["vllm"], anchors_of(sites))
 
@@ -239,6 +278,7 @@ def mutmut_main(ws: Workspace, monkeypatch: pytest.MonkeyPatch, mutmut_config: P
     for name in ("_register_mutant_result", "Pool"):
         monkeypatch.setattr(mutmut_main, name, getattr(mutmut_main, name))
     monkeypatch.setattr(SourceFileMutationData, "save", SourceFileMutationData.save)
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))  # the session installs its overlay there
     return mutmut_main
 
 
@@ -259,9 +299,34 @@ def test_mutmut_runs_with_our_operators_and_its_exit_becomes_the_code(
 
     monkeypatch.setattr(mutmut_main, "_run", run)
 
-    assert session.run_mutmut(ws, "run1", ["vllm"], [FILE]) == code
+    assert session.run_mutmut(ws, "run1", {"vllm": INSTALLED}, [FILE]) == code
     assert seen and seen[0] is not stock and file_mutation.mutation_operators is stock
     assert state.read_generation(ws)[0] == "run1"  # generation recorded through the wrapped create_mutants
+    finder = sys.meta_path[0]  # the target is imported through the workspace
+    assert isinstance(finder, overlay.Overlay) and finder.packages == {"vllm": INSTALLED} and finder.files == {FILE}
+
+
+def test_the_generator_does_what_mutmuts_run_does_first_with_our_operators_and_records_it(
+    ws: Workspace, mutmut_main: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mutmut.mutation import file_mutation
+    from warnonce_guard.mutations.engine.generation import FailFastPool
+
+    stock = file_mutation.mutation_operators
+    did: list[object] = []
+    monkeypatch.setattr(mutmut_main, "copy_src_dir", lambda: did.append("copied"))
+
+    def create_mutants(max_children: int) -> str:
+        did.append(file_mutation.mutation_operators)
+        assert mutmut_main.Pool is FailFastPool  # type: ignore[attr-defined]
+        return generate(ws)
+
+    monkeypatch.setattr(mutmut_main, "create_mutants", create_mutants)
+
+    session.generate(ws, "run1", {"vllm": INSTALLED}, [FILE])
+
+    assert did[0] == "copied" and did[1] is not stock and file_mutation.mutation_operators is stock
+    assert state.read_generation(ws)[0] == "run1"
 
 
 def test_a_mutant_whose_worker_was_killed_is_tested_again_in_a_second_round_and_kept_then(
@@ -286,7 +351,7 @@ def test_a_mutant_whose_worker_was_killed_is_tested_again_in_a_second_round_and_
 
     monkeypatch.setattr(mutmut_main, "_run", run)
 
-    assert session.run_mutmut(ws, "run1", ["vllm"], [FILE]) == 0
+    assert session.run_mutmut(ws, "run1", {"vllm": INSTALLED}, [FILE]) == 0
     assert rounds == [[], MUTANTS]  # mutmut re-tests mutants it is given by name
     assert registered == [(MUTANTS[0], 1)]  # the killed attempt was never kept
     assert json.loads(ws.attempts_file.read_text(encoding="utf-8"))["mutants"] == {}
@@ -311,7 +376,7 @@ def test_a_second_round_runs_once_and_keeps_a_repeated_kill(
 
     monkeypatch.setattr(mutmut_main, "_run", run)
 
-    assert session.run_mutmut(ws, "run1", ["vllm"], [FILE]) == 0
+    assert session.run_mutmut(ws, "run1", {"vllm": INSTALLED}, [FILE]) == 0
     assert rounds == [[], MUTANTS]
     assert registered == [(MUTANTS[0], -signal.SIGKILL)]  # killed twice in a row: that is its verdict
 
@@ -344,17 +409,26 @@ class Session:
     """`session.main` with mutmut's run and the complete baseline replaced; what each was asked."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, ws: Workspace) -> None:
-        self.ws, self.baselines = ws, 0
+        self.ws, self.baselines, self.runs = ws, 0, 0
         self.hooks: list[dict[str, object]] = []
         self.mutmut: int | BaseException = 0
         monkeypatch.setattr(session, "bind_to_parent", lambda: None)
         monkeypatch.setattr(os, "register_at_fork", lambda **hooks: self.hooks.append(hooks))
         monkeypatch.setattr(session, "run_mutmut", self.run_mutmut)
         monkeypatch.setattr(session, "complete_baseline", self.complete_baseline)
+        monkeypatch.setattr(session, "_generated", self.generated)
         monkeypatch.chdir(ws.dir.parent)
+        self.generator = 0  # the exit code of the process generating the mutants
 
-    def run_mutmut(self, ws: Workspace, run_id: str, packages: list[str], files: list[str]) -> int:
-        assert (ws, run_id, packages, files) == (self.ws, "run1", ["vllm"], [FILE])
+    def generated(self, ws: Workspace, run_id: str, warm_up: list[str]) -> int:
+        assert (ws, run_id, warm_up) == (self.ws, "run1", ["torch"]) and Path.cwd() == self.ws.dir
+        generate(ws)
+        state.write_generation(ws, run_id, [FILE])
+        return self.generator
+
+    def run_mutmut(self, ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str]) -> int:
+        assert (ws, run_id, packages, files) == (self.ws, "run1", {"vllm": INSTALLED}, [FILE])
+        self.runs += 1
         assert Path.cwd() == self.ws.dir and os.environ["WARNONCE_GUARD_RUN_ID"] == "run1"
         if isinstance(self.mutmut, BaseException):
             raise self.mutmut
@@ -365,7 +439,7 @@ class Session:
         return 1
 
     def main(self) -> int:
-        return session.main([str(self.ws.dir), "run1", FILE])
+        return session.main([str(self.ws.dir), "run1", "torch"])
 
 
 @pytest.fixture
@@ -377,6 +451,15 @@ def test_a_session_whose_guards_all_ran_exits_0_and_its_workers_die_with_it(main
     assert main.main() == 0
     assert main.baselines == 0
     assert main.hooks == [{"after_in_child": session.die_with_parent}]
+
+
+@pytest.mark.parametrize("code", [ExitCode.ENGINE_FAILED, ExitCode.STAGING_FAILED, ExitCode.INTERRUPTED])
+def test_a_generator_that_did_not_generate_is_the_sessions_exit_code_and_mutmut_never_runs(
+    main: Session, code: ExitCode
+) -> None:
+    main.generator = code  # it said why in the log, or was never told to go
+    assert main.main() == code
+    assert main.runs == 0
 
 
 def test_when_the_clean_guards_fail_every_guard_runs_once_more_and_the_session_exits_1(main: Session) -> None:

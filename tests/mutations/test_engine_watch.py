@@ -106,15 +106,16 @@ def test_a_session_that_stopped_working_ends_the_run_with_exit_13_and_is_stopped
 ) -> None:
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(ws: Workspace, run_id: str, files: list[str]) -> subprocess.Popen[bytes]:
-        started.append(group(IDLE))  # a session that never generates, and uses no CPU: a deadlock
+    def start(ws: Workspace, run_id: str, warm_up: list[str]) -> subprocess.Popen[bytes]:
+        # a session that never generates, and uses no CPU: a deadlock
+        started.append(subprocess.Popen(IDLE, start_new_session=True, stdin=subprocess.PIPE))
         return started[0]
 
     monkeypatch.setattr(engine_session, "start", start)
     monkeypatch.setattr(run_module, "stall_limit", lambda ws: 1.0)
     try:
-        with pytest.raises(EngineFailed, match="used no CPU"):
-            run_module.run_session(ws, "run1", [], [], [])  # waiting for its generation
+        with pytest.raises(EngineFailed, match="used no CPU"), run_module.started_session(ws, "run1", []) as session:
+            run_module.run_session(ws, session, "run1", [], [], [])  # waiting for its generation
         assert started[0].poll() is not None  # stopped with its group
     finally:
         ended(started[0])

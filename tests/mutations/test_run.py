@@ -96,8 +96,8 @@ def test_the_run_stages_a_copy_and_never_writes_the_target(run: Run, fake_sessio
     before = {p: p.read_bytes() for p in run.tree.rglob("*") if p.is_file()}
     run()
     assert {p: p.read_bytes() for p in run.tree.rglob("*") if p.is_file()} == before
-    assert (run.ws.dir / SITE_FILE).read_text(encoding="utf-8") == INTERFACE  # the pristine copy
-    assert json.loads(run.ws.packages_file.read_text(encoding="utf-8")) == ["vllm"]
+    assert (run.ws.dir / SITE_FILE).read_text(encoding="utf-8") == INTERFACE  # the staged copy of the site file
+    assert json.loads(run.ws.packages_file.read_text(encoding="utf-8")) == {"vllm": str(run.tree / "vllm")}
     assert [s["file"] for s in json.loads(run.ws.sites_file.read_text(encoding="utf-8"))] == [SITE_FILE]
 
 
@@ -208,7 +208,7 @@ def test_a_target_edited_while_the_session_ran_keeps_no_verdicts_and_is_staged_a
     assert not run.ws.result_file.exists() and not run.ws.staged_manifest.exists()
 
 
-def test_a_tree_without_a_once_site_is_nothing_to_check_and_starts_no_session(
+def test_a_tree_without_a_once_site_is_nothing_to_check_and_runs_no_session(
     tmp_path: Path, small_viewer: Path, fake_session: FakeSession
 ) -> None:
     tree = make_tree(tmp_path / "plain", INTERFACE.replace("warning_once", "warning"))
@@ -486,7 +486,7 @@ def test_a_session_that_could_not_write_is_one_line_naming_the_work_directory_ne
 
 
 @pytest.mark.parametrize("damage", ["file", "records-file", "immutable"])
-def test_an_attribution_folder_that_cannot_be_written_is_one_line_naming_it_before_any_session(
+def test_an_attribution_folder_that_cannot_be_written_is_one_line_naming_it_before_any_session_runs(
     damage: str, run: Run, fake_session: FakeSession
 ) -> None:
     run()

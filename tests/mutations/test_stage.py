@@ -1,5 +1,5 @@
-"""Staging: a pristine copy of the target in a workspace keyed by its fingerprint; what an earlier run left there
-is used only while it is whole."""
+"""Staging: the site files in a workspace keyed by the fingerprint of every target file; what an earlier run left
+there is used only while it is whole."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from faults import as_nobody, give_to_nobody, no_longer_than, shared_tree
-from toy import INTERFACE, LOGGER_SOURCE, add_odd_files, make_tree
+from toy import INTERFACE, add_odd_files, make_tree
 from warnonce_guard.common import fingerprint
 from warnonce_guard.common.errors import BadRecord, GuardError, StagingFailed
 from warnonce_guard.mutations import stage
@@ -19,7 +19,7 @@ from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import discover
 from warnonce_guard.rule.target import source_tree
 
-COPIED = ["__init__.py", "_version.py", "logger.py", "platforms", "platforms/__init__.py", "platforms/interface.py"]
+SITE_FILE = "vllm/platforms/interface.py"  # the toy's one file with a site
 
 
 def test_the_sites_an_earlier_run_recorded_are_read_back(tmp_path: Path, ws: Workspace) -> None:
@@ -43,38 +43,47 @@ def test_a_sites_file_of_uncached_sites_only_is_not_trusted(tmp_path: Path, ws: 
         stage.read_sites(ws)
 
 
-def test_a_link_that_went_missing_under_mutants_is_made_again(tmp_path: Path, ws: Workspace) -> None:
+def staged(ws: Workspace) -> list[str]:
+    return sorted(p.relative_to(ws.dir).as_posix() for p in ws.pristine("vllm").rglob("*") if p.is_file())
+
+
+def test_only_the_site_files_are_staged_as_copies_with_their_modification_times(tmp_path: Path, ws: Workspace) -> None:
     tree = make_tree(tmp_path / "tree")
-    stage.copy_packages(ws, {"vllm": tree / "vllm"})
-    linked = ws.mutants / "vllm" / "logger.py"
-    assert os.path.samefile(linked, ws.pristine("vllm") / "logger.py")
-    linked.unlink()  # the guards would import a vllm without its logger: the site "unreached", run after run
+    (tree / "vllm" / "third_party" / "include").mkdir(parents=True)
+    (tree / "vllm" / "third_party" / "include" / "kernel.h").write_text("/* C */\n")
 
-    stage.copy_packages(ws, {"vllm": tree / "vllm"})
+    assert stage.stage_files(ws, {"vllm": tree / "vllm"}, [SITE_FILE]) == []
 
-    assert os.path.samefile(linked, ws.pristine("vllm") / "logger.py")
+    assert staged(ws) == [SITE_FILE]  # the guards read every other file where it is
+    copy, original = ws.dir / SITE_FILE, tree / SITE_FILE
+    assert not os.path.samefile(copy, original)  # a copy: nothing reaches the target's file through it
+    assert copy.stat().st_mtime_ns == original.stat().st_mtime_ns  # mutmut regenerates a copy newer than its mutants
 
 
-def test_mutmuts_own_copy_of_a_site_file_is_kept(tmp_path: Path, ws: Workspace) -> None:
+def test_a_staged_copy_is_reused_with_mutmuts_state_while_it_is_the_one_recorded(tmp_path: Path, ws: Workspace) -> None:
     tree = make_tree(tmp_path / "tree")
-    stage.copy_packages(ws, {"vllm": tree / "vllm"})
-    mutated = layout.mutated(ws, "vllm/platforms/interface.py")
-    mutated.unlink()
+    stage.stage_files(ws, {"vllm": tree / "vllm"}, [SITE_FILE])
+    mutated = layout.mutated(ws, SITE_FILE)
+    mutated.parent.mkdir(parents=True)
     mutated.write_text("# mutmut's mutants\n")
 
-    stage.copy_packages(ws, {"vllm": tree / "vllm"})
+    assert stage.stage_files(ws, {"vllm": tree / "vllm"}, [SITE_FILE]) == []
 
     assert mutated.read_text() == "# mutmut's mutants\n"
 
 
-def test_a_file_name_that_is_not_utf8_is_staged_and_its_copy_reused(tmp_path: Path, ws: Workspace) -> None:
+def test_a_file_name_that_is_not_utf8_is_fingerprinted_and_the_staged_copy_reused(
+    tmp_path: Path, ws: Workspace
+) -> None:
     tree = make_tree(tmp_path / "tree")
     odd = os.fsdecode(b"\xffodd.txt")  # a name a Linux file system allows and UTF-8 does not
     (tree / "vllm" / odd).write_bytes(b"x")
+    first = stage.fingerprint(source_tree(tree), {"vllm": tree / "vllm"})
 
-    assert stage.copy_packages(ws, {"vllm": tree / "vllm"}) == []
-    assert stage.copy_packages(ws, {"vllm": tree / "vllm"}) == []  # recorded and matched: not copied again
-    assert (ws.pristine("vllm") / odd).read_bytes() == b"x"
+    (tree / "vllm" / odd).write_bytes(b"xy")
+    assert stage.fingerprint(source_tree(tree), {"vllm": tree / "vllm"}) != first
+    assert stage.stage_files(ws, {"vllm": tree / "vllm"}, [SITE_FILE]) == []
+    assert stage.stage_files(ws, {"vllm": tree / "vllm"}, [SITE_FILE]) == []  # recorded and matched: not copied again
 
 
 def test_the_listing_digest_covers_path_size_and_modification_time(tmp_path: Path) -> None:
@@ -99,24 +108,6 @@ def test_an_edit_in_place_that_keeps_the_size_changes_the_digest(tmp_path: Path)
     assert logger.stat().st_size == stat.st_size and stage.listing_digest(folder) != before
 
 
-def test_staging_copies_the_targets_files_so_a_workspace_never_reaches_them(tmp_path: Path) -> None:
-    tree = make_tree(tmp_path / "tree")
-    ws = Workspace(tmp_path / "ws")
-    stage.copy_packages(ws, {"vllm": tree / "vllm"})
-    staged = ws.pristine("vllm") / "logger.py"
-    assert not os.path.samefile(staged, tree / "vllm" / "logger.py")
-    assert staged.stat().st_mtime_ns == (tree / "vllm" / "logger.py").stat().st_mtime_ns  # .pyc files stay valid
-
-
-def test_a_header_only_folder_is_not_staged(tmp_path: Path) -> None:
-    tree = make_tree(tmp_path / "tree")
-    (tree / "vllm" / "third_party" / "include").mkdir(parents=True)
-    (tree / "vllm" / "third_party" / "include" / "kernel.h").write_text("/* C */\n")
-    ws = Workspace(tmp_path / "ws")
-    stage.copy_packages(ws, {"vllm": tree / "vllm"})
-    assert not (ws.pristine("vllm") / "third_party").exists()
-
-
 # --- the fingerprint: what keys a workspace ---------------------------------------------------------------
 
 
@@ -134,6 +125,30 @@ def test_an_edit_of_a_target_file_gets_a_fresh_workspace(tmp_path: Path) -> None
     first = stage.fingerprint(source_tree(tree), packages)
     (tree / "vllm" / "platforms" / "interface.py").write_text(INTERFACE + "\n# changed\n")
     assert stage.fingerprint(source_tree(tree), packages) != first
+
+
+@pytest.mark.parametrize("name", ["kernels/config.json", "_C.abi3.so", "platforms/__init__.py"])
+def test_an_edit_of_any_file_of_the_target_not_only_a_python_one_gets_a_fresh_workspace(
+    tmp_path: Path, name: str
+) -> None:
+    """The guards read the target where it is: any of its files may change what they see."""
+    tree = make_tree(tmp_path / "tree")
+    path = tree / "vllm" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}")
+    packages = {"vllm": tree / "vllm"}
+    first = stage.fingerprint(source_tree(tree), packages)
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1))  # touched
+    assert stage.fingerprint(source_tree(tree), packages) != first
+
+
+def test_bytecode_is_no_part_of_the_fingerprint(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    packages = {"vllm": tree / "vllm"}
+    first = stage.fingerprint(source_tree(tree), packages)
+    (tree / "vllm" / "__pycache__").mkdir()
+    (tree / "vllm" / "__pycache__" / "logger.cpython-311.pyc").write_bytes(b"\0")
+    assert stage.fingerprint(source_tree(tree), packages) == first
 
 
 def test_a_platform_and_its_plugin_package_get_a_workspace_of_their_own(tmp_path: Path) -> None:
@@ -169,28 +184,40 @@ def test_a_change_of_this_tools_code_or_of_mutmut_gets_a_fresh_workspace(
     assert len({first, second, third}) == 3
 
 
-# --- the pristine copy and the run's files -----------------------------------------------------------------
+# --- the staged copy and the run's files --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["edited", "never recorded"])
-def test_a_copy_that_changed_or_was_never_recorded_is_discarded_and_made_again(
+@pytest.mark.parametrize("damage", ["edited", "never recorded", "gone"])
+def test_a_copy_that_changed_or_was_never_recorded_is_discarded_with_mutmuts_state_and_made_again(
     tmp_path: Path, ws: Workspace, damage: str
 ) -> None:
     tree = make_tree(tmp_path / "tree")
-    stage.copy_packages(ws, {"vllm": tree / "vllm"})
+    stage.stage_files(ws, {"vllm": tree / "vllm"}, [SITE_FILE])
+    mutated = layout.mutated(ws, SITE_FILE)
+    mutated.parent.mkdir(parents=True)
+    mutated.write_text("# mutmut's mutants of what was staged\n")
     if damage == "edited":
-        (ws.pristine("vllm") / "logger.py").write_text("# not the target's\n")
+        (ws.dir / SITE_FILE).write_text("# not the target's\n")
+    elif damage == "gone":
+        (ws.dir / SITE_FILE).unlink()
     else:
         ws.staged_manifest.unlink()  # killed between the copy's rename and its record
 
-    said = stage.copy_packages(ws, {"vllm": tree / "vllm"})
+    said = stage.stage_files(ws, {"vllm": tree / "vllm"}, [SITE_FILE])
 
     assert said == [f"discarded {ws.pristine('vllm')} (an incomplete or changed copy); it is made again"]
-    assert (ws.pristine("vllm") / "logger.py").read_text() == LOGGER_SOURCE
-    assert os.path.samefile(ws.mutants / "vllm" / "logger.py", ws.pristine("vllm") / "logger.py")
+    assert (ws.dir / SITE_FILE).read_text() == INTERFACE
+    assert not mutated.exists()  # made from the damaged copy: mutmut makes it again
 
 
-def test_what_is_no_file_to_read_is_left_out_of_the_copy_and_the_fingerprint_with_a_note(
+def test_a_copy_of_other_files_than_the_sites_is_made_again(tmp_path: Path, ws: Workspace) -> None:
+    tree = make_tree(tmp_path / "tree")
+    stage.stage_files(ws, {"vllm": tree / "vllm"}, [SITE_FILE, "vllm/logger.py"])
+    assert stage.stage_files(ws, {"vllm": tree / "vllm"}, [SITE_FILE]) != []
+    assert staged(ws) == [SITE_FILE]
+
+
+def test_what_is_no_file_to_read_is_left_out_of_the_fingerprint_with_a_note_and_never_staged(
     tmp_path: Path, ws: Workspace, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A FIFO was waited on for ever (copy2 opens it; the fingerprint and listing stat every file); a dangling
@@ -199,29 +226,27 @@ def test_what_is_no_file_to_read_is_left_out_of_the_copy_and_the_fingerprint_wit
     odd = add_odd_files(tree)
     with no_longer_than(20):
         stage.fingerprint(source_tree(tree), {"vllm": tree / "vllm"})
-        stage.copy_packages(ws, {"vllm": tree / "vllm"})
+        stage.stage_files(ws, {"vllm": tree / "vllm"}, [SITE_FILE])
 
-    copied = sorted(p.relative_to(ws.pristine("vllm")).as_posix() for p in ws.pristine("vllm").rglob("*"))
-    assert copied == sorted([*COPIED, "folder.py", "folder.py/inside.txt"])  # a directory is copied as one
+    assert staged(ws) == [SITE_FILE]
     noted = {record.getMessage() for record in caplog.records}
-    skipped = {path: what for path, what in odd.items() if path.name != "folder.py"}  # staging copies it
+    skipped = {path: what for path, what in odd.items() if path.name != "folder.py"}  # a folder: walked into
     assert {f"skipped {path}: {what}, not a file to read" for path, what in skipped.items()} <= noted
 
 
-def test_a_target_file_this_user_may_not_read_is_exit_5_naming_it_not_the_work_directory() -> None:
+def test_a_site_file_this_user_may_not_read_is_exit_5_naming_it_not_the_work_directory() -> None:
     """It was exit 12, 'cannot stage the target in <work dir>': the work directory was fine."""
     with shared_tree() as tree:
-        secret = tree / "vllm" / "notes.txt"  # not even a Python file: staging copies every file
-        secret.write_text("root's")
-        secret.chmod(0o600)
+        secret = tree / SITE_FILE
+        secret.chmod(0o600)  # root's
         work = tree.parent / "work"
         work.mkdir()
         give_to_nobody(work)
-        stage.copy_packages(Workspace(tree.parent / "warm-up"), {"vllm": tree / "vllm"})  # as root: it reads
+        stage.stage_files(Workspace(tree.parent / "warm-up"), {"vllm": tree / "vllm"}, [SITE_FILE])  # as root: reads
 
         def stage_as_user() -> tuple[str, str]:
             try:
-                stage.copy_packages(Workspace(work / "ws"), {"vllm": tree / "vllm"})
+                stage.stage_files(Workspace(work / "ws"), {"vllm": tree / "vllm"}, [SITE_FILE])
             except GuardError as err:
                 return type(err).__name__, str(err)
             return "staged", ""
@@ -231,19 +256,45 @@ def test_a_target_file_this_user_may_not_read_is_exit_5_naming_it_not_the_work_d
     assert said.startswith(f"{secret}: cannot be read (Permission denied)")
 
 
-def test_prepare_leaves_the_site_files_to_mutmut_and_writes_the_runs_files(tmp_path: Path, ws: Workspace) -> None:
+def test_prepare_stages_the_files_with_a_cached_site_and_writes_the_runs_files(tmp_path: Path, ws: Workspace) -> None:
     tree = make_tree(tmp_path / "tree")
+    plain = INTERFACE.replace("class Platform", "class CpuPlatform").replace("warning_once", "warning")
+    (tree / "vllm" / "platforms" / "cpu.py").write_text(plain)  # a site, not cached: not guarded, not mutated
     sites = discover(tree)
+    assert sorted(site.file for site in sites) == ["vllm/platforms/cpu.py", SITE_FILE]
 
     stage.prepare(ws, source_tree(tree), sites)
 
-    site_file = sites[0].file
-    assert not layout.mutated(ws, site_file).exists()  # mutmut writes its own copy: never through a link
-    assert os.path.samefile(ws.mutants / "vllm" / "logger.py", ws.pristine("vllm") / "logger.py")
-    assert json.loads(ws.packages_file.read_text()) == ["vllm"]
+    assert staged(ws) == [SITE_FILE] and stage.mutated_files(sites) == [SITE_FILE]
+    assert not ws.mutants.exists()  # mutmut writes its own copies there
+    assert json.loads(ws.packages_file.read_text()) == {"vllm": str(tree / "vllm")}  # imported from there
     assert sorted(p.name for p in ws.guard_tests.iterdir()) == sorted(stage.GUARD_TEST_FILES)
-    assert f"only_mutate = \n    {site_file}\n" in ws.setup_cfg.read_text()
+    assert f"only_mutate = \n    {SITE_FILE}\n" in ws.setup_cfg.read_text()
+    assert "cpu.py" not in ws.setup_cfg.read_text()
     assert stage.read_sites(ws) == sites
+
+
+@pytest.mark.parametrize(
+    ("interface", "first"),
+    [
+        ("import os\nimport torch\nimport torch.nn\nfrom vllm.logger import init_logger\nfrom . import x\n", ["torch"]),
+        ("from numpy import array\nfrom __future__ import annotations\ntry:\n    import optional\nexcept ImportError:\n"
+         "    pass\n", ["numpy"]),
+        (INTERFACE, []),  # the toy: only the standard library and itself
+        ("def broken(:\n", []),
+    ],
+)
+def test_the_session_imports_first_what_the_platform_interface_imports_from_elsewhere_at_its_top_level(
+    tmp_path: Path, interface: str, first: list[str]
+) -> None:
+    tree = make_tree(tmp_path / "tree", interface)
+    assert stage.imported_first(source_tree(tree)) == first
+
+
+def test_a_tree_without_a_platform_interface_imports_nothing_first(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    (tree / SITE_FILE).unlink()
+    assert stage.imported_first(source_tree(tree)) == []
 
 
 def test_a_workspace_that_cannot_take_the_runs_files_is_a_staging_failure(tmp_path: Path, ws: Workspace) -> None:
