@@ -1,15 +1,18 @@
 """Speed and memory of the mutation run, printed as numbers and ratios (targets are checked here, not in a test).
 
-    python bench/mutation_speed.py [--naive-sample N] [--sites 100] [--nox PATH] [--only-d]
+    python bench/mutation_speed.py [--pairs 5] [--naive-sample N] [--sites 100] [--nox PATH] [--only-d]
 
-Run it inside a session's environment (`.nox/tests/bin/python bench/mutation_speed.py`), where vLLM is installed:
+Run it inside a session's environment (`.nox/tests/bin/python bench/mutation_speed.py`), where vLLM is installed,
+on a quiet machine (it prints the load average before and after: another busy process on two cores skews it):
 (a) one cold `python -c "import vllm.platforms.cpu"`, the yardstick;
-(b) the full mutation run against the installed vLLM in a fresh work directory, and the largest resident
-    set of any process it started (MiB); then (b') once more with nothing changed;
+(b) the full mutation run against the installed vLLM in a fresh work directory, right after its (a): --pairs
+    such pairs and their median ratio; each run's phases (wall seconds, from when the files ending them were
+    written) and the largest resident set of any process it started; then (b') once more with nothing changed;
 (c) the naive way: one fresh pytest process per mutant (N of them, timed and scaled to all);
 (d) the cost of each added mutant, from generated vLLM-shaped trees with 10 and --sites sites;
 (e) what a warm `nox -s mutation` adds to the bare command (with --nox, or a `nox` on PATH).
-Targets: (b) <= 2.0x (a); (b') <= 0.3x (a); (c) >= 5x (b); (d) <= 50 ms per added mutant; (e) <= 2 s.
+Targets: (b) <= 2.0x (a); (b') <= 0.3x (a); memory <= 400 MiB; (c) >= 5x (b); (d) <= 50 ms per added mutant;
+(e) <= 2 s.
 """
 
 from __future__ import annotations
@@ -18,18 +21,35 @@ import argparse
 import importlib.util
 import json
 import os
-import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from warnonce_guard.common import protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "warnonce_guard.cli.main"]
+# Runs a command, then prints the largest resident set (KiB) of any process it started and waited for.
+PEAK = (
+    "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(code)"
+)
+# One mutant's guards in a fresh interpreter, the target imported through the workspace as the session does.
+NAIVE = """
+import sys
+from pathlib import Path
+import pytest
+from warnonce_guard.mutations.engine import overlay, session, state
+from warnonce_guard.mutations.workspace import Workspace
+ws = Workspace(Path(sys.argv[1]))
+overlay.install(ws, session.staged_packages(ws), sorted(state.read_generation(ws)[1]))
+sys.exit(pytest.main(sys.argv[2:]))
+"""
 
 
 def _toy_logger_source() -> str:
@@ -80,23 +100,65 @@ def generated_tree(root: Path, sites: int) -> Path:
     return root
 
 
-def mutation_run(work: Path, out: Path, *extra: str) -> float:
-    seconds, done = timed([*CLI, "mutate", "--work-dir", str(work), "--out", str(out), *extra])
+@dataclass(frozen=True)
+class Run:
+    seconds: float
+    peak_mib: float  # the largest resident set of any process of the run
+    started: float  # on the wall clock, as file modification times are
+
+
+def mutation_run(work: Path, out: Path, *extra: str) -> Run:
+    started = time.time()
+    cmd = [sys.executable, "-c", PEAK, *CLI, "mutate", "--work-dir", str(work), "--out", str(out), *extra]
+    seconds, done = timed(cmd)
     if done.returncode != 0:
         sys.exit(f"mutation run failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return seconds
+    return Run(seconds, int(done.stderr.strip().splitlines()[-1]) / 1024, started)
+
+
+def workspace(work: Path) -> Path:
+    (ws,) = [p for p in work.iterdir() if p.is_dir()]
+    return ws
+
+
+def phases(work: Path, out: Path, run: Run) -> dict[str, float]:
+    """Wall seconds of each phase of a fresh run, one after the other: each ends when the file it writes last was
+    written. The session imports what the guards import first while discovery, staging and generation run."""
+    ws = workspace(work)
+    records = sorted((ws / "attribution" / "mutants").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    ends = [
+        ("start: interpreter, target, fingerprint, lock", ws / ".warnonce-guard"),
+        ("discover, stage the site files", ws / "setup.cfg"),
+        ("generate the mutants", max((ws / "mutants").rglob("*.py.spans"), key=lambda p: p.stat().st_mtime)),
+        ("the session's imports, if longer", ws / "generation.json"),  # rewritten once mutmut's run starts
+        ("stats: the guards' first run (the rest of vLLM)", ws / "mutants" / "mutmut-stats.json"),
+        ("clean guards, forced fail, first mutant", records[0]),
+        ("the other mutants", records[-1]),
+        ("verdicts, report", out / "mutation.json"),
+    ]
+    breakdown, before = {}, run.started
+    for name, path in ends:
+        at = max(before, path.stat().st_mtime)
+        breakdown[name], before = at - before, at
+    breakdown["table, exit"] = run.started + run.seconds - before
+    breakdown["(meanwhile, naming the mutants ended at)"] = (ws / "identities.json").stat().st_mtime - run.started
+    return breakdown
+
+
+def load() -> str:
+    return "load average {:.2f} {:.2f} {:.2f} (1, 5, 15 min)".format(*os.getloadavg())
 
 
 def naive(work: Path, sample: int) -> tuple[float, int]:
     """One fresh pytest process per mutant, like running the guards by hand for each."""
-    (ws,) = [p for p in work.iterdir() if p.is_dir()]
+    ws = workspace(work)
     mutants = [m["mutant_id"] for m in json.loads((ws / "identities.json").read_text())]
     env = protocol.without_protocol(os.environ)  # nothing recorded, as by hand
-    sites = ["--sites-file", str(ws / "sites.json")]
+    args = ["guard_tests", "-x", "-q", "-p", "no:cacheprovider", "--sites-file", str(ws / "sites.json")]
     start = time.perf_counter()
     for mutant in mutants[:sample]:
         subprocess.run(
-            [sys.executable, "-m", "pytest", "guard_tests", "-x", "-q", "-p", "no:cacheprovider", *sites],
+            [sys.executable, "-c", NAIVE, str(ws), *args],
             cwd=ws / "mutants",
             env=dict(env, MUTANT_UNDER_TEST=mutant, PYTHONPATH=str(ws / "mutants")),
             capture_output=True,
@@ -108,8 +170,8 @@ def naive(work: Path, sample: int) -> tuple[float, int]:
 
 def per_added_mutant(base: Path, sites: int) -> tuple[float, float, float]:
     small, large = generated_tree(base / "small", 10), generated_tree(base / "large", sites)
-    t_small = mutation_run(base / "work-small", base / "out-small", "--vllm-src", str(small))
-    t_large = mutation_run(base / "work-large", base / "out-large", "--vllm-src", str(large))
+    t_small = mutation_run(base / "work-small", base / "out-small", "--vllm-src", str(small)).seconds
+    t_large = mutation_run(base / "work-large", base / "out-large", "--vllm-src", str(large)).seconds
     added = 3 * (sites - 10)  # three operators fit each generated site
     return t_small, t_large, (t_large - t_small) / added
 
@@ -127,41 +189,72 @@ def nox_overhead(nox: str, base: Path) -> tuple[float, float]:
     return with_nox, bare
 
 
+def paired(base: Path, pairs: int) -> float:
+    """(a), (b) and (b'): `pairs` times a cold import, then a full run and a rerun; ratios within each pair. The
+    median full run's seconds."""
+    colds: list[float] = []
+    fulls: list[Run] = []
+    agains: list[float] = []
+    breakdowns: list[dict[str, float]] = []
+    for pair in range(pairs):
+        cold, _ = timed([sys.executable, "-c", "import vllm.platforms.cpu"])
+        work, out = base / f"work-{pair}", base / f"out-{pair}"
+        full = mutation_run(work, out)
+        breakdowns.append(phases(work, out, full))  # before the rerun writes its report
+        again = mutation_run(work, out).seconds
+        colds.append(cold)
+        fulls.append(full)
+        agains.append(again)
+        print(
+            f"     pair {pair + 1}: (a) {cold:6.2f} s, (b) {full.seconds:6.2f} s = {full.seconds / cold:.2f}x, "
+            f"(b') {again:5.2f} s = {again / cold:.2f}x, largest process {full.peak_mib:.0f} MiB",
+            flush=True,
+        )
+    cold, full_s, again_s = (statistics.median(v) for v in (colds, [f.seconds for f in fulls], agains))
+    full_x = statistics.median(f.seconds / c for f, c in zip(fulls, colds, strict=True))
+    again_x = statistics.median(a / c for a, c in zip(agains, colds, strict=True))
+    print(f"(a)  cold import of vllm.platforms.cpu:     {cold:7.2f} s   (median of {pairs})")
+    print(f"(b)  full mutation run (fresh work dir):    {full_s:7.2f} s   = {full_x:.2f}x (a)  [target <= 2.0x]")
+    peak = max(f.peak_mib for f in fulls)
+    print(f"     largest resident set of its processes: {peak:7.0f} MiB  [target <= 400 MiB]")
+    print("     its phases in wall seconds, pair by pair, each pair's cold import first:")
+    rows = [("cold import (a)", colds), *((name, [b[name] for b in breakdowns]) for name in breakdowns[0])]
+    for name, values in rows:
+        print(f"       {name:48s} {' '.join(f'{v:6.2f}' for v in values)}   median {statistics.median(values):6.2f}")
+    print(f"(b') second run, nothing changed:           {again_s:7.2f} s   = {again_x:.2f}x (a)  [target <= 0.3x]")
+    return full_s
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=5, help="cold imports, each followed by a full run and a rerun")
     parser.add_argument("--naive-sample", type=int, default=3, help="mutants timed for (c), scaled to all")
     parser.add_argument("--sites", type=int, default=100, help="sites of the large generated tree for (d)")
     parser.add_argument("--nox", default=shutil.which("nox"), help="nox executable for (e)")
     parser.add_argument("--only-d", action="store_true", help="measure (d) alone (no vLLM needed)")
     args = parser.parse_args()
+    print(f"before: {load()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="warnonce-bench-") as tmp:
         base = Path(tmp)
         if args.only_d:
             report_d(base, args.sites)
-            return
-        cold, _ = timed([sys.executable, "-c", "import vllm.platforms.cpu"])
-        print(f"(a)  cold import of vllm.platforms.cpu:     {cold:7.2f} s")
-        full = mutation_run(base / "work", base / "out")
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        print(f"(b)  full mutation run (fresh work dir):    {full:7.2f} s   = {full / cold:.2f}x (a)  [target <= 2.0x]")
-        print(f"     largest resident set of its processes: {peak:7.0f} MiB")
-        again = mutation_run(base / "work", base / "out")
-        ratio = again / cold
-        print(f"(b') second run, nothing changed:           {again:7.2f} s   = {ratio:.2f}x (a)  [target <= 0.3x]")
-        naive_total, count = naive(base / "work", args.naive_sample)
-        print(
-            f"(c)  naive, one pytest process per mutant:  {naive_total:7.2f} s   ({count} mutants, "
-            f"{args.naive_sample} timed) = {naive_total / full:.1f}x (b)  [target >= 5x]"
-        )
-        report_d(base, args.sites)
-        if args.nox:
-            with_nox, bare = nox_overhead(args.nox, base)
-            print(
-                f"(e)  warm nox -s mutation {with_nox:.2f} s, the bare command {bare:.2f} s: "
-                f"nox adds {with_nox - bare:.2f} s  [target <= 2 s]"
-            )
         else:
-            print("(e)  skipped: no nox on PATH (pass --nox PATH)")
+            full = paired(base, args.pairs)
+            naive_total, count = naive(base / "work-0", args.naive_sample)
+            print(
+                f"(c)  naive, one pytest process per mutant:  {naive_total:7.2f} s   ({count} mutants, "
+                f"{args.naive_sample} timed) = {naive_total / full:.1f}x (b)  [target >= 5x]"
+            )
+            report_d(base, args.sites)
+            if args.nox:
+                with_nox, bare = nox_overhead(args.nox, base)
+                print(
+                    f"(e)  warm nox -s mutation {with_nox:.2f} s, the bare command {bare:.2f} s: "
+                    f"nox adds {with_nox - bare:.2f} s  [target <= 2 s]"
+                )
+            else:
+                print("(e)  skipped: no nox on PATH (pass --nox PATH)")
+    print(f"after:  {load()}")
 
 
 def report_d(base: Path, sites: int) -> None:
