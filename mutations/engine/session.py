@@ -6,8 +6,9 @@ mutmut reads setup.cfg from the current directory, changes sys.path, forks worke
 so it gets a process to itself, in a process group of its own that the parent kills on Ctrl-C or
 SIGTERM. It dies with its parent even on SIGKILL (PR_SET_PDEATHSIG), and so does every process it
 forks. The parent starts it before it discovers the sites, so that the slow part of the guards' one import
-of vLLM overlaps discovery and generation: it forks a generator at once, then imports MODULE... (what the
-guards import first: for vLLM, torch; never mutmut, which reads setup.cfg when imported). The generator waits
+of vLLM overlaps discovery and generation: it imports what mutmut imports (never mutmut itself, which reads
+setup.cfg when imported), forks a generator, then imports MODULE... (what the guards import first: for vLLM,
+torch). The generator waits
 for `go` (the files to mutate, once staged), then does the first step of mutmut's run with our operators
 swapped in (mutations.engine.seam) and mutmut's `.meta` files written atomically: it copies the site files
 into mutants/ and generates their mutants, and `generation.json` records them. Then the session runs
@@ -90,9 +91,9 @@ ENGINE_IMPORTS = ("libcst", "pytest")
 
 
 def _warm_up(modules: Sequence[str]) -> None:
-    """Import what mutmut and the guards import first, while the parent discovers the sites; one that fails to
-    import here fails again in the guards, which say so."""
-    for name in (*ENGINE_IMPORTS, *modules):
+    """Import `modules` while the parent discovers the sites; one that fails to import here fails again where it
+    is needed, which says so."""
+    for name in modules:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
 
@@ -199,8 +200,9 @@ def complete_baseline(ws: Workspace) -> int:
 
 
 def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
-    """Generate the mutants in a child forked before the imports start, which waits for `go`, while this process
-    imports `warm_up`; the child's exit code (0: generated)."""
+    """Generate the mutants in a child, which waits for `go`, while this process imports `warm_up`; the child's
+    exit code (0: generated). The child is forked once what mutmut imports is imported, before the rest."""
+    _warm_up(ENGINE_IMPORTS)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
