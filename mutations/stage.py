@@ -54,9 +54,11 @@ def _tree_signature(root: Path) -> list[tuple[str, int, int]]:
         with os.scandir(folder) as scan:
             entries = sorted(scan, key=lambda entry: entry.name)
         for entry in entries:
-            if entry.is_dir():  # a symlink to a folder is not followed (as os.walk does not)
-                if entry.name != "__pycache__" and not entry.is_symlink():
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__":
                     folders.append((f"{relative}{entry.name}/", entry.path))
+            elif entry.is_symlink() and Path(entry.path).is_dir():
+                continue  # a symlink to a folder is not followed (as os.walk does not)
             elif entry.is_file(follow_symlinks=False) or any(files_to_read([Path(entry.path)])):
                 st = entry.stat()
                 out.append((f"{relative}{entry.name}", st.st_size, st.st_mtime_ns))

@@ -142,6 +142,21 @@ def test_an_edit_of_any_file_of_the_target_not_only_a_python_one_gets_a_fresh_wo
     assert stage.fingerprint(source_tree(tree), packages) != first
 
 
+def test_a_symlink_to_a_file_counts_as_the_file_and_one_to_a_folder_is_not_followed(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "data.json").write_text("{}")
+    (tree / "vllm" / "data.json").symlink_to(outside / "data.json")
+    (tree / "vllm" / "elsewhere").symlink_to(outside)
+    packages = {"vllm": tree / "vllm"}
+    first = stage.fingerprint(source_tree(tree), packages)
+    (outside / "other.json").write_text("{}")  # inside the folder linked to: not the target's
+    assert stage.fingerprint(source_tree(tree), packages) == first
+    (outside / "data.json").write_text("{ }")  # the file linked to: read as the target's
+    assert stage.fingerprint(source_tree(tree), packages) != first
+
+
 def test_bytecode_is_no_part_of_the_fingerprint(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree")
     packages = {"vllm": tree / "vllm"}
