@@ -73,7 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
         expected = protocol.settings().expect_vllm
         if expected and target.package_dir.resolve() != Path(expected).resolve():
             raise targets.TargetNotFound(
-                f"the guards would import {target.package_dir}, not the staged copy {expected}"
+                f"the guards would import {target.package_dir}, not the target {expected}"
             )
         config.stash[_TARGET] = target
         config.stash[_SITES] = guarded_sites(config)
