@@ -241,8 +241,9 @@ def test_the_phase_a_fault_landed_in_is_read_from_the_work_directory_and_out(tmp
     steps = [
         ("start", lambda: None),
         ("staging", lambda: ws.mkdir(parents=True)),
+        ("staging", lambda: (ws / "mutmut.log").write_text("")),  # the session is started meanwhile
         ("staged", lambda: (ws / "setup.cfg").write_text("")),
-        ("generation", lambda: (ws / "mutmut.log").write_text("")),
+        ("generation", lambda: (ws / "mutants").mkdir()),  # the generator copies the site files there
         ("baseline", lambda: (ws / "generation.json").write_text("{}")),
         ("mutants", lambda: (ws / "attribution" / "mutants").mkdir(parents=True)
          or (ws / "attribution" / "mutants" / "m1.json").write_text("{}")),
