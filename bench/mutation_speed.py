@@ -53,11 +53,15 @@ sys.exit(pytest.main(sys.argv[2:]))
 
 
 def _toy_logger_source() -> str:
-    """vLLM's logger in miniature, shared with the tests (tests/toy.py)."""
-    spec = importlib.util.spec_from_file_location("toy", ROOT / "tests" / "toy.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """vLLM's logger in miniature, shared with the tests (tests/toy.py, which imports its neighbours)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        spec = importlib.util.spec_from_file_location("toy", ROOT / "tests" / "toy.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
     return module.LOGGER_SOURCE
 
 
