@@ -32,9 +32,9 @@ def installed(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    """A workspace whose mutants/ holds mutmut's copy of the site file, and a stray folder named as the package."""
-    ws = Workspace(tmp_path / "ws")
+def ws(ws: Workspace) -> Workspace:
+    """The workspace (tests/mutations/conftest.py) with mutmut's copy of the site file in mutants/, and so a folder
+    named as the package there."""
     layout.mutated(ws, SITE).parent.mkdir(parents=True)
     layout.mutated(ws, SITE).write_text("WHICH = 'mutated'\n")
     return ws
