@@ -93,6 +93,20 @@ class Platform:
             CALL
 """
 
+# A plugin's module with the bug as vLLM 0.29.0 had it (what the audit reports and the pre-commit hook refuses).
+PLUGIN_LEAK = """\
+from vllm.logger import init_logger
+
+logger = init_logger(__name__)
+
+
+def import_kernels():
+    try:
+        import my_plugin._C  # noqa: F401
+    except ImportError as e:
+        logger.warning_once("Failed to import my_plugin._C: %r", e)
+"""
+
 EAGER_CALL = 'logger.warning_once("Failed to import from PKG._C: %s", repr(e))'
 
 # The command line, run in a subprocess as a user runs it.

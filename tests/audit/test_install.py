@@ -15,22 +15,11 @@ from pathlib import Path
 
 import layout
 import pytest
+from toy import PLUGIN_LEAK as LEAK
 from warnonce_guard.common.errors import ExitCode
 
 README = (layout.ROOT / "README.md").read_text(encoding="utf-8")
 PLACEHOLDER = "/path/to/warnonce-guard"
-LEAK = """\
-from vllm.logger import init_logger
-
-logger = init_logger(__name__)
-
-
-def import_kernels():
-    try:
-        import my_plugin._C  # noqa: F401
-    except ImportError as e:
-        logger.warning_once("Failed to import my_plugin._C: %r", e)
-"""
 
 pytestmark = [
     pytest.mark.slow,

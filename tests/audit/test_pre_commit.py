@@ -11,20 +11,9 @@ from pathlib import Path
 import layout
 import pytest
 import yaml
+from toy import PLUGIN_LEAK as LEAK
 
 ROOT = layout.ROOT
-LEAK = """\
-from vllm.logger import init_logger
-
-logger = init_logger(__name__)
-
-
-def import_kernels():
-    try:
-        import my_plugin._C  # noqa: F401
-    except ImportError as e:
-        logger.warning_once("Failed to import my_plugin._C: %r", e)
-"""
 FIXED = LEAK.replace('%r", e)', '%s", repr(e))')
 
 pytestmark = [
