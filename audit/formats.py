@@ -11,6 +11,7 @@ current directory; JSON, SARIF and the keys hold them relative to the project ro
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -41,10 +42,15 @@ class AuditReport:
         return self.shown.get(finding.file, finding.file)
 
 
-def summary_line(result: AuditResult, comparison: Comparison) -> str:
+def summary_line(report: AuditReport) -> str:
+    """What failed the run first (ruff's "Found N errors"), by code, then what the audit read and accepted."""
+    result, comparison = report.result, report.comparison
     new, stale = len(comparison.new_exceptions), len(comparison.stale)
+    fails = Counter(f.code for f in failing(comparison, report.codes))
+    by_code = f" ({', '.join(f'{code} {count}' for code, count in sorted(fails.items()))})" if fails else ""
     return (
-        f"{len(result.findings)} finding(s), {len(result.exceptions)} live exception(s): {new} new, "
+        f"{fails.total()} failing finding(s){by_code}; {len(result.findings)} finding(s) in all, "
+        f"{len(result.exceptions)} live exception(s): {new} new, "
         f"{len(result.exceptions) - new} accepted by the baseline, {len(result.suppressed)} finding(s) accepted "
         f"by a pragma; {stale} stale baseline entr{'y' if stale == 1 else 'ies'} (of the files checked); "
         f"{result.files_scanned} files scanned ({result.files_parsed} parsed) in {result.seconds:.2f}s"
@@ -55,7 +61,7 @@ def text(report: AuditReport) -> str:
     """One `path:line:col: CODE message` line per failing finding, then the summary (stale entries: a count)."""
     comparison = report.comparison
     lines = [f"{report.path(f)}:{f.line}:{f.column}: {f.code} {f.message}" for f in failing(comparison, report.codes)]
-    return "\n".join([*lines, summary_line(report.result, comparison)]) + "\n"
+    return "\n".join([*lines, summary_line(report)]) + "\n"
 
 
 def json_document(report: AuditReport) -> str:
@@ -64,6 +70,7 @@ def json_document(report: AuditReport) -> str:
     document = {
         "target": report.target,
         "counts": {
+            "failing": len(failing(comparison, report.codes)),  # what decides the exit status
             "findings": len(result.findings),
             "exceptions": len(result.exceptions),
             "new": len(comparison.new),
@@ -104,7 +111,7 @@ def github(report: AuditReport) -> str:
         }
         joined = ",".join(f"{k}={_escape_property(str(v))}" for k, v in props.items())
         lines.append(f"::{f.rule.severity} {joined}::{_escape_data(f.message)}")
-    return "\n".join([*lines, summary_line(report.result, report.comparison)]) + "\n"
+    return "\n".join([*lines, summary_line(report)]) + "\n"
 
 
 def _tool_version() -> str:

@@ -417,8 +417,18 @@ def test_live_exception_fails_and_other_findings_do_not(tmp_path: Path, capsys: 
     tree(tmp_path, leak=LEAK)
     code, out, _ = run(capsys, "--vllm-src", str(root))
     assert code == 1
-    assert "2 finding(s), 1 live exception(s): 1 new, 0 accepted by the baseline" in out
+    assert "1 failing finding(s) (WOG001 1); 2 finding(s) in all, 1 live exception(s): 1 new, 0 accepted" in out
     assert out.splitlines()[0].startswith("vllm/leak.py:5:43: WOG001 logger.warning_once(...) passes `e`")
+
+
+def test_a_run_failed_by_a_call_that_raises_says_so_in_its_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    raises = 'from vllm.logger import init_logger\nlogger = init_logger(__name__)\nlogger.warning_once("%s", [1, 2])\n'
+    root = tree(tmp_path, leak=raises)
+    code, out, _ = run(capsys, "--vllm-src", str(root))
+    assert code == 1 and " raises TypeError" in out.splitlines()[0]  # vllm-omni's sorted(...)[:10], in short
+    assert out.splitlines()[-1].startswith("1 failing finding(s) (WOG010 1); 1 finding(s) in all, 0 live exception(s)")
 
 
 def test_strict_fails_on_any_new_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -432,7 +442,7 @@ def test_json_document_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     doc = json.loads(out)
     assert code == 1
     assert set(doc) == {"target", "counts", "findings", "suppressed", "stale"}
-    assert doc["counts"]["findings"] == 2 and doc["counts"]["exceptions"] == 1
+    assert doc["counts"]["findings"] == 2 and doc["counts"]["exceptions"] == 1 and doc["counts"]["failing"] == 1
     assert doc["counts"]["files_scanned"] == 3 and doc["counts"]["files_parsed"] == 2
     leak = next(f for f in doc["findings"] if f["kind"] == "exception")
     assert leak == {
@@ -490,7 +500,7 @@ def test_baseline_survives_line_shifts_and_lists_stale_entries(
     (root / "vllm" / "noise.py").unlink()
     code, out, _ = run(capsys, "--vllm-src", str(root), "--baseline", str(baseline))
     assert code == 0
-    assert "1 finding(s), 1 live exception(s): 0 new, 1 accepted by the baseline" in out
+    assert "0 failing finding(s); 1 finding(s) in all, 1 live exception(s): 0 new, 1 accepted by the baseline" in out
     assert "WOG001" not in out  # accepted: not reported again
     assert "1 stale baseline entry" in out and len(out.splitlines()) == 1  # a count, not a line per entry
     code, out, _ = run(capsys, "--vllm-src", str(root), "--baseline", str(baseline), "--format", "json")

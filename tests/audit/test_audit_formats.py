@@ -117,7 +117,7 @@ def test_github_annotations_escape_what_the_format_reserves(plugin: Path) -> Non
     lines = github(AuditReport(result, compare(result.findings, frozenset()), "my_plugin", DEFAULT)).splitlines()
     assert lines[0].startswith("::error file=my_plugin/platform.py,line=10,col=43,endLine=10,endColumn=44,")
     assert "title=WOG001 LiveExceptionInOnceCache::" in lines[0]
-    assert lines[-1].startswith("2 finding(s), 1 live exception(s)")
+    assert lines[-1].startswith("1 failing finding(s) (WOG001 1); 2 finding(s) in all, 1 live exception(s)")
 
 
 def test_text_lists_every_new_finding_with_strict(plugin: Path) -> None:
