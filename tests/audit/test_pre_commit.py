@@ -66,3 +66,20 @@ def test_try_repo_fails_on_a_leak_and_passes_on_its_fix(tmp_path: Path) -> None:
     fixed = try_repo(project, "my_plugin/platform.py", tmp_path / "pre-commit-home")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "Passed" in fixed.stdout
+
+
+def test_try_repo_leaves_a_file_the_settings_exclude_alone_as_ruffs_hook_does(tmp_path: Path) -> None:
+    project = tmp_path / "plugin"
+    (project / "vendored").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[tool.warnonce-guard]\nextend-exclude = ["vendored"]\n')
+    (project / "vendored" / "platform.py").write_text(LEAK)  # pre-commit passes it: the hook must not check it
+    git("init", "-q", cwd=project)
+    git("add", ".", cwd=project)
+
+    run = try_repo(project, "vendored/platform.py", tmp_path / "pre-commit-home")
+    assert run.returncode == 0 and "Passed" in run.stdout, run.stdout + run.stderr
+    assert "WOG001" not in run.stdout
+
+    (project / "pyproject.toml").write_text("[tool.warnonce-guard]\n")  # the same file, no longer excluded: checked
+    git("add", ".", cwd=project)
+    assert try_repo(project, "vendored/platform.py", tmp_path / "pre-commit-home").returncode == 1
