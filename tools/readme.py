@@ -70,9 +70,8 @@ def layers(root: Path = ROOT) -> list[list[str]]:
     """The layers contract of setup.cfg, top to bottom: each layer's folders (`a | b` is one layer of two)."""
     config = configparser.ConfigParser()
     config.read(root / "setup.cfg", encoding="utf-8")
-    rows = config["importlinter:contract:layers"]["layers"].split()
-    text = " ".join(rows).replace(" | ", "|").split()
-    return [[name.removeprefix("warnonce_guard.") for name in layer.split("|")] for layer in text]
+    lines = config["importlinter:contract:layers"]["layers"].strip().split("\n")  # one layer per line
+    return [[name.strip().removeprefix("warnonce_guard.") for name in line.split("|")] for line in lines]
 
 
 def summary(path: Path) -> str:
@@ -83,12 +82,12 @@ def summary(path: Path) -> str:
 
 def modules_block(root: Path = ROOT) -> str:
     """One row per module of the shipped package, layer by layer from the top, as the contract orders them."""
-    rows = []
-    for number, layer in enumerate(layers(root)):
+    rows, contract = [], layers(root)
+    for number, layer in enumerate(contract):
         for package in layer:
             for path in sorted((root / package).rglob("*.py")):
                 name = path.relative_to(root).as_posix()
-                rows.append(f"| {len(layers(root)) - number} | `{name}` | {summary(path)} |")
+                rows.append(f"| {len(contract) - number} | `{name}` | {summary(path)} |")
     return "\n".join(["| layer | module | what it holds |", "|---|---|---|", *rows])
 
 
