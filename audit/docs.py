@@ -4,6 +4,8 @@ and each rule's SARIF `help`. What a section says a call is reported as is the a
 
 from __future__ import annotations
 
+import functools
+
 from warnonce_guard.audit.findings import Finding
 from warnonce_guard.audit.rules import CACHE_CONTRACT, RULES, Rule
 from warnonce_guard.audit.scan import findings_in_source
@@ -11,6 +13,7 @@ from warnonce_guard.audit.scan import findings_in_source
 HANDLER = "try:\n    import my_plugin._C\nexcept ImportError as e:\n    {call}\n"
 
 
+@functools.cache  # a rule and its finding are frozen; SARIF asks for every selected rule's help on every run
 def example_finding(rule: Rule) -> Finding:
     """What the audit reports on the rule's example, in a handler where `e` is the live exception."""
     found = findings_in_source(HANDLER.format(call=rule.example), "my_plugin/platform.py")

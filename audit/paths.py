@@ -195,8 +195,8 @@ def python_files(paths: Iterable[Path], walk: Walk) -> FileSet:
             return FileSet(())
         raise NothingToCheck(f"{', '.join(map(str, paths))}: no Python file to check there")
     files = sorted(((Path(path), walk.keyed(path)) for path in found.values()), key=lambda item: item[1])
-    shown = {key: walk.shown(path) for path, key in files if walk.shown(path) != key}
-    shown |= {key: walk.shown(walk.root / key) for key, _ in walker.unreadable if walk.shown(walk.root / key) != key}
+    shown = {key: s for path, key in files if (s := walk.shown(path)) != key}
+    shown |= {key: s for key, _ in walker.unreadable if (s := walk.shown(walk.root / key)) != key}
     return FileSet(tuple(files), tuple(walker.unreadable), tuple(walked), shown)
 
 

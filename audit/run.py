@@ -11,6 +11,7 @@ something to fix, as ruff does).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -30,6 +31,8 @@ from warnonce_guard.common.errors import ExitCode, UsageError
 from warnonce_guard.common.files import write_atomic
 from warnonce_guard.rule import target as targets
 
+_PREFILTER = PREFILTER.encode()  # a file's bytes hold it, or it has no call to read
+
 
 def audit_files(files: FileSet) -> AuditResult:
     """Every finding in the files given: all are read, those with `_once(` parsed; a folder or file that cannot be
@@ -44,7 +47,7 @@ def audit_files(files: FileSet) -> AuditResult:
         except OSError as err:
             found.append(unchecked(keyed, f"cannot read it ({err.strerror or err})"))
             continue
-        if PREFILTER.encode() in data:
+        if _PREFILTER in data:
             parsed += 1
         elif b"warnonce:" not in data and b"WOG" not in data:
             continue
@@ -160,7 +163,8 @@ def run(request: Request) -> Output:
         accepted = _baseline(request, None)
         files, described, root = tree_files(target.root), target.describe(), target.root
     result = audit_files(files)
-    comparison = compare(result.findings, accepted, lambda file: files.covers(file, root))
+    checked = functools.partial(files.covers, root=root)  # a baseline entry counts as stale only for these
+    comparison = compare(result.findings, accepted, checked)
     note = None
     if fixing:
         changes = codemod.changes(files.files, failing(comparison, codes), files.shown)
@@ -175,7 +179,7 @@ def run(request: Request) -> Output:
             write_atomic(change.path, change.after)
             os.chmod(change.path, mode)
         result = audit_files(files)
-        comparison = compare(result.findings, accepted, lambda file: files.covers(file, root))
+        comparison = compare(result.findings, accepted, checked)
         note = f"fixed {fixed} finding(s) in {len(edits)} file(s)"
     if request.write_baseline:
         write_baseline(request.write_baseline, result.findings, described)

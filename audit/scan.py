@@ -53,10 +53,7 @@ class _Scanner:
         self.aliases = aliases
         # Lines holding `_once` (or an alias): code spanning none of them holds no call to look at (a 2x speed-up).
         words = ["_once", *{name.rsplit(".", 1)[-1] for name in aliases}]
-        if aliases:
-            self.once_lines = [n for n, text in enumerate(self.lines, 1) if any(w in text for w in words)]
-        else:
-            self.once_lines = [n for n, text in enumerate(self.lines, 1) if "_once" in text]  # as ast counts lines
+        self.once_lines = [n for n, text in enumerate(self.lines, 1) if any(w in text for w in words)]  # as ast counts
         # Without a handler's name in scope, only `sys`'s view of the handled exception can be live.
         self.mentions_sys = "sys" in source
 

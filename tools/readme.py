@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from warnonce_guard.audit.docs import document as rules_document
+from warnonce_guard.audit.rules import DOCS
 from warnonce_guard.common.errors import ExitCode
 from warnonce_guard.guards.detectors import DETECTORS, example_leak
 from warnonce_guard.mutations.operators import describe_operators
@@ -105,7 +106,7 @@ ARCHITECTURE_BLOCKS: dict[str, Callable[[], str]] = {"modules": modules_block}
 
 
 # Generated whole: path relative to the checkout -> its text.
-DOCUMENTS: dict[str, Callable[[], str]] = {"docs/rules.md": rules_document}
+DOCUMENTS: dict[str, Callable[[], str]] = {DOCS: rules_document}
 
 
 def stale_documents(root: Path = ROOT) -> list[str]:
