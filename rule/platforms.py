@@ -98,7 +98,7 @@ def platform_sites(target: PlatformTarget) -> list[Site]:
     """The cached sites the platform runs, each to be driven through the platform class."""
     source = (target.root / target.file).read_text(encoding="utf-8")
     sites = sites_in_source(source, target.file, target.defining_module, target.package)
-    if target.package != "vllm":  # a plugin's own kernels, or vLLM's, may be imported there
+    if target.package != PACKAGE:  # a plugin's own kernels, or vLLM's, may be imported there
         sites += [s for s in sites_in_source(source, target.file, target.defining_module, PACKAGE) if s not in sites]
     chosen = [replace(s, driver=target.spec) for s in sites if s.qualname == target.defining_qualname and s.cached]
     if not chosen:

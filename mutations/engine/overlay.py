@@ -42,7 +42,8 @@ class Overlay(importlib.abc.MetaPathFinder):
         home = self.packages.get(top)
         if home is None:
             return None
-        for file, package in ((f"{'/'.join([top, *inner])}.py", False), ("/".join([top, *inner, "__init__.py"]), True)):
+        stem = fullname.replace(".", "/")
+        for file, package in ((f"{stem}.py", False), (f"{stem}/__init__.py", True)):
             if file in self.files:
                 return self._staged(fullname, file, home.joinpath(*inner) if package else None)
         if not inner:  # the package itself: never a folder of the same name in mutants/ or the current directory

@@ -27,7 +27,6 @@ session with exit 12 (STAGING_FAILED), which the parent reports naming the folde
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import importlib
 import json
@@ -41,6 +40,7 @@ from typing import Any
 
 from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import ExitCode, GuardError, RecordsUnwritten
+from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS
 from warnonce_guard.common.processes import bind_to_parent, child_environment, die_with_parent
 from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS
@@ -54,7 +54,7 @@ from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE
 
 # A write the work directory refused: the disk (full, over quota, read-only) or the folder (permissions, chattr +i)
-REFUSED_WRITES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+REFUSED_WRITES = DISK_ERRORS | PERMISSION_ERRORS
 
 
 def start(ws: Workspace, run_id: str, warm_up: Sequence[str] = ()) -> subprocess.Popen[bytes]:
