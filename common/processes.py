@@ -33,13 +33,16 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
 # line only: a shell's PYTEST_ADDOPTS (-x, -k, --pdb) or PYTEST_PLUGINS would change what the guards run, or
 # wait on a terminal nobody watches.
 USER_PYTEST_VARIABLES = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")
+# Nor do they load the environment's pytest plugins (hypothesis, xdist, a locked environment's dozen): the guards
+# need none, and loading them costs about a second of each session's start, on the run's critical path.
+NO_PLUGIN_AUTOLOAD = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 def child_environment(environ: Mapping[str, str], **extra: str) -> dict[str, str]:
-    """`environ` for a child the run starts (it calls `bind_to_parent`): told this process's pid, and without the
-    user's pytest variables."""
+    """`environ` for a child the run starts (it calls `bind_to_parent`): told this process's pid, without the
+    user's pytest variables, and with no pytest plugin loaded that its command line does not name."""
     env = {k: v for k, v in environ.items() if k not in USER_PYTEST_VARIABLES}
-    env.update(extra)
+    env.update(NO_PLUGIN_AUTOLOAD, **extra)
     protocol.tell_parent(env, os.getpid())
     return env
 

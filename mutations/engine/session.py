@@ -199,6 +199,14 @@ def complete_baseline(ws: Workspace) -> int:
         os.chdir(ws.dir)
 
 
+def leave(code: int) -> None:
+    """Exit with `code` once the output is flushed, without tearing down what the guards imported: unloading vLLM
+    and torch takes about a second, the last of the run's critical path, and every file is written by now."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
     """Generate the mutants in a child, which waits for `go`, while this process imports `warm_up`; the child's
     exit code (0: generated). The child is forked once what mutmut imports is imported, before the rest."""
@@ -211,9 +219,7 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
         code = int(ExitCode.INTERRUPTED)
         if files is not None:
             code = _checked(ws, lambda: generate(ws, run_id, staged_packages(ws), files))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        leave(code)
     _warm_up(warm_up)
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     if code < 0:
@@ -267,4 +273,4 @@ def _say(message: str, code: ExitCode) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    leave(main(sys.argv[1:]))

@@ -149,6 +149,7 @@ def test_the_session_runs_pytest_with_its_own_options_not_the_users(
     session.start(ws, "run1")
     env = started["env"]
     assert isinstance(env, dict) and "PYTEST_ADDOPTS" not in env and "PYTEST_PLUGINS" not in env
+    assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"  # nor the environment's plugins (hypothesis, xdist here)
     assert env["WARNONCE_GUARD_KEPT"] == "yes"  # the rest of the environment is passed on
 
 
