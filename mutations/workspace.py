@@ -15,6 +15,7 @@
             setup.cfg             mutmut's settings for this run
             sites.json            the sites discovered in the target
             generation.json       written by the session once mutmut has generated every mutant
+            made/<file>.json      each mutant of one site file as the generator made it (engine.naming)
             identities.json       site and operator of every mutant (mutations.identify)
             attribution/          one file per finished guard session (guards.records)
             attempts.json         mutants whose worker was killed or timed out, and how often (engine.attempts)
@@ -73,6 +74,9 @@ class Workspace:
     @property
     def generation_file(self) -> Path:
         return self.dir / "generation.json"
+
+    def made(self, file: str) -> Path:
+        return self.dir / "made" / f"{file}.json"
 
     @property
     def identities_file(self) -> Path:

@@ -1,22 +1,32 @@
-"""mutmut's own generator and names, for naming mutants in our process (mutmut 3.8.1's internals).
+"""What mutmut made of a file, in mutmut's names (mutmut 3.8.1's internals).
 
-`generate` runs mutmut's `create_mutations` on one file with our operators in (the same table the
-session uses), and names each mutation as mutmut does: `<module>.<mangled function>__mutmut_<n>`,
-n counting the mutations of one function in the order the generator yields them. `settings` makes a
-workspace's setup.cfg current, as mutmut's generator reads its settings from the current directory.
+`named` names each mutation of mutmut's `create_mutations` as mutmut does:
+`<module>.<mangled function>__mutmut_<n>`, n counting the mutations of one function in the order the
+generator yields them. `describe` says of each which operator made it and which logger call it changes:
+where the call is in the pristine file and its exact text before and after (`Made`, a JSON record). The
+session's generator describes the mutants as mutmut makes them (`seam.each_generation`) into the workspace's
+`made/` folder, so that nothing is generated twice; `made_here` generates and describes in this process,
+for a file the generator left undescribed. `settings` makes a workspace's setup.cfg current, as mutmut's
+generator reads its settings from the current directory.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper
+from warnonce_guard.common.errors import BadRecord, MutantsUnaccounted
+from warnonce_guard.common.files import write_atomic
 from warnonce_guard.mutations.engine.seam import our_operators
-from warnonce_guard.mutations.operators import Anchors
-from warnonce_guard.rule.sites import Site
+from warnonce_guard.mutations.operators import Anchors, operator_of
+from warnonce_guard.rule.site_rule import log_method, walk
+from warnonce_guard.rule.sites import Site, interrupts_kept, positions
 
 
 @dataclass(frozen=True)
@@ -45,11 +55,17 @@ def generate(
 ) -> tuple[cst.Module, list[Generated]]:
     """mutmut's module and mutations of one file, with our operators in, each with mutmut's name for it."""
     from mutmut.mutation.file_mutation import create_mutations
-    from mutmut.mutation.trampoline_templates import mangle_function_name
-    from mutmut.utils.format_utils import get_mutant_name
 
     with our_operators(packages, anchors):
         module, mutations, _, _ = create_mutations(file, source)
+    return module, named(file, module, mutations)
+
+
+def named(file: str, module: cst.Module, mutations: Sequence[Any]) -> list[Generated]:
+    """mutmut's mutations of one file (its `Mutation`s, in the order it made them), each with mutmut's name."""
+    from mutmut.mutation.trampoline_templates import mangle_function_name
+    from mutmut.utils.format_utils import get_mutant_name
+
     numbering: dict[int, int] = {}
     out = []
     for mutation in mutations:
@@ -62,7 +78,136 @@ def generate(
         mutant_id = get_mutant_name(Path(file), f"{mangled}__mutmut_{numbering[id(function)]}")
         qualname = f"{class_name}.{name}" if class_name else name
         out.append(Generated(mutant_id, qualname, mutation.original_node, mutation.mutated_node))
-    return module, out
+    return out
+
+
+@dataclass(frozen=True)
+class Made:
+    """One mutant as made: mutmut's name, its function, the operator, and the logger call it changes (where the
+    call starts and ends in the pristine file, and its exact text before and after)."""
+
+    mutant_id: str
+    qualname: str
+    operator: str  # "unknown" when no operator of ours makes this change
+    log_method: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    original: str
+    replacement: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> Made:
+        if not isinstance(data, dict) or set(data) != _MADE_FIELDS.keys():
+            raise BadRecord("not a described mutant")
+        if not all(type(data[name]) is kind for name, kind in _MADE_FIELDS.items()):
+            raise BadRecord("a described mutant's field has the wrong type")
+        return cls(**data)
+
+
+_MADE_FIELDS = {name: int if name.endswith(("line", "column")) else str for name in Made.__dataclass_fields__}
+
+
+def changed_call(original: cst.CSTNode, mutated: cst.CSTNode) -> tuple[cst.Call, cst.Call] | None:
+    """The first logger call (pre-order) that differs between a mutation's original and mutated nodes."""
+    for before, after in zip(walk(original), walk(mutated), strict=False):
+        if isinstance(before, cst.Call) and log_method(before) is not None and not before.deep_equals(after):
+            return before, after if isinstance(after, cst.Call) else before
+        if type(before) is not type(after):
+            return None
+    return None
+
+
+def describe(
+    source: str,
+    module: cst.Module,
+    generated: Sequence[Generated],
+    where_is: Mapping[cst.CSTNode, CodeRange],
+    packages: Sequence[str],
+    anchors: Anchors | None,
+) -> list[Made]:
+    """Each mutation of `module` (parsed from `source`; `where_is` its positions) as a `Made`."""
+    out = []
+    for mutation in generated:
+        pair = changed_call(mutation.original, mutation.mutated)
+        if pair is None:
+            raise MutantsUnaccounted(
+                f"{mutation.mutant_id}: the mutant changes no logger call; mutmut and the operators differ"
+            )
+        call, mutated_call = pair
+        where = where_is[call]
+        operator = next(
+            (op for p in packages if (op := operator_of(mutation.original, mutation.mutated, p, anchors))),
+            "unknown",
+        )
+        start, end = where.start, where.end
+        out.append(
+            Made(
+                mutation.mutant_id,
+                mutation.qualname,
+                operator,
+                log_method(call) or "",
+                *(start.line, start.column, end.line, end.column),
+                *_exact_text(source, where, call, mutated_call, module, mutation),
+            )
+        )
+    return out
+
+
+def made_here(file: str, source: str, packages: Sequence[str], anchors: Anchors | None) -> list[Made]:
+    """Generate the mutants of one file in this process and describe them."""
+    with interrupts_kept():  # mutmut's generator records positions with libcst too
+        module, generated = generate(file, source, packages, anchors)
+    where_is = positions(MetadataWrapper(module, unsafe_skip_copy=True))
+    return describe(source, module, generated, where_is, packages, anchors)
+
+
+def _offset(source: str, line: int, column: int) -> int:
+    lines = source.splitlines(keepends=True)
+    return sum(len(text) for text in lines[: line - 1]) + column
+
+
+def _exact_text(
+    source: str, where: CodeRange, call: cst.Call, mutated_call: cst.Call, module: cst.Module, mutation: Generated
+) -> tuple[str, str]:
+    """The call's exact text before and after, indentation as in the file.
+
+    The calls are rendered on their own, so lines inside a multi-line call lack the block's indentation;
+    putting it back is exact when it reproduces the original text. Otherwise (an unusual layout) the whole
+    mutated module is rendered and cut, which is exact but costs a module copy.
+    """
+    start = _offset(source, where.start.line, where.start.column)
+    end = _offset(source, where.end.line, where.end.column)
+    before = source[start:end]
+    line = source.splitlines()[where.start.line - 1]
+    indent = "\n" + line[: len(line) - len(line.lstrip())]
+    empty = cst.Module([])
+    if empty.code_for_node(call).replace("\n", indent) == before:
+        return before, empty.code_for_node(mutated_call).replace("\n", indent)
+    mutated_source = module.deep_replace(mutation.original, mutation.mutated).code
+    tail = len(source) - end
+    if source[:start] != mutated_source[:start] or source[end:] != mutated_source[len(mutated_source) - tail :]:
+        raise MutantsUnaccounted(f"{mutation.mutant_id}: the mutant changes code outside its call")
+    return before, mutated_source[start : len(mutated_source) - tail]
+
+
+def write_made(path: Path, made: Sequence[Made]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps([asdict(m) for m in made], indent=1))
+
+
+def read_made(path: Path) -> list[Made]:
+    """The described mutants of one file; `BadRecord` if the file is missing or does not validate."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadRecord("missing") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        raise BadRecord("not valid JSON") from None
+    if not isinstance(data, list):
+        raise BadRecord("not a list of described mutants")
+    return [Made.from_json(item) for item in data]
 
 
 def function_keys(sites: Sequence[Site]) -> dict[str, list[str]]:

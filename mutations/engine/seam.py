@@ -9,9 +9,10 @@ attribute for our list turns every stock operator off and ours on. mutmut genera
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import metadata
+from typing import Any
 
 from warnonce_guard.common.errors import SeamMismatch
 from warnonce_guard.mutations.operators import Anchors, operators_for
@@ -31,7 +32,7 @@ ENGINE_NAMES: dict[str, tuple[str, ...]] = {
     "mutmut.__main__": ("_run", "copy_src_dir", "create_mutants", "_register_mutant_result", "Pool"),
     "mutmut.configuration": ("reset_config",),
     "mutmut.mutation.data": ("SourceFileMutationData",),
-    "mutmut.mutation.file_mutation": ("create_mutations", SEAM_ATTRIBUTE),
+    "mutmut.mutation.file_mutation": ("create_mutations", "get_ignored_lines", SEAM_ATTRIBUTE),
     "mutmut.mutation.trampoline": ("set_mutant_under_test",),
     "mutmut.mutation.trampoline_templates": ("mangle_function_name",),
     "mutmut.stats": ("status_by_exit_code", "load_stats", "save_stats"),
@@ -68,6 +69,11 @@ def check_seam() -> None:
         raise SeamMismatch(
             f"{SEAM_MODULE}.create_mutations no longer reads the global `{SEAM_ATTRIBUTE}`; "
             "swapping it would leave mutmut's stock operators on"
+        )
+    if "get_ignored_lines(filename, code, metadata_wrapper" not in inspect.getsource(file_mutation.create_mutations):
+        raise SeamMismatch(
+            f"{SEAM_MODULE}.create_mutations no longer hands its metadata wrapper to `get_ignored_lines`; "
+            "re-check seam.each_generation"
         )
     if MUTANT_VARIABLE not in inspect.getsource(trampoline.set_mutant_under_test):
         raise SeamMismatch(f"mutmut no longer names the mutant under test in ${MUTANT_VARIABLE}; re-check the engine")
@@ -106,3 +112,39 @@ def our_operators(package: str | Sequence[str] = PACKAGE, anchors: Anchors | Non
         yield
     finally:
         setattr(file_mutation, SEAM_ATTRIBUTE, stock)
+
+
+# What `each_generation` hands on of one `create_mutations` call: the file's name and source, mutmut's module and
+# `Mutation`s, and where each node of that module is (the positions mutmut resolved for its pragma handling).
+Generation = Callable[[str, str, Any, Sequence[Any], Mapping[Any, Any]], None]
+
+
+@contextmanager
+def each_generation(record: Generation) -> Iterator[None]:
+    """Within the block, and in the processes forked inside it (mutmut's generation pool), every call of mutmut's
+    `create_mutations` also hands its result to `record` before returning it, with no work done twice: the
+    positions are those mutmut's own metadata wrapper resolved (it hands the wrapper to `get_ignored_lines`)."""
+    check_seam()
+    from libcst.metadata import PositionProvider
+    from mutmut.mutation import file_mutation
+
+    create, ignored = file_mutation.create_mutations, file_mutation.get_ignored_lines
+    wrappers: list[Any] = []
+
+    def ignored_lines(filename: str, source: str, metadata_wrapper: Any, *args: Any, **kwargs: Any) -> Any:
+        wrappers.append(metadata_wrapper)
+        return ignored(filename, source, metadata_wrapper, *args, **kwargs)
+
+    def create_mutations(filename: str, code: str, *args: Any, **kwargs: Any) -> Any:
+        wrappers.clear()
+        result = create(filename, code, *args, **kwargs)
+        module, mutations = result[0], result[1]
+        if len(wrappers) == 1 and wrappers[0].module is module:  # else its positions are not this module's
+            record(filename, code, module, mutations, wrappers[0].resolve(PositionProvider))
+        return result
+
+    file_mutation.create_mutations, file_mutation.get_ignored_lines = create_mutations, ignored_lines
+    try:
+        yield
+    finally:
+        file_mutation.create_mutations, file_mutation.get_ignored_lines = create, ignored

@@ -11,11 +11,13 @@ setup.cfg when imported), forks a generator, then imports MODULE... (what the gu
 torch). The generator waits
 for `go` (the files to mutate, once staged), then does the first step of mutmut's run with our operators
 swapped in (mutations.engine.seam) and mutmut's `.meta` files written atomically: it copies the site files
-into mutants/ and generates their mutants, and `generation.json` records them. Then the session runs
+into mutants/ and generates their mutants, describing each as it is made (mutations.engine.naming), and
+`generation.json` records them. Then the session runs
 mutmut's run, which finds them made, with the target imported through the workspace
 (`mutations.engine.overlay`: the site files from mutants/, the rest where it lies, no bytecode written): it
 collects which guard covers which function, runs the clean guards (our baseline) and then every mutant in
-forked workers: vLLM is imported once. Meanwhile the parent names every mutant (mutations.identify).
+forked workers: vLLM is imported once. Meanwhile the parent names every mutant from those descriptions
+(mutations.identify).
 
 Generation runs on a pool that notices a dead worker (mutations.engine.generation). Each worker's exit
 code is kept or not by `mutations.engine.workers`: a worker killed from outside or past its time limit
@@ -34,7 +36,7 @@ import os
 import subprocess
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +48,16 @@ from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS
 from warnonce_guard.mutations.engine import naming, overlay, state
 from warnonce_guard.mutations.engine.generation import FailFastPool
-from warnonce_guard.mutations.engine.seam import BASELINE_PHASES, MUTANT_MARK, MUTANT_VARIABLE, our_operators
+from warnonce_guard.mutations.engine.seam import (
+    BASELINE_PHASES,
+    MUTANT_MARK,
+    MUTANT_VARIABLE,
+    Generation,
+    each_generation,
+    our_operators,
+)
 from warnonce_guard.mutations.engine.workers import Registrar
-from warnonce_guard.mutations.operators import anchors_of
+from warnonce_guard.mutations.operators import Anchors, anchors_of
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE
@@ -144,14 +153,35 @@ def _sites(ws: Workspace) -> list[Site]:
     return [Site.from_json(data) for data in json.loads(ws.sites_file.read_text(encoding="utf-8"))]
 
 
+def described_into(ws: Workspace, files: Sequence[str], packages: Sequence[str], anchors: Anchors) -> Generation:
+    """What `seam.each_generation` calls with each file mutmut generates: the mutants of a site file are described
+    into the workspace (`Workspace.made`), where the parent names them from."""
+
+    def record(file: str, source: str, module: Any, mutations: Sequence[Any], where_is: Mapping[Any, Any]) -> None:
+        if file not in files:
+            return
+        try:
+            made = naming.describe(source, module, naming.named(file, module, mutations), where_is, packages, anchors)
+            naming.write_made(ws.made(file), made)
+        except Exception:  # the parent, finding no description, describes the file itself and says what fails
+            return
+
+    return record
+
+
 def generate(ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str]) -> None:
     """The first step of mutmut's `run`, on its own: copy the site files into mutants/ and make their mutants, with
-    our operators, then record them (`generation.json`); mutmut's `run` later finds them made."""
+    our operators, described as they are made; then record them (`generation.json`); mutmut's `run` later finds
+    them made."""
     import mutmut.__main__ as mutmut_main
 
     state.atomic_meta_save()
     mutmut_main.Pool = FailFastPool
-    with our_operators(sorted(packages), anchors=anchors_of(_sites(ws))):
+    anchors = anchors_of(_sites(ws))
+    with (
+        our_operators(sorted(packages), anchors=anchors),
+        each_generation(described_into(ws, files, sorted(packages), anchors)),
+    ):
         mutmut_main.copy_src_dir()
         record_generation(ws, run_id, files)(mutmut_main.create_mutants)(os.cpu_count() or 4)  # as `run` does
 

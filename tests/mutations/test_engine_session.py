@@ -515,3 +515,41 @@ def test_a_crash_of_mutmut_is_engine_failed_with_its_traceback_never_1(
     assert main.main() == ExitCode.ENGINE_FAILED  # 1 would read as "the clean guards failed"
     assert "KeyError: 'tests_by_mangled_function_name'" in capsys.readouterr().err
     assert main.baselines == 0
+
+
+# --- the generator's descriptions --------------------------------------------------------------------------
+
+
+def test_the_generator_describes_each_site_file_as_mutmut_makes_it_and_nothing_else(
+    ws: Workspace, mutmut_config: Path
+) -> None:
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    sites = sites_in_source(INTERFACE, FILE, "vllm.platforms.interface")
+    record = session.described_into(ws, [FILE], ["vllm"], anchors_of(sites))
+    with seam.our_operators(["vllm"], anchors_of(sites)), seam.each_generation(record):
+        written = mutate_file_contents(FILE, INTERFACE).mutant_names
+        mutate_file_contents("vllm/other.py", INTERFACE)  # not a file it was told to mutate
+
+    made = naming.read_made(ws.made(FILE))
+    assert sorted(m.mutant_id.rpartition(".")[2] for m in made) == sorted(written) and len(written) == 3
+    assert not ws.made("vllm/other.py").exists()
+
+
+def test_a_description_that_fails_is_left_to_the_parent_and_generation_goes_on(
+    ws: Workspace, mutmut_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    def unaccounted(*args: object) -> None:
+        raise naming.MutantsUnaccounted("a mutant changes no logger call")
+
+    sites = sites_in_source(INTERFACE, FILE, "vllm.platforms.interface")
+    monkeypatch.setattr(naming, "describe", unaccounted)
+    with (
+        seam.our_operators(["vllm"], anchors_of(sites)),
+        seam.each_generation(session.described_into(ws, [FILE], ["vllm"], anchors_of(sites))),
+    ):
+        assert len(mutate_file_contents(FILE, INTERFACE).mutant_names) == 3  # mutmut's generation is untouched
+
+    assert not ws.made(FILE).exists()  # the parent describes it itself, and raises what fails there

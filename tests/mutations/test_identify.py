@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, replace
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -12,9 +13,11 @@ from libcst.metadata.position_provider import PositionProvidingCodegenState
 from toy import INTERFACE
 from warnonce_guard.common.errors import BadRecord, ExitCode, Interrupted, MutantsUnaccounted
 from warnonce_guard.mutations.engine import naming
-from warnonce_guard.mutations.identify import NamedMutant, changed_call, identify_file, read_identities
+from warnonce_guard.mutations.engine.naming import changed_call
+from warnonce_guard.mutations.identify import NamedMutant, identify_file, read_identities, write_identities
+from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
-from warnonce_guard.rule.sites import sites_in_source
+from warnonce_guard.rule.sites import Site, sites_in_source
 
 pytestmark = pytest.mark.usefixtures("module_mutmut_config")  # mutmut's generator reads a config
 
@@ -132,3 +135,58 @@ def test_identities_that_do_not_validate_are_not_trusted(ws: Workspace, text: st
         ws.identities_file.write_text(text)
     with pytest.raises(BadRecord, match=why):
         read_identities(ws)
+
+
+# --- the generator's descriptions (made/) ------------------------------------------------------------------
+
+
+def _staged(ws: Workspace) -> list[Site]:
+    """The toy interface staged in `ws` with mutmut's settings beside it; its one site."""
+    (ws.dir / FILE).parent.mkdir(parents=True)
+    (ws.dir / FILE).write_text(INTERFACE, encoding="utf-8")
+    (ws.dir / "setup.cfg").write_text("[mutmut]\nsource_paths = vllm\n", encoding="utf-8")
+    return sites_in_source(INTERFACE, FILE, MODULE)
+
+
+def test_the_mutants_are_named_from_the_generators_descriptions_without_generating_again(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sites = _staged(ws)
+    made = naming.made_here(FILE, INTERFACE, ["vllm"], anchors_of(sites))
+    naming.write_made(ws.made(FILE), [replace(m, replacement=f"as described: {m.operator}") for m in made])
+    monkeypatch.setattr(naming, "made_here", lambda *args: pytest.fail("generated again"))
+
+    named = write_identities(ws, sites, ["vllm"])
+
+    assert sorted(n.replacement for n in named) == sorted(f"as described: {m.operator}" for m in made)
+    assert [n.mutant_id for n in named] == [m.mutant_id for m in made] and {n.site_id for n in named} == {sites[0].id}
+    assert read_identities(ws) == named
+
+
+@pytest.mark.parametrize(
+    "description",
+    [None, "[", '{"mutant_id": "m"}', '[{"mutant_id": "m"}]', '[{"mutant_id": 1, "qualname": "q"}]'],
+    ids=["missing", "truncated", "object", "fields-missing", "wrong-types"],
+)
+def test_a_file_the_generator_left_undescribed_is_described_here(ws: Workspace, description: str | None) -> None:
+    sites = _staged(ws)
+    if description is not None:
+        ws.made(FILE).parent.mkdir(parents=True)
+        ws.made(FILE).write_text(description, encoding="utf-8")
+
+    named = write_identities(ws, sites, ["vllm"])
+
+    assert named == [i.named() for i in identify_file(INTERFACE, FILE, sites)]
+    assert sorted(n.operator for n in named) == ["eager-repr-revert", "live-arg", "once-dropped"]
+
+
+def test_a_description_reads_back_as_written_and_rejects_a_wrong_type(tmp_path: Path) -> None:
+    (site,) = sites_in_source(INTERFACE, FILE, MODULE)
+    made = naming.made_here(FILE, INTERFACE, ["vllm"], anchors_of([site]))
+    naming.write_made(tmp_path / "made.json", made)
+    assert naming.read_made(tmp_path / "made.json") == made
+    data = json.loads((tmp_path / "made.json").read_text())
+    data[0]["line"] = str(data[0]["line"])
+    (tmp_path / "made.json").write_text(json.dumps(data))
+    with pytest.raises(BadRecord, match="wrong type"):
+        naming.read_made(tmp_path / "made.json")

@@ -6,21 +6,24 @@ import importlib
 import importlib.util
 import os
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mutmut.mutation import data, file_mutation, trampoline
 from mutmut.mutation.file_mutation import Mutation
 from toy import apply_operator, mutmut_settings
 from warnonce_guard.common.errors import SeamMismatch
-from warnonce_guard.mutations.engine import seam
+from warnonce_guard.mutations.engine import naming, seam
 from warnonce_guard.mutations.engine.seam import ENGINE_NAMES, check_seam, our_operators
-from warnonce_guard.mutations.operators import OPERATORS, operator_of
+from warnonce_guard.mutations.operators import OPERATORS, anchors_of, operator_of
 from warnonce_guard.rule.sites import sites_in_source
 
 # Kernel-import sites per platform file in vLLM 0.33.0, all `"...: %s", repr(e)`: one mutant per site and
 # operator that fits that form.
 SITES_PER_FILE = {"cpu.py": 4, "cuda.py": 1, "interface.py": 1, "rocm.py": 0}
+CREATE_MUTATIONS = file_mutation.create_mutations
 FITTING = [name for name in OPERATORS if apply_operator(name, OPERATORS["eager-repr-revert"].examples[0].before)]
 
 
@@ -161,3 +164,32 @@ def test_only_the_engine_imports_mutmut() -> None:
                 names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
                 offenders += [f"{path.name}: {name}" for name in names if name.split(".")[0] == "mutmut"]
     assert offenders == []
+
+
+def test_each_generation_describes_what_mutmut_makes_as_a_fresh_generation_would(platforms: Path) -> None:
+    """The generator describes each file from mutmut's own call (its module, mutations and positions): the same
+    descriptions as generating the file again, under the names mutmut gives the mutants it writes."""
+    file, source = "vllm/platforms/cpu.py", (platforms / "cpu.py").read_text(encoding="utf-8")
+    anchors = anchors_of(sites_in_source(source, file, "vllm.platforms.cpu"))
+    described: dict[str, list[naming.Made]] = {}
+
+    def record(name: str, code: str, module: Any, mutations: Sequence[Any], where_is: Mapping[Any, Any]) -> None:
+        generated = naming.named(name, module, mutations)
+        described[name] = naming.describe(code, module, generated, where_is, ["vllm"], anchors)
+
+    with our_operators(["vllm"], anchors), seam.each_generation(record):
+        written = file_mutation.mutate_file_contents(file, source).mutant_names
+
+    assert file_mutation.create_mutations is CREATE_MUTATIONS  # restored
+    assert sorted(m.mutant_id.rpartition(".")[2] for m in described[file]) == sorted(written)
+    assert len(written) == SITES_PER_FILE["cpu.py"] * len(FITTING)
+    assert described[file] == naming.made_here(file, source, ["vllm"], anchors)
+
+
+def test_check_seam_raises_when_create_mutations_stops_handing_its_wrapper_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    def create_mutations(filename: str, code: str) -> object:
+        return mutation_operators  # type: ignore[name-defined]  # noqa: F821 - reads the global, hands nothing on
+
+    monkeypatch.setattr(file_mutation, "create_mutations", create_mutations)
+    with pytest.raises(SeamMismatch, match="metadata wrapper"):
+        check_seam()
