@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from warnonce_guard.audit.findings import Finding
-from warnonce_guard.audit.fixes import Fix, Span, argument_fix, message_fix
+from warnonce_guard.audit.fixes import MESSAGE_FIX, Fix, Span, argument_fixes
 from warnonce_guard.audit.rules import BY_KIND
 from warnonce_guard.rule.liveness import (
     IGNORED_KEYWORDS,
@@ -125,12 +125,10 @@ def _fixes(once: OnceCall) -> dict[int, Fix]:
     """The fix for each positional argument (by index into `once.args`) that formatting first can fix."""
     if once.bound or not once.args or any(isinstance(a, ast.Starred) for a in once.args):
         return {}
-    message, rest = once.args[0], once.args[1:]
-    fixes = {0: message_fix()}
+    message, fixes = once.args[0], {0: MESSAGE_FIX}
     if isinstance(message, ast.Constant) and isinstance(message.value, str):
-        for index in range(len(rest)):
-            if (fix := argument_fix(message.value, index, len(rest), _span(message))) is not None:
-                fixes[index + 1] = fix
+        found = argument_fixes(message.value, len(once.args) - 1, _span(message))
+        fixes |= {index + 1: fix for index, fix in found.items()}  # the message is argument 0
     return fixes
 
 
@@ -149,7 +147,7 @@ def checked(once: OnceCall) -> Iterator[tuple[str, ast.expr | ast.keyword, str |
         elif kw.arg not in ONCE_KEYWORDS or once.args or once.bound:  # `msg=` after a message: given twice
             yield f"{kw.arg}={text}", kw, KEYWORD, None
         else:
-            yield f"{kw.arg}={text}", kw.value, None, message_fix()
+            yield f"{kw.arg}={text}", kw.value, None, MESSAGE_FIX
 
 
 def call_findings(

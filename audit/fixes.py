@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from warnonce_guard.rule.formatting import placeholder_for_arg, placeholders
+from warnonce_guard.rule.formatting import placeholders
 
 # What each placeholder letter calls on its argument: the wrapper that formats it first, the same way.
 WRAPPERS = {"s": "str", "r": "repr", "a": "ascii"}
@@ -42,21 +42,21 @@ class Fix:
     message: Span | None = None
 
 
-def argument_fix(fmt: str, index: int, count: int, message: Span) -> Fix | None:
-    """The fix for positional argument `index` (of `count` after the message `fmt`), or None where it would
-    change what is rendered."""
+def argument_fixes(fmt: str, count: int, message: Span) -> dict[int, Fix]:
+    """The fix for each positional argument (by its index among the `count` after the message `fmt`) that
+    formatting first can fix: none where it would change what is rendered."""
     found = placeholders(fmt)
     if any(p.arg_index is None and p.conversion != "%" for p in found):
-        return None  # `%(key)s`: the arguments are a mapping, not these positions
+        return {}  # `%(key)s`: the arguments are a mapping, not these positions
     if max((p.arg_index + 1 for p in found if p.arg_index is not None), default=0) != count:
-        return None  # logging could not render it before: nothing to preserve
-    placeholder = placeholder_for_arg(fmt, index)
-    if placeholder is None or placeholder.conversion not in WRAPPERS:
-        return None  # a `*` width, or `%d` and the like: formatting first would change the result
-    letter = placeholder.conversion
-    return Fix(WRAPPERS[letter], index, None if letter == "s" else letter, message)
+        return {}  # logging could not render it before: nothing to preserve
+    # A `*` width's argument has no placeholder of its own, and `%d` and the like would format differently.
+    return {
+        p.arg_index: Fix(WRAPPERS[p.conversion], p.arg_index, None if p.conversion == "s" else p.conversion, message)
+        for p in found
+        if p.arg_index is not None and p.conversion in WRAPPERS
+    }
 
 
-def message_fix() -> Fix:
-    """The fix for a message that is not a string: logging renders `str(msg)`."""
-    return Fix("str")
+# The fix for a message that is not a string: logging renders `str(msg)`.
+MESSAGE_FIX = Fix("str")
