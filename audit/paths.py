@@ -23,6 +23,7 @@ from warnonce_guard.audit.excludes import Excludes
 from warnonce_guard.audit.gitignore import GitIgnores
 from warnonce_guard.common.errors import NoPythonFiles, NothingToCheck
 from warnonce_guard.common.notes import note
+from warnonce_guard.rule.target import PACKAGE
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,6 @@ def python_files(paths: Iterable[Path], walk: Walk) -> FileSet:
     return FileSet(tuple(files), tuple(walker.unreadable), tuple(walked), shown)
 
 
-def tree_files(root: Path, package: str = "vllm") -> FileSet:
-    """Every *.py file under `root/package`, keyed and shown relative to `root` (nothing excluded)."""
-    return python_files([root / package], Walk(root, root, respect_gitignore=False))
+def tree_files(root: Path) -> FileSet:
+    """Every *.py file of the vLLM package under `root`, keyed and shown relative to `root` (nothing excluded)."""
+    return python_files([root / PACKAGE], Walk(root, root, respect_gitignore=False))

@@ -3,10 +3,9 @@ write the output.
 
 `run` does what `warnonce-guard audit` is asked (a `Request`, the command line's options) with the settings of the
 nearest `[tool.warnonce-guard]` (`config`) under it, and says what to print and how to exit (an `Output`); the
-command line only prints it. `audit` (a vLLM tree) and `audit_paths` (any files and package directories) are the
-scan alone. With `fix` it writes the fixes of the findings it would report (`audit.codemod`, libcst) and reports
-what is left; with `diff` it prints them as a unified diff instead and changes nothing (exit 1 when there is
-something to fix, as ruff does).
+command line only prints it. `audit_files` is the scan alone. With `fix` it writes the fixes of the findings it would
+report (`audit.codemod`, libcst) and reports what is left; with `diff` it prints them as a unified diff instead and
+changes nothing (exit 1 when there is something to fix, as ruff does).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import functools
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,19 +59,6 @@ def audit_files(files: FileSet) -> AuditResult:
         time.perf_counter() - start,
         tuple(f for f in every if f.suppressed is not None),
     )
-
-
-def audit(root: Path, package: str = "vllm") -> AuditResult:
-    """Every finding under `root/package`, keyed relative to `root`."""
-    return audit_files(tree_files(root, package))
-
-
-def audit_paths(paths: Iterable[Path], cwd: Path | None = None) -> AuditResult:
-    """Every finding in the Python files given, or under the directories given (any package, not only vLLM), with
-    the settings of the nearest configuration."""
-    paths = list(paths)
-    here = cwd or Path.cwd()
-    return audit_files(python_files(paths, walk_for(Request(tuple(map(str, paths))), find_config(paths, here), here)))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from warnonce_guard.audit.baseline import load_baseline
 from warnonce_guard.audit.findings import Finding
-from warnonce_guard.audit.run import audit
+from warnonce_guard.audit.paths import tree_files
+from warnonce_guard.audit.run import audit_files
 from warnonce_guard.audit.scan import findings_in_source
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import BadBaseline
@@ -547,7 +548,7 @@ def test_audit_of_the_installed_vllm_covers_every_file() -> None:
     from warnonce_guard.rule.target import installed
 
     target = installed()
-    result = audit(target.root)
+    result = audit_files(tree_files(target.root))
     assert result.files_scanned == sum(1 for _ in target.package_dir.rglob("*.py"))
     assert 0 < result.files_parsed <= result.files_scanned
     assert result.findings, "vLLM has *_once calls with non-literal arguments"

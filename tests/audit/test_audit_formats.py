@@ -12,9 +12,11 @@ import jsonschema
 import layout
 import pytest
 from warnonce_guard.audit.baseline import compare
+from warnonce_guard.audit.findings import AuditResult
 from warnonce_guard.audit.formats import AuditReport, github, sarif, text
+from warnonce_guard.audit.paths import python_files
 from warnonce_guard.audit.rules import BY_KIND, RULES
-from warnonce_guard.audit.run import audit_paths
+from warnonce_guard.audit.run import Request, audit_files, find_config, walk_for
 from warnonce_guard.audit.selection import DEFAULT, EVERY
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import NoPythonFiles
@@ -33,6 +35,13 @@ def import_kernels():
         logger.warning_once("Failed: %r", e)
 """
 NOISE = 'def helper(x):\n    logger.info_once("%s", x)\n'
+
+
+def audit_paths(paths: list[Path]) -> AuditResult:
+    """Every finding in the files and package directories given, with the settings of the nearest configuration:
+    `warnonce-guard audit PATH ...`'s scan."""
+    cwd = Path.cwd()
+    return audit_files(python_files(paths, walk_for(Request(tuple(map(str, paths))), find_config(paths, cwd), cwd)))
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from warnonce_guard.audit.run import audit_paths
+from warnonce_guard.audit.run import Request, run
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import NothingToCheck
 
@@ -169,5 +169,5 @@ def test_nothing_to_check_is_a_failure(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "docs/readme.txt")
     with pytest.raises(NothingToCheck):
-        audit_paths([Path("docs")])
+        run(Request(("docs",)))
     assert main(["audit", "docs"]) == NothingToCheck.exit_code

@@ -11,8 +11,9 @@ import pytest
 from warnonce_guard.audit.baseline import compare
 from warnonce_guard.audit.docs import HANDLER, example_finding, section
 from warnonce_guard.audit.formats import FORMATS, AuditReport
+from warnonce_guard.audit.paths import Walk, python_files
 from warnonce_guard.audit.rules import BY_CODE, RULES, Rule
-from warnonce_guard.audit.run import audit_paths
+from warnonce_guard.audit.run import audit_files
 from warnonce_guard.audit.scan import findings_in_source
 from warnonce_guard.audit.selection import DEFAULT, EVERY
 from warnonce_guard.cli.main import main
@@ -49,7 +50,7 @@ def one_finding_per_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
 
 
 def write(name: str, strict: bool) -> str:
-    result = audit_paths([Path("every_rule")])
+    result = audit_files(python_files([Path("every_rule")], Walk(Path.cwd(), Path.cwd())))
     codes = EVERY if strict else DEFAULT
     return FORMATS[name].write(AuditReport(result, compare(result.findings, frozenset()), "every_rule", codes))
 
