@@ -18,7 +18,16 @@ bottom to top:
     baseline.py   the accepted findings' file, and findings compared with it
     selection.py  which rules a run reports and fails on
     docs.py       docs/rules.md and each SARIF rule's help, from the rule table
-    formats.py    the writers (text, JSON, GitHub, SARIF) and their registry, FORMATS
+    formats.py    the writers (text, JSON, GitHub, SARIF), one for each name in FORMATS below
     codemod.py    --fix/--diff: the recorded fixes written into the source (libcst, the mutation extra)
     run.py        the one entry point: a Request in, an Output (text, exit code) out
 """
+
+# `--format`'s choices, and how `--help` describes each: the command line reads them here, without importing the
+# writers (`formats.WRITERS`, imported when an audit runs).
+FORMATS = {
+    "text": "text (path:line:col: CODE message)",
+    "json": "json",
+    "github": "github (workflow annotations)",
+    "sarif": "sarif (2.1.0)",
+}

@@ -1,7 +1,7 @@
 """The audit's output formats: text (`path:line:col: CODE message`), JSON, GitHub annotations and SARIF 2.1.0.
 
 Each writer reads only the audit's records (an `AuditReport`) and the rule table (`audit.rules`) and
-returns text; the CLI prints it. `FORMATS` is the registry `--format` chooses from. Text, GitHub and
+returns text; the CLI prints it. `WRITERS` has one per name in `audit.FORMATS`. Text, GitHub and
 SARIF show the findings that decide the exit status (new findings of the selected rules: by default the
 errors, with `--strict` every rule); SARIF adds those a baseline or a pragma accepts, marked as such, so
 code scanning can show them closed. JSON holds everything. Text and GitHub show paths relative to the
@@ -197,27 +197,10 @@ def sarif(report: AuditReport) -> str:
     return json.dumps(log, indent=2) + "\n"
 
 
-@dataclass(frozen=True)
-class Format:
-    """One `--format`: its name, how `--help` describes it, and its writer."""
-
-    name: str
-    label: str
-    write: Callable[[AuditReport], str]
-
-
-FORMATS = {
-    f.name: f
-    for f in (
-        Format("text", "text (path:line:col: CODE message)", text),
-        Format("json", "json", json_document),
-        Format("github", "github (workflow annotations)", github),
-        Format("sarif", "sarif (2.1.0)", sarif),
-    )
+# The writer of each format `--format` chooses from (`warnonce_guard.audit.FORMATS`).
+WRITERS: dict[str, Callable[[AuditReport], str]] = {
+    "text": text,
+    "json": json_document,
+    "github": github,
+    "sarif": sarif,
 }
-
-
-def formats_help() -> str:
-    """`--format`'s help: every format, as `a, b, c or d`."""
-    labels = [f.label for f in FORMATS.values()]
-    return f"{', '.join(labels[:-1])} or {labels[-1]}"

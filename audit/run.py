@@ -22,7 +22,7 @@ from warnonce_guard.audit.baseline import compare, load_baseline, write_baseline
 from warnonce_guard.audit.config import Config, find
 from warnonce_guard.audit.excludes import DEFAULT_EXCLUDES, Excludes
 from warnonce_guard.audit.findings import AuditResult, Finding, numbered, unchecked
-from warnonce_guard.audit.formats import FORMATS, AuditReport
+from warnonce_guard.audit.formats import WRITERS, AuditReport
 from warnonce_guard.audit.paths import FileSet, Walk, python_files, tree_files
 from warnonce_guard.audit.scan import PREFILTER, findings_in_source
 from warnonce_guard.audit.selection import ALL, Layer, exit_code, failing, resolve
@@ -70,7 +70,7 @@ class Request:
 
     paths: Sequence[str] = ()
     vllm_src: str | None = None
-    format: str = "text"  # a name in `formats.FORMATS`
+    format: str = "text"  # a name in `audit.FORMATS`
     baseline: str | None = None  # a file of accepted findings: only new ones are shown and fail
     write_baseline: str | None = None  # accept every finding: write them to this file, and pass
     strict: bool = False  # an alias of select=ALL
@@ -173,7 +173,7 @@ def run(request: Request) -> Output:
     report = AuditReport(result, comparison, described, codes, baseline=bool(request.baseline), shown=files.shown)
     failed = exit_code(comparison, codes)
     code = ExitCode.OK if request.write_baseline or request.exit_zero else failed
-    return Output(FORMATS[request.format].write(report), code, note)
+    return Output(WRITERS[request.format](report), code, note)
 
 
 def _baseline(request: Request, rebase: Callable[[str], str] | None) -> frozenset[str]:

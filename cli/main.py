@@ -32,6 +32,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from warnonce_guard import guards as guards_package
+from warnonce_guard.audit import FORMATS as AUDIT_FORMATS
 from warnonce_guard.cli.console import console
 from warnonce_guard.cli.history import add_parser as add_history_parser
 from warnonce_guard.common import notes
@@ -339,8 +340,6 @@ def build_parser() -> argparse.ArgumentParser:
     mutate.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
     mutate.set_defaults(run=cmd_mutate)
 
-    from warnonce_guard.audit.formats import FORMATS, formats_help
-
     audit = sub.add_parser(
         "audit",
         help="every *_once call whose arguments can cache a live object",
@@ -353,12 +352,9 @@ def build_parser() -> argparse.ArgumentParser:
         "paths", nargs="*", metavar="PATH", help="Python files or package directories (default: the target vLLM)"
     )
     audit.add_argument("--vllm-src", metavar="PATH", help=target_help)
-    audit.add_argument(
-        "--format",
-        choices=tuple(FORMATS),
-        default="text",
-        help=formats_help(),
-    )
+    labels = list(AUDIT_FORMATS.values())
+    formats_help = f"{', '.join(labels[:-1])} or {labels[-1]}"
+    audit.add_argument("--format", choices=tuple(AUDIT_FORMATS), default="text", help=formats_help)
     audit.add_argument("--baseline", metavar="FILE", help="JSON file of accepted findings: only new ones fail")
     audit.add_argument("--write-baseline", metavar="FILE", help="accept every finding: write them to FILE, exit 0")
     codes = {"type": comma_list, "action": "extend", "metavar": "CODES"}

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import layout
 import pytest
+from warnonce_guard.audit import FORMATS
 from warnonce_guard.audit.baseline import compare
 from warnonce_guard.audit.docs import HANDLER, example_finding, section
-from warnonce_guard.audit.formats import FORMATS, AuditReport
+from warnonce_guard.audit.formats import WRITERS, AuditReport
 from warnonce_guard.audit.paths import Walk, python_files
 from warnonce_guard.audit.rules import BY_CODE, RULES, Rule
 from warnonce_guard.audit.run import audit_files
@@ -52,7 +53,7 @@ def one_finding_per_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
 def write(name: str, strict: bool) -> str:
     result = audit_files(python_files([Path("every_rule")], Walk(Path.cwd(), Path.cwd())))
     codes = EVERY if strict else DEFAULT
-    return FORMATS[name].write(AuditReport(result, compare(result.findings, frozenset()), "every_rule", codes))
+    return WRITERS[name](AuditReport(result, compare(result.findings, frozenset()), "every_rule", codes))
 
 
 @pytest.mark.parametrize("strict", [False, True])
@@ -87,7 +88,8 @@ def test_the_cli_offers_every_registered_format(capsys: pytest.CaptureFixture[st
         main(["audit", "--help"])
     usage = capsys.readouterr().out
     assert f"--format {{{','.join(FORMATS)}}}" in usage
-    assert all(f.label in " ".join(usage.split()) for f in FORMATS.values())
+    assert all(label in " ".join(usage.split()) for label in FORMATS.values())
+    assert WRITERS.keys() == FORMATS.keys()  # and each has its writer
 
 
 def test_sarif_rule_help_is_the_rules_own_section_of_docs_rules_md(one_finding_per_rule: Path) -> None:
