@@ -17,7 +17,7 @@ from warnonce_guard.history.records import DEFAULT_WORK_DIR, Verdict
 HELP = "check every vLLM release on the package index: exposed, guarded, no sites or not checked"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register `history` on the main parser's subcommands."""
     parser = sub.add_parser("history", help=HELP, description=HELP)
     parser.add_argument("--from", dest="start", metavar="VERSION", help="oldest release to check (inclusive)")
@@ -34,7 +34,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
     parser.add_argument("--index-url", default=DEFAULT_INDEX, help="PEP 691 simple index (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS", help="per release's guard run")
     parser.set_defaults(run=cmd_history)
-    return parser
 
 
 def command_line(args: argparse.Namespace) -> str:

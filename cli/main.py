@@ -249,7 +249,12 @@ def installed(field: str) -> str:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, with a bad command line reported as one line and `ExitCode.USAGE`."""
+    """argparse, with the exit codes after a command's help (unless it says otherwise) and a bad command line reported
+    as one line and `ExitCode.USAGE`."""
+
+    def __init__(self, *args: Any, epilog: str | None = None, **kwargs: Any) -> None:
+        formatter = argparse.RawDescriptionHelpFormatter  # the exit-code table keeps its lines
+        super().__init__(*args, epilog=epilog or EPILOG, formatter_class=formatter, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         print(f"warnonce-guard: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
@@ -294,36 +299,37 @@ def comma_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
+def _target_options(parser: argparse.ArgumentParser, platform: bool = True) -> None:
+    """`--vllm-src`, and `--platform`: which vLLM a command works on, and which of its platforms."""
+    parser.add_argument("--vllm-src", metavar="PATH", help="root of a vLLM source tree (default: the installed vLLM)")
+    if platform:
+        parser.add_argument(
+            "--platform",
+            metavar="MODULE:CLASS",
+            help="a platform class (e.g. a plugin's): the sites its import_kernels runs, called through it",
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    formatter = argparse.RawDescriptionHelpFormatter
-    parser = ToolParser(prog="warnonce-guard", epilog=EPILOG, formatter_class=formatter)
+    parser = ToolParser(prog="warnonce-guard")
     parser.add_argument("--version", action=Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    target_help = "root of a vLLM source tree (default: the installed vLLM)"
-    platform_help = "a platform class (e.g. a plugin's): the sites its import_kernels runs, called through it"
 
     sites = sub.add_parser("sites", help="list every kernel-import site of the target")
-    sites.add_argument("--vllm-src", metavar="PATH", help=target_help)
+    _target_options(sites)
     sites.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    sites.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
     sites.set_defaults(run=cmd_sites)
 
-    guards = sub.add_parser("guards", help="run the guards against the target", formatter_class=formatter)
-    guards.add_argument("--vllm-src", metavar="PATH", help=target_help)
-    guards.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
-    guards.epilog = "Other arguments are passed on to pytest.\n\n" + EPILOG
+    passed_on = f"Other arguments are passed on to pytest.\n\n{EPILOG}"
+    guards = sub.add_parser("guards", help="run the guards against the target", epilog=passed_on)
+    _target_options(guards)
     guards.set_defaults(run=cmd_guards)
 
     platforms = sub.add_parser("platforms", help="list platform plugins registered with vLLM")
     platforms.set_defaults(run=cmd_platforms)
 
-    mutate = sub.add_parser(
-        "mutate",
-        help="mutation run: baseline, mutants, guards, score, report",
-        epilog=EPILOG,
-        formatter_class=formatter,
-    )
-    mutate.add_argument("--vllm-src", metavar="PATH", help=target_help)
+    mutate = sub.add_parser("mutate", help="mutation run: baseline, mutants, guards, score, report")
+    _target_options(mutate)
     mutate.add_argument(
         "--out",
         default="mutation-report",
@@ -337,7 +343,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mutate.add_argument("--fail-under", type=percent, default=100.0, metavar="PERCENT", help="minimum score (0-100)")
     mutate.add_argument("--viewer-js", metavar="FILE", help="mutation-testing-elements bundle for index.html")
-    mutate.add_argument("--platform", metavar="MODULE:CLASS", help=platform_help)
     mutate.set_defaults(run=cmd_mutate)
 
     audit = sub.add_parser(
@@ -345,13 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="every *_once call whose arguments can cache a live object",
         description="Settings come from [tool.warnonce-guard] of the nearest pyproject.toml (select, extend-select,\n"
         "ignore, exclude, extend-exclude, force-exclude, respect-gitignore); the options below override them.",
-        epilog=EPILOG,
-        formatter_class=formatter,
     )
     audit.add_argument(
         "paths", nargs="*", metavar="PATH", help="Python files or package directories (default: the target vLLM)"
     )
-    audit.add_argument("--vllm-src", metavar="PATH", help=target_help)
+    _target_options(audit, platform=False)
     labels = list(AUDIT_FORMATS.values())
     formats_help = f"{', '.join(labels[:-1])} or {labels[-1]}"
     audit.add_argument("--format", choices=tuple(AUDIT_FORMATS), default="text", help=formats_help)
@@ -382,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.set_defaults(run=cmd_audit)
 
-    add_history_parser(sub).epilog = EPILOG
+    add_history_parser(sub)
     return parser
 
 
