@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -199,24 +200,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     if args.paths and args.vllm_src:
         raise UsageError("audit: give PATHs or --vllm-src, not both (--vllm-src picks a vLLM tree to audit whole)")
-    request = Request(
-        tuple(args.paths),
-        args.vllm_src,
-        args.format,
-        args.baseline,
-        args.write_baseline,
-        args.strict,
-        select=args.select,
-        extend_select=args.extend_select or (),
-        ignore=args.ignore or (),
-        exclude=args.exclude,
-        extend_exclude=args.extend_exclude or (),
-        force_exclude=args.force_exclude,
-        exit_zero=args.exit_zero,
-        fix=args.fix,
-        diff=args.diff,
-    )
-    output = run(request)
+    # each of the audit's options is the Request field of its name
+    options = {field.name: getattr(args, field.name) for field in dataclasses.fields(Request)}
+    output = run(Request(**options))
     if output.note:
         print(output.note, file=sys.stderr)
     sys.stdout.write(output.text)
@@ -363,12 +349,12 @@ def build_parser() -> argparse.ArgumentParser:
     codes = {"type": comma_list, "action": "extend", "metavar": "CODES"}
     audit.add_argument("--select", **codes, help="rules to report and fail on, replacing the configured selection "
                        "(codes, prefixes such as WOG0, or ALL; default: the errors)")  # fmt: skip
-    audit.add_argument("--extend-select", **codes, help="rules to select on top of the configured ones")
-    audit.add_argument("--ignore", **codes, help="rules not to select")
+    audit.add_argument("--extend-select", **codes, default=[], help="rules to select on top of the configured ones")
+    audit.add_argument("--ignore", **codes, default=[], help="rules not to select")
     globs = {"type": comma_list, "action": "extend", "metavar": "GLOBS"}
     audit.add_argument("--exclude", **globs, help="paths not to walk into, replacing the configured and default "
                        "ones (.git, .venv, venv, build, dist, site-packages, node_modules, ...)")  # fmt: skip
-    audit.add_argument("--extend-exclude", **globs, help="paths not to walk into, on top of the others")
+    audit.add_argument("--extend-exclude", **globs, default=[], help="paths not to walk into, on top of the others")
     audit.add_argument(
         "--force-exclude", action="store_true", help="apply the excludes to files given by name too (for pre-commit)"
     )
