@@ -109,6 +109,10 @@ NESTED = {
     "logs/drop.log": "",
     "build/x.py": "",
     "pkg/build": "",  # a file named like an ignored folder
+    # ignore everything but folders and Python files: a folder is walked (pathspec 1.1's GitIgnoreSpec says ignored)
+    "only-py/.gitignore": "*\n!*/\n!*.py\n",
+    "only-py/sub/kept.py": "",
+    "only-py/sub/notes.txt": "",
 }
 EXPECTED = {
     "Documentation/foo.html": False,
@@ -124,6 +128,8 @@ EXPECTED = {
     "logs/drop.log": True,
     "build/x.py": True,
     "pkg/build": False,
+    "only-py/sub/kept.py": False,
+    "only-py/sub/notes.txt": True,
 }
 
 
