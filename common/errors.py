@@ -23,8 +23,9 @@ class ExitCode(enum.IntEnum):
         return member
 
     OK = 0, "the check ran and passed"
-    CHECK_FAILED = 1, (
-        "the check ran and failed (score, exposed/unreached site, failed guard, new finding, release not checked)"
+    CHECK_FAILED = (
+        1,
+        ("the check ran and failed (score, exposed/unreached site, failed guard, new finding, release not checked)"),
     )
     USAGE = 2, "bad command line (unknown option, value out of range)"
     TARGET_NOT_FOUND = 3, "no vLLM installed, or --vllm-src does not exist"
@@ -36,8 +37,9 @@ class ExitCode(enum.IntEnum):
     PATH_REFUSED = 9, "--out/--work-dir would replace something warnonce-guard did not create"
     PATH_UNUSABLE = 10, "--out/--work-dir/--viewer-js missing, of the wrong kind, or not writable"
     WORK_DIR_BUSY = 11, "another run holds the work directory, or is writing its report in --out"
-    STAGING_FAILED = 12, (
-        "the work directory's disk refuses a write (full, read-only, over quota), also in the mutmut session"
+    STAGING_FAILED = (
+        12,
+        ("the work directory's disk refuses a write (full, read-only, over quota), also in the mutmut session"),
     )
     ENGINE_FAILED = 13, "mutmut missing, another version, or its session (or a child of it) died or hung"
     MUTANTS_UNACCOUNTED = 14, "mutmut and warnonce-guard disagree on the mutants"
@@ -62,111 +64,87 @@ def exit_code_table() -> str:
 class GuardError(Exception):
     """Base class: a problem with the input, reported as one line naming the problem and the fix.
 
-    Abstract: every concrete error names its own row of `ExitCode`.
+    Abstract: every concrete error names its own row of `ExitCode` (`class X(GuardError, exit_code=...)`); a
+    subclass of one shares its row.
     """
 
     exit_code: ExitCode
 
+    def __init_subclass__(cls, exit_code: ExitCode | None = None, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if exit_code is not None:
+            cls.exit_code = exit_code
 
-class UsageError(GuardError):
+
+class UsageError(GuardError, exit_code=ExitCode.USAGE):
     """An option's value is not acceptable (caught before any work)."""
 
-    exit_code = ExitCode.USAGE
 
-
-class TargetNotFound(GuardError):
+class TargetNotFound(GuardError, exit_code=ExitCode.TARGET_NOT_FOUND):
     """The vLLM to check is not there (not installed, or the path does not exist)."""
-
-    exit_code = ExitCode.TARGET_NOT_FOUND
 
 
 class NoPythonFiles(TargetNotFound):
     """A path given to the audit is missing, or holds no Python file."""
 
 
-class NotAVllmTree(GuardError):
+class NotAVllmTree(GuardError, exit_code=ExitCode.NOT_A_VLLM_TREE):
     """A path was given but it holds no `vllm` package."""
 
-    exit_code = ExitCode.NOT_A_VLLM_TREE
 
-
-class SourceDoesNotParse(GuardError):
+class SourceDoesNotParse(GuardError, exit_code=ExitCode.SOURCE_DOES_NOT_PARSE):
     """A file of the target cannot be read (permissions, not Python's text encoding), or a Python file of it
     does not parse; names the file (and the line)."""
 
-    exit_code = ExitCode.SOURCE_DOES_NOT_PARSE
 
-
-class PlatformNotFound(GuardError):
+class PlatformNotFound(GuardError, exit_code=ExitCode.PLATFORM_NOT_FOUND):
     """`--platform` cannot be imported, or is not a platform class."""
 
-    exit_code = ExitCode.PLATFORM_NOT_FOUND
 
-
-class PlatformImportFailed(GuardError):
+class PlatformImportFailed(GuardError, exit_code=ExitCode.PLATFORM_IMPORT_FAILED):
     """A platform module failed to import for a reason other than a blocked kernel."""
 
-    exit_code = ExitCode.PLATFORM_IMPORT_FAILED
 
-
-class NothingToCheck(GuardError):
+class NothingToCheck(GuardError, exit_code=ExitCode.NOTHING_TO_CHECK):
     """Discovery found no site (or the run made no mutant): a failure, never a vacuous pass."""
 
-    exit_code = ExitCode.NOTHING_TO_CHECK
 
-
-class PathRefused(GuardError):
+class PathRefused(GuardError, exit_code=ExitCode.PATH_REFUSED):
     """An output path holds something this tool did not create (or is the target, or the work directory)."""
 
-    exit_code = ExitCode.PATH_REFUSED
 
-
-class PathUnusable(GuardError):
+class PathUnusable(GuardError, exit_code=ExitCode.PATH_UNUSABLE):
     """An input or output path is missing, of the wrong kind, or not writable (another user's files in the work
     directory included)."""
 
-    exit_code = ExitCode.PATH_UNUSABLE
 
-
-class WorkDirBusy(GuardError):
+class WorkDirBusy(GuardError, exit_code=ExitCode.WORK_DIR_BUSY):
     """Another run holds the work directory's lock, or the report directory's (`--out`)."""
 
-    exit_code = ExitCode.WORK_DIR_BUSY
 
-
-class StagingFailed(GuardError):
+class StagingFailed(GuardError, exit_code=ExitCode.STAGING_FAILED):
     """The work directory cannot be written: staging the target, repairing or keeping a run's state, or
     history's: its disk is full, read-only or over quota (a permission refused is `PathUnusable`)."""
-
-    exit_code = ExitCode.STAGING_FAILED
 
 
 class RecordsUnwritten(StagingFailed):
     """A guard session finished but could not write its record (the attribution folder refused it)."""
 
 
-class TargetChanged(GuardError):
+class TargetChanged(GuardError, exit_code=ExitCode.TARGET_CHANGED):
     """The target's files changed while the run tested them (an edit or an upgrade during the run)."""
 
-    exit_code = ExitCode.TARGET_CHANGED
 
-
-class IndexUnavailable(GuardError):
+class IndexUnavailable(GuardError, exit_code=ExitCode.INDEX_UNAVAILABLE):
     """history: the package index cannot be read or parsed."""
 
-    exit_code = ExitCode.INDEX_UNAVAILABLE
 
-
-class NoRelease(GuardError):
+class NoRelease(GuardError, exit_code=ExitCode.NO_RELEASE):
     """history: the selected range names no release on the index."""
 
-    exit_code = ExitCode.NO_RELEASE
 
-
-class EngineFailed(GuardError):
+class EngineFailed(GuardError, exit_code=ExitCode.ENGINE_FAILED):
     """The mutation engine (mutmut) is missing, another version, moved its internals, or died."""
-
-    exit_code = ExitCode.ENGINE_FAILED
 
 
 class SeamMismatch(EngineFailed):
@@ -181,40 +159,28 @@ class SessionLost(EngineFailed):
     """The session's process group used no CPU for longer than any healthy wait."""
 
 
-class MutantsUnaccounted(GuardError):
+class MutantsUnaccounted(GuardError, exit_code=ExitCode.MUTANTS_UNACCOUNTED):
     """mutmut's mutants and ours differ (a mutant only one side knows)."""
 
-    exit_code = ExitCode.MUTANTS_UNACCOUNTED
 
-
-class ViewerMissing(GuardError):
+class ViewerMissing(GuardError, exit_code=ExitCode.VIEWER_MISSING):
     """The mutation-testing-elements bundle the HTML report inlines is not installed."""
 
-    exit_code = ExitCode.VIEWER_MISSING
 
-
-class ReportFailed(GuardError):
+class ReportFailed(GuardError, exit_code=ExitCode.REPORT_FAILED):
     """The report cannot be written where --out points."""
 
-    exit_code = ExitCode.REPORT_FAILED
 
-
-class BadBaseline(GuardError):
+class BadBaseline(GuardError, exit_code=ExitCode.BAD_BASELINE):
     """The audit's baseline file is missing, unreadable, not JSON or not a baseline; or it cannot be written."""
 
-    exit_code = ExitCode.BAD_BASELINE
 
-
-class NpmInstallFailed(GuardError):
+class NpmInstallFailed(GuardError, exit_code=ExitCode.NPM_FAILED):
     """`npm ci` of the pinned report packages failed, or npm is not on PATH."""
 
-    exit_code = ExitCode.NPM_FAILED
 
-
-class NotInstalled(GuardError):
+class NotInstalled(GuardError, exit_code=ExitCode.NOT_INSTALLED):
     """A command needs a package of the mutation extra that is not installed."""
-
-    exit_code = ExitCode.NOT_INSTALLED
 
 
 class BadRecord(ValueError):
