@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -66,34 +65,27 @@ _SITES = pytest.StashKey[list[Site]]()
 
 def pytest_configure(config: pytest.Config) -> None:
     """Resolve the target and its sites before collection; bad input is a one-line usage error."""
+    told = protocol.settings()
     try:
         target = targets.resolve(config.getoption("vllm_src"))
         targets.activate(target)
         targets.check_loaded(target)
-        expected = protocol.settings().expect_vllm
-        if expected and target.package_dir.resolve() != Path(expected).resolve():
+        if told.expect_vllm and target.package_dir.resolve() != Path(told.expect_vllm).resolve():
             raise targets.TargetNotFound(
-                f"the guards would import {target.package_dir}, not the target {expected}"
+                f"the guards would import {target.package_dir}, not the target {told.expect_vllm}"
             )
         config.stash[_TARGET] = target
         config.stash[_SITES] = guarded_sites(config)
-        check_mutated_from(config.stash[_SITES], protocol.settings().mutated)
+        if told.mutated:  # the engine's sessions: every site module comes from the workspace's copy
+            targets.check_imported_from(
+                {site.module for site in config.stash[_SITES]}, Path(told.mutated), "the workspace's"
+            )
     except GuardError as err:
         raise pytest.UsageError(f"warnonce-guard: {err}") from None
     own = mutated_function_sites()
     if own is not None:
         config.stash[_OWN] = own
         config.option.maxfail = 0  # the stop at the first failure waits until the function's guards ran
-
-
-def check_mutated_from(sites: list[Site], folder: str | None) -> None:
-    """`TargetNotFound` if a site module already imported is not a file in `folder` (when told one)."""
-    if folder is None:
-        return
-    for module in sorted({site.module for site in sites} & set(sys.modules)):
-        file = getattr(sys.modules[module], "__file__", None)
-        if file is None or not Path(file).resolve().is_relative_to(Path(folder).resolve()):
-            raise targets.TargetNotFound(f"the guards would run {module} from {file}, not the workspace's {folder}")
 
 
 @functools.lru_cache(maxsize=4)

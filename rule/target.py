@@ -95,14 +95,19 @@ def activate(target: Target) -> None:
 
 def check_loaded(target: Target) -> None:
     """Fail loudly if the `vllm` already imported is not the target's (a stale or shadowed copy)."""
-    module = sys.modules.get(PACKAGE)
-    if module is None or module.__file__ is None:
-        return
-    loaded = Path(module.__file__).resolve().parent
-    if loaded != target.package_dir.resolve():
-        raise TargetNotFound(
-            f"the imported vllm is {loaded}, not the target {target.package_dir}; run the guards in a fresh process"
-        )
+    check_imported_from([PACKAGE], target.package_dir, "the target's")
+
+
+def check_imported_from(modules: Iterable[str], folder: Path, whose: str) -> None:
+    """`TargetNotFound` if a module of `modules` is imported already, and not from a file in `folder` (`whose`
+    folder it is, for the message): the guards would run another copy than the one they were told to."""
+    inside = folder.resolve()
+    for module in sorted(set(modules) & sys.modules.keys()):
+        file = getattr(sys.modules[module], "__file__", None)
+        if file is None or not Path(file).resolve().is_relative_to(inside):
+            raise TargetNotFound(
+                f"the guards would run {module} from {file}, not {whose} {folder}; run the guards in a fresh process"
+            )
 
 
 _KINDS = {

@@ -98,18 +98,20 @@ def test_the_guards_refuse_a_site_module_imported_from_anywhere_but_the_workspac
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from warnonce_guard.common.errors import TargetNotFound
-    from warnonce_guard.guards.conftest import check_mutated_from
+    from warnonce_guard.rule.target import check_imported_from
 
     sites = sites_in_source(INTERFACE, "vllm/platforms/interface.py", "vllm.platforms.interface")
+    modules = {site.module for site in sites}
     module = types.ModuleType("vllm.platforms.interface")
     monkeypatch.delitem(sys.modules, module.__name__, raising=False)
-    check_mutated_from(sites, str(ws.mutants))  # not imported yet (the engine's first session): nothing to check
+    check_imported_from(
+        modules, ws.mutants, "the workspace's"
+    )  # not imported yet (the engine's first session): nothing to check
 
     monkeypatch.setitem(sys.modules, module.__name__, module)
     module.__file__ = str(ws.mutants / "vllm" / "platforms" / "interface.py")
-    check_mutated_from(sites, str(ws.mutants))  # mutmut's copy, in a mutant's session
-    check_mutated_from(sites, None)  # not the engine's session: not told
+    check_imported_from(modules, ws.mutants, "the workspace's")  # mutmut's copy, in a mutant's session
 
     module.__file__ = "/site-packages/vllm/platforms/interface.py"
     with pytest.raises(TargetNotFound, match=r"from /site-packages/vllm/platforms/interface\.py, not the workspace"):
-        check_mutated_from(sites, str(ws.mutants))
+        check_imported_from(modules, ws.mutants, "the workspace's")
