@@ -27,7 +27,7 @@ import tarfile
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -173,8 +173,23 @@ def _members(archive: Path, kind: str) -> Iterator[tuple[PurePosixPath, BinaryIO
                     yield PurePosixPath(*parts[1:]), fh
 
 
+def copy_members(archive: Path, kind: str, into: Path, wanted: Callable[[PurePosixPath], bool]) -> int:
+    """Copy into `into` every regular file of the archive (`kind`: "sdist" or "wheel") whose path under its root
+    is relative, climbs nowhere and is `wanted`; how many."""
+    count = 0
+    for path, fh in _members(archive, kind):
+        if path.is_absolute() or ".." in path.parts or not wanted(path):
+            continue
+        destination = into.joinpath(*path.parts)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        with destination.open("wb") as out:
+            shutil.copyfileobj(fh, out)
+        count += 1
+    return count
+
+
 def _wanted(path: PurePosixPath) -> bool:
-    return path.parts[:1] == (PACKAGE,) and ".." not in path.parts and path.suffix not in COMPILED
+    return path.parts[:1] == (PACKAGE,) and path.suffix not in COMPILED
 
 
 def extract(archive: Path, dist: Dist, tree: Path) -> None:
@@ -185,15 +200,7 @@ def extract(archive: Path, dist: Dist, tree: Path) -> None:
     tree.parent.mkdir(parents=True, exist_ok=True)
     try:
         with replace_dir(tree, Kind.RELEASE_TREE) as building:
-            count = 0
-            for path, fh in _members(archive, dist.kind):
-                if path.is_absolute() or not _wanted(path):
-                    continue
-                destination = building.joinpath(*path.parts)
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                with destination.open("wb") as out:
-                    shutil.copyfileobj(fh, out)
-                count += 1
+            count = copy_members(archive, dist.kind, building, _wanted)
             if not (building / PACKAGE / "__init__.py").is_file():
                 raise FetchFailed(f"{dist.filename} holds no {PACKAGE}/ package", retry=False)
             fields = {"filename": dist.filename, "sha256": dist.sha256, "files": str(count)}

@@ -12,19 +12,16 @@ network; one without the marker is someone else's and never replaced.
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tarfile
 from pathlib import Path, PurePosixPath
 
 from warnonce_guard.common.errors import GuardError
 from warnonce_guard.common.files import Kind, mark, marked, marker, replace_dir
-from warnonce_guard.history.fetch import FetchFailed, download, sha256_of
+from warnonce_guard.history.fetch import FetchFailed, copy_members, download, sha256_of
 from warnonce_guard.history.index import DEFAULT_INDEX, Dist, fetch_index
 
 VERSION = "0.33.0"
 SHA256 = "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"  # vllm-0.33.0.tar.gz
-KEPT = ("tests", "pyproject.toml")  # top-level names taken out of the sdist
 KIND = Kind.RELEASE_TREE  # files of a release, from its archive (marker fields: archive, sha256)
 
 
@@ -40,12 +37,9 @@ def sdist(version: str = VERSION, sha256: str = SHA256, base: str = DEFAULT_INDE
     raise FetchFailed(f"no sdist of vllm {version} on {base}")
 
 
-def kept(name: str) -> PurePosixPath | None:
-    """An sdist member's path under its top folder when it is one to take out, else None."""
-    parts = PurePosixPath(name).parts[1:]
-    if not parts or parts[0] not in KEPT or ".." in parts or (parts[0] == "pyproject.toml" and len(parts) > 1):
-        return None
-    return PurePosixPath(*parts)
+def kept(path: PurePosixPath) -> bool:
+    """Whether an sdist's file (its path under the top folder) is one to take out: `tests/` and `pyproject.toml`."""
+    return path.parts[0] == "tests" or path == PurePosixPath("pyproject.toml")
 
 
 def extract(archive: Path, tree: Path, sha256: str) -> None:
@@ -53,15 +47,8 @@ def extract(archive: Path, tree: Path, sha256: str) -> None:
     if (tree.exists() or tree.is_symlink()) and not marked(tree, KIND):
         raise FetchFailed(f"{tree} exists and was not extracted here; move it away")
     tree.parent.mkdir(parents=True, exist_ok=True)
-    with replace_dir(tree, KIND) as building, tarfile.open(archive, "r:gz") as tf:
-        for member in tf:
-            path = kept(member.name)
-            if path is None or not member.isfile():
-                continue
-            destination = building.joinpath(*path.parts)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            with tf.extractfile(member) as fh, destination.open("wb") as out:  # type: ignore[union-attr]
-                shutil.copyfileobj(fh, out)
+    with replace_dir(tree, KIND) as building:
+        copy_members(archive, "sdist", building, kept)
         if not (building / "tests" / "conftest.py").is_file():
             raise FetchFailed(f"{archive.name} holds no tests/conftest.py")
         mark(building, KIND, archive=archive.name, sha256=sha256)
