@@ -18,6 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "tests" / "data" / "vllm-0.33.0-cpu-test-lock.txt"
 OUTPUT = ROOT / "requirements" / "vllm-tests.txt"
@@ -41,11 +43,6 @@ _PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
 _VIA = re.compile(r"\s+#\s+(?:via\s+)?(\S.*?)\s*$")
 
 
-def normal(name: str) -> str:
-    """A distribution name as PEP 503 compares them."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 @dataclass(frozen=True)
 class Pin:
     name: str  # normalized
@@ -59,11 +56,11 @@ def parse_lock(text: str) -> dict[str, Pin]:
     current = None
     for line in text.splitlines():
         if pin := _PIN.match(line):
-            current = normal(pin[1])
+            current = canonicalize_name(pin[1])
             found[current] = (pin[2], set())
         elif current and (via := _VIA.match(line)) and via[1] != "via":
             source = via[1]
-            found[current][1].add(source if source.startswith("-r ") else normal(source))
+            found[current][1].add(source if source.startswith("-r ") else canonicalize_name(source))
         elif not line.startswith(" "):
             current = None
     return {name: Pin(name, version, frozenset(via)) for name, (version, via) in found.items()}
