@@ -164,15 +164,12 @@ class _SiteFinder:
             return cls._whole(source, file, module, package)
         sites: list[Site] = []
         for region in regions:
-            text = "".join(lines[region.start - 1 : region.end])
             try:
-                wrapper = MetadataWrapper(cst.parse_module(_WRAPPER + text if region.indented else text))
+                parsed, top = _parsed_region(lines[region.start - 1 : region.end], region.indented)
             except cst.ParserSyntaxError:
                 return cls._whole(source, file, module, package)  # which names the line
             offset = region.start - 1 - (1 if region.indented else 0)
-            finder = cls(wrapper, file, module, package, offset)
-            body = finder.module_node.body
-            top = body[0].body.body if region.indented else body  # type: ignore[attr-defined]
+            finder = cls(MetadataWrapper(parsed, unsafe_skip_copy=True), file, module, package, offset)
             finder.walk(top, _Scope(region.outer))
             sites += finder.sites
         return _renumbered(sites)
@@ -181,7 +178,7 @@ class _SiteFinder:
     def _whole(cls, source: str, file: str, module: str, package: str) -> list[Site]:
         finder = cls(_parsed_file(source, file), file, module, package)
         finder.walk(finder.module_node.body, _Scope())
-        return finder.sites
+        return _renumbered(finder.sites)
 
     def line(self, node: cst.CSTNode, end: bool = False) -> int:
         where = self.positions[node]
@@ -232,6 +229,7 @@ class _SiteFinder:
     def site(
         self, call: cst.Call, kernel: str, import_line: int, name: str, scope: _Scope, handler: cst.ExceptHandler
     ) -> Site:
+        """The site of one call; its `occurrence` is counted over the whole file afterwards (`_renumbered`)."""
         first = call.args[0].value if call.args else None
         message = (
             str(first.evaluated_value)
@@ -240,15 +238,12 @@ class _SiteFinder:
         )
         rest = [arg.value for arg in call.args[1:] if arg.keyword is None]
         exc_index = next((i for i, arg in enumerate(rest) if references(arg, name)), -1)
-        occurrence = sum(
-            1 for s in self.sites if (s.qualname, s.kernel_module) == (".".join(scope.names) or "<module>", kernel)
-        )
         return Site(
             file=self.file,
             module=self.module,
             qualname=".".join(scope.names) or "<module>",
             kernel_module=kernel,
-            occurrence=occurrence,
+            occurrence=0,
             line=self.line(call),
             end_line=self.line(call, end=True),
             column=self.positions[call].start.column,
@@ -371,21 +366,27 @@ def _tries(stmt: ast.stmt | ast.excepthandler | ast.match_case) -> Iterator[ast.
             yield from _tries(child)
 
 
+def _parsed_region(lines: list[str], indented: bool) -> tuple[cst.Module, Sequence[cst.BaseStatement]]:
+    """Lines of a file parsed alone with libcst, and their statements: an indented block inside `_WRAPPER`, so
+    that columns and whitespace stay as written."""
+    text = "".join(lines)
+    module = cst.parse_module(_WRAPPER + text if indented else text)
+    return module, module.body[0].body.body if indented else module.body  # type: ignore[attr-defined]
+
+
 def _holds_site(stmt: ast.stmt, lines: list[str], package: str, current_package: str) -> bool:
     """Whether the site rule accepts a `try` in `stmt`. The stdlib parser (far faster than libcst) finds the
     tries; each whose text might hold a site is parsed alone with libcst and asked `site_calls`. A try libcst
     cannot parse counts: the parse of its region says where."""
     for node in _tries(stmt):
-        text = "".join(lines[node.lineno - 1 : node.end_lineno])
-        if not might_hold_site(text):
+        try_lines = lines[node.lineno - 1 : node.end_lineno]
+        if not might_hold_site("".join(try_lines)):
             continue
-        indented = node.col_offset > 0
         try:
-            module = cst.parse_module(_WRAPPER + text if indented else text)
+            _, (try_node, *_) = _parsed_region(try_lines, indented=node.col_offset > 0)
         except cst.ParserSyntaxError:
             return True
-        try_node = module.body[0].body.body[0] if indented else module.body[0]  # type: ignore[attr-defined]
-        if site_calls(try_node, package, current_package):
+        if site_calls(try_node, package, current_package):  # type: ignore[arg-type]
             return True
     return False
 
@@ -438,8 +439,6 @@ def discover(root: Path, package: str = PACKAGE) -> list[Site]:
     """
     found: list[Site] = []
     for path in files_to_read(sorted((root / package).rglob("*.py"))):
-        source = read_source(path)
-        if might_hold_site(source):
-            relative = path.relative_to(root)
-            found += _SiteFinder.run(source, relative.as_posix(), module_name(relative), package)
+        relative = path.relative_to(root)
+        found += sites_in_source(read_source(path), relative.as_posix(), module_name(relative), package)
     return sorted(found, key=lambda s: (s.file, s.line))
