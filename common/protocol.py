@@ -107,14 +107,8 @@ def tell_guards(
             MUTANT_MARK: mutant_mark,
         }
     )
-    if sites is not None:
-        environ[SITES] = sites
-    if expect_vllm is not None:
-        environ[EXPECT_VLLM] = expect_vllm
-    if mutated is not None:
-        environ[MUTATED] = mutated
-    if not evidence:
-        environ[EVIDENCE] = "0"
+    told = {SITES: sites, EXPECT_VLLM: expect_vllm, MUTATED: mutated, EVIDENCE: None if evidence else "0"}
+    environ.update({name: value for name, value in told.items() if value is not None})
 
 
 def tell_site_functions(environ: MutableMapping[str, str], functions: Mapping[str, Sequence[str]]) -> None:

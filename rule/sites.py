@@ -199,12 +199,9 @@ class _SiteFinder:
             self.visit_if(stmt, scope, in_handler=False)
         elif isinstance(stmt, cst.Try):
             self.visit_try(stmt, scope)
-            self.walk(stmt.body.body, scope)
-            for handler in stmt.handlers:
-                self.walk(handler.body.body, scope)
-            for extra in (stmt.orelse, stmt.finalbody):
-                if extra is not None:
-                    self.walk(extra.body.body, scope)
+            for block in (stmt, *stmt.handlers, stmt.orelse, stmt.finalbody):
+                if block is not None:
+                    self.walk(block.body.body, scope)
         elif isinstance(stmt, (cst.With, cst.For, cst.While)):
             self.walk(stmt.body.body, scope)
 
@@ -261,29 +258,27 @@ class _SiteFinder:
         )
 
     def handler_conditions(self, handler: cst.ExceptHandler, call: cst.Call) -> tuple[Condition, ...]:
-        """`if` tests inside the handler that enclose the logging call."""
-        found: list[Condition] = []
+        """`if` tests inside the handler that enclose the logging call (none when the call is an `if`'s test)."""
 
-        def descend(body: Sequence[cst.CSTNode], acc: tuple[Condition, ...]) -> bool:
-            for stmt in body:
-                if any(node is call for node in walk(stmt)):
-                    if isinstance(stmt, cst.If):
-                        return descend_if(stmt, acc)
-                    found.extend(acc)
-                    return True
-            return False
+        def holds(node: cst.CSTNode) -> bool:
+            return any(found is call for found in walk(node))
 
-        def descend_if(stmt: cst.If, acc: tuple[Condition, ...]) -> bool:
+        def within(body: Sequence[cst.CSTNode], acc: tuple[Condition, ...]) -> tuple[Condition, ...] | None:
+            stmt = next((stmt for stmt in body if holds(stmt)), None)  # None: the call is an `if`'s test
+            if isinstance(stmt, cst.If):
+                return within_if(stmt, acc)
+            return acc if stmt is not None else None
+
+        def within_if(stmt: cst.If, acc: tuple[Condition, ...]) -> tuple[Condition, ...] | None:
             test = self.code(stmt.test)
-            if any(node is call for node in walk(stmt.body)):
-                return descend(stmt.body.body, (*acc, Condition(test, True, True)))
+            if holds(stmt.body):
+                return within(stmt.body.body, (*acc, Condition(test, True, True)))
             negated = (*acc, Condition(test, False, True))
             if isinstance(stmt.orelse, cst.If):
-                return descend_if(stmt.orelse, negated)
-            return stmt.orelse is not None and descend(stmt.orelse.body.body, negated)
+                return within_if(stmt.orelse, negated)
+            return within(stmt.orelse.body.body, negated) if stmt.orelse is not None else None
 
-        descend(handler.body.body, ())
-        return tuple(found)
+        return within(handler.body.body, ()) or ()
 
 
 @contextlib.contextmanager
