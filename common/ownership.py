@@ -48,22 +48,15 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
-def _writable(directory: Path, option: str, path: Path) -> None:
+def check_writable_dir(directory: Path, option: str, path: Path | None = None) -> None:
+    """`directory` (where `path` goes, when given) is a writable directory or can be made in one; `PathUnusable`
+    naming `option` and `path` otherwise."""
+    path = directory if path is None else path
     base = _nearest_existing(directory)
     if not base.is_dir():
         raise PathUnusable(f"{option} {path}: {base} is not a directory; pass a path under a directory")
     if not os.access(base, os.W_OK | os.X_OK):
         raise PathUnusable(f"{option} {path}: {base} is not writable; pass a path on a writable disk")
-
-
-def _writable_parent(path: Path, option: str) -> None:
-    """The directory that would hold `path` exists (or can be made) and is writable."""
-    _writable(path.parent, option, path)
-
-
-def check_writable_dir(directory: Path, option: str) -> None:
-    """`directory` is a writable directory or can be made in one; `PathUnusable` naming `option` otherwise."""
-    _writable(directory, option, directory)
 
 
 def _empty_or_ours(path: Path, kind: Kind, option: str, what: str) -> None:
@@ -103,7 +96,7 @@ def check_out_dir(out: Path, protected: Iterable[Protected], cwd: Path | None = 
         raise PathRefused(f"--out {out}: is the current directory or above it; pass a directory of its own")
     _keep_clear(out, "--out", protected)
     _empty_or_ours(out, Kind.REPORT, "--out", "report")
-    _writable_parent(out, "--out")
+    check_writable_dir(out.parent, "--out", out)
     return out
 
 
@@ -113,7 +106,7 @@ def check_work_root(work: Path, protected: Iterable[Protected], kind: Kind = Kin
     work = Path(os.path.abspath(work))
     _keep_clear(work, "--work-dir", protected)
     _empty_or_ours(work, kind, "--work-dir", "work" if kind is Kind.WORK_ROOT else kind.value)
-    _writable_parent(work, "--work-dir")
+    check_writable_dir(work.parent, "--work-dir", work)
     return work
 
 
