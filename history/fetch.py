@@ -20,11 +20,9 @@ the next sweep removes what a killed one left (`run.remove_leftovers`).
 from __future__ import annotations
 
 import hashlib
-import http.client
 import os
 import shutil
 import tarfile
-import urllib.error
 import urllib.request
 import zipfile
 from collections.abc import Callable, Iterator
@@ -34,7 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from warnonce_guard.common.files import MARKER, Kind, mark, marker, replace_dir, temporary
-from warnonce_guard.history.index import Dist, Release
+from warnonce_guard.history.index import URL_ERRORS, Dist, Release
 from warnonce_guard.rule.target import PACKAGE
 
 LEGACY_MARKER = ".warnonce-history.json"  # a tree's marker before the one scheme: ours, and extracted again
@@ -103,11 +101,8 @@ def fetch_dist(dist: Dist, downloads: Path, tree: Path) -> Fetched:
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def download(dist: Dist, archive: Path) -> None:
@@ -125,7 +120,7 @@ def download(dist: Dist, archive: Path) -> None:
             got = digest.hexdigest()
             raise FetchFailed(f"sha256 mismatch: the index says {dist.sha256[:16]}..., the download is {got[:16]}...")
         os.replace(partial, archive)
-    except (urllib.error.URLError, http.client.HTTPException, TimeoutError, OSError, ValueError) as err:
+    except URL_ERRORS as err:
         raise FetchFailed(f"download failed ({err}); rerun to retry") from None
     finally:
         with suppress(FileNotFoundError):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import urllib.error
 import urllib.request
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,8 @@ PROJECT = "vllm"
 ACCEPT = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_S = 60.0
 SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+# What reading a URL raises when the network, the server or the URL fails (URLError and TimeoutError are OSErrors)
+URL_ERRORS = (OSError, http.client.HTTPException, ValueError)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def fetch_index(base: str = DEFAULT_INDEX, project: str = PROJECT) -> list[Relea
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
             body = response.read()
             final_url = response.geturl()
-    except (urllib.error.URLError, http.client.HTTPException, TimeoutError, OSError, ValueError) as err:
+    except URL_ERRORS as err:
         raise IndexUnavailable(
             f"cannot read the package index at {url}: {err}; check the network or --index-url"
         ) from None
