@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -28,9 +28,9 @@ class CannotSteer(Exception):
 
 @dataclass
 class Patches:
-    """Attribute patches applied for one guard, undone in reverse order."""
+    """Attribute patches applied for one guard, undone in reverse order when `undo` closes."""
 
-    undo: list[Callable[[], None]] = field(default_factory=list)
+    undo: ExitStack = field(default_factory=ExitStack)
     calls: dict[str, int] = field(default_factory=dict)
 
     def set(self, owner: Any, attr: str, value: Any) -> None:
@@ -38,14 +38,10 @@ class Patches:
         if isinstance(owner, type) and callable(value):
             value = staticmethod(value)
         setattr(owner, attr, value)
-
-        def restore() -> None:
-            if raw is _MISSING:
-                delattr(owner, attr)
-            else:
-                setattr(owner, attr, raw)
-
-        self.undo.append(restore)
+        if raw is _MISSING:
+            self.undo.callback(delattr, owner, attr)
+        else:
+            self.undo.callback(setattr, owner, attr, raw)
 
     def returning(self, owner: Any, attr: str, label: str, result: Any) -> None:
         def steered(*_args: Any, **_kwargs: Any) -> Any:
@@ -53,10 +49,6 @@ class Patches:
             return result
 
         self.set(owner, attr, steered)
-
-    def restore(self) -> None:
-        while self.undo:
-            self.undo.pop()()
 
 
 def _resolve_owner(expr: ast.expr, namespace: dict[str, Any]) -> tuple[Any, str]:
@@ -125,10 +117,8 @@ def steered(conditions: tuple[Condition, ...], module: ModuleType) -> Iterator[P
     """Patch what the site's branch tests read so each takes the wanted value; undo on exit."""
     patches = Patches()
     namespace = dict(vars(module))
-    try:
+    with patches.undo:
         for condition in conditions:
             if not condition.in_handler:
                 _steer(ast.parse(condition.expr, mode="eval").body, condition.want, namespace, patches)
         yield patches
-    finally:
-        patches.restore()
