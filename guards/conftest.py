@@ -1,24 +1,16 @@
 """pytest wiring for the guards: which vLLM, one test per discovered site, and killed-by attribution.
 
-Settings come from options or, for runs that mutmut starts, from the environment (`common.protocol`). Each
-option is given as one word (`--vllm-src=PATH`): pytest reads its command line once before it loads this file,
-and takes a value of its own word for a path to collect from, loading the conftest.py files there.
-- `--vllm-src` / `VLLM_SRC`: the tree to import;
-- `--platform` / `PLATFORM`: a platform class (module:Class) whose import_kernels sites are guarded through it;
-- `--sites-file` / `SITES`: sites discovered beforehand, so a mutated copy is never re-parsed;
-- `ATTRIBUTION`: a directory where each finished session writes its guards' outcomes and the detectors that
-  fired (`guards.sessions`), for the mutation report; the engine's session names the variable holding the
-  mutant under test, and its values (`MUTANT_VARIABLE`, `BASELINE_PHASES`, `MUTANT_MARK`); a session whose
-  record cannot be written exits with `UNWRITTEN_STATUS`, never as if it had a verdict;
-- `SITE_FUNCTIONS`: which sites each mutable function holds (the engine's function key, the part of a mutant's
-  name before the mark, to site ids). In the engine's sessions the guards run in a fixed order, those of the
-  sites in the mutated function first, then by node id; a mutant's session runs every guard of its function's
-  sites before it stops at a failure (pytest's -x), so the guard of the mutant's own site always runs and the
-  same mutant is always killed by the same guard;
-- `EXPECT_VLLM`: the package directory the guards must import;
-- `MUTATED`: the folder every site module must come from (the workspace's copy, which holds the mutants): checked
-  in every session that finds them imported already (all of the engine's but its first, the mutants' included);
-- `EVIDENCE`: leave out the referrer chains in findings (the mutation run, for speed).
+Settings come from options (`--vllm-src`, `--platform`, `--sites-file`) or, in the sessions a run starts, from the
+environment (`common.protocol` says what each variable means). Each option is given as one word (`--vllm-src=PATH`):
+pytest reads its command line once before it loads this file, and takes a value of its own word for a path to
+collect from, loading the conftest.py files there.
+
+In the engine's sessions the guards run in a fixed order, those of the sites in the mutated function first, then by
+node id; a mutant's session runs every guard of its function's sites before it stops at a failure (pytest's -x), so
+the guard of the mutant's own site always runs and the same mutant is always killed by the same guard. Such a session
+checks that every site module it finds imported already comes from the workspace's copy, and writes its guards'
+outcomes and the detectors that fired (`guards.sessions`) when it finishes; one whose record cannot be written exits
+with `UNWRITTEN_STATUS`, never as if it had a verdict.
 """
 
 from __future__ import annotations
