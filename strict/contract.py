@@ -5,18 +5,10 @@ lifetime to anything: an immutable primitive, or an object that its module (or i
 `sys.modules`) holds by name for as long as the module lives anyway. Everything that can carry a frame, a
 traceback or a large object is refused, and so is whatever this table cannot tell apart from one.
 
-Choices, each a row of KINDS (README's strict-mode table is generated from it, with its examples):
-- Exactly str, int, float, bool, None, bytes; tuples and frozensets (exact types) whose items pass.
-- Enum members, when their enum class is reachable by name from its module and holds the member
-  (`CUDAGraphMode.FULL`, `re.I | re.M`); a member of an enum made inside a function is refused.
-- Classes and functions that their module holds under their `__qualname__` (`int`, `os.path.join`,
-  `logging.Logger`); a lambda, a closure, a local class or function, and a class made by `type(...)` at
-  run time are not (each run of the definition makes a new one, and a closure carries its cells).
-- Modules that `sys.modules` holds under their name; a detached `types.ModuleType(...)` is refused.
-- Refused with a reason of their own: exceptions (traceback, frames), frames/tracebacks/generators/
-  coroutines, bound methods (their instance: `self.method`, `[].append`), `functools.partial` (its
-  arguments), instances of subclasses of the primitives, tuple or frozenset (a `__dict__` can hold
-  anything; namedtuples included). Anything else is refused: lists, dicts, sets, loggers, dtypes, tensors.
+Each choice is a row of KINDS (README's strict-mode table is generated from it, with its examples): exact
+primitives, and tuples and frozensets of passing values, pass; so do enum members, classes, functions and
+modules their module (or `sys.modules`) holds by name. Exceptions, frames, bound methods, partials, anything made
+anew at run time and instances of subclasses are refused with a reason of their own; anything else is refused too.
 """
 
 from __future__ import annotations
