@@ -6,10 +6,15 @@ puts `mutants/` first on `sys.path`, which works for a project copied there whol
 out, except the site modules: those come from `mutants/` only, and a site file missing there is an ImportError,
 never the installed one. Nothing is written beside the installed sources: the session runs with
 `PYTHONDONTWRITEBYTECODE` (`BYTECODE_OFF`), so nothing compiles into a `__pycache__` of the user's.
+
+`warm_import` imports the target package early, before the site files are staged, with a `refusing` overlay:
+reaching a site module there raises `SiteReached`, which no `except ImportError` (nor `except Exception`) of the
+target takes for a missing module.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -25,15 +30,22 @@ from warnonce_guard.mutations.workspace import Workspace
 BYTECODE_OFF = {"PYTHONDONTWRITEBYTECODE": "1"}  # in the session's environment (and so its workers')
 
 
+class SiteReached(BaseException):  # not an Exception: no handler of the target takes it
+    """A refusing overlay was asked for a site module."""
+
+
 class Overlay(importlib.abc.MetaPathFinder):
     """Finds the modules of `packages` (name -> the directory it is imported from): a module whose file is one of
-    `files` (relative to the target root, e.g. vllm/platforms/cpu.py) as mutmut's copy in the workspace, every other
-    from its package's directory."""
+    `files` (relative to the target root, e.g. vllm/platforms/cpu.py) as mutmut's copy in the workspace (or, when
+    `refusing`, not at all: `SiteReached`), every other from its package's directory."""
 
-    def __init__(self, ws: Workspace, packages: Mapping[str, Path], files: Iterable[str]) -> None:
+    def __init__(
+        self, ws: Workspace, packages: Mapping[str, Path], files: Iterable[str], refusing: bool = False
+    ) -> None:
         self.ws = ws
         self.packages = dict(packages)
         self.files = frozenset(files)
+        self.refusing = refusing
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
@@ -51,6 +63,8 @@ class Overlay(importlib.abc.MetaPathFinder):
         return None  # found through its parent's __path__: the package's own directory
 
     def _staged(self, fullname: str, file: str, package_dir: Path | None) -> ModuleSpec:
+        if self.refusing:
+            raise SiteReached(fullname)
         staged = layout.mutated(self.ws, file)
         if not staged.is_file():
             raise ImportError(f"{file} is not in the workspace ({staged}): it is never imported from elsewhere")
@@ -65,3 +79,20 @@ def install(ws: Workspace, packages: Mapping[str, Path], files: Iterable[str]) -
     overlay = Overlay(ws, packages, files)
     sys.meta_path.insert(0, overlay)
     return overlay
+
+
+def warm_import(ws: Workspace, packages: Mapping[str, Path], files: Iterable[str], package: str) -> str | None:
+    """Import `package` (of `packages`) now, from where it lies, refusing every module whose file is one of `files`:
+    None once imported, else why not (a site module reached, the import failed). After a why, this process holds
+    part of an import and must not run the guards."""
+    refusing = Overlay(ws, packages, files, refusing=True)
+    sys.meta_path.insert(0, refusing)
+    try:
+        importlib.import_module(package)
+    except SiteReached as reached:
+        return f"importing {package} imports its site module {reached}"
+    except Exception as err:
+        return f"importing {package} failed ({type(err).__name__}: {err})"
+    finally:
+        sys.meta_path.remove(refusing)
+    return None

@@ -8,12 +8,14 @@ SIGTERM. It dies with its parent even on SIGKILL (PR_SET_PDEATHSIG), and so does
 forks. The parent starts it before it discovers the sites, so that the slow part of the guards' one import
 of vLLM overlaps discovery and generation: it imports what mutmut imports (never mutmut itself, which reads
 setup.cfg when imported), forks a generator, then imports MODULE... (what the guards import first: for vLLM,
-torch). The generator waits
-for `go` (the files to mutate, once staged), then does the first step of mutmut's run with our operators
-swapped in (mutations.engine.seam) and mutmut's `.meta` files written atomically: it copies the site files
-into mutants/ and generates their mutants, describing each as it is made (mutations.engine.naming), and
-`generation.json` records them. Then the session runs
-mutmut's run, which finds them made, with the target imported through the workspace
+torch). The generator waits for `go` (the files to mutate, once staged), then does the first step of mutmut's
+run with our operators swapped in (mutations.engine.seam) and mutmut's `.meta` files written atomically: it
+copies the site files into mutants/ and generates their mutants, describing each as it is made
+(mutations.engine.naming), and `generation.json` records them. Meanwhile a second child imports the target
+package itself (vLLM's `__init__`, most of the rest of the guards' import time), refusing every site module
+(`overlay.warm_import`): if it got there without reaching one, it goes on as the session and this process
+ends as it does; else it ends, and this process, which never imported the target, goes on. Then the session
+runs mutmut's run, which finds them made, with the target imported through the workspace
 (`mutations.engine.overlay`: the site files from mutants/, the rest where it lies, no bytecode written): it
 collects which guard covers which function, runs the clean guards (our baseline) and then every mutant in
 forked workers: vLLM is imported once. Meanwhile the parent names every mutant from those descriptions
@@ -33,6 +35,7 @@ import functools
 import importlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import traceback
@@ -238,8 +241,11 @@ def leave(code: int) -> None:
 
 
 def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
-    """Generate the mutants in a child, which waits for `go`, while this process imports `warm_up`; the child's
-    exit code (0: generated). The child is forked once what mutmut imports is imported, before the rest."""
+    """Generate the mutants in a child, which waits for `go`, while this process imports `warm_up` and then, in a
+    second child, the target package itself; the generator's exit code (0: generated). The child is forked once what
+    mutmut imports is imported, before the rest. Returns in the process that runs mutmut next: the second child when
+    it imported the target without reaching a site module (this process then ends as that child does), else this
+    one, which never imported the target."""
     _warm_up(ENGINE_IMPORTS)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -251,10 +257,45 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
             code = _checked(ws, lambda: generate(ws, run_id, staged_packages(ws), files))
         leave(code)
     _warm_up(warm_up)
+    told, tell = os.pipe()
+    warmer = os.fork()
+    if warmer == 0:  # the target's import, while the mutants are generated
+        os.close(tell)
+        why = _not_warmed(ws)
+        print(f"not imported while the mutants are generated: {why}" if why else f"{PACKAGE} imported", flush=True)
+        if why:
+            leave(NOT_WARMED)  # this process may hold part of an import: the parent goes on without it
+        with os.fdopen(told, "rb") as pipe:
+            said = pipe.readline()
+        return int(said) if said.strip() else int(ExitCode.INTERRUPTED)
+    os.close(told)
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     if code < 0:
-        return _say(f"the process generating mutants died (signal {-code}); run again", ExitCode.ENGINE_FAILED)
-    return code
+        code = _say(f"the process generating mutants died (signal {-code}); run again", ExitCode.ENGINE_FAILED)
+    with contextlib.suppress(BrokenPipeError), os.fdopen(tell, "wb") as pipe:
+        pipe.write(f"{code}\n".encode())
+    ended = os.waitstatus_to_exitcode(os.waitpid(warmer, 0)[1])
+    if ended == NOT_WARMED:
+        return code
+    if ended < 0:  # the warmed session died of a signal: so does this process, as the parent sees it
+        signal.signal(-ended, signal.SIG_DFL)
+        os.kill(os.getpid(), -ended)
+    leave(ended if ended >= 0 else int(ExitCode.ENGINE_FAILED))
+
+
+# The warming child's exit code when it did not import the target (a site module reached, files not staged yet)
+NOT_WARMED = 75
+assert NOT_WARMED not in {int(code) for code in ExitCode}
+
+
+def _not_warmed(ws: Workspace) -> str | None:
+    """Import the target package (vLLM's `__init__`: most of what the guards import besides torch), refusing every
+    module with a site, once the parent has staged the workspace: None once imported, else why not."""
+    try:
+        packages, sites = staged_packages(ws), _sites(ws)
+    except (OSError, ValueError, KeyError, TypeError):
+        return "the workspace is not staged yet"
+    return overlay.warm_import(ws, packages, {site.file for site in sites}, PACKAGE)
 
 
 def _tested(ws: Workspace, run_id: str) -> int:

@@ -50,6 +50,35 @@ def test_every_operator_is_killed_with_its_guard_and_detectors_named(tmp_path: P
     assert (out / "junit.xml").is_file() and (out / "index.html").is_file()
 
 
+def test_the_session_imports_the_target_while_the_mutants_are_generated(tmp_path: Path) -> None:
+    code, _, work = run(make_tree(tmp_path / "tree"), tmp_path)
+
+    assert code == ExitCode.OK
+    assert "vllm imported" in (workspace_of(work) / "mutmut.log").read_text(encoding="utf-8").splitlines()
+
+
+@pytest.mark.parametrize(
+    "init",
+    [
+        "from vllm.platforms import interface\n",
+        # an import that a missing site module would leave half done: the warm-up is not an ImportError
+        "try:\n    from vllm.platforms import interface\nexcept ImportError:\n    interface = None\n",
+        "try:\n    from vllm.platforms import interface\nexcept Exception:\n    interface = None\n",
+    ],
+    ids=["imports-a-site-module", "catches-ImportError", "catches-Exception"],
+)
+def test_a_target_whose_package_imports_a_site_module_is_tested_by_a_session_that_never_imported_it(
+    tmp_path: Path, init: str
+) -> None:
+    tree = make_tree(tmp_path / "tree")
+    (tree / "vllm" / "__init__.py").write_text(init)
+    code, out, work = run(tree, tmp_path)
+
+    assert code == ExitCode.OK and set(statuses(out)) == {"Killed"}
+    log = (workspace_of(work) / "mutmut.log").read_text(encoding="utf-8")
+    assert "not imported while the mutants are generated: importing vllm imports its site module " in log
+
+
 def test_guards_import_the_staged_copy_and_the_tree_is_left_as_it_was(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree")
     before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}

@@ -115,3 +115,38 @@ def test_the_guards_refuse_a_site_module_imported_from_anywhere_but_the_workspac
     module.__file__ = "/site-packages/vllm/platforms/interface.py"
     with pytest.raises(TargetNotFound, match=r"from /site-packages/vllm/platforms/interface\.py, not the workspace"):
         check_imported_from(modules, ws.mutants, "the workspace's")
+
+
+# --- the warm-up: the package imported before the site files are staged ---------------------------------------
+
+
+def test_the_warm_up_imports_the_package_from_where_it_lies_and_no_site_module(
+    installed: Path, ws: Workspace, importing: None
+) -> None:
+    (installed / "__init__.py").write_text("from . import logger\n")
+
+    assert overlay.warm_import(ws, {PACKAGE: installed}, [SITE], PACKAGE) is None
+    assert sys.modules[f"{PACKAGE}.logger"].WHICH == "installed"
+    assert f"{PACKAGE}.platforms.interface" not in sys.modules
+    assert not any(isinstance(finder, overlay.Overlay) for finder in sys.meta_path)  # the refusing one is gone
+
+
+@pytest.mark.parametrize("handler", ["", "except ImportError:\n    pass\n", "except Exception:\n    pass\n"])
+def test_a_site_module_reached_by_the_warm_up_is_refused_whatever_the_package_catches(
+    installed: Path, ws: Workspace, importing: None, handler: str
+) -> None:
+    body = "from .platforms import interface\n"
+    init = f"try:\n    {body}{handler}" if handler else body
+    (installed / "__init__.py").write_text(init)
+
+    why = overlay.warm_import(ws, {PACKAGE: installed}, [SITE], PACKAGE)
+
+    assert why == f"importing {PACKAGE} imports its site module {PACKAGE}.platforms.interface"
+    assert f"{PACKAGE}.platforms.interface" not in sys.modules  # never the installed copy, nor the staged one
+
+
+def test_a_package_that_fails_to_import_is_not_warmed(installed: Path, ws: Workspace, importing: None) -> None:
+    (installed / "__init__.py").write_text("raise RuntimeError('no GPU')\n")
+    assert overlay.warm_import(ws, {PACKAGE: installed}, [SITE], PACKAGE) == (
+        f"importing {PACKAGE} failed (RuntimeError: no GPU)"
+    )
