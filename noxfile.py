@@ -250,9 +250,10 @@ def wheel(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff over the whole project, the layers and no import cycles (import-linter's contracts in setup.cfg), and
+    """ruff (checks and formatting) over the whole project, the layers and no import cycles (import-linter's contracts in setup.cfg), and
     README's generated tables in step with their registries."""
     _project_env(session)
     session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
     session.run("lint-imports", "--no-cache")
     session.run("python", "-m", "tools.readme", "--check")

@@ -1,17 +1,17 @@
 """`warnonce-guard`: the command line, the only place that prints errors and turns them into exit codes.
 
-    warnonce-guard --version
-    warnonce-guard sites  [--vllm-src PATH] [--json]       list kernel-import sites
-    warnonce-guard guards [--vllm-src PATH] [--platform MODULE:CLASS] [PYTEST ARGS]
-    warnonce-guard platforms                              list vLLM platform plugins
-    warnonce-guard mutate [--vllm-src PATH] [--out DIR]    baseline, mutate, run guards, score, report
-    warnonce-guard audit  [PATH ...] [--vllm-src PATH] [--format text|json|github|sarif]
-                          [--baseline FILE] [--write-baseline FILE] [--select CODES] [--extend-select CODES]
-                          [--ignore CODES] [--exclude GLOBS] [--extend-exclude GLOBS] [--force-exclude]
-                          [--exit-zero] [--strict] [--fix] [--diff]
-                                                          every *_once call that can cache a live object
-    warnonce-guard history [--from V] [--to V] [--only V1,V2,...] [--out DIR]
-                                                          every vLLM release on the index, checked
+warnonce-guard --version
+warnonce-guard sites  [--vllm-src PATH] [--json]       list kernel-import sites
+warnonce-guard guards [--vllm-src PATH] [--platform MODULE:CLASS] [PYTEST ARGS]
+warnonce-guard platforms                              list vLLM platform plugins
+warnonce-guard mutate [--vllm-src PATH] [--out DIR]    baseline, mutate, run guards, score, report
+warnonce-guard audit  [PATH ...] [--vllm-src PATH] [--format text|json|github|sarif]
+                      [--baseline FILE] [--write-baseline FILE] [--select CODES] [--extend-select CODES]
+                      [--ignore CODES] [--exclude GLOBS] [--extend-exclude GLOBS] [--force-exclude]
+                      [--exit-zero] [--strict] [--fix] [--diff]
+                                                      every *_once call that can cache a live object
+warnonce-guard history [--from V] [--to V] [--only V1,V2,...] [--out DIR]
+                                                      every vLLM release on the index, checked
 """
 
 from __future__ import annotations
@@ -67,9 +67,7 @@ def _sites_table(sites: list[Site], title: str) -> Any:
     for site in sites:
         form = f"[green]{site.form}[/]" if site.form == "eager" else f"[red]{site.form}[/]"
         guarded = "yes" if site.cached else "no (not cached)"
-        table.add_row(
-            site.file, str(site.line), site.qualname, site.kernel_module, site.log_method, form, guarded
-        )
+        table.add_row(site.file, str(site.line), site.qualname, site.kernel_module, site.log_method, form, guarded)
     return table
 
 

@@ -64,5 +64,3 @@ def stop_group(session: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(session.pid, signal.SIGKILL)
     session.wait()
-
-

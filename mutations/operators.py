@@ -158,7 +158,7 @@ def fstring_revert(call: cst.Call, name: str) -> cst.Call | None:
     if not any(isinstance(v, cst.Name) and v.value == name for v in values):
         return None
     prefix = message.prefix.lower().replace("f", "")
-    literal = cst.SimpleString(f"{prefix}{message.start[len(message.prefix):]}{text}{message.end}")
+    literal = cst.SimpleString(f"{prefix}{message.start[len(message.prefix) :]}{text}{message.end}")
     return call.with_changes(args=[cst.Arg(literal), *(cst.Arg(v) for v in values)])
 
 
@@ -284,4 +284,3 @@ def _changed_line(before: str, after: str) -> tuple[str, str]:
         if old != new:
             return old.strip(), new.strip()
     raise ValueError("the example does not change any line")
-

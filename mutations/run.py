@@ -226,7 +226,6 @@ def collect_result(
     site_baselines = results.site_baselines(sites, read_baseline_sessions(ws.attribution, run_id))
     made, known = set(codes), {m.mutant_id for m in named}
     if made != known:
-
         raise MutantsUnaccounted(
             f"mutmut's mutants and ours differ: only mutmut {sorted(made - known)}, only ours {sorted(known - made)}"
         )
@@ -460,8 +459,9 @@ def _run(
     if stage.fingerprint(target, packages, extra) != ws.dir.name:  # the workspace is named by the fingerprint
         stage.forget_staging(ws)
         raise TargetChanged(
-            f"{target.describe()} changed while this run tested it (edited or reinstalled); its verdicts are not "
-            "kept: run again once it is settled"
+            f"{target.describe()} changed while this run tested it (edited or reinstalled, or warnonce-guard or "
+            f"one of {', '.join(stage.VERDICT_DISTRIBUTIONS)} was); its verdicts are not kept: run again once it "
+            "is settled"
         )
     result = replace(result, run=run)
     store_result(ws, result)

@@ -56,7 +56,7 @@ def fixed(source: str) -> str:
         ('logger.info_once("%r", e, exc_info=True)', 'logger.info_once("%s", repr(e), exc_info=True)'),
         ("logger.info_once(e)", "logger.info_once(str(e))"),
         ("logger.info_once(msg=e)", "logger.info_once(msg=str(e))"),
-        ('logger.info_once("a: " \'%r\', e)', 'logger.info_once("a: " \'%s\', repr(e))'),
+        ("logger.info_once(\"a: \" '%r', e)", "logger.info_once(\"a: \" '%s', repr(e))"),
         ('logger.info_once(r"C:\\dir %r", e)', 'logger.info_once(r"C:\\dir %s", repr(e))'),
         ('logger.info_once("%s", sys.exc_info()[1])', 'logger.info_once("%s", str(sys.exc_info()[1]))'),
         ('warn = logger.warning_once\n    warn("%r", e)', 'warn = logger.warning_once\n    warn("%s", repr(e))'),

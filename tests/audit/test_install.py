@@ -102,7 +102,7 @@ def test_each_install_line_works_as_written(checkout: Path, project: Path, tmp_p
     assert found.returncode == ExitCode.CHECK_FAILED and " WOG001 " in found.stdout
     diff = audits(bin_dir, project, "--diff")
     if "[mutation]" in INSTALL[line]:
-        assert diff.returncode == ExitCode.CHECK_FAILED and '+        logger.warning_once(' in diff.stdout
+        assert diff.returncode == ExitCode.CHECK_FAILED and "+        logger.warning_once(" in diff.stdout
         return
     assert diff.returncode == ExitCode.NOT_INSTALLED
     (hint,) = re.findall(r"pip install '[^']+'", diff.stderr)  # the line the command says to run: it works too

@@ -87,4 +87,4 @@ def test_what_belongs_to_other_linters_is_never_reported() -> None:
 def test_a_pragmas_text_inside_a_string_is_not_a_pragma() -> None:
     assert codes(logged('logger.warning_once("# noqa %s", e)')) == [("WOG001", None)]
     assert codes('"""Write `# warnonce: ok <reason>` on the call."""\n') == []  # a file without calls: tokenized
-    assert codes('x = 1  # warnonce: ok stray\n') == [("WOG101", None)]
+    assert codes("x = 1  # warnonce: ok stray\n") == [("WOG101", None)]

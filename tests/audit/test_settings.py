@@ -86,7 +86,7 @@ def test_without_a_configuration_the_root_is_the_git_work_tree_else_the_current_
         ('[tool.warnonce-guard]\nselekt = ["WOG001"]\n', "unknown key 'selekt'"),
         ('[tool.warnonce-guard]\nselect = "WOG001"\n', "select must be a list of strings"),
         ('[tool.warnonce-guard]\nforce-exclude = "yes"\n', "force-exclude must be true or false"),
-        ('[tool]\nwarnonce-guard = 1\n', "not a table"),
+        ("[tool]\nwarnonce-guard = 1\n", "not a table"),
         ('[tool.warnonce-guard]\nselect = ["WOG999"]\n', "unknown rule selector 'WOG999'"),
     ],
 )

@@ -76,9 +76,7 @@ def test_two_runs_with_their_own_work_directories_and_one_out_started_together(
     assert sorted(codes) == [0, ExitCode.WORK_DIR_BUSY], [started.err for started in runs]
     winner, loser = (0, 1) if codes[0] == 0 else (1, 0)
     said = one_line_error(runs[loser].err)
-    assert said == (
-        f"warnonce-guard: error: --out {out}: {WRITING_THERE}; wait for it to finish or pass another --out"
-    )
+    assert said == (f"warnonce-guard: error: --out {out}: {WRITING_THERE}; wait for it to finish or pass another --out")
     assert runs[loser].out == ""
     # --out is the winner's whole report, naming its run; nothing half-written beside it, no process left
     assert read_verdicts(out) == clean_run.verdicts
@@ -161,4 +159,3 @@ def test_a_vllm_src_whose_path_is_not_utf8_gets_its_report_on_every_run(
         assert f"(source tree at {shown})" in re.search("<title>(.*)</title>", texts["index.html"]).group(1)
         ET.fromstring(texts["junit.xml"].encode("utf-8"))
     assert "nothing changed since the last complete run" in done.stdout  # the rerun reused the verdicts
-

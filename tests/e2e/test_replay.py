@@ -24,9 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.replay]
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, check=False, cwd=cwd
-    )
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, check=False, cwd=cwd)
 
 
 def test_the_replayed_release_is_the_one_installed(vllm_release: str) -> None:

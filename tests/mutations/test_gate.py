@@ -35,9 +35,7 @@ def test_every_site_guarded_and_every_mutant_killed_passes() -> None:
 
 
 def test_a_site_exposed_at_baseline_names_what_fired() -> None:
-    assert gate(sample_result(), 0.0) == [
-        f"{CUDA_SITE.id} is exposed: {EXCEPTION_RETAINED}, {OWNER_PINNED}"
-    ]
+    assert gate(sample_result(), 0.0) == [f"{CUDA_SITE.id} is exposed: {EXCEPTION_RETAINED}, {OWNER_PINNED}"]
 
 
 def test_a_site_unreached_at_baseline_says_why() -> None:

@@ -29,8 +29,10 @@ def test_failures_are_unkilled_mutants_plus_sites_without_mutants() -> None:
         skipped = [c for c in cases if c.find("skipped") is not None]
         assert len(failures) == int(suite.get("failures")) == expected_failures(result)
         assert len(skipped) == int(suite.get("skipped")) == result.count("skipped")
-        assert len(cases) == int(suite.get("tests")) == len(result.mutants) + expected_failures(result) - sum(
-            result.count(s) for s in UNKILLED
+        assert (
+            len(cases)
+            == int(suite.get("tests"))
+            == len(result.mutants) + expected_failures(result) - sum(result.count(s) for s in UNKILLED)
         )
         assert suite.get("errors") == "0"
 

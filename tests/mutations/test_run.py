@@ -113,9 +113,7 @@ def test_a_complete_run_is_reused_while_nothing_changed_without_a_session(run: R
     assert run.stryker_statuses() == ["Killed"] * MUTANTS
 
 
-def test_a_survivor_fails_the_gate_below_fail_under_and_passes_a_lower_bar(
-    run: Run, fake_session: FakeSession
-) -> None:
+def test_a_survivor_fails_the_gate_below_fail_under_and_passes_a_lower_bar(run: Run, fake_session: FakeSession) -> None:
     fake_session.outcomes = {1: SURVIVES}
     score = 100.0 * (MUTANTS - 1) / MUTANTS
 
@@ -433,6 +431,8 @@ def test_a_target_whose_path_is_not_utf8_gets_its_report_with_the_byte_escaped_o
         assert f"(source tree at {shown})" in re.search("<title>(.*)</title>", texts["index.html"]).group(1)
         ET.fromstring(texts["junit.xml"].encode("utf-8"))
     assert len(fake_session.runs) == 1  # the rerun reused the stored verdicts, and wrote the report again
+
+
 # --- a worker killed from outside, a folder that refuses the records --------------------------------------
 
 

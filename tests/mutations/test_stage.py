@@ -293,8 +293,11 @@ def test_prepare_stages_the_files_with_a_cached_site_and_writes_the_runs_files(t
     ("interface", "first"),
     [
         ("import os\nimport torch\nimport torch.nn\nfrom vllm.logger import init_logger\nfrom . import x\n", ["torch"]),
-        ("from numpy import array\nfrom __future__ import annotations\ntry:\n    import optional\nexcept ImportError:\n"
-         "    pass\n", ["numpy"]),
+        (
+            "from numpy import array\nfrom __future__ import annotations\n"
+            "try:\n    import optional\nexcept ImportError:\n    pass\n",
+            ["numpy"],
+        ),
         (INTERFACE, []),  # the toy: only the standard library and itself
         ("def broken(:\n", []),
     ],
