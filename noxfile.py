@@ -250,8 +250,8 @@ def wheel(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff (checks and formatting) over the whole project, the layers and no import cycles (import-linter's contracts in setup.cfg), and
-    README's generated tables in step with their registries."""
+    """ruff (checks and formatting) over the whole project, the layers and no import cycles (import-linter's
+    contracts in setup.cfg), and README's generated tables in step with their registries."""
     _project_env(session)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")

@@ -126,10 +126,10 @@ def write_identities(ws: Workspace, sites: list[Site], packages: Sequence[str]) 
         return read_identities(ws)
     named: list[NamedMutant] = []
     for file in sorted({site.file for site in sites if site.cached}):
+        source = (ws.dir / file).read_text(encoding="utf-8")
         try:
-            made = naming.read_made(ws.made(file))
+            made = naming.read_made(ws.made(file), source)
         except BadRecord:
-            source = (ws.dir / file).read_text(encoding="utf-8")
             with naming.settings(ws.dir):  # mutmut's generator reads its settings from the workspace's setup.cfg
                 made = naming.made_here(file, source, packages, anchors_of(sites))
         named += [identity.named() for identity in attribute(file, made, sites)]

@@ -13,6 +13,7 @@ generator reads its settings from the current directory.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -192,22 +193,30 @@ def _exact_text(
     return before, mutated_source[start : len(mutated_source) - tail]
 
 
-def write_made(path: Path, made: Sequence[Made]) -> None:
+def write_made(path: Path, source: str, made: Sequence[Made]) -> None:
+    """The described mutants of one file, with the digest of the source they were made from."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps([asdict(m) for m in made], indent=1))
+    write_atomic(path, json.dumps({"sha256": _digest(source), "mutants": [asdict(m) for m in made]}, indent=1))
 
 
-def read_made(path: Path) -> list[Made]:
-    """The described mutants of one file; `BadRecord` if the file is missing or does not validate."""
+def read_made(path: Path, source: str) -> list[Made]:
+    """The described mutants of one file made from `source`; `BadRecord` if the file is missing, does not validate
+    or was made from another source."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BadRecord("missing") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         raise BadRecord("not valid JSON") from None
-    if not isinstance(data, list):
+    if not isinstance(data, dict) or set(data) != {"sha256", "mutants"} or not isinstance(data["mutants"], list):
         raise BadRecord("not a list of described mutants")
-    return [Made.from_json(item) for item in data]
+    if data["sha256"] != _digest(source):
+        raise BadRecord("made from another source")
+    return [Made.from_json(item) for item in data["mutants"]]
+
+
+def _digest(source: str) -> str:
+    return hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def function_keys(sites: Sequence[Site]) -> dict[str, list[str]]:

@@ -8,8 +8,9 @@ never the installed one. Nothing is written beside the installed sources: the se
 `PYTHONDONTWRITEBYTECODE` (`BYTECODE_OFF`), so nothing compiles into a `__pycache__` of the user's.
 
 `warm_import` imports the target package early, before the site files are staged, with a `refusing` overlay:
-reaching a site module there raises `SiteReached`, which no `except ImportError` (nor `except Exception`) of the
-target takes for a missing module.
+reaching a site module or a kernel module (which the guards stub, then block) raises `SiteReached`, which no
+`except ImportError` (nor `except Exception`) of the target takes for a missing module, and every refusal is
+remembered, so that even a bare `except:` cannot hide one.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from types import ModuleType
 
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.workspace import Workspace
+from warnonce_guard.rule.site_rule import is_kernel_module
 
 BYTECODE_OFF = {"PYTHONDONTWRITEBYTECODE": "1"}  # in the session's environment (and so its workers')
 
@@ -46,6 +48,7 @@ class Overlay(importlib.abc.MetaPathFinder):
         self.packages = dict(packages)
         self.files = frozenset(files)
         self.refusing = refusing
+        self.refused: list[str] = []  # what a refusing overlay was asked for
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
@@ -54,6 +57,8 @@ class Overlay(importlib.abc.MetaPathFinder):
         home = self.packages.get(top)
         if home is None:
             return None
+        if self.refusing and is_kernel_module(fullname, top):
+            self._refuse(f"kernel module {fullname}")
         stem = fullname.replace(".", "/")
         for file, package in ((f"{stem}.py", False), (f"{stem}/__init__.py", True)):
             if file in self.files:
@@ -62,9 +67,13 @@ class Overlay(importlib.abc.MetaPathFinder):
             return importlib.machinery.PathFinder.find_spec(top, [str(home.parent)])
         return None  # found through its parent's __path__: the package's own directory
 
+    def _refuse(self, what: str) -> None:
+        self.refused.append(what)
+        raise SiteReached(what)
+
     def _staged(self, fullname: str, file: str, package_dir: Path | None) -> ModuleSpec:
         if self.refusing:
-            raise SiteReached(fullname)
+            self._refuse(f"site module {fullname}")
         staged = layout.mutated(self.ws, file)
         if not staged.is_file():
             raise ImportError(f"{file} is not in the workspace ({staged}): it is never imported from elsewhere")
@@ -82,17 +91,17 @@ def install(ws: Workspace, packages: Mapping[str, Path], files: Iterable[str]) -
 
 
 def warm_import(ws: Workspace, packages: Mapping[str, Path], files: Iterable[str], package: str) -> str | None:
-    """Import `package` (of `packages`) now, from where it lies, refusing every module whose file is one of `files`:
-    None once imported, else why not (a site module reached, the import failed). After a why, this process holds
-    part of an import and must not run the guards."""
+    """Import `package` (of `packages`) now, from where it lies, refusing every module whose file is one of `files`
+    and every kernel module: None once imported without a refusal, else why not (a site or kernel module reached,
+    the import failed). After a why, this process holds part of an import and must not run the guards."""
     refusing = Overlay(ws, packages, files, refusing=True)
     sys.meta_path.insert(0, refusing)
     try:
         importlib.import_module(package)
-    except SiteReached as reached:
-        return f"importing {package} imports its site module {reached}"
+    except SiteReached:
+        pass  # said below
     except Exception as err:
         return f"importing {package} failed ({type(err).__name__}: {err})"
     finally:
         sys.meta_path.remove(refusing)
-    return None
+    return f"importing {package} imports its {refusing.refused[0]}" if refusing.refused else None

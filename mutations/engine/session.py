@@ -12,9 +12,10 @@ torch). The generator waits for `go` (the files to mutate, once staged), then do
 run with our operators swapped in (mutations.engine.seam) and mutmut's `.meta` files written atomically: it
 copies the site files into mutants/ and generates their mutants, describing each as it is made
 (mutations.engine.naming), and `generation.json` records them. Meanwhile a second child imports the target
-package itself (vLLM's `__init__`, most of the rest of the guards' import time), refusing every site module
-(`overlay.warm_import`): if it got there without reaching one, it goes on as the session and this process
-ends as it does; else it ends, and this process, which never imported the target, goes on. Then the session
+package itself (vLLM's `__init__`, most of the rest of the guards' import time), refusing every site and kernel
+module (`overlay.warm_import`): if it got there without reaching one, it says so and goes on as the session, and
+this process ends as it does; else it ends (or dies) without saying so, and this process, which never imported
+the target, goes on. Then the session
 runs mutmut's run, which finds them made, with the target imported through the workspace
 (`mutations.engine.overlay`: the site files from mutants/, the rest where it lies, no bytecode written): it
 collects which guard covers which function, runs the clean guards (our baseline) and then every mutant in
@@ -164,8 +165,9 @@ def described_into(ws: Workspace, files: Sequence[str], packages: Sequence[str],
         if file not in files:
             return
         try:
+            ws.made(file).unlink(missing_ok=True)  # an earlier description never stands in for this one
             made = naming.describe(source, module, naming.named(file, module, mutations), where_is, packages, anchors)
-            naming.write_made(ws.made(file), made)
+            naming.write_made(ws.made(file), source, made)
         except Exception:  # the parent, finding no description, describes the file itself and says what fails
             return
 
@@ -235,17 +237,18 @@ def complete_baseline(ws: Workspace) -> int:
 def leave(code: int) -> None:
     """Exit with `code` once the output is flushed, without tearing down what the guards imported: unloading vLLM
     and torch takes about a second, the last of the run's critical path, and every file is written by now."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a log the disk refuses: the exit code still says what happened
+            stream.flush()
     os._exit(code)
 
 
 def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
     """Generate the mutants in a child, which waits for `go`, while this process imports `warm_up` and then, in a
     second child, the target package itself; the generator's exit code (0: generated). The child is forked once what
-    mutmut imports is imported, before the rest. Returns in the process that runs mutmut next: the second child when
-    it imported the target without reaching a site module (this process then ends as that child does), else this
-    one, which never imported the target."""
+    mutmut imports is imported, before the rest. Returns in the process that runs mutmut next: the second child once
+    it took over (it imported the target without reaching a site or kernel module, and said so), and this process
+    then ends as that child does; else this process, which never imported the target."""
     _warm_up(ENGINE_IMPORTS)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -257,28 +260,39 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
             code = _checked(ws, lambda: generate(ws, run_id, staged_packages(ws), files))
         leave(code)
     _warm_up(warm_up)
-    told, tell = os.pipe()
+    (told, tell), (took_over, take_over) = os.pipe(), os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
     warmer = os.fork()
     if warmer == 0:  # the target's import, while the mutants are generated
         os.close(tell)
-        why = _not_warmed(ws)
-        print(f"not imported while the mutants are generated: {why}" if why else f"{PACKAGE} imported", flush=True)
+        os.close(took_over)
+        try:
+            why = _not_warmed(ws)
+            print(f"not imported while the mutants are generated: {why}" if why else f"{PACKAGE} imported", flush=True)
+        except BaseException:  # whatever stopped it (a signal, SystemExit), this process may hold part of an import
+            why = "the import was stopped"
         if why:
-            leave(NOT_WARMED)  # this process may hold part of an import: the parent goes on without it
+            leave(NOT_WARMED)  # the parent goes on without this process
+        os.write(take_over, b"1")
+        os.close(take_over)
         with os.fdopen(told, "rb") as pipe:
             said = pipe.readline()
         return int(said) if said.strip() else int(ExitCode.INTERRUPTED)
     os.close(told)
+    os.close(take_over)
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     if code < 0:
         code = _say(f"the process generating mutants died (signal {-code}); run again", ExitCode.ENGINE_FAILED)
     with contextlib.suppress(BrokenPipeError), os.fdopen(tell, "wb") as pipe:
         pipe.write(f"{code}\n".encode())
     ended = os.waitstatus_to_exitcode(os.waitpid(warmer, 0)[1])
-    if ended == NOT_WARMED:
-        return code
-    if ended < 0:  # the warmed session died of a signal: so does this process, as the parent sees it
-        signal.signal(-ended, signal.SIG_DFL)
+    with os.fdopen(took_over, "rb") as pipe:
+        if not pipe.read():  # it ended (or was killed) before it took over: this process goes on
+            return code
+    if ended < 0:  # the session it became died of a signal: so does this process, as the parent sees it
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP keep their default
+            signal.signal(-ended, signal.SIG_DFL)
         os.kill(os.getpid(), -ended)
     leave(ended if ended >= 0 else int(ExitCode.ENGINE_FAILED))
 
@@ -293,7 +307,7 @@ def _not_warmed(ws: Workspace) -> str | None:
     module with a site, once the parent has staged the workspace: None once imported, else why not."""
     try:
         packages, sites = staged_packages(ws), _sites(ws)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return "the workspace is not staged yet"
     return overlay.warm_import(ws, packages, {site.file for site in sites}, PACKAGE)
 

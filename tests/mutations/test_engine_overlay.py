@@ -131,7 +131,11 @@ def test_the_warm_up_imports_the_package_from_where_it_lies_and_no_site_module(
     assert not any(isinstance(finder, overlay.Overlay) for finder in sys.meta_path)  # the refusing one is gone
 
 
-@pytest.mark.parametrize("handler", ["", "except ImportError:\n    pass\n", "except Exception:\n    pass\n"])
+@pytest.mark.parametrize(
+    "handler",
+    ["", "except ImportError:\n    pass\n", "except Exception:\n    pass\n", "except:\n    pass\n"],
+    ids=["none", "ImportError", "Exception", "bare"],
+)
 def test_a_site_module_reached_by_the_warm_up_is_refused_whatever_the_package_catches(
     installed: Path, ws: Workspace, importing: None, handler: str
 ) -> None:
@@ -150,3 +154,15 @@ def test_a_package_that_fails_to_import_is_not_warmed(installed: Path, ws: Works
     assert overlay.warm_import(ws, {PACKAGE: installed}, [SITE], PACKAGE) == (
         f"importing {PACKAGE} failed (RuntimeError: no GPU)"
     )
+
+
+def test_a_kernel_module_reached_by_the_warm_up_is_refused_as_the_guards_stub_it(
+    installed: Path, ws: Workspace, importing: None
+) -> None:
+    (installed / "_C.py").write_text("WHICH = 'real kernels'\n")
+    (installed / "__init__.py").write_text("try:\n    from . import _C\nexcept BaseException:\n    _C = None\n")
+
+    why = overlay.warm_import(ws, {PACKAGE: installed}, [SITE], PACKAGE)
+
+    assert why == f"importing {PACKAGE} imports its kernel module {PACKAGE}._C"
+    assert f"{PACKAGE}._C" not in sys.modules

@@ -531,7 +531,7 @@ def test_the_generator_describes_each_site_file_as_mutmut_makes_it_and_nothing_e
         written = mutate_file_contents(FILE, INTERFACE).mutant_names
         mutate_file_contents("vllm/other.py", INTERFACE)  # not a file it was told to mutate
 
-    made = naming.read_made(ws.made(FILE))
+    made = naming.read_made(ws.made(FILE), INTERFACE)
     assert sorted(m.mutant_id.rpartition(".")[2] for m in made) == sorted(written) and len(written) == 3
     assert not ws.made("vllm/other.py").exists()
 
@@ -545,6 +545,7 @@ def test_a_description_that_fails_is_left_to_the_parent_and_generation_goes_on(
         raise naming.MutantsUnaccounted("a mutant changes no logger call")
 
     sites = sites_in_source(INTERFACE, FILE, "vllm.platforms.interface")
+    naming.write_made(ws.made(FILE), INTERFACE, [])  # an earlier run's, which must not stand in for this one
     monkeypatch.setattr(naming, "describe", unaccounted)
     with (
         seam.our_operators(["vllm"], anchors_of(sites)),
@@ -553,3 +554,61 @@ def test_a_description_that_fails_is_left_to_the_parent_and_generation_goes_on(
         assert len(mutate_file_contents(FILE, INTERFACE).mutant_names) == 3  # mutmut's generation is untouched
 
     assert not ws.made(FILE).exists()  # the parent describes it itself, and raises what fails there
+
+
+# --- the warmed session: which process runs mutmut ----------------------------------------------------------
+
+WARMING_SESSION = """
+import os, signal, sys
+from warnonce_guard.mutations.engine import session
+
+FIRST, MODE = os.getpid(), os.environ["WARMING"]
+session.bind_to_parent = lambda: None
+session.generate = lambda *args: None  # as if it had generated
+session._warm_up = lambda modules: None
+
+
+def not_warmed(ws):
+    if MODE == "killed-while-importing":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if MODE == "exits-while-importing":
+        raise SystemExit(0)
+    return "a site module reached" if MODE == "refused" else None
+
+
+def tested(ws, run_id):
+    print("tested in the " + ("first process" if os.getpid() == FIRST else "warmed child"), flush=True)
+    if MODE == "killed-after-taking-over":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return 0
+
+
+session._not_warmed, session._tested = not_warmed, tested
+session.leave(session.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "tested_in", "code"),
+    [
+        ("warmed", "warmed child", 0),
+        ("refused", "first process", 0),
+        ("killed-while-importing", "first process", 0),  # the OOM killer's choice: the first process never imported
+        ("exits-while-importing", "first process", 0),
+        ("killed-after-taking-over", "warmed child", -signal.SIGKILL),  # the session it became died: so does it
+    ],
+)
+def test_mutmut_runs_in_the_warmed_child_once_it_took_over_else_in_the_session_that_never_imported_the_target(
+    ws: Workspace, mode: str, tested_in: str, code: int
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WARMING_SESSION, str(ws.dir), "run1"],
+        input="[]\n",  # go
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "WARMING": mode},
+    )
+    assert done.returncode == code, done.stdout + done.stderr
+    assert done.stdout.count("tested in the ") == 1 and f"tested in the {tested_in}" in done.stdout
+    assert "Traceback" not in done.stderr

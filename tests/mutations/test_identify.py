@@ -3,6 +3,7 @@ changed call starts; what no site explains is kept and marked; identities.json i
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -153,7 +154,7 @@ def test_the_mutants_are_named_from_the_generators_descriptions_without_generati
 ) -> None:
     sites = _staged(ws)
     made = naming.made_here(FILE, INTERFACE, ["vllm"], anchors_of(sites))
-    naming.write_made(ws.made(FILE), [replace(m, replacement=f"as described: {m.operator}") for m in made])
+    naming.write_made(ws.made(FILE), INTERFACE, [replace(m, replacement=f"as described: {m.operator}") for m in made])
     monkeypatch.setattr(naming, "made_here", lambda *args: pytest.fail("generated again"))
 
     named = write_identities(ws, sites, ["vllm"])
@@ -165,14 +166,22 @@ def test_the_mutants_are_named_from_the_generators_descriptions_without_generati
 
 @pytest.mark.parametrize(
     "description",
-    [None, "[", '{"mutant_id": "m"}', '[{"mutant_id": "m"}]', '[{"mutant_id": 1, "qualname": "q"}]'],
-    ids=["missing", "truncated", "object", "fields-missing", "wrong-types"],
+    [
+        None,
+        "[",
+        '[{"mutant_id": "m"}]',
+        '{"sha256": "0", "mutants": []}',
+        '{"sha256": "%s", "mutants": [{"mutant_id": "m"}]}',
+        '{"sha256": "%s", "mutants": [{"mutant_id": 1, "qualname": "q"}]}',
+    ],
+    ids=["missing", "truncated", "a-list", "another-source", "fields-missing", "wrong-types"],
 )
 def test_a_file_the_generator_left_undescribed_is_described_here(ws: Workspace, description: str | None) -> None:
     sites = _staged(ws)
     if description is not None:
         ws.made(FILE).parent.mkdir(parents=True)
-        ws.made(FILE).write_text(description, encoding="utf-8")
+        digest = hashlib.sha256(INTERFACE.encode()).hexdigest()
+        ws.made(FILE).write_text(description.replace("%s", digest), encoding="utf-8")
 
     named = write_identities(ws, sites, ["vllm"])
 
@@ -180,13 +189,15 @@ def test_a_file_the_generator_left_undescribed_is_described_here(ws: Workspace, 
     assert sorted(n.operator for n in named) == ["eager-repr-revert", "live-arg", "once-dropped"]
 
 
-def test_a_description_reads_back_as_written_and_rejects_a_wrong_type(tmp_path: Path) -> None:
+def test_a_description_reads_back_as_written_and_rejects_a_wrong_type_or_another_source(tmp_path: Path) -> None:
     (site,) = sites_in_source(INTERFACE, FILE, MODULE)
     made = naming.made_here(FILE, INTERFACE, ["vllm"], anchors_of([site]))
-    naming.write_made(tmp_path / "made.json", made)
-    assert naming.read_made(tmp_path / "made.json") == made
+    naming.write_made(tmp_path / "made.json", INTERFACE, made)
+    assert naming.read_made(tmp_path / "made.json", INTERFACE) == made
+    with pytest.raises(BadRecord, match="made from another source"):
+        naming.read_made(tmp_path / "made.json", INTERFACE + "\n")
     data = json.loads((tmp_path / "made.json").read_text())
-    data[0]["line"] = str(data[0]["line"])
+    data["mutants"][0]["line"] = str(data["mutants"][0]["line"])
     (tmp_path / "made.json").write_text(json.dumps(data))
     with pytest.raises(BadRecord, match="wrong type"):
-        naming.read_made(tmp_path / "made.json")
+        naming.read_made(tmp_path / "made.json", INTERFACE)
