@@ -357,9 +357,15 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def session_pids(work: Path) -> list[int]:
+    """The mutmut session of the run using `work` and its forks (the generator, the warmed child that runs mutmut
+    once it took over): every live process with the session's command line, oldest (lowest pid) first."""
+    return sorted(pid for pid, cmd in processes_mentioning(str(work)) if SESSION_MODULE in cmd)
+
+
 def session_pid(work: Path) -> int | None:
     """The mutmut session of the run using `work`, if it runs."""
-    return next((pid for pid, cmd in processes_mentioning(str(work)) if SESSION_MODULE in cmd), None)
+    return next(iter(session_pids(work)), None)
 
 
 def cmdline(pid: int) -> str:
@@ -370,21 +376,10 @@ def cmdline(pid: int) -> str:
 
 
 def mutmut_workers(work: Path) -> dict[int, str]:
-    """The session's workers testing a mutant, by pid: mutmut titles each `mutmut: <mutant>`."""
-    session = session_pid(work)
-    if session is None:
-        return {}
-    titles = {pid: cmdline(pid).strip() for pid in children_of(session)}
+    """The session's workers testing a mutant, by pid: mutmut titles each `mutmut: <mutant>` (they are children of
+    the session, or of its warmed child that runs mutmut)."""
+    titles = {pid: cmdline(pid).strip() for session in session_pids(work) for pid in children_of(session)}
     return {pid: title.removeprefix("mutmut: ") for pid, title in titles.items() if title.startswith("mutmut: ")}
-
-
-def cpu_ticks(pid: int) -> int:
-    """User and system CPU time (clock ticks) a process used so far."""
-    try:
-        fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[-1].split()
-    except OSError:
-        return 0
-    return int(fields[11]) + int(fields[12])
 
 
 def answers_stop_signals(pid: int) -> bool:

@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 from faults import (
     PHASES,
-    SESSION_MODULE,
     CleanRun,
     RunDirs,
     Started,
@@ -42,6 +41,7 @@ from faults import (
     read_verdicts,
     run,
     send,
+    session_pids,
     slow_interface,
     start,
     stopped_in,
@@ -205,7 +205,7 @@ def test_the_session_killed_alone_is_one_line_then_a_rerun_gives_the_clean_verdi
     for dirs in fresh_dirs(tmp_path, untouched_user_tree, f"session-{phase}"):
         started = start(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), tmp_path, dirs.work.parent / "logs")
         reached = wait_until(lambda dirs=dirs: in_phase(phase, dirs), started.proc)
-        sessions = [pid for pid, cmd in processes_mentioning(str(dirs.work)) if SESSION_MODULE in cmd]
+        sessions = session_pids(dirs.work)  # the session first, then its forks
         if reached and sessions:
             os.kill(sessions[0], signal.SIGKILL)
         code = started.wait()
