@@ -19,7 +19,7 @@ from typing import Any
 
 from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.common.files import write_atomic
-from warnonce_guard.mutations.engine import naming
+from warnonce_guard.mutations.engine import naming, state
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site
@@ -141,10 +141,7 @@ def read_identities(ws: Workspace) -> list[NamedMutant]:
     """The named mutants of a workspace; `BadRecord` if the file is missing or does not validate."""
     if not ws.identities_file.is_file():
         raise BadRecord("missing")
-    try:
-        data = json.loads(ws.identities_file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise BadRecord("not valid JSON") from None
+    data = state.load_json(ws.identities_file)
     if not isinstance(data, list):
         raise BadRecord("not a list of named mutants")
     return [NamedMutant.from_json(item) for item in data]

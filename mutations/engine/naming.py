@@ -16,7 +16,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper
 from warnonce_guard.common.errors import BadRecord, MutantsUnaccounted
 from warnonce_guard.common.files import write_atomic
+from warnonce_guard.mutations.engine import state
 from warnonce_guard.mutations.engine.seam import our_operators
 from warnonce_guard.mutations.operators import Anchors, operator_of
 from warnonce_guard.rule.site_rule import log_method, walk
@@ -107,7 +108,7 @@ class Made:
         return cls(**data)
 
 
-_MADE_FIELDS = {name: int if name.endswith(("line", "column")) else str for name in Made.__dataclass_fields__}
+_MADE_FIELDS = {field.name: {"int": int, "str": str}[str(field.type)] for field in fields(Made)}
 
 
 def changed_call(original: cst.CSTNode, mutated: cst.CSTNode) -> tuple[cst.Call, cst.Call] | None:
@@ -202,12 +203,9 @@ def write_made(path: Path, source: str, made: Sequence[Made]) -> None:
 def read_made(path: Path, source: str) -> list[Made]:
     """The described mutants of one file made from `source`; `BadRecord` if the file is missing, does not validate
     or was made from another source."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadRecord("missing") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        raise BadRecord("not valid JSON") from None
+    if not path.is_file():
+        raise BadRecord("missing")
+    data = state.load_json(path)
     if not isinstance(data, dict) or set(data) != {"sha256", "mutants"} or not isinstance(data["mutants"], list):
         raise BadRecord("not a list of described mutants")
     if data["sha256"] != _digest(source):

@@ -250,9 +250,7 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
     it took over (it imported the target without reaching a site or kernel module, and said so), and this process
     then ends as that child does; else this process, which never imported the target."""
     _warm_up(ENGINE_IMPORTS)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
+    pid = _fork()
     if pid == 0:
         files = _told_to_go()
         code = int(ExitCode.INTERRUPTED)
@@ -261,9 +259,7 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
         leave(code)
     _warm_up(warm_up)
     (told, tell), (took_over, take_over) = os.pipe(), os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    warmer = os.fork()
+    warmer = _fork()
     if warmer == 0:  # the target's import, while the mutants are generated
         os.close(tell)
         os.close(took_over)
@@ -273,7 +269,7 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
         except BaseException:  # whatever stopped it (a signal, SystemExit), this process may hold part of an import
             why = "the import was stopped"
         if why:
-            leave(NOT_WARMED)  # the parent goes on without this process
+            leave(0)  # the parent goes on without this process (it reads only whether this one took over)
         os.write(take_over, b"1")
         os.close(take_over)
         with os.fdopen(told, "rb") as pipe:
@@ -297,14 +293,17 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
     leave(ended if ended >= 0 else int(ExitCode.ENGINE_FAILED))
 
 
-# The warming child's exit code when it did not import the target (a site module reached, files not staged yet)
-NOT_WARMED = 75
-assert NOT_WARMED not in {int(code) for code in ExitCode}
+def _fork() -> int:
+    """`os.fork`, with this process's output flushed first, so that the child does not write it again."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return os.fork()
 
 
 def _not_warmed(ws: Workspace) -> str | None:
     """Import the target package (vLLM's `__init__`: most of what the guards import besides torch), refusing every
-    module with a site, once the parent has staged the workspace: None once imported, else why not."""
+    module with a site and every kernel module, once the parent has staged the workspace: None once imported, else
+    why not."""
     try:
         packages, sites = staged_packages(ws), _sites(ws)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

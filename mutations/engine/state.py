@@ -68,7 +68,9 @@ class Discarded:
         return f"discarded {self.path} ({self.reason})"
 
 
-def _load_json(path: Path) -> Any:
+def load_json(path: Path) -> Any:
+    """A JSON file's data; `BadRecord` if it is not UTF-8, empty or not JSON (an OSError, such as a missing file,
+    passes)."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -108,7 +110,7 @@ def read_meta(ws: Workspace, file: str) -> Meta:
     path = layout.meta(ws, file)
     if not path.is_file():
         raise BadRecord("missing")
-    return parse_meta(_load_json(path))
+    return parse_meta(load_json(path))
 
 
 def file_digest(path: Path) -> str:
@@ -128,7 +130,7 @@ def read_generation(ws: Workspace) -> tuple[str, dict[str, dict[str, Any]]]:
     """(run id, per-file entries) of the generation manifest; `BadRecord` if missing or invalid."""
     if not ws.generation_file.is_file():
         raise BadRecord("missing")
-    data = _load_json(ws.generation_file)
+    data = load_json(ws.generation_file)
     if not isinstance(data, dict) or not isinstance(data.get("run"), str) or not isinstance(data.get("files"), dict):
         raise BadRecord("not a generation manifest")
     files = data["files"]
@@ -185,7 +187,7 @@ def validate(ws: Workspace, files: Iterable[str]) -> list[Discarded]:
             path.unlink(missing_ok=True)
     if layout.stats(ws).exists():
         try:
-            parse_stats(_load_json(layout.stats(ws)))
+            parse_stats(load_json(layout.stats(ws)))
         except BadRecord as err:
             discarded.append(Discarded(layout.stats(ws), str(err)))
             layout.stats(ws).unlink()
@@ -214,7 +216,7 @@ def reset(ws: Workspace, files: Iterable[str], mutants: Mapping[str, object]) ->
     cleared = 0
     for file in sorted(set(files)):
         path = layout.meta(ws, file)
-        data = _load_json(path)
+        data = load_json(path)
         parse_meta(data)
         codes = data["exit_code_by_key"]
         hit = [name for name in codes if name in mutants and codes[name] is not None]
