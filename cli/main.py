@@ -464,10 +464,8 @@ class ReaderMayLeave:
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
-        self.reader_left = False
 
     def _left(self) -> None:
-        self.reader_left = True
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
             os.dup2(devnull, self.stream.fileno())

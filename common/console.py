@@ -13,7 +13,6 @@ refuses it (a traceback at the very end of a run), and XML has no way to write i
 from __future__ import annotations
 
 import time
-from types import TracebackType
 from typing import Any
 
 from rich.console import Console
@@ -71,7 +70,7 @@ class RunProgress:
             self._bar.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._bar is not None:
             self._bar.stop()
 
