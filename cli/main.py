@@ -101,14 +101,12 @@ def cmd_sites(args: argparse.Namespace) -> int:
     return 0
 
 
-# pytest's exit statuses, as rows of our table. pytest's 2 ("interrupted") after a signal of ours is replaced by
-# that signal's code (`_main`); without one it is a session that stopped before its tests ran (an error while
-# the guards were collected): our guards' fault, never a verdict, never a Ctrl-C.
+# pytest's exit statuses, as rows of our table; any other is our guards' fault. pytest's 2 ("interrupted") after a
+# signal of ours is replaced by that signal's code (`_main`); without one it is a session that stopped before its
+# tests ran (an error while the guards were collected): never a verdict, never a Ctrl-C.
 PYTEST_EXIT = {
     0: ExitCode.OK,
     1: ExitCode.CHECK_FAILED,
-    2: ExitCode.INTERNAL_ERROR,
-    3: ExitCode.INTERNAL_ERROR,
     4: ExitCode.USAGE,
     5: ExitCode.NOTHING_TO_CHECK,
 }

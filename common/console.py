@@ -23,11 +23,6 @@ def printable(text: str) -> str:
     """`text` with each surrogate escaped: an undecodable path byte as `\\xNN` (as `os.fsencode` would give the
     byte back), any other lone surrogate as `\\udNNN`; text without one is returned as it is."""
     try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
-    try:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate that no undecodable byte made
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
