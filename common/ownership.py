@@ -15,7 +15,6 @@ its marker (or is missing, or is empty); anything else is refused with one line,
 
 from __future__ import annotations
 
-import codecs
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -118,12 +117,10 @@ def check_readable_file(path: Path, option: str, utf8: bool = False) -> Path:
     if not os.access(path, os.R_OK):
         raise PathUnusable(f"{option} {path}: not readable; check its permissions")
     if utf8:
-        decoder = codecs.getincrementaldecoder("utf-8")()
         try:
-            with path.open("rb") as file:
-                while chunk := file.read(1 << 20):
-                    decoder.decode(chunk)
-            decoder.decode(b"", final=True)
+            with path.open(encoding="utf-8") as file:  # decoded as it is read, a chunk at a time
+                while file.read(1 << 20):
+                    pass
         except UnicodeDecodeError as err:
             raise PathUnusable(f"{option} {path}: not UTF-8 text ({err.reason}); pass the text file itself") from None
         except OSError as err:

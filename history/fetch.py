@@ -26,7 +26,6 @@ import tarfile
 import urllib.request
 import zipfile
 from collections.abc import Callable, Iterator
-from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
@@ -123,8 +122,7 @@ def download(dist: Dist, archive: Path) -> None:
     except URL_ERRORS as err:
         raise FetchFailed(f"download failed ({err}); rerun to retry") from None
     finally:
-        with suppress(FileNotFoundError):
-            partial.unlink()
+        partial.unlink(missing_ok=True)
 
 
 def tree_digest(tree: Path) -> str:

@@ -43,10 +43,7 @@ def placeholders(fmt: str) -> list[Placeholder]:
 
 def placeholder_for_arg(fmt: str, arg_index: int) -> Placeholder | None:
     """The placeholder that formats positional argument `arg_index`, if any."""
-    for placeholder in placeholders(fmt):
-        if placeholder.arg_index == arg_index:
-            return placeholder
-    return None
+    return next((p for p in placeholders(fmt) if p.arg_index == arg_index), None)
 
 
 def with_conversion(fmt: str, placeholder: Placeholder, conversion: str) -> str:

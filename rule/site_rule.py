@@ -112,11 +112,8 @@ def imported_modules(stmt: cst.CSTNode, current_package: str) -> Iterator[str]:
 
 def kernel_import(try_node: cst.Try, package: str, current_package: str) -> str | None:
     """The first kernel module the `try` body imports, or None."""
-    for stmt in try_node.body.body:
-        for name in imported_modules(stmt, current_package):
-            if is_kernel_module(name, package):
-                return name
-    return None
+    imported = (name for stmt in try_node.body.body for name in imported_modules(stmt, current_package))
+    return next((name for name in imported if is_kernel_module(name, package)), None)
 
 
 def catches_import_error(handler: cst.ExceptHandler) -> bool:

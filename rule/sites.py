@@ -228,11 +228,8 @@ class _SiteFinder:
     ) -> Site:
         """The site of one call; its `occurrence` is counted over the whole file afterwards (`_renumbered`)."""
         first = call.args[0].value if call.args else None
-        message = (
-            str(first.evaluated_value)
-            if isinstance(first, (cst.SimpleString, cst.ConcatenatedString)) and isinstance(first.evaluated_value, str)
-            else None
-        )
+        literal = getattr(first, "evaluated_value", None)  # a str or bytes literal's value; None for an f-string
+        message = literal if isinstance(literal, str) else None
         rest = [arg.value for arg in call.args[1:] if arg.keyword is None]
         exc_index = next((i for i, arg in enumerate(rest) if references(arg, name)), -1)
         return Site(
@@ -344,12 +341,8 @@ def might_hold_site(source: str) -> bool:
     """Cheap text test that lets most files skip the libcst parse: an `except` and a kernel-ish import."""
     if "except" not in source:
         return False
-    for regex in (_FROM_MODULE, _IMPORTED):
-        for match in regex.finditer(source):
-            for token in _TOKEN.findall(match.group(1)):
-                if names_a_kernel(token):
-                    return True
-    return False
+    imported = (match.group(1) for regex in (_FROM_MODULE, _IMPORTED) for match in regex.finditer(source))
+    return any(names_a_kernel(token) for text in imported for token in _TOKEN.findall(text))
 
 
 def _tries(stmt: ast.stmt | ast.excepthandler | ast.match_case) -> Iterator[ast.Try]:
@@ -420,10 +413,7 @@ def _renumbered(sites: list[Site]) -> list[Site]:
 
 
 def module_name(relative: Path) -> str:
-    parts = list(relative.with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+    return ".".join(relative.with_suffix("").parts).removesuffix(".__init__")
 
 
 def discover(root: Path, package: str = PACKAGE) -> list[Site]:
