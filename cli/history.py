@@ -92,6 +92,7 @@ def check_options(args: argparse.Namespace) -> tuple[str, ...]:
 
 def cmd_history(args: argparse.Namespace) -> int:
     """Run the sweep; exit 1 (`CHECK_FAILED`) when a release is left `not checked`."""
+    from warnonce_guard.common.console import print_line
     from warnonce_guard.history.run import Options, run_history
 
     only = check_options(args)
@@ -109,11 +110,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     )
     report = run_history(options, console)
     summary = ", ".join(f"{report.count(v)} {v.value}" for v in Verdict)
-    console.print(
+    print_line(
+        console,
         f"{len(report.verdicts)} release(s): {summary}; {report.checked} checked, {report.from_cache} from the cache, "
         f"{report.duration_s:.1f} s",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
     )
     return ExitCode.CHECK_FAILED if report.count(Verdict.NOT_CHECKED) else ExitCode.OK

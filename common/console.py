@@ -28,6 +28,12 @@ def printable(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def print_line(console: Console, line: str) -> None:
+    """`line` on `console` as it is: no markup or highlighting, never broken at the console width (a long
+    work-directory path stays whole), an undecodable path byte as `\\xNN` (strict UTF-8 output would refuse it)."""
+    console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+
+
 def printable_json(value: Any) -> Any:
     """A JSON value (dicts, lists, strings, ...) with every string `printable`, keys included."""
     if isinstance(value, str):
@@ -74,10 +80,7 @@ class RunProgress:
 
     def say(self, line: str) -> None:
         """One line of what happened (a phase that ended, something discarded), above any bar."""
-        # soft_wrap: a log line is never broken at the console width (a long work-directory path stays whole)
-        # printable: a path's undecodable byte as \xNN (a console with strict UTF-8 output would refuse it)
-        said = f"warnonce-guard: {self.elapsed()} {line}" if self.stamped else line
-        self.console.print(printable(said), markup=False, highlight=False, soft_wrap=True)
+        print_line(self.console, f"warnonce-guard: {self.elapsed()} {line}" if self.stamped else line)
 
     def track(self, what: str, total: int) -> None:
         """Start counting `what` up to `total` (a bar on a terminal; nothing more in a log until it ends)."""

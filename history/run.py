@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rich.console import Console
 from warnonce_guard.common import files, locks, ownership
-from warnonce_guard.common.console import RunProgress
+from warnonce_guard.common.console import RunProgress, print_line
 from warnonce_guard.common.files import Kind, cannot_write
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
 from warnonce_guard.history.cache import VerdictCache
@@ -167,12 +167,10 @@ def run_history(options: Options, console: Console, stages: Stages = Stages()) -
     with locks.work_dir(work_dir, Kind.HISTORY):
         remove_leftovers(work_dir)
         cache = VerdictCache(work_dir, fingerprint)
-        console.print(
+        print_line(
+            console,
             f"{len(selection.releases)} release(s), {selection.releases[0].version} to "
             f"{selection.releases[-1].version}; work directory {work_dir}; tool fingerprint {fingerprint}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
         )
         verdicts, checked = check_releases(selection.releases, cache, work_dir, options.timeout_s, stages, console)
         report = HistoryReport(
@@ -187,7 +185,7 @@ def run_history(options: Options, console: Console, stages: Stages = Stages()) -
             duration_s=time.monotonic() - started,
         )
         paths = write_outputs(report, out)
-    console.print(f"wrote {', '.join(str(p) for p in paths)}", markup=False, highlight=False, soft_wrap=True)
+    print_line(console, f"wrote {', '.join(str(p) for p in paths)}")
     return report
 
 
