@@ -61,9 +61,7 @@ MUTATION_EXTRA = frozenset({"rich", "libcst", "mutmut", "filelock"})
 def _sites_table(sites: list[Site], title: str) -> Any:
     from rich.table import Table
 
-    table = Table(title=title)
-    for column in ("file", "line", "function", "kernel module", "call", "form", "guarded"):
-        table.add_column(column)
+    table = Table("file", "line", "function", "kernel module", "call", "form", "guarded", title=title)
     for site in sites:
         form = f"[green]{site.form}[/]" if site.form == "eager" else f"[red]{site.form}[/]"
         guarded = "yes" if site.cached else "no (not cached)"
@@ -179,9 +177,8 @@ def cmd_platforms(args: argparse.Namespace) -> int:
     from warnonce_guard.rule.platforms import ENTRY_POINT_GROUP, registered_platforms
 
     found = registered_platforms()
-    table = Table(title=f"platforms registered under the {ENTRY_POINT_GROUP!r} entry points")
-    for column in ("name", "entry point", "platform class (use with --platform)"):
-        table.add_column(column)
+    columns = ("name", "entry point", "platform class (use with --platform)")
+    table = Table(*columns, title=f"platforms registered under the {ENTRY_POINT_GROUP!r} entry points")
     for plugin in found:
         shown = plugin.platform or f"[dim]{plugin.error or 'not available here'}[/]"
         table.add_row(plugin.name, plugin.entry_point, shown)
