@@ -551,6 +551,8 @@ def _command(args: argparse.Namespace, stops: Stops) -> int:
 
 def _ended(stops: Stops, code: int, failure: BaseException | None) -> int:
     """The command's exit code, and its one line on stderr (a traceback too for a bug of ours)."""
+    if stops.first is None and isinstance(failure, KeyboardInterrupt):  # not a signal of ours (a library's, a test's)
+        stops.first = failure.exit_code if isinstance(failure, Interrupted) else ExitCode.INTERRUPTED
     if stops.first is not None:  # a signal reached the command: its code, whatever surfaced after it
         stops.say(failure.detail if isinstance(failure, Interrupted) else "")
         return int(stops.first)
@@ -559,11 +561,6 @@ def _ended(stops: Stops, code: int, failure: BaseException | None) -> int:
     if isinstance(failure, GuardError):
         print(f"warnonce-guard: error: {failure}", file=sys.stderr)
         return int(failure.exit_code)
-    if isinstance(failure, KeyboardInterrupt):  # not a signal of ours (a library's, a test's)
-        stop = failure if isinstance(failure, Interrupted) else Interrupted(ExitCode.INTERRUPTED)
-        detail = f"; {stop.detail}" if stop.detail else ""
-        print(f"warnonce-guard: {stop.exit_code.name.lower()}{detail}", file=sys.stderr)
-        return int(stop.exit_code)
     if not isinstance(failure, Exception):
         raise failure  # SystemExit and the like: not a command's outcome to translate
     traceback.print_exception(failure)
