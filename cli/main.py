@@ -484,15 +484,10 @@ class ReaderMayLeave:
         return getattr(self.stream, name)
 
 
-def entry(argv: Sequence[str] | None = None) -> int:
-    """`main` for a process that exits with its code (called by `warnonce_guard.cli.__main__`, the
-    process's first module, which answers the signals before and after)."""
-    return main(argv, exiting=True)
-
-
 def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     """Run one command; its exit code. SIGINT and SIGTERM stop it as `Stops` says; the handlers are put back
-    after, unless `exiting` and a signal stopped the command: then a later SIGINT or SIGTERM while the process
+    after, unless `exiting` (a process that exits with the code: `cli.__main__`, its first module, answers the
+    signals before and after) and a signal stopped the command: then a later SIGINT or SIGTERM while the process
     ends (Ctrl-C pressed again, a hung library's thread) ends it at once with the first one's 130 or 143,
     never death by a signal (-2)."""
     streams = {name: getattr(sys, name) for name in ("stdout", "stderr")}
@@ -573,4 +568,4 @@ def _ended(stops: Stops, code: int, failure: BaseException | None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(entry())
+    sys.exit(main(exiting=True))

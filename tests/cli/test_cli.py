@@ -164,7 +164,7 @@ def test_a_second_signal_while_an_interrupted_run_ends_exits_at_once_with_130(
         "    os.kill(os.getpid(), signal.SIGINT)\n"
         "    time.sleep(5)\n"
         "cli.cmd_platforms = interrupted\n"
-        "code = cli.entry(['platforms'])\n"
+        "code = cli.main(['platforms'], exiting=True)\n"
         f"os.kill(os.getpid(), {int(again)})\n"
         "time.sleep(60)\n"
         "sys.exit(code)\n"

@@ -472,7 +472,7 @@ def test_a_process_ends_at_once_with_the_first_code_and_one_line_on_a_later_sign
         monkeypatch.setattr(os, "_exit", exits.append)  # the process would end here
         monkeypatch.setattr(cli, "cmd_platforms", signalled_then(first, again))
         code = CODES[first]
-        assert cli.entry(["platforms"]) == code
+        assert cli.main(["platforms"], exiting=True) == code
         assert exits == [code]
         assert capfd.readouterr().err.splitlines() == [f"warnonce-guard: {code.name.lower()}"]
     finally:
@@ -515,7 +515,7 @@ def test_a_process_stopped_by_a_signal_exits_at_once_with_its_code_on_a_second_o
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         monkeypatch.setattr(cli, "cmd_platforms", interrupted)
-        assert cli.entry(["platforms"]) == ExitCode.INTERRUPTED
+        assert cli.main(["platforms"], exiting=True) == ExitCode.INTERRUPTED
         assert stderr_lines(capsys) == ["warnonce-guard: interrupted"]
         # Ctrl-C pressed again, or SIGTERM, while the process ends: it exits now, still 130 (not -2, not a hang)
         monkeypatch.setattr(os, "_exit", exit_now)
@@ -533,5 +533,5 @@ def test_a_process_stopped_by_a_signal_exits_at_once_with_its_code_on_a_second_o
 def test_a_process_that_ran_to_its_end_keeps_its_signal_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli, "cmd_platforms", lambda args: ExitCode.OK)
     before = signal.getsignal(signal.SIGINT)
-    assert cli.entry(["platforms"]) == ExitCode.OK
+    assert cli.main(["platforms"], exiting=True) == ExitCode.OK
     assert signal.getsignal(signal.SIGINT) is before  # only a stopped process stops listening
