@@ -4,33 +4,22 @@ Both site discovery (`rule.sites`: is a site `live` or `eager`?) and the audit (
 arguments are findings, of which kind?) ask `argument_kind`; neither decides on its own. The answer for
 one argument expression (an `ast.expr`), given the names that hold a live exception there:
 
-- None: provably an immutable primitive (str, int, float, bool, None, bytes, or a tuple of those):
-  nothing can be kept alive through it.
-- `unhashable`: provably a list, dict, set or bytearray (a display, a comprehension, `list(...)`, `dict(...)`,
-  `set(...)`, `sorted(...)`, `bytearray(...)`, a slice of or an operator on one of those, or a tuple holding one): the
-  lru_cache cannot hash it, so the call raises TypeError (whenever it logs) and keeps nothing. It comes before
-  `exception`: `[e]` raises, it does not cache `e`.
-- `exception`: the exception object itself (and with it its traceback, every frame on it and their
-  locals) can reach the cache: `e`, `e.__traceback__`, `(e, 1)`, `foo(e)`, `e.with_traceback(None)`, and the
-  exception being handled as `sys` gives it, named or not: `sys.exc_info()` (and `[1]`, `[2]`: the exception,
-  its traceback), `sys.exception()`, `sys.last_value`, `sys.last_exc`, `sys.last_traceback`.
+- None: provably an immutable primitive (a literal, an f-string, a call of a builtin that returns one, or
+  operators, comparisons and tuples of those): nothing can be kept alive through it.
+- `unhashable`: provably a list, dict, set or bytearray (a display, a comprehension, a builtin that returns
+  one, a slice of or an operator on one, a tuple holding one): the lru_cache cannot hash it, so the call
+  raises TypeError (whenever it logs) and keeps nothing. It comes before `exception`: `[e]` raises, it does
+  not cache `e`.
+- `exception`: the exception object itself (and with it its traceback, every frame on it and their locals)
+  can reach the cache: `e`, `foo(e)`, an attribute of it that is not its data, and the exception being
+  handled as `sys` gives it, named or not (`sys.exc_info()`, `sys.exception()`, `sys.last_value`, ...).
 - any other kind (`name`, `attribute`, `call`, ...): not provably primitive, but it carries no live
-  exception: `x`, `e.args` (the exception's arguments, not the exception), `type(e)` (its class),
-  `sys.exc_info()[0]` (the class being handled).
+  exception: `x`, `e.args` (its data: `EXCEPTION_DATA`), `type(e)` (its class), `sys.exc_info()[0]`.
 
-Reading the exception's data does not carry it: `e.args`, `e.name`, `e.msg`, `e.path` and the other
-attributes in `EXCEPTION_DATA` hold what the exception was made with, and `type(e)` is its class. Any
-other attribute (`e.__traceback__`, `e.__cause__`, `e.__dict__`, `e.request`, a property) is assumed to
-carry it. Formatting first is safe: `repr(e)`, `str(e)`, `f"{e!r}"`, `"%s" % e`, `"{}".format(e)`.
-
-Provably safe (conservative: a false "safe" would hide a leak, a false finding costs a look): literals,
-f-strings, `repr/str/ascii/format/hex/oct/bin/chr(...)`,
-`len/int/float/bool/ord/id/hash/isinstance/issubclass/callable/hasattr(...)`, `<str>.format(...)` and
-`<str>.join(...)` on a string literal, f-string or str-producing call, `<str> % ...`,
-`type(x).__name__` and `type(x).__qualname__`, `not x`, `x is/is not/in/not in y`, and operators,
-comparisons, `and`/`or`, conditional expressions and tuples whose operands are all safe. NOT safe:
-`x.__name__` and `x.__class__.__name__` (an attribute can be a property returning anything; `type(x)`
-cannot be overridden). Shadowed builtins (`str = ...`) are not detected, nor `sys` imported under
+Conservative: a false "safe" would hide a leak, a false finding costs a look. So `x.__name__` and
+`x.__class__.__name__` are not safe (an attribute can be a property returning anything; `type(x)` cannot be
+overridden), and any attribute of an exception outside `EXCEPTION_DATA` (`e.__cause__`, `e.request`, a
+property) is assumed to carry it. Shadowed builtins (`str = ...`) are not detected, nor `sys` imported under
 another name or `from sys import exc_info`.
 
 What the `*_once` methods accept is vLLM's (`vllm/logger.py`, 0.33.0): `debug_once/info_once/warning_once/
