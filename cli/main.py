@@ -1,17 +1,7 @@
 """`warnonce-guard`: the command line, the only place that prints errors and turns them into exit codes.
 
-warnonce-guard --version
-warnonce-guard sites  [--vllm-src PATH] [--json]       list kernel-import sites
-warnonce-guard guards [--vllm-src PATH] [--platform MODULE:CLASS] [PYTEST ARGS]
-warnonce-guard platforms                              list vLLM platform plugins
-warnonce-guard mutate [--vllm-src PATH] [--out DIR]    baseline, mutate, run guards, score, report
-warnonce-guard audit  [PATH ...] [--vllm-src PATH] [--format text|json|github|sarif]
-                      [--baseline FILE] [--write-baseline FILE] [--select CODES] [--extend-select CODES]
-                      [--ignore CODES] [--exclude GLOBS] [--extend-exclude GLOBS] [--force-exclude]
-                      [--exit-zero] [--strict] [--fix] [--diff]
-                                                      every *_once call that can cache a live object
-warnonce-guard history [--from V] [--to V] [--only V1,V2,...] [--out DIR]
-                                                      every vLLM release on the index, checked
+Its commands (sites, guards, platforms, mutate, audit, history) and their options are `build_parser`'s, and
+`warnonce-guard [COMMAND] --help` says them.
 """
 
 from __future__ import annotations
