@@ -56,7 +56,6 @@ class RunProgress:
         self.live = console.is_terminal
         self._bar: Progress | None = None
         self._task: Any = None
-        self._done = -1
 
     def __enter__(self) -> RunProgress:
         if self.live:
@@ -84,7 +83,6 @@ class RunProgress:
 
     def track(self, what: str, total: int) -> None:
         """Start counting `what` up to `total` (a bar on a terminal; nothing more in a log until it ends)."""
-        self._done = -1
         if self._bar is not None:
             if self._task is not None:
                 self._bar.remove_task(self._task)
@@ -96,9 +94,6 @@ class RunProgress:
             self._bar.update(self._task, description=what)
 
     def advance_to(self, done: int) -> None:
-        if done == self._done:
-            return
-        self._done = done
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, completed=done)
 
