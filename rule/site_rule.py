@@ -84,10 +84,7 @@ def imported_modules(stmt: cst.CSTNode, current_package: str) -> Iterator[str]:
     """Dotted names a statement imports, including `importlib.import_module("x")` calls."""
     for node in walk(stmt):
         if isinstance(node, cst.Import):
-            for alias in node.names:
-                name = dotted(alias.name)
-                if name:
-                    yield name
+            yield from filter(None, (dotted(alias.name) for alias in node.names))
         elif isinstance(node, cst.ImportFrom):
             base = dotted(node.module) or ""
             if node.relative:
@@ -97,10 +94,7 @@ def imported_modules(stmt: cst.CSTNode, current_package: str) -> Iterator[str]:
                 base = resolved
             yield base
             if not isinstance(node.names, cst.ImportStar):
-                for alias in node.names:
-                    name = dotted(alias.name)
-                    if name:
-                        yield f"{base}.{name}"
+                yield from (f"{base}.{name}" for alias in node.names if (name := dotted(alias.name)))
         elif (
             isinstance(node, cst.Call)
             and (dotted(node.func) or "").endswith("import_module")
