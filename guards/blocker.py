@@ -30,12 +30,10 @@ class KernelBlocker(importlib.abc.MetaPathFinder):
     def __init__(self, should_block: Callable[[str], bool]):
         self.should_block = should_block
         self.raised: list[weakref.ReferenceType[BlockedKernelImport]] = []
-        self.attempts: list[str] = []
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:
         if not self.should_block(fullname):
             return None
-        self.attempts.append(fullname)
         error = BlockedKernelImport(BLOCK_MESSAGE.format(name=fullname), name=fullname)
         self.raised.append(weakref.ref(error))
         try:
