@@ -57,7 +57,6 @@ class FetchFailed(Exception):
 class Fetched:
     tree: Path  # the directory holding `vllm/`
     dist: Dist  # the file it came from
-    downloaded: bool  # False when the tree (or the archive) was already in the work directory
     failures: tuple[str, ...] = ()  # files tried first that could not be used, one line each
     retry: bool = False  # one of them may work on a rerun (a download failed): a verdict from this file is not kept
     notes: tuple[str, ...] = ()  # what was discarded from the work directory to fetch it, one line each
@@ -79,24 +78,22 @@ def fetch_release(release: Release, work_dir: Path) -> Fetched:
 
 def fetch_dist(dist: Dist, downloads: Path, tree: Path) -> Fetched:
     if _intact(tree, dist.sha256):
-        return Fetched(tree, dist, downloaded=False)
+        return Fetched(tree, dist)
     notes: list[str] = []
     archive = downloads / dist.filename
     if archive.is_dir() and not archive.is_symlink():
         # only this tool writes under that name in its work directory, and only ever a file
         shutil.rmtree(archive)
         notes.append(f"discarded {archive} (a directory where the downloaded archive goes); downloading it again")
-    downloaded = False
     if not (archive.is_file() and sha256_of(archive) == dist.sha256):
         download(dist, archive)
-        downloaded = True
     if sha256_of(archive) != dist.sha256:  # verified again right before use
         raise FetchFailed(f"{archive} no longer matches the index's sha256; rerun to fetch it again")
     damaged = _made_here(tree) and not marker(tree, Kind.RELEASE_TREE).get("tree")
     extract(archive, dist, tree)
     if damaged:
         notes.append(f"discarded the kept tree {tree} (its {MARKER} is damaged); extracted again from {archive.name}")
-    return Fetched(tree, dist, downloaded, notes=tuple(notes))
+    return Fetched(tree, dist, notes=tuple(notes))
 
 
 def sha256_of(path: Path) -> str:
