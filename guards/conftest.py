@@ -26,11 +26,11 @@ from warnonce_guard.guards.outcome import GuardFailure
 from warnonce_guard.guards.sessions import (
     FINISHED_STATUSES,
     UNWRITTEN_STATUS,
-    EngineProtocol,
     GuardRecord,
     GuardSession,
     Phase,
     RecordKind,
+    session_phase,
     write_session,
 )
 from warnonce_guard.rule import target as targets
@@ -152,7 +152,7 @@ _OWN = pytest.StashKey[frozenset[str]]()
 def mutated_function_sites() -> frozenset[str] | None:
     """In a mutant's session, the ids of the sites in the mutated function (None in any other session)."""
     told = protocol.settings()
-    if engine_protocol().phase(told.mutant) is not Phase.MUTANT:
+    if session_phase(told) is not Phase.MUTANT:
         return None
     return frozenset(told.function_sites().get(told.mutant.partition(told.mutant_mark)[0], ()))
 
@@ -180,19 +180,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     return result
 
 
-def engine_protocol() -> EngineProtocol:
-    """How the engine's session said it names what runs (`protocol.MUTANT_VARIABLE` and the rest)."""
-    told = protocol.settings()
-    return EngineProtocol(variable=told.mutant_variable, baseline=told.baseline_phases, mark=told.mutant_mark)
-
-
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Write the session's records, whole, when every guard ran; a session cut short writes nothing."""
     told = protocol.settings()
     folder = told.attribution
     if not folder or int(exitstatus) not in FINISHED_STATUSES:
         return
-    phase = engine_protocol().phase(told.mutant)
+    phase = session_phase(told)
     if phase is None:  # one of the engine's own checks, not a verdict
         return
     records = session.config.stash.get(_RECORDS, [])

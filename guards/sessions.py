@@ -24,6 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from warnonce_guard.common import protocol
 from warnonce_guard.common.files import write_atomic
 
 FINISHED_STATUSES = frozenset({0, 1})  # pytest: every test ran; all passed (0) or some failed (1)
@@ -39,23 +40,13 @@ class Phase(StrEnum):
     MUTANT = "mutant"  # one mutant
 
 
-@dataclass(frozen=True)
-class EngineProtocol:
-    """How the mutation engine says what a test process runs (given to the guards by the engine's session).
-
-    `variable` is the environment variable holding the current mutant's name; `baseline` the values it
-    takes for runs of the unmutated code; `mark` a substring of every mutant's name. Any other value
-    (the engine's own checks) is neither, and its sessions are not recorded.
-    """
-
-    variable: str
-    baseline: frozenset[str]
-    mark: str
-
-    def phase(self, mutant: str) -> Phase | None:
-        if mutant in self.baseline:
-            return Phase.BASELINE
-        return Phase.MUTANT if self.mark and self.mark in mutant else None
+def session_phase(told: protocol.Settings) -> Phase | None:
+    """What a session runs, as the engine's session told it (`protocol.MUTANT_VARIABLE` names the variable holding
+    it): the unmutated code (a value of `BASELINE_PHASES`), a mutant (a name holding `MUTANT_MARK`), or neither
+    (the engine's own checks, whose sessions are not recorded)."""
+    if told.mutant in told.baseline_phases:
+        return Phase.BASELINE
+    return Phase.MUTANT if told.mutant_mark and told.mutant_mark in told.mutant else None
 
 
 class RecordKind(StrEnum):

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from warnonce_guard.common import protocol
 from warnonce_guard.guards.detectors import OWNER_PINNED
 from warnonce_guard.guards.sessions import (
-    EngineProtocol,
     GuardRecord,
     GuardSession,
     Phase,
@@ -16,6 +16,7 @@ from warnonce_guard.guards.sessions import (
     baseline_sessions,
     mutant_session_path,
     read_session,
+    session_phase,
     write_session,
 )
 
@@ -42,8 +43,13 @@ def test_baseline_sessions_are_kept_apart_per_run(tmp_path: Path) -> None:
 
 
 def test_the_engines_protocol_tells_baseline_runs_mutants_and_its_own_checks_apart() -> None:
-    protocol = EngineProtocol("MUTANT_UNDER_TEST", frozenset({"", "stats"}), "__mutmut_")
-    assert [protocol.phase(v) for v in ("", "stats", MUTANT, "fail", "list_all_tests")] == [
+    told = {
+        protocol.MUTANT_VARIABLE: "MUTANT_UNDER_TEST",
+        protocol.BASELINE_PHASES: ",stats",
+        protocol.MUTANT_MARK: "__mutmut_",
+    }
+    running = ("", "stats", MUTANT, "fail", "list_all_tests")
+    assert [session_phase(protocol.settings(told | {"MUTANT_UNDER_TEST": v})) for v in running] == [
         Phase.BASELINE,
         Phase.BASELINE,
         Phase.MUTANT,

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from toy import INTERFACE
 from warnonce_guard.common import processes, protocol
 from warnonce_guard.common.errors import ExitCode, SeamMismatch
 from warnonce_guard.guards.isolation import isolated
-from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, Phase
+from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, Phase, session_phase
 from warnonce_guard.mutations.engine import layout, naming, overlay, seam, session, state
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
@@ -179,14 +180,13 @@ def test_a_session_whose_parent_died_while_it_started_exits_at_once(
 def test_the_sessions_environment_is_what_the_guards_read_as_the_engines_protocol(
     ws: Workspace, environment: dict[str, str]
 ) -> None:
-    from warnonce_guard.guards.conftest import engine_protocol
-
     environment["WARNONCE_GUARD_VLLM_SRC"] = "/the/users/tree"
     session._environment(ws, "run1", {"vllm": INSTALLED})
 
-    protocol = engine_protocol()
-    assert protocol.variable == "MUTANT_UNDER_TEST"  # mutmut's (check_seam holds it to that)
-    assert [protocol.phase(name) for name in ("", "stats", MUTANTS[0], "fail", "list_all_tests")] == [
+    told = protocol.settings()
+    assert told.mutant_variable == "MUTANT_UNDER_TEST"  # mutmut's (check_seam holds it to that)
+    running = ("", "stats", MUTANTS[0], "fail", "list_all_tests")
+    assert [session_phase(replace(told, mutant=name)) for name in running] == [
         Phase.BASELINE, Phase.BASELINE, Phase.MUTANT, None, None
     ]  # fmt: skip
     assert (environment["WARNONCE_GUARD_SITES"], environment["WARNONCE_GUARD_ATTRIBUTION"]) == (
