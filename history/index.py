@@ -121,7 +121,7 @@ def parse_index(data: object, base_url: str, project: str = PROJECT) -> list[Rel
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(data, dict) or not isinstance(files, list):
         raise IndexUnavailable(f"{base_url}: not a PEP 691 JSON project page (no `files` list)")
-    by_version: dict[str, list[Dist]] = {str(Version(v)): [] for v in _versions(data.get("versions", ()))}
+    by_version: dict[str, list[Dist]] = {version: [] for version in _versions(data.get("versions", ()))}
     for entry in files:
         found = _dist(entry, base_url, project)
         if found is not None:
