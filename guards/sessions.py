@@ -98,9 +98,7 @@ class GuardSession:
     records: tuple[GuardRecord, ...]
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["records"] = [asdict(r) | {"kind": r.kind.value, "detectors": list(r.detectors)} for r in self.records]
-        return data
+        return asdict(self)  # its enums are strings, and its tuples JSON's lists
 
     @classmethod
     def from_json(cls, data: Any) -> GuardSession:
