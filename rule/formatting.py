@@ -48,5 +48,4 @@ def placeholder_for_arg(fmt: str, arg_index: int) -> Placeholder | None:
 
 def with_conversion(fmt: str, placeholder: Placeholder, conversion: str) -> str:
     """`fmt` with one placeholder's conversion letter replaced, flags and width kept."""
-    end = placeholder.end
-    return fmt[: end - 1] + conversion + fmt[end:]
+    return fmt[: placeholder.end - 1] + conversion + fmt[placeholder.end :]
