@@ -110,8 +110,3 @@ def write(path: Path, ledger: Mapping[str, tuple[int, ...]]) -> None:
     document = {"version": VERSION, "mutants": {name: list(codes) for name, codes in sorted(ledger.items()) if codes}}
     write_atomic(path, json.dumps(document, indent=1))
 
-
-def counted(code: int | None, attempts: int) -> bool:
-    """Whether a stored exit code is a verdict: its own outcome, or an abnormal one seen `REPEATS` times."""
-    kind = outcome(code)
-    return kind is Outcome.OWN or (kind in (Outcome.KILLED, Outcome.TIMEOUT) and attempts >= REPEATS)
