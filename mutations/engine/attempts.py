@@ -23,10 +23,10 @@ import signal
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.common.files import write_atomic
+from warnonce_guard.mutations.engine import state
 from warnonce_guard.mutations.engine.status import EngineStatus, engine_status
 
 REPEATS = 2  # abnormal attempts in a row before one counts as the mutant's verdict
@@ -78,9 +78,13 @@ def describe(code: int) -> str:
     return f"exit code {code}"
 
 
-def _ledger_from(data: Any) -> dict[str, tuple[int, ...]]:
-    """Validate an attempts document: per mutant name, a non-empty list of abnormal exit codes."""
-    if not isinstance(data, dict) or data.get("version") != VERSION or set(data) != {"version", "mutants"}:
+def read(path: Path) -> dict[str, tuple[int, ...]]:
+    """The ledger at `path` (empty when there is none); `BadRecord` unless it is, per mutant name, a non-empty list
+    of abnormal exit codes."""
+    if not path.exists():
+        return {}
+    data = state.load_json(path)
+    if not isinstance(data, dict) or set(data) != {"version", "mutants"} or data["version"] != VERSION:
         raise BadRecord("not an attempts ledger")
     mutants = data["mutants"]
     if not isinstance(mutants, dict):
@@ -93,20 +97,6 @@ def _ledger_from(data: Any) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def read(path: Path) -> dict[str, tuple[int, ...]]:
-    """The ledger at `path` (empty when there is none); `BadRecord` when it does not validate."""
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise BadRecord("not UTF-8 text") from None
-    except json.JSONDecodeError as err:
-        raise BadRecord(f"not valid JSON: {err.msg}") from None
-    return _ledger_from(data)
-
-
 def write(path: Path, ledger: Mapping[str, tuple[int, ...]]) -> None:
     document = {"version": VERSION, "mutants": {name: list(codes) for name, codes in sorted(ledger.items()) if codes}}
     write_atomic(path, json.dumps(document, indent=1))
-
