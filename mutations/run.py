@@ -95,19 +95,15 @@ def run_session(
     progress: RunProgress | None = None,
 ) -> int:
     """Tell the session to run mutmut on `files`; meanwhile this process names the mutants (the other core is free
-    while mutmut imports vLLM) and follows the session's progress from the exit codes it records. Its exit code;
-    the session is stopped if it still runs."""
+    while mutmut imports vLLM) and follows the session's progress from the exit codes it records. Its exit code
+    (`started_session` stops a session this leaves running)."""
     watch = Watch(session, lambda: stall_limit(ws))  # every wait below ends if the session stops working
-    try:
-        engine_session.go(session, files)
-        if _wait_for_generation(ws, run_id, session, watch):
-            named = write_identities(ws, sites, packages)
-            if progress is not None:
-                _follow(ws, files, len(named), session, progress, watch)
-        return _wait(session, watch)
-    finally:
-        if session.poll() is None:
-            stop_group(session)
+    engine_session.go(session, files)
+    if _wait_for_generation(ws, run_id, session, watch):
+        named = write_identities(ws, sites, packages)
+        if progress is not None:
+            return _follow(ws, files, len(named), session, progress, watch)
+    return _wait(session, watch)
 
 
 def _tested(ws: Workspace, files: list[str]) -> int:
@@ -126,24 +122,20 @@ def _follow(
     session: subprocess.Popen[bytes],
     progress: RunProgress,
     watch: Watch,
-) -> None:
-    """Say when generation ended, then count tested mutants until the session ends."""
+) -> int:
+    """Say when generation ended, then count tested mutants until the session ends; its exit code."""
     already = _tested(ws, files)
     progress.say(f"mutants generated and named: {total} ({already} with a verdict from an earlier run)")
     progress.track("guards on the unmutated code, then the mutants", total)
-    while True:
-        progress.advance_to(_tested(ws, files))
-        try:
-            session.wait(timeout=0.25)
-            break
-        except subprocess.TimeoutExpired:
-            watch.check()
+    code = _wait(session, watch, lambda: progress.advance_to(_tested(ws, files)))
     progress.end(f"mutants tested: {_tested(ws, files)} of {total}")
+    return code
 
 
-def _wait(session: subprocess.Popen[bytes], watch: Watch) -> int:
-    """The session's exit code, once it ended (or `SessionLost` once it stopped working)."""
+def _wait(session: subprocess.Popen[bytes], watch: Watch, tick: Callable[[], object] = lambda: None) -> int:
+    """The session's exit code, once it ended (or `SessionLost` once it stopped working); `tick` every 0.25 s."""
     while True:
+        tick()
         try:
             return session.wait(timeout=0.25)
         except subprocess.TimeoutExpired:
