@@ -38,65 +38,40 @@ from warnonce_guard.common.files import Kind, cannot_write, mark, marked, remove
 from warnonce_guard.common.notes import note
 
 
+class _Inside:
+    """A path in the workspace's directory, by name: `Workspace.sites_file` is `<workspace>/sites.json`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, ws: Workspace, owner: type | None = None) -> Path:
+        return ws.dir / self.name
+
+
 @dataclass(frozen=True)
 class Workspace:
     """One run's directory inside a work root."""
 
     dir: Path
 
+    staged_manifest = _Inside("staged.json")
+    mutants = _Inside("mutants")
+    packages_file = _Inside("packages.json")
+    guard_tests = _Inside("guard_tests")
+    setup_cfg = _Inside("setup.cfg")
+    sites_file = _Inside("sites.json")
+    generation_file = _Inside("generation.json")
+    identities_file = _Inside("identities.json")
+    attribution = _Inside("attribution")
+    attempts_file = _Inside("attempts.json")
+    result_file = _Inside("result.json")
+    log_file = _Inside("mutmut.log")
+
     def pristine(self, package: str) -> Path:
         return self.dir / package
 
-    @property
-    def staged_manifest(self) -> Path:
-        return self.dir / "staged.json"
-
-    @property
-    def mutants(self) -> Path:
-        return self.dir / "mutants"
-
-    @property
-    def packages_file(self) -> Path:
-        return self.dir / "packages.json"
-
-    @property
-    def guard_tests(self) -> Path:
-        return self.dir / "guard_tests"
-
-    @property
-    def setup_cfg(self) -> Path:
-        return self.dir / "setup.cfg"
-
-    @property
-    def sites_file(self) -> Path:
-        return self.dir / "sites.json"
-
-    @property
-    def generation_file(self) -> Path:
-        return self.dir / "generation.json"
-
     def made(self, file: str) -> Path:
         return self.dir / "made" / f"{file}.json"
-
-    @property
-    def identities_file(self) -> Path:
-        return self.dir / "identities.json"
-
-    @property
-    def attribution(self) -> Path:
-        return self.dir / "attribution"
-
-    @property
-    def attempts_file(self) -> Path:
-        return self.dir / "attempts.json"
-
-    @property
-    def result_file(self) -> Path:
-        return self.dir / "result.json"
-
-    @property
-    def log_file(self) -> Path:
-        return self.dir / "mutmut.log"
 
     def create(self) -> None:
         """Make the directory (marked as ours) if it is not there."""
