@@ -139,8 +139,6 @@ def write_identities(ws: Workspace, sites: list[Site], packages: Sequence[str]) 
 
 def read_identities(ws: Workspace) -> list[NamedMutant]:
     """The named mutants of a workspace; `BadRecord` if the file is missing or does not validate."""
-    if not ws.identities_file.is_file():
-        raise BadRecord("missing")
     data = state.load_json(ws.identities_file)
     if not isinstance(data, list):
         raise BadRecord("not a list of named mutants")

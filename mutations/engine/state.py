@@ -69,8 +69,9 @@ class Discarded:
 
 
 def load_json(path: Path) -> Any:
-    """A JSON file's data; `BadRecord` if it is not UTF-8, empty or not JSON (an OSError, such as a missing file,
-    passes)."""
+    """A JSON file's data; `BadRecord` if it is missing, not UTF-8, empty or not JSON (another OSError passes)."""
+    if not path.is_file():
+        raise BadRecord("missing")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -107,10 +108,7 @@ def parse_stats(data: Any) -> None:
 
 def read_meta(ws: Workspace, file: str) -> Meta:
     """The `.meta` of one site file; `BadRecord` if it is missing or does not validate."""
-    path = layout.meta(ws, file)
-    if not path.is_file():
-        raise BadRecord("missing")
-    return parse_meta(load_json(path))
+    return parse_meta(load_json(layout.meta(ws, file)))
 
 
 def file_digest(path: Path) -> str:
@@ -128,8 +126,6 @@ def write_generation(ws: Workspace, run: str, files: Iterable[str]) -> None:
 
 def read_generation(ws: Workspace) -> tuple[str, dict[str, dict[str, Any]]]:
     """(run id, per-file entries) of the generation manifest; `BadRecord` if missing or invalid."""
-    if not ws.generation_file.is_file():
-        raise BadRecord("missing")
     data = load_json(ws.generation_file)
     if not isinstance(data, dict) or not isinstance(data.get("run"), str) or not isinstance(data.get("files"), dict):
         raise BadRecord("not a generation manifest")
