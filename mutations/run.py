@@ -142,16 +142,22 @@ def _wait(session: subprocess.Popen[bytes], watch: Watch, tick: Callable[[], obj
             watch.check()
 
 
+def _generated(ws: Workspace, run_id: str) -> bool:
+    """Whether the session has recorded this run's generation (`generation.json`)."""
+    try:
+        return state.read_generation(ws)[0] == run_id
+    except BadRecord:
+        return False
+
+
 def _wait_for_generation(ws: Workspace, run_id: str, session: subprocess.Popen[bytes], watch: Watch) -> bool:
     """Until the session has recorded this run's generation (True) or ended without it (False)."""
-    while True:
-        with contextlib.suppress(BadRecord):
-            if state.read_generation(ws)[0] == run_id:
-                return True
+    while not _generated(ws, run_id):
         if session.poll() is not None:
             return False
         watch.check()
         time.sleep(0.05)
+    return True
 
 
 def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
@@ -431,19 +437,15 @@ def _run(
         session_code = run_session(ws, session, run_id, sites, sorted(packages), files, progress)
     if session_code != 0:  # a disk or folder that refused the session (or its guards) a write: never a verdict
         _refused_the_session(ws, session_code, log_start)
-    try:
-        generated_by = state.read_generation(ws)[0]
-    except BadRecord:
-        generated_by = ""
-    said = _session_said(ws, log_start)
-    if generated_by != run_id:
+    said = f": {line}" if (line := _session_said(ws, log_start)) else ""
+    if not _generated(ws, run_id):
         raise EngineFailed(
-            f"the mutmut session ended (exit code {session_code}) before generating its mutants"
-            f"{f': {said}' if said else ''}; see {ws.log_file}"
+            f"the mutmut session ended (exit code {session_code}) before generating its mutants{said}; "
+            f"see {ws.log_file}"
         )
     if session_code not in SESSION_FINISHED:
         raise EngineFailed(
-            f"the mutmut session failed (exit code {session_code}){f': {said}' if said else ''}; see {ws.log_file} "
+            f"the mutmut session failed (exit code {session_code}){said}; see {ws.log_file} "
             "(finished verdicts are kept: the next run tests the rest)"
         )
     named = write_identities(ws, sites, sorted(packages))
