@@ -113,7 +113,8 @@ def _warm_up(modules: Sequence[str]) -> None:
 
 def _environment(ws: Workspace, run_id: str, packages: dict[str, Path]) -> None:
     """Tell the guard sessions mutmut starts (in this process's environment) to record, on the target imported
-    through the workspace (its site modules mutmut's copies), in mutmut's names."""
+    through the workspace (its site modules mutmut's copies), in mutmut's names; and which sites each function
+    mutmut mutates holds (they run those first, see guards.conftest)."""
     protocol.tell_guards(
         os.environ,
         attribution=str(ws.attribution),
@@ -126,11 +127,7 @@ def _environment(ws: Workspace, run_id: str, packages: dict[str, Path]) -> None:
         mutated=str(ws.mutants),
         evidence=False,  # verdicts and detectors only: no referrer chains (see guards.drive)
     )
-
-
-def _site_functions(sites: list[Site]) -> None:
-    """Tell the guards which sites each function mutmut mutates holds (they run those first, see guards.conftest)."""
-    protocol.tell_site_functions(os.environ, naming.function_keys(sites))
+    protocol.tell_site_functions(os.environ, naming.function_keys(_sites(ws)))
 
 
 def staged_packages(ws: Workspace) -> dict[str, Path]:
@@ -138,19 +135,18 @@ def staged_packages(ws: Workspace) -> dict[str, Path]:
     return {name: Path(folder) for name, folder in json.loads(ws.packages_file.read_text(encoding="utf-8")).items()}
 
 
-def record_generation(ws: Workspace, run_id: str, files: list[str]) -> Callable[[Callable[..., Any]], Any]:
-    """Wrap mutmut's `create_mutants` so that `generation.json` is written once it has returned."""
+def record_generation(
+    ws: Workspace, run_id: str, files: list[str], create_mutants: Callable[..., Any]
+) -> Callable[..., Any]:
+    """mutmut's `create_mutants`, writing `generation.json` once it has returned."""
 
-    def wrap(create_mutants: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(create_mutants)
-        def recorded(*args: Any, **kwargs: Any) -> Any:
-            stats = create_mutants(*args, **kwargs)
-            state.write_generation(ws, run_id, files)
-            return stats
+    @functools.wraps(create_mutants)
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        stats = create_mutants(*args, **kwargs)
+        state.write_generation(ws, run_id, files)
+        return stats
 
-        return recorded
-
-    return wrap
+    return recorded
 
 
 def _sites(ws: Workspace) -> list[Site]:
@@ -174,38 +170,39 @@ def described_into(ws: Workspace, files: Sequence[str], packages: Sequence[str],
     return record
 
 
-def generate(ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str]) -> None:
-    """The first step of mutmut's `run`, on its own: copy the site files into mutants/ and make their mutants, with
-    our operators, described as they are made; then record them (`generation.json`); mutmut's `run` later finds
-    them made."""
+def _mutmut(ws: Workspace, run_id: str, files: list[str]) -> Any:
+    """mutmut's `__main__` as the session runs it: `.meta` files written atomically, generation on a pool that
+    notices a dead worker, and recorded (`generation.json`) once it returned."""
     import mutmut.__main__ as mutmut_main
 
     state.atomic_meta_save()
     mutmut_main.Pool = FailFastPool
+    mutmut_main.create_mutants = record_generation(ws, run_id, files, mutmut_main.create_mutants)
+    return mutmut_main
+
+
+def generate(ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str]) -> None:
+    """The first step of mutmut's `run`, on its own: copy the site files into mutants/ and make their mutants, with
+    our operators, described as they are made; then record them; mutmut's `run` later finds them made."""
+    mutmut_main = _mutmut(ws, run_id, files)
     anchors = anchors_of(_sites(ws))
     with (
         our_operators(sorted(packages), anchors=anchors),
         each_generation(described_into(ws, files, sorted(packages), anchors)),
     ):
         mutmut_main.copy_src_dir()
-        record_generation(ws, run_id, files)(mutmut_main.create_mutants)(os.cpu_count() or 4)  # as `run` does
+        mutmut_main.create_mutants(os.cpu_count() or 4)  # as `run` does
 
 
 def run_mutmut(ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str]) -> int:
     """mutmut's `run` with our operators, anchored on the workspace's sites, the target imported through the
     workspace, then once more on the mutants whose worker was killed or timed out; its exit code (mutmut exits 1
     when the clean guards fail)."""
-    import mutmut.__main__ as mutmut_main
-
     overlay.install(ws, packages, files)
-    state.atomic_meta_save()
-    mutmut_main.create_mutants = record_generation(ws, run_id, files)(mutmut_main.create_mutants)
-    mutmut_main.Pool = FailFastPool
+    mutmut_main = _mutmut(ws, run_id, files)
     registrar = Registrar.load(ws, run_id)
     mutmut_main._register_mutant_result = registrar.wrap(mutmut_main._register_mutant_result)
-    sites = _sites(ws)
-    _site_functions(sites)
-    with our_operators(sorted(packages), anchors=anchors_of(sites)):
+    with our_operators(sorted(packages), anchors=anchors_of(_sites(ws))):
         try:
             mutmut_main._run([], max_children=None)
             if again := registrar.take_again():  # once: a second abnormal attempt is kept as the verdict

@@ -181,6 +181,7 @@ def test_the_sessions_environment_is_what_the_guards_read_as_the_engines_protoco
     ws: Workspace, environment: dict[str, str]
 ) -> None:
     environment["WARNONCE_GUARD_VLLM_SRC"] = "/the/users/tree"
+    ws.sites_file.write_text("[]", encoding="utf-8")
     session._environment(ws, "run1", {"vllm": INSTALLED})
 
     told = protocol.settings()
@@ -205,8 +206,8 @@ def test_the_guards_find_the_sites_of_the_mutated_function_from_the_sessions_env
 
     source = INTERFACE + HELPER
     sites = sites_in_source(source, FILE, "vllm.platforms.interface")
+    ws.sites_file.write_text(json.dumps([site.to_json() for site in sites]), encoding="utf-8")  # as staged
     session._environment(ws, "run1", {"vllm": INSTALLED})
-    session._site_functions(sites)  # what run_mutmut tells them once it read the sites
     _, generated = naming.generate(FILE, source, ["vllm"], anchors_of(sites))
 
     assert {g.qualname for g in generated} == {"Platform.import_kernels", "helper"}
@@ -247,7 +248,7 @@ def test_a_site_in_a_class_body_gets_no_mutant_name_as_mutmut_applies_none_there
 
 
 def test_the_generation_is_recorded_once_mutmut_has_generated(ws: Workspace) -> None:
-    recorded = session.record_generation(ws, "run1", [FILE])(lambda max_children: generate(ws))
+    recorded = session.record_generation(ws, "run1", [FILE], lambda max_children: generate(ws))
 
     assert not ws.generation_file.exists()
     assert recorded(max_children=2) == "generation stats"
@@ -262,7 +263,7 @@ def test_a_generation_that_fails_is_never_recorded(ws: Workspace) -> None:
         raise MemoryError
 
     with pytest.raises(MemoryError):
-        session.record_generation(ws, "run1", [FILE])(crashed)(max_children=2)
+        session.record_generation(ws, "run1", [FILE], crashed)(max_children=2)
     assert not ws.generation_file.exists()
 
 
