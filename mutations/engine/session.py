@@ -2,31 +2,20 @@
 
     python -m mutations.engine.session WORK_DIR RUN_ID [MODULE...]      (started by `start`, told by `go`)
 
-mutmut reads setup.cfg from the current directory, changes sys.path, forks workers and calls exit(),
-so it gets a process to itself, in a process group of its own that the parent kills on Ctrl-C or
-SIGTERM. It dies with its parent even on SIGKILL (PR_SET_PDEATHSIG), and so does every process it
-forks. The parent starts it before it discovers the sites, so that the slow part of the guards' one import
-of vLLM overlaps discovery and generation: it imports what mutmut imports (never mutmut itself, which reads
-setup.cfg when imported), forks a generator, then imports MODULE... (what the guards import first: for vLLM,
-torch). The generator waits for `go` (the files to mutate, once staged), then does the first step of mutmut's
-run with our operators swapped in (mutations.engine.seam) and mutmut's `.meta` files written atomically: it
-copies the site files into mutants/ and generates their mutants, describing each as it is made
-(mutations.engine.naming), and `generation.json` records them. Meanwhile a second child imports the target
-package itself (vLLM's `__init__`, most of the rest of the guards' import time), refusing every site and kernel
-module (`overlay.warm_import`): if it got there without reaching one, it says so and goes on as the session, and
-this process ends as it does; else it ends (or dies) without saying so, and this process, which never imported
-the target, goes on. Then the session
-runs mutmut's run, which finds them made, with the target imported through the workspace
-(`mutations.engine.overlay`: the site files from mutants/, the rest where it lies, no bytecode written): it
-collects which guard covers which function, runs the clean guards (our baseline) and then every mutant in
-forked workers: vLLM is imported once. Meanwhile the parent names every mutant from those descriptions
-(mutations.identify).
+mutmut reads setup.cfg from the current directory, changes sys.path, forks workers and calls exit(), so it gets a
+process to itself, in a process group of its own that the parent kills on Ctrl-C or SIGTERM; it and every process
+it forks die with the parent even on SIGKILL (PR_SET_PDEATHSIG). The parent starts it before it discovers the
+sites, so that the guards' one import of vLLM overlaps discovery and generation (`_generated`): it imports what
+mutmut imports (never mutmut itself, which reads setup.cfg when imported) and forks a generator, which waits for
+`go` and makes the mutants (`generate`); then it imports MODULE... (for vLLM, torch) and, in a second child, the
+target package itself, refusing every site and kernel module (`overlay.warm_import`). Then mutmut's `run`, finding
+the mutants made, collects which guard covers which function and runs the clean guards (our baseline), then every
+mutant in forked workers, the target imported through the workspace (`mutations.engine.overlay`): vLLM is imported
+once. Meanwhile the parent names every mutant from the generator's descriptions (mutations.identify).
 
-Generation runs on a pool that notices a dead worker (mutations.engine.generation). Each worker's exit
-code is kept or not by `mutations.engine.workers`: a worker killed from outside or past its time limit
-is tested again in a second round of mutmut's run (explicit names are re-tested), once; it counts only
-when that repeats. A disk or folder that refuses a write (the guards' records, mutmut's state) ends the
-session with exit 12 (STAGING_FAILED), which the parent reports naming the folder.
+A worker killed from outside or past its time limit is tested again, once (`mutations.engine.workers`). A disk or
+folder that refuses a write (the guards' records, mutmut's state) ends the session with exit 12 (STAGING_FAILED),
+which the parent reports naming the folder.
 """
 
 from __future__ import annotations
