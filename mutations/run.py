@@ -178,14 +178,14 @@ def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
     if ws.identities_file.exists() and (problem := _identities_problem(ws)):
         say(f"discarded {ws.identities_file} ({problem}); the mutants are named again")
         ws.identities_file.unlink()
+    generated = [f for f in files if layout.meta(ws, f).exists()]
     try:
-        codes, _ = state.read_exit_codes(ws, [f for f in files if layout.meta(ws, f).exists()])
+        codes, _ = state.read_exit_codes(ws, generated)
     except BadRecord as err:  # validate() left only valid files: a change under our feet
         raise EngineFailed(f"{err}; remove {ws.dir} and run again") from None
     sessions = {name: s for name in codes if (s := read_session(mutant_session_path(ws.attribution, name)))}
     stale = results.retest(codes, sessions, ledger)
-    cleared = state.reset(ws, [f for f in files if layout.meta(ws, f).exists()], stale)
-    if cleared:
+    if cleared := state.reset(ws, generated, stale):
         say(f"{cleared} mutant result(s) had no finished guard record behind them (an interrupted run): testing again")
     for name, code in codes.items():  # whatever mutmut tests now must leave a record of its own
         if code is None or name in stale:
@@ -248,17 +248,13 @@ def gate(result: RunResult, fail_under: float) -> list[str]:
             problems.append(f"{baseline.site.id} is {baseline.status}: {why}")
     if not result.mutants:
         problems.append("no mutant was made: nothing was checked")
-    unattributed = result.count(UNATTRIBUTED)
-    if unattributed:
+    if unattributed := result.count(UNATTRIBUTED):
         problems.append(f"{unattributed} mutant(s) change a call no discovered site has (a bug of the site rule)")
-    not_run = result.count(NOT_RUN)
-    if not_run:
+    if not_run := result.count(NOT_RUN):
         problems.append(f"{not_run} mutant(s) have no finished run (tested again by the next run)")
-    skipped = result.count(SKIPPED)
-    if skipped and not problems:
+    if (skipped := result.count(SKIPPED)) and not problems:
         problems.append(f"{skipped} mutant(s) were not run")
-    score = result.score
-    if score is None:
+    if (score := result.score) is None:
         problems.append("no mutant ran, so there is no score")
     elif score < fail_under:
         problems.append(f"score {score:.1f}% is below --fail-under {fail_under:g}%")
