@@ -61,13 +61,9 @@ def current_package_for(try_node: cst.Try, package: str) -> str:
 def once_calls(try_node: cst.Try, package: str, anchors: Anchors | None = None) -> Iterator[tuple[cst.Call, str]]:
     """(call, NAME) for every `*_once` site call of this try, by the site rule; with `anchors`, only in a
     try discovery recorded."""
-    if anchors is None:
-        current = current_package_for(try_node, package)
-    else:
-        found = anchors.get(anchor(try_node))
-        if found is None:
-            return
-        current = found
+    current = current_package_for(try_node, package) if anchors is None else anchors.get(anchor(try_node))
+    if current is None:
+        return
     for call, _, name in site_calls(try_node, package, current):
         if log_method(call) in ONCE_METHODS:
             yield call, name
