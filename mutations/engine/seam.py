@@ -95,7 +95,7 @@ def check_seam() -> None:
 
 
 @contextmanager
-def our_operators(package: str | Sequence[str] = PACKAGE, anchors: Anchors | None = None) -> Iterator[None]:
+def our_operators(packages: Sequence[str] = (PACKAGE,), anchors: Anchors | None = None) -> Iterator[None]:
     """Within the block, mutmut makes only our mutants (stock operators off); restored on exit.
 
     Several packages (vLLM and a platform plugin) give one block of operators each, in that order.
@@ -104,7 +104,6 @@ def our_operators(package: str | Sequence[str] = PACKAGE, anchors: Anchors | Non
     check_seam()
     from mutmut.mutation import file_mutation
 
-    packages = (package,) if isinstance(package, str) else tuple(package)
     stock = getattr(file_mutation, SEAM_ATTRIBUTE)
     table = [pair for p in packages for pair in operators_for(p, anchors)]
     setattr(file_mutation, SEAM_ATTRIBUTE, table)
