@@ -27,15 +27,15 @@ from warnonce_guard.common.files import write_atomic
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.workspace import Workspace
 
-META_KEYS = frozenset(
-    {
-        "exit_code_by_key",
-        "hash_by_function_name",
-        "type_check_error_by_key",
-        "durations_by_key",
-        "estimated_durations_by_key",
-    }
-)
+# A `.meta` document's keys (mutmut 3.8.1's), each to the attribute of mutmut's SourceFileMutationData it saves.
+META_ATTRIBUTES = {
+    "exit_code_by_key": "exit_code_by_key",
+    "hash_by_function_name": "hash_by_function_name",
+    "type_check_error_by_key": "type_check_error_by_key",
+    "durations_by_key": "durations_by_key",
+    "estimated_durations_by_key": "estimated_time_of_tests_by_mutant",
+}
+META_KEYS = frozenset(META_ATTRIBUTES)
 
 # mutmut-stats.json: what mutmut 3.8.1's save_stats writes; its load_stats needs the first three and
 # crashes on anything else (a KeyError, or an assertion on a key it does not know), run after run.
@@ -231,13 +231,7 @@ def atomic_meta_save() -> None:
     from mutmut.mutation.data import SourceFileMutationData
 
     def save(self: Any) -> None:
-        document = {
-            "exit_code_by_key": self.exit_code_by_key,
-            "hash_by_function_name": self.hash_by_function_name,
-            "type_check_error_by_key": self.type_check_error_by_key,
-            "durations_by_key": self.durations_by_key,
-            "estimated_durations_by_key": self.estimated_time_of_tests_by_mutant,
-        }
+        document = {key: getattr(self, attribute) for key, attribute in META_ATTRIBUTES.items()}
         write_atomic(Path(self.meta_path), json.dumps(document, indent=4))
 
     SourceFileMutationData.save = save
