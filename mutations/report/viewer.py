@@ -25,16 +25,12 @@ def manifest() -> dict[str, dict[str, str]]:
     return json.loads(MANIFEST.read_text(encoding="utf-8"))
 
 
-def _checked(path: Path) -> Path:
-    entry = manifest().get(path.name) if MANIFEST.is_file() else None
+def find_viewer() -> Path:
+    """The viewer bundle the HTML report inlines (checked against its recorded digest)."""
+    path, entry = VIEWER_JS, manifest().get(VIEWER_JS.name) if MANIFEST.is_file() else None
     if not path.is_file() or entry is None or hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
         raise ViewerMissing(
             f"{path} is missing or not the file this release shipped; reinstall warnonce-guard "
             "(or run `python -m tools.npm --vendor` in a checkout)"
         )
     return path
-
-
-def find_viewer() -> Path:
-    """The viewer bundle the HTML report inlines (checked against its recorded digest)."""
-    return _checked(VIEWER_JS)
