@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,7 @@ class NamedMutant:
         return cls(**data)
 
 
-_NAMED_FIELDS = frozenset({"mutant_id", "site_id", "operator", "original", "replacement", "unattributed", "orphan"})
+_NAMED_FIELDS = frozenset(field.name for field in fields(NamedMutant))
 
 
 def attribute(file: str, made: Sequence[naming.Made], sites: list[Site]) -> list[MutantIdentity]:
