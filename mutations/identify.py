@@ -23,7 +23,6 @@ from warnonce_guard.mutations.engine import naming, state
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site
-from warnonce_guard.rule.target import PACKAGE
 
 
 @dataclass(frozen=True)
@@ -84,13 +83,6 @@ def attribute(file: str, made: Sequence[naming.Made], sites: list[Site]) -> list
         site = site or _stand_in(file, mutant)
         found.append(MutantIdentity(mutant.mutant_id, site, mutant.operator, mutant.original, mutant.replacement, why))
     return found
-
-
-def identify_file(
-    source: str, file: str, sites: list[Site], packages: Sequence[str] = (PACKAGE,)
-) -> list[MutantIdentity]:
-    """Every mutant mutmut makes of one site file, named as mutmut names it (same operators, same anchors)."""
-    return attribute(file, naming.made_here(file, source, packages, anchors_of(sites)), sites)
 
 
 def _stand_in(file: str, mutant: naming.Made) -> Site:

@@ -17,8 +17,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from toy import apply_operator
-from warnonce_guard.mutations.identify import identify_file
-from warnonce_guard.mutations.operators import OPERATORS
+from warnonce_guard.mutations.engine import naming
+from warnonce_guard.mutations.identify import attribute
+from warnonce_guard.mutations.operators import OPERATORS, anchors_of
 from warnonce_guard.rule.sites import _SiteFinder, sites_in_source
 
 FILE = "vllm/platforms/gen.py"
@@ -115,7 +116,7 @@ def check_agreement(variant: Variant) -> None:
     whole = _SiteFinder._whole(source, FILE, MODULE, "vllm") if sites else []
     assert sites == sorted(whole, key=lambda s: (s.line, s.column)), source  # parsing regions = parsing the file
     mutable = {(s.line, s.column): s for s in sites if s.mutable}
-    identities = identify_file(source, FILE, sites)
+    identities = attribute(FILE, naming.made_here(FILE, source, ["vllm"], anchors_of(sites)), sites)
 
     assert [i.unattributed for i in identities if i.unattributed] == [], source
     assert {(i.site.line, i.site.column) for i in identities} == set(mutable), source
