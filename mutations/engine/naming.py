@@ -1,13 +1,10 @@
 """What mutmut made of a file, in mutmut's names (mutmut 3.8.1's internals).
 
-`named` names each mutation of mutmut's `create_mutations` as mutmut does:
-`<module>.<mangled function>__mutmut_<n>`, n counting the mutations of one function in the order the
-generator yields them. `describe` says of each which operator made it and which logger call it changes:
-where the call is in the pristine file and its exact text before and after (`Made`, a JSON record). The
-session's generator describes the mutants as mutmut makes them (`seam.each_generation`) into the workspace's
-`made/` folder, so that nothing is generated twice; `made_here` generates and describes in this process,
-for a file the generator left undescribed. `settings` makes a workspace's setup.cfg current, as mutmut's
-generator reads its settings from the current directory.
+A mutant is named as mutmut names it, `<module>.<mangled function>__mutmut_<n>` (n counting the mutations of one
+function in the order the generator yields them), and described by the operator that made it and the logger call
+it changes (`Made`). The session's generator describes the mutants as mutmut makes them (`seam.each_generation`)
+into the workspace's `made/` folder, so that nothing is generated twice; `made_here` does it in this process, for
+a file the generator left undescribed.
 """
 
 from __future__ import annotations

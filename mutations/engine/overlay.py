@@ -6,11 +6,8 @@ puts `mutants/` first on `sys.path`, which works for a project copied there whol
 out, except the site modules: those come from `mutants/` only, and a site file missing there is an ImportError,
 never the installed one. Nothing is written beside the installed sources: the session runs with
 `PYTHONDONTWRITEBYTECODE` (`BYTECODE_OFF`), so nothing compiles into a `__pycache__` of the user's.
-
-`warm_import` imports the target package early, before the site files are staged, with a `refusing` overlay:
-reaching a site module or a kernel module (which the guards stub, then block) raises `SiteReached`, which no
-`except ImportError` (nor `except Exception`) of the target takes for a missing module, and every refusal is
-remembered, so that even a bare `except:` cannot hide one.
+`warm_import` imports the target package early, before the site files are staged, refusing its site and kernel
+modules (which the guards stub, then block).
 """
 
 from __future__ import annotations
@@ -32,8 +29,8 @@ from warnonce_guard.rule.site_rule import is_kernel_module
 BYTECODE_OFF = {"PYTHONDONTWRITEBYTECODE": "1"}  # in the session's environment (and so its workers')
 
 
-class SiteReached(BaseException):  # not an Exception: no handler of the target takes it
-    """A refusing overlay was asked for a site module."""
+class SiteReached(BaseException):  # not an Exception: no `except ImportError` or `Exception` of the target takes it
+    """A refusing overlay was asked for a site or kernel module."""
 
 
 class Overlay(importlib.abc.MetaPathFinder):
@@ -48,7 +45,7 @@ class Overlay(importlib.abc.MetaPathFinder):
         self.packages = dict(packages)
         self.files = frozenset(files)
         self.refusing = refusing
-        self.refused: list[str] = []  # what a refusing overlay was asked for
+        self.refused: list[str] = []  # what a refusing overlay was asked for: even a bare `except:` cannot hide it
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None

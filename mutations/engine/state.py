@@ -2,14 +2,10 @@
 
 mutmut 3.8.1 keeps, per mutated file, `mutants/<file>` (the mutants) and `mutants/<file>.meta` (JSON: an
 exit code per mutant, and more), and `mutants/mutmut-stats.json`. It writes them in place, so a run
-killed at the wrong moment leaves a truncated file that breaks every later run. Here:
-
-- the session writes `.meta` files atomically (`atomic_meta_save`, installed in the session process);
-- once mutmut has generated every mutant, the session records a `generation.json` manifest: per site
-  file, the hash of mutmut's mutated file and the names of its mutants;
-- before a session starts, `validate` checks every site file's mutmut state against that manifest and
-  discards (deletes) what does not match, so mutmut regenerates it; `reset` clears the exit codes that
-  no finished guard record backs, so mutmut tests those mutants again.
+killed at the wrong moment leaves a truncated file that breaks every later run. So the session writes `.meta`
+files atomically and, once mutmut has generated every mutant, a `generation.json` manifest (per site file, the
+hash of mutmut's mutated file and the names of its mutants); before a session starts, `validate` discards what
+does not match it, so mutmut regenerates it, and `reset` clears the exit codes no finished guard record backs.
 """
 
 from __future__ import annotations
