@@ -50,12 +50,9 @@ def build(result: RunResult) -> ET.Element:
         failures += 1
         failure = ET.SubElement(case, "failure", type=baseline.status, message=baseline.reason)
         failure.text = baseline.detail or None
+    totals = {"tests": tests, "failures": failures, "errors": 0, "skipped": skipped}
     for element in (suites, suite):
-        element.set("tests", str(tests))
-        element.set("failures", str(failures))
-        element.set("errors", "0")
-        element.set("skipped", str(skipped))
-        element.set("time", f"{result.duration_s:.3f}")
+        element.attrib.update({name: str(count) for name, count in totals.items()}, time=f"{result.duration_s:.3f}")
     return suites
 
 
