@@ -77,8 +77,8 @@ def judge(code: int | None, session: GuardSession | None, attempts: int = 0, sit
         )
     if engine is EngineStatus.NO_TESTS:
         return Judgement(NO_TESTS, "no guard covers the mutated function")
+    failed = next((r for r in session.records if r.failed), None) if session else None
     if code not in (0, 1):
-        failed = next((r for r in session.records if r.failed), None) if session else None
         why = f"; {failed.message}" if failed else ""
         return Judgement(CRASHED, f"the guard run ended without a guard's verdict (exit code {code}, {engine}){why}")
     if session is None:
@@ -89,10 +89,8 @@ def judge(code: int | None, session: GuardSession | None, attempts: int = 0, sit
         )
     if code == 0:
         return Judgement(SURVIVED, "every guard passed with the bug put back")
-    killer = killed_by(session.records, site)
-    if killer is not None:
+    if (killer := killed_by(session.records, site)) is not None:
         return Judgement(KILLED, killer.message, killer)
-    failed = next((r for r in session.records if r.failed), None)
     why = f"{failed.kind}: {failed.message}" if failed else "no guard failed"
     return Judgement(CRASHED, f"the guards failed without a detector firing ({why})")
 
@@ -156,8 +154,7 @@ def verdicts(
     status_of_site = {b.site.id: b for b in site_baselines}
     out = []
     for mutant in named:
-        orphan = mutant.orphan_site
-        site = orphan if orphan is not None else by_id[mutant.site_id]
+        site = mutant.orphan_site or by_id[mutant.site_id]
         session = sessions.get(mutant.mutant_id)
         baseline = status_of_site.get(site.id)
         if mutant.unattributed:
