@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from warnonce_guard.mutations.records import EXPOSED, KILLED, SKIPPED, UNREACHED, MutantVerdict, RunResult
+from warnonce_guard.mutations.records import EXPOSED, KILLED, SKIPPED, UNREACHED, RunResult
 
 SUITE = "warnonce-guard mutation"
-
-
-def testcase_name(verdict: MutantVerdict) -> str:
-    return f"{verdict.operator} [{verdict.mutant_id}]"
 
 
 def build(result: RunResult) -> ET.Element:
@@ -29,7 +25,9 @@ def build(result: RunResult) -> ET.Element:
             ET.SubElement(properties, "property", name=name, value=value)
     tests = failures = skipped = 0
     for verdict in result.mutants:
-        case = ET.SubElement(suite, "testcase", classname=verdict.site.id, name=testcase_name(verdict))
+        case = ET.SubElement(
+            suite, "testcase", classname=verdict.site.id, name=f"{verdict.operator} [{verdict.mutant_id}]"
+        )
         if verdict.duration_s is not None:
             case.set("time", f"{verdict.duration_s:.3f}")
         tests += 1

@@ -17,9 +17,6 @@ from warnonce_guard.mutations.records import (
 )
 from warnonce_guard.mutations.report import provenance
 
-MUTANT_STATUSES = tuple(MutantStatus)
-SITE_STATUSES = tuple(SiteStatus)
-
 
 def cell(text: str) -> str:
     """A table cell: pipes and newlines would break the row."""
@@ -51,9 +48,9 @@ def render(result: RunResult) -> str:
     note = result.score_note
     if note:
         out += [f"> {note}", ""]
-    out += table(["Status", "Mutants"], [(s, str(result.count(s))) for s in MUTANT_STATUSES])
+    out += table(["Status", "Mutants"], [(s, str(result.count(s))) for s in MutantStatus])
     out += ["", "## Sites at baseline", ""]
-    counts = ", ".join(f"{len(result.sites_with(s))} {s}" for s in SITE_STATUSES)
+    counts = ", ".join(f"{len(result.sites_with(s))} {s}" for s in SiteStatus)
     out += [f"{len(result.baselines)} sites: {counts}.", ""]
     out += table(
         ["Site", "Line", "Status", "Detectors"],
