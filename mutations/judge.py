@@ -7,12 +7,8 @@ the guard sessions are where it comes from.
 The rule a verdict must pass (one function, `judge`): a mutant is killed or survived only when mutmut's
 exit code and a finished guard session for it were both written, and agree. Anything else (no code
 yet, an interrupted run, a session that never finished, a code the session contradicts) is NOT_RUN:
-never counted, and tested again by the next run. A worker killed from outside or past its time limit
-is crashed or timeout only once that happened `attempts.REPEATS` times in a row (the session's ledger,
-`mutations.engine.attempts`); before that it is NOT_RUN too.
-
-killed-by is one fixed rule, whatever order the guards ran in: the guard of the mutant's own site when
-its detectors fired, else the first guard by node id whose detectors fired.
+never counted, and tested again by the next run; so is a worker killed from outside or past its time limit
+until `mutations.engine.attempts` says the attempts make a verdict.
 """
 
 from __future__ import annotations
@@ -96,7 +92,8 @@ def judge(code: int | None, session: GuardSession | None, attempts: int = 0, sit
 
 
 def killed_by(records: Iterable[GuardRecord], site: str | None) -> GuardRecord | None:
-    """The killer: the guard of the mutant's own site if its detectors fired, else the first by node id that fired."""
+    """The killer, whatever order the guards ran in: the guard of the mutant's own site if its detectors fired, else
+    the first by node id that fired."""
     leaks = sorted((r for r in records if r.kind is RecordKind.LEAK), key=lambda r: (r.site != site, r.test))
     return leaks[0] if leaks else None
 
