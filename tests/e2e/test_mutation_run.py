@@ -179,6 +179,7 @@ def test_a_crash_inside_the_session_is_its_own_exit_code_not_mutmuts_clean_guard
     ws.mkdir()
     (ws / "packages.json").write_text(json.dumps({"vllm": str(tmp_path / "tree" / "vllm")}))
     (ws / "generation.json").write_text(json.dumps({"run": "run1", "files": {}}))
+    (ws / "sites.json").write_text("[]")  # staged, as packages.json: the session tells the guards its sites first
     done = subprocess.run(
         [sys.executable, "-c", CRASHING_SESSION, str(ws), "run1"],
         input="[]\n",  # go
