@@ -40,11 +40,7 @@ class Generated:
 
 def _function_key(function: cst.FunctionDef, module: cst.Module) -> tuple[str | None, str]:
     for stmt in module.body:
-        if (
-            isinstance(stmt, cst.ClassDef)
-            and isinstance(stmt.body, cst.IndentedBlock)
-            and any(child is function for child in stmt.body.body)
-        ):
+        if isinstance(stmt, cst.ClassDef) and any(child is function for child in stmt.body.body):
             return stmt.name.value, function.name.value
     return None, function.name.value
 
