@@ -135,11 +135,9 @@ def baseline_mutant(baseline: SiteBaseline) -> dict[str, Any]:
 
 def guard_files(result: RunResult) -> dict[str, dict[str, Any]]:
     """Every guard the run names, grouped by the file part of its pytest node id."""
-    ids = {b.guard for b in result.baselines}
+    ids: set[str | None] = {b.guard for b in result.baselines}  # "" and None (no guard, no killer) are dropped
     for verdict in result.mutants:
-        ids.update(verdict.covered_by)
-        if verdict.killed_by:
-            ids.add(verdict.killed_by)
+        ids.update(verdict.covered_by, [verdict.killed_by])
     grouped: dict[str, list[dict[str, str]]] = {}
     for node_id in sorted(i for i in ids if i):
         file, sep, name = node_id.partition("::")
