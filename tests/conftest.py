@@ -17,6 +17,8 @@ tests/mutations/conftest.py's `ws`.
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,6 +52,27 @@ def _current_directory_kept() -> Iterator[None]:
     before = os.getcwd()
     yield
     assert os.getcwd() == before, f"the test left the current directory at {os.getcwd()}"
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _signal_state() -> tuple[object, ...]:
+    """The stop signals' handlers and whether the main thread holds them: what a Ctrl-C test relies on."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    return tuple((sig.name, signal.getsignal(sig), sig in held) for sig in STOP_SIGNALS)
+
+
+@pytest.fixture(autouse=True)
+def _stop_signals_kept() -> Iterator[None]:
+    """Every test leaves SIGINT and SIGTERM as it found them (handlers, and not held): a later test's Ctrl-C
+    must raise KeyboardInterrupt where it lands, not be held or answered by a handler an earlier test left."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = _signal_state()
+    yield
+    assert _signal_state() == before, f"the test left the stop signals changed: {before} -> {_signal_state()}"
 
 
 @pytest.fixture
