@@ -212,9 +212,6 @@ KINDS: tuple[Kind, ...] = (
 )
 OTHER = KINDS[-1]
 
-# What an example may name: the modules its expression uses.
-EXAMPLE_NAMESPACE = ("collections", "enum", "functools", "http", "inspect", "logging", "os", "re", "sys", "types")
-
 
 def classify(value: object) -> Kind:
     """The first kind of KINDS that `value` matches; an object whose inspection fails is `any other object`."""
