@@ -150,9 +150,7 @@ def checked(once: OnceCall) -> Iterator[tuple[str, ast.expr | ast.keyword, str |
             yield f"{kw.arg}={text}", kw.value, None, MESSAGE_FIX
 
 
-def call_findings(
-    once: OnceCall, file: str, qualname: str, live: frozenset[str], suppressed: str | None
-) -> Iterator[Finding]:
+def call_findings(once: OnceCall, file: str, qualname: str, live: frozenset[str]) -> Iterator[Finding]:
     """A finding for each argument of the call that is not provably primitive, `live` naming the live exceptions."""
     for text, value, raises, fix in checked(once):
         kind = raises or (argument_kind(value, live) if isinstance(value, ast.expr) else None)
@@ -168,7 +166,6 @@ def call_findings(
                 column=span.column,
                 end_line=span.end_line,
                 end_column=span.end_column,
-                suppressed=suppressed,
                 call=once.shown,
                 fix=fix if BY_KIND[kind].fixable else None,
             )

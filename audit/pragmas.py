@@ -102,8 +102,6 @@ class Pragmas:
     ) -> list[Finding]:
         """The findings of one call (on lines `first` to `last`, its string literals at `strings`), each with the
         reason of the first pragma that accepts it."""
-        if not any("#" in self.lines[n - 1] for n in range(first, last + 1)):
-            return list(findings)
         ours = [p for n in range(first, last + 1) for p in self._on(n, strings, qualname) if p.ours]
         out = []
         for finding in findings:

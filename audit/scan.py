@@ -158,7 +158,7 @@ class _Scanner:
 
     def record(self, once: OnceCall, names: tuple[str, ...], live: frozenset[str]) -> None:
         qualname, call = ".".join(names) or "<module>", once.node
-        found = list(call_findings(once, self.file, qualname, live, None))
+        found = list(call_findings(once, self.file, qualname, live))
         first, last = call.lineno, call.end_lineno or call.lineno
         if found and any("#" in self.lines[n - 1] for n in range(first, last + 1)):
             found = self.pragmas.accept(found, first, last, _strings(call), qualname)
