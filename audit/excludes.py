@@ -14,43 +14,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from warnonce_guard.audit.gitignore import translate
+
 # ruff's default `exclude`, and `build` (the brief's list; ruff 0.17 no longer has it).
 DEFAULT_EXCLUDES = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
     ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode",
     "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules", "site-packages", "venv",
 )  # fmt: skip
-
-
-def glob_regex(pattern: str) -> str:
-    """A glob as a regex for a whole path (`*` matching across `/`, as ruff's globs do)."""
-    out, i = [], 0
-    while i < len(pattern):
-        char = pattern[i]
-        if pattern.startswith("**/", i) and (i == 0 or pattern[i - 1] == "/"):
-            out.append("(?:.*/)?")
-            i += 3
-        elif char == "*":
-            while i < len(pattern) and pattern[i] == "*":
-                i += 1
-            out.append(".*")
-        elif char == "?":
-            out.append(".")
-            i += 1
-        elif char == "[" and (end := pattern.find("]", i + 2)) > 0:
-            body = pattern[i + 1 : end]
-            out.append("[^" + re.escape(body[1:]) + "]" if body[0] == "!" else "[" + re.escape(body) + "]")
-            i = end + 1
-        elif char == "{" and (end := pattern.find("}", i)) > 0:
-            out.append("(?:" + "|".join(map(re.escape, pattern[i + 1 : end].split(","))) + ")")
-            i = end + 1
-        elif char == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-        else:
-            out.append(re.escape(char))
-            i += 1
-    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -66,7 +37,7 @@ class Excludes:
         patterns = tuple(patterns)
         prefix = base.as_posix().rstrip("/")
         absolute = (p if p.startswith("/") else f"{prefix}/{p}" for p in patterns)
-        return cls(tuple(map(glob_regex, patterns)), tuple(map(glob_regex, absolute)))
+        return cls(tuple(translate(p, slash=True) for p in patterns), tuple(translate(p, slash=True) for p in absolute))
 
     def __add__(self, other: Excludes) -> Excludes:
         return Excludes(self.names + other.names, self.paths + other.paths)

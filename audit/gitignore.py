@@ -38,12 +38,22 @@ def _class(pattern: str, start: int) -> tuple[str, int] | None:
     body = pattern[start + 1 : end]
     negate = body[:1] in ("!", "^")
     body = body[1:] if negate else body
-    escaped = body.replace("\\", "\\\\").replace("[", "\\[")
-    return f"[{'^' if negate else ''}{escaped}]", end + 1
+    chars, i = [], 0  # each character stands for itself, but a range `a-z` (a reversed one is its first, as in git)
+    while i < len(body):
+        if i + 2 < len(body) and body[i + 1] == "-":
+            low, high = re.escape(body[i]), re.escape(body[i + 2])
+            chars.append(f"{low}-{high}" if body[i] <= body[i + 2] else low)
+            i += 3
+        else:
+            chars.append(re.escape(body[i]))
+            i += 1
+    return f"[{'^' if negate else ''}{''.join(chars)}]", end + 1
 
 
-def translate(pattern: str) -> str:
-    """A gitignore glob (without its `!`, leading or trailing slash) as a regex for the relative path."""
+def translate(pattern: str, slash: bool = False) -> str:
+    """A glob as a regex for a whole path: gitignore's (without its `!`, leading or trailing slash), or with `slash`
+    ruff's (globset without `literal_separator`: `*` and `?` match `/` too, and `{a,b}` is either)."""
+    star, one = (".*", ".") if slash else ("[^/]*", "[^/]")
     out, i = [], 0
     while i < len(pattern):
         char = pattern[i]
@@ -59,14 +69,17 @@ def translate(pattern: str) -> str:
         if char == "*":
             while i < len(pattern) and pattern[i] == "*":
                 i += 1
-            out.append("[^/]*")
+            out.append(star)
             continue
         if char == "?":
-            out.append("[^/]")
+            out.append(one)
         elif char == "[" and (found := _class(pattern, i)) is not None:
             out.append(found[0])
             i = found[1]
             continue
+        elif slash and char == "{" and (end := pattern.find("}", i)) > 0:
+            out.append("(?:" + "|".join(map(re.escape, pattern[i + 1 : end].split(","))) + ")")
+            i = end
         elif char == "\\" and i + 1 < len(pattern):
             i += 1
             out.append(re.escape(pattern[i]))

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from warnonce_guard.audit.excludes import Excludes
 from warnonce_guard.audit.gitignore import GitIgnores, decision, parse
 
 # (patterns of one .gitignore at the top, path, is a folder, ignored?) from gitignore(5)'s PATTERN FORMAT and NOTES.
@@ -154,3 +155,23 @@ def test_git_agrees(tmp_path: Path) -> None:
         ["git", "check-ignore", "--stdin"], cwd=tmp_path, input="\n".join(EXPECTED), capture_output=True, text=True
     ).stdout.split()
     assert {path: path in listed for path in EXPECTED} == EXPECTED
+
+
+BRACKETS = ["[a-c].txt", "x[z-ab]", "[!a-y]z", "[--0]q", "[]a]r", "s[a-]"]
+BRACKETED = ["b.txt", "d.txt", "xa", "xb", "xz", "zz", "az", "-q", ".q", "0q", "]r", "ar", "s-", "sa", "sb"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_bracket_expressions_match_as_in_git_a_reversed_range_included(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / ".gitignore").write_text("\n".join(BRACKETS) + "\n")
+    listed = subprocess.run(
+        ["git", "check-ignore", "--stdin"], cwd=tmp_path, input="\n".join(BRACKETED), capture_output=True, text=True
+    ).stdout.split()
+    ours = [path for path in BRACKETED if decision(parse("\n".join(BRACKETS)), path, False)]
+    assert ours == listed and "xz" in ours and "xa" not in ours
+
+
+def test_an_exclude_s_bracket_range_is_a_range_as_in_ruff() -> None:
+    excludes = Excludes.of(["[a-c].py"], Path("/p"))
+    assert excludes.excluded("/p/b.py", "b.py") and not excludes.excluded("/p/-.py", "-.py")
