@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,8 +87,10 @@ def git_root(start: Path) -> Path | None:
     return next((folder for folder in (start, *start.parents) if os.path.exists(folder / ".git")), None)
 
 
-def find(start: Path, cwd: Path) -> Config:
-    """The settings for a run whose first path is `start` (a folder, or a file's folder), and its project root."""
+def find(paths: Sequence[Path | str], cwd: Path) -> Config:
+    """The settings for a run of `paths`, found as said above, and its project root."""
+    first = Path(os.path.abspath(cwd / paths[0])) if paths else cwd
+    start = first if os.path.isdir(first) else first.parent
     for folder in (start, *start.parents):
         file = folder / "pyproject.toml"
         if os.path.isfile(file):

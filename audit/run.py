@@ -89,11 +89,8 @@ class Request:
         if self.strict and self.select is not None:
             raise UsageError("audit: give --strict or --select, not both (--strict is --select ALL)")
         select = (ALL,) if self.strict else self.select
-        return Layer("the command line", _tuple(select), tuple(self.extend_select), tuple(self.ignore))
-
-
-def _tuple(values: Sequence[str] | None) -> tuple[str, ...] | None:
-    return None if values is None else tuple(values)
+        select = None if select is None else tuple(select)
+        return Layer("the command line", select, tuple(self.extend_select), tuple(self.ignore))
 
 
 @dataclass(frozen=True)
@@ -103,14 +100,6 @@ class Output:
     text: str  # for stdout
     exit_code: ExitCode
     note: str | None = None  # one line for stderr
-
-
-def find_config(paths: Sequence[Path | str], cwd: Path) -> Config:
-    """The settings for a run: from the folder of the first path given (or the current directory) upwards."""
-    if not paths:
-        return find(cwd, cwd)
-    first = Path(os.path.abspath(cwd / paths[0]))
-    return find(first if os.path.isdir(first) else first.parent, cwd)
 
 
 def walk_for(request: Request, config: Config, cwd: Path) -> Walk:
@@ -136,7 +125,7 @@ def run(request: Request) -> Output:
     if request.fix and not request.diff and not (request.paths or request.vllm_src):
         raise UsageError("audit --fix rewrites files: give PATHs or --vllm-src of a checkout, not the installed vLLM")
     cwd = Path.cwd()
-    config = find_config(request.paths, cwd)
+    config = find(request.paths, cwd)
     codes = resolve([config.layer(), request.layer()])
     if fixing:
         from warnonce_guard.audit import codemod  # libcst, the mutation extra: a missing one is said before any work

@@ -12,11 +12,12 @@ import jsonschema
 import layout
 import pytest
 from warnonce_guard.audit.baseline import compare
+from warnonce_guard.audit.config import find
 from warnonce_guard.audit.findings import AuditResult
 from warnonce_guard.audit.formats import AuditReport, github, sarif, text
 from warnonce_guard.audit.paths import python_files
 from warnonce_guard.audit.rules import BY_KIND, RULES
-from warnonce_guard.audit.run import Request, audit_files, find_config, walk_for
+from warnonce_guard.audit.run import Request, audit_files, walk_for
 from warnonce_guard.audit.selection import DEFAULT, EVERY
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import NoPythonFiles
@@ -41,7 +42,7 @@ def audit_paths(paths: list[Path]) -> AuditResult:
     """Every finding in the files and package directories given, with the settings of the nearest configuration:
     `warnonce-guard audit PATH ...`'s scan."""
     cwd = Path.cwd()
-    return audit_files(python_files(paths, walk_for(Request(tuple(map(str, paths))), find_config(paths, cwd), cwd)))
+    return audit_files(python_files(paths, walk_for(Request(tuple(map(str, paths))), find(paths, cwd), cwd)))
 
 
 @pytest.fixture

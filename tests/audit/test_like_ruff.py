@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from warnonce_guard.audit.config import find
 from warnonce_guard.audit.paths import python_files
-from warnonce_guard.audit.run import Request, find_config, walk_for
+from warnonce_guard.audit.run import Request, walk_for
 from warnonce_guard.cli.main import main
 
 RUFF = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
@@ -75,7 +76,7 @@ def ruff_files(cwd: Path, root: Path, *paths: str) -> list[str]:
 
 def audit_files(cwd: Path, *paths: str) -> list[str]:
     """The files the audit reads for `paths` run in `cwd`, keyed relative to the project root."""
-    config = find_config(list(paths), cwd)
+    config = find(list(paths), cwd)
     return [key for _, key in python_files(map(Path, paths), walk_for(Request(paths), config, cwd)).files]
 
 

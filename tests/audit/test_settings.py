@@ -67,7 +67,7 @@ def test_the_nearest_pyproject_with_the_table_is_read_and_its_folder_is_the_root
     write(tmp_path / "pyproject.toml", '[tool.warnonce-guard]\nselect = ["WOG002"]\n')
     write(tmp_path / "pkg" / "pyproject.toml", "[tool.ruff]\n")  # no table of ours: passed over, as ruff does
     (tmp_path / "pkg" / "sub").mkdir()
-    config = find(tmp_path / "pkg" / "sub", tmp_path / "pkg")
+    config = find([tmp_path / "pkg" / "sub"], tmp_path / "pkg")
     assert (config.file, config.root, config.lists) == (tmp_path / "pyproject.toml", tmp_path, {"select": ("WOG002",)})
 
 
@@ -75,8 +75,8 @@ def test_without_a_configuration_the_root_is_the_git_work_tree_else_the_current_
     (tmp_path / "repo" / ".git").mkdir(parents=True)
     (tmp_path / "repo" / "pkg").mkdir()
     (tmp_path / "loose").mkdir()
-    assert find(tmp_path / "repo" / "pkg", tmp_path).root == tmp_path / "repo"
-    assert find(tmp_path / "loose", tmp_path / "loose").root == tmp_path / "loose"
+    assert find([tmp_path / "repo" / "pkg"], tmp_path).root == tmp_path / "repo"
+    assert find([tmp_path / "loose"], tmp_path / "loose").root == tmp_path / "loose"
 
 
 @pytest.mark.parametrize(
