@@ -142,16 +142,6 @@ def _spaces(segment: str) -> str:
     return "\n".join(" " * len(line.encode()) for line in segment.split("\n"))
 
 
-def _closing_bracket(masked: str, opening: int) -> int | None:
-    depth = 0
-    for at in range(opening, len(masked)):
-        depth += masked[at] in "([{"
-        depth -= masked[at] in ")]}"
-        if depth == 0:
-            return at
-    return None
-
-
 def _expression(code: str) -> bool:
     """Whether a replacement field's code is an expression (once its own newer syntax is rewritten)."""
     code = code.rstrip()
@@ -183,7 +173,7 @@ def downgraded(text: str) -> tuple[str, list[tuple[int, int]]] | None:
             replacements.append((span.start, span.end, _shaped_string(text[span.start : span.end])))
     flat = "".join(masked)
     for found in _TYPE_PARAMETERS.finditer(flat):
-        close = _closing_bracket(flat, found.end())
+        close = lexer.code(found.end() + 1, ")]}")  # the bracket closing the `[` found
         if close is not None and "\n" not in flat[found.end() : close]:
             replacements.append((found.end(), close + 1, _spaces(text[found.end() : close + 1])))
     for found in _TYPE_ALIAS.finditer(flat):
