@@ -89,6 +89,14 @@ def rendered(args: tuple[object, ...]) -> str:
 _FRAMES_ADDED = 2  # the wrapper's frame and the stand-in's, between the printer and vLLM's `*_once` method
 
 
+def _forwarding(level: str) -> Callable[..., None]:
+    def log(self: _Located, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
+        getattr(self._logger, level)(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
+
+    log.__name__ = log.__qualname__ = level
+    return log
+
+
 class _Located:
     """Stands in for a logger inside the printer: its records keep the location the printer meant.
 
@@ -98,17 +106,7 @@ class _Located:
     def __init__(self, logger: Any) -> None:
         self._logger = logger
 
-    def debug(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
-        self._logger.debug(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
-
-    def info(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
-        self._logger.info(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
-
-    def warning(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
-        self._logger.warning(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
-
-    def error(self, msg: object, *args: object, stacklevel: int = 1, **kwargs: Any) -> None:
-        self._logger.error(msg, *args, stacklevel=stacklevel + _FRAMES_ADDED, **kwargs)
+    debug, info, warning, error = map(_forwarding, ("debug", "info", "warning", "error"))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._logger, name)
