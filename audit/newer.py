@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 _PREFIXES = frozenset({"", "r", "u", "b", "br", "rb", "f", "fr", "rf", "t", "tr", "rt"})
+_PREFIX = re.compile(r"(?<!\w)[a-zA-Z]{1,2}\Z")  # letters just before a quote, not ending a longer name
 _TYPE_PARAMETERS = re.compile(r"(?<![\w.])(?:def|class)[ \t]+[^\W\d]\w*[ \t]*(?=\[)")
 _TYPE_ALIAS = re.compile(r"^[ \t]*(type[ \t]+([^\W\d]\w*)[ \t]*)(?=[\[=])", re.MULTILINE)
 
@@ -40,16 +41,9 @@ class _Lexer:
 
     def prefix(self, quote: int) -> tuple[int, str]:
         """Where the string that opens at `quote` starts, and its prefix (lower case)."""
-        start = quote
-        while start > 0 and quote - start < 2 and self.text[start - 1].isalpha():
-            start -= 1
-        while start < quote:
-            before = self.text[start - 1] if start else ""
-            word = self.text[start:quote].lower()
-            if word in _PREFIXES and not (before.isalnum() or before == "_"):
-                return start, word
-            start += 1
-        return quote, ""
+        found = _PREFIX.search(self.text, max(quote - 2, 0), quote)
+        word = found.group().lower() if found else ""
+        return (quote - len(word), word) if word in _PREFIXES else (quote, "")
 
     def string(self, quote: int, prefix: str) -> int | None:
         """The index after the string whose quote is at `quote`; None if it does not end."""
