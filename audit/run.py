@@ -25,7 +25,7 @@ from warnonce_guard.audit.findings import AuditResult, Finding, numbered, unchec
 from warnonce_guard.audit.formats import WRITERS, AuditReport
 from warnonce_guard.audit.paths import FileSet, Walk, python_files, tree_files
 from warnonce_guard.audit.scan import PREFILTER, findings_in_source
-from warnonce_guard.audit.selection import ALL, Layer, exit_code, failing, resolve
+from warnonce_guard.audit.selection import ALL, Layer, failing, resolve
 from warnonce_guard.common.errors import ExitCode, UsageError
 from warnonce_guard.common.files import write_atomic
 from warnonce_guard.rule import target as targets
@@ -160,8 +160,8 @@ def run(request: Request) -> Output:
         write_baseline(request.write_baseline, result.findings, described)
         note = f"wrote {len(result.findings)} accepted finding(s) to {request.write_baseline}"
     report = AuditReport(result, comparison, described, codes, baseline=bool(request.baseline), shown=files.shown)
-    failed = exit_code(comparison, codes)
-    code = ExitCode.OK if request.write_baseline or request.exit_zero else failed
+    failed = bool(failing(comparison, codes)) and not (request.write_baseline or request.exit_zero)
+    code = ExitCode.CHECK_FAILED if failed else ExitCode.OK
     return Output(WRITERS[request.format](report), code, note)
 
 

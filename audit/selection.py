@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from warnonce_guard.audit.baseline import Comparison
 from warnonce_guard.audit.findings import Finding
 from warnonce_guard.audit.rules import BY_CODE, RULES, Rule
-from warnonce_guard.common.errors import ExitCode, UsageError
+from warnonce_guard.common.errors import UsageError
 
 ALL = "ALL"
 # The default selection: the errors (a live exception, a call that raises, a file not checked, a pragma gone wrong).
@@ -73,8 +73,3 @@ def selected(codes: frozenset[str] = DEFAULT) -> tuple[Rule, ...]:
 def failing(comparison: Comparison, codes: frozenset[str] = DEFAULT) -> tuple[Finding, ...]:
     """The findings that fail the audit (and are shown): new findings of a selected rule."""
     return tuple(f for f in comparison.new if f.code in codes)
-
-
-def exit_code(comparison: Comparison, codes: frozenset[str] = DEFAULT) -> ExitCode:
-    """CHECK_FAILED when a finding of a selected rule is not accepted by the baseline."""
-    return ExitCode.CHECK_FAILED if failing(comparison, codes) else ExitCode.OK
