@@ -63,17 +63,10 @@ def load_baseline(path: str | Path, rebase: Callable[[str], str] | None = None) 
     return keys
 
 
-def baseline_document(findings: Iterable[Finding], target: str) -> dict[str, object]:
-    return {
-        "version": BASELINE_VERSION,
-        "target": target,
-        "findings": [f.to_json() for f in sorted(findings, key=lambda f: f.key)],
-    }
-
-
 def write_baseline(path: str | Path, findings: Iterable[Finding], target: str) -> None:
     """Accept every finding: write them all (keys sorted, so the file diffs well)."""
-    text = json.dumps(baseline_document(findings, target), indent=2) + "\n"
+    entries = [f.to_json() for f in sorted(findings, key=lambda f: f.key)]
+    text = json.dumps({"version": BASELINE_VERSION, "target": target, "findings": entries}, indent=2) + "\n"
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as err:

@@ -52,14 +52,11 @@ _SENT = "warnonce_strict"  # the report attribute, and the key in an xdist worke
 
 
 class _ExecThenPatch:
-    """Loader wrapper: runs the real loader, then calls `after(module)`; everything else is delegated."""
+    """Loader wrapper: runs the real loader, then calls `after(module)`; all else (create_module too) is delegated."""
 
     def __init__(self, inner: object, after: Callable[[ModuleType], None]):
         self._inner = inner
         self._after = after
-
-    def create_module(self, spec: object) -> ModuleType | None:
-        return self._inner.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
         self._inner.exec_module(module)
