@@ -27,14 +27,13 @@ Range = tuple[int, int, int, int]  # libcst's: lines 1-based, columns 0-based in
 
 @dataclass(frozen=True)
 class Change:
-    """One file's fixes: its text before and after, and which findings were fixed or had to be left."""
+    """One file's fixes: its text before and after, and the findings fixed."""
 
     path: Path
     shown: str
     before: str
     after: str
     fixed: tuple[Finding, ...]
-    left: tuple[Finding, ...]
 
     def diff(self) -> str:
         """A unified diff of the change (`--- a/path`, `+++ b/path`), as git and ruff show one."""
@@ -54,10 +53,6 @@ def _range(span: Span, lines: Sequence[str]) -> Range:
         return len(lines[line - 1].encode()[: byte_column - 1].decode(errors="replace"))
 
     return span.line, column(span.line, span.column), span.end_line, column(span.end_line, span.end_column)
-
-
-def _finding_span(finding: Finding) -> Span:
-    return Span(finding.line, finding.column, finding.end_line, finding.end_column)
 
 
 class _Nodes(cst.CSTVisitor):
@@ -98,17 +93,17 @@ class _Replace(cst.CSTTransformer):
         return updated
 
 
-def fix_source(source: str, findings: Iterable[Finding]) -> tuple[str, list[Finding], list[Finding]]:
-    """The source with every finding's fix applied: (new source, findings fixed, findings left as they were)."""
+def fix_source(source: str, findings: Iterable[Finding]) -> tuple[str, list[Finding]]:
+    """The source with every finding's fix applied, and the findings fixed (the others are left as they were)."""
     findings = [f for f in findings if f.fix is not None]
     if not findings:
-        return source, [], []
+        return source, []
     try:
         wrapper = MetadataWrapper(cst.parse_module(source))
     except cst.ParserSyntaxError:
-        return source, [], findings
+        return source, []
     lines = _LINES.split(source)
-    arguments = {id(f): _range(_finding_span(f), lines) for f in findings}
+    arguments = {id(f): _range(Span(f.line, f.column, f.end_line, f.end_column), lines) for f in findings}
     messages_at = {id(f): _range(f.fix.message, lines) for f in findings if f.fix and f.fix.message}
     visitor = _Nodes({*arguments.values(), *messages_at.values()})
     wrapper.visit(visitor)
@@ -116,28 +111,24 @@ def fix_source(source: str, findings: Iterable[Finding]) -> tuple[str, list[Find
 
     messages: dict[int, cst.BaseExpression] = {}  # by the original message's id: the message as retargeted so far
     wraps: dict[int, str] = {}
-    fixed, left = [], []
+    fixed = []
     for finding in findings:
         fix = finding.fix
         assert fix is not None
         argument = nodes.get(arguments[id(finding)])
         message = nodes.get(messages_at[id(finding)]) if id(finding) in messages_at else None
         if argument is None or (fix.message is not None and message is None):
-            left.append(finding)
             continue
         if fix.conversion is not None:
             assert message is not None
             current = messages.get(id(message), message)
             retargeted = retarget_placeholder(current, fix.index, fix.conversion, "s")
             if retargeted is None:
-                left.append(finding)
                 continue
             messages[id(message)] = retargeted
         wraps[id(argument)] = fix.wrapper
         fixed.append(finding)
-    if not fixed:
-        return source, [], left
-    return wrapper.module.visit(_Replace(messages, wraps)).code, fixed, left
+    return (wrapper.module.visit(_Replace(messages, wraps)).code if fixed else source), fixed
 
 
 def changes(
@@ -145,7 +136,7 @@ def changes(
 ) -> list[Change]:
     """The change each file (path, key path) with a fixable finding gets, named as `shown` shows its key.
 
-    A file that is not UTF-8 is not rewritten: its findings are left.
+    A file that is not UTF-8 is not rewritten.
     """
     by_file: dict[str, list[Finding]] = {}
     for finding in findings:
@@ -159,8 +150,7 @@ def changes(
         try:
             before = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError:
-            found.append(Change(path, name, "", "", (), tuple(by_file[key])))
             continue
-        after, fixed, left = fix_source(before, by_file[key])
-        found.append(Change(path, name, before, after, tuple(fixed), tuple(left)))
+        after, fixed = fix_source(before, by_file[key])
+        found.append(Change(path, name, before, after, tuple(fixed)))
     return found
