@@ -112,11 +112,12 @@ class _Located:
         return getattr(self._logger, name)
 
 
-def _violation(method: str, position: str, value: object) -> Violation | None:
+def _refused(method: str, position: str, value: object, record: Callable[[Violation], None]) -> bool:
+    """Whether the contract refuses the value; a refusal is recorded."""
     refusal = offence(value)
-    if refusal is None:
-        return None
-    return Violation(method, *_call_site(), position, refusal.what, refusal.kind.why)
+    if refusal is not None:
+        record(Violation(method, *_call_site(), position, refusal.what, refusal.kind.why))
+    return refusal is not None
 
 
 def wrap(original: Callable[..., object], record: Callable[[Violation], None]) -> Callable[..., object]:
@@ -133,19 +134,14 @@ def wrap(original: Callable[..., object], record: Callable[[Violation], None]) -
     def checked(target: Callable[..., object]) -> Callable[..., object]:
         @functools.wraps(target)
         def strict_once(logger: object, *args: object, **kwargs: object) -> object:
-            refused = False
-            for index, value in enumerate(args):
-                position = "1 (msg)" if index == 0 else f"{index + 1} (args[{index - 1}])"
-                violation = _violation(method, position, value)
-                if violation is not None:
-                    record(violation)
-                    refused = True
+            refused = [
+                _refused(method, f"{index + 1} (args[{index - 1}])" if index else "1 (msg)", value, record)
+                for index, value in enumerate(args)
+            ]
             for name, value in kwargs.items():
-                violation = _violation(method, repr(name), value)
-                if violation is not None:
-                    record(violation)
+                if _refused(method, repr(name), value, record):
                     kwargs[name] = _safe_repr(value)
-            if refused:  # cache the message logging would have shown, not the objects
+            if any(refused):  # cache the message logging would have shown, not the objects
                 return target(located(logger), rendered(args), **kwargs)
             return target(located(logger), *args, **kwargs)
 
