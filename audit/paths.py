@@ -92,12 +92,10 @@ class _Walker:
         self.ignores: dict[Path, GitIgnores] = {}
 
     def gitignores(self, folder: Path) -> GitIgnores | None:
-        if not self.walk.respect_gitignore:
-            return None
-        top = git_root(folder)
-        if top is None:
-            return None
-        return self.ignores.setdefault(top, GitIgnores(top))
+        top = git_root(folder) if self.walk.respect_gitignore else None
+        if top is not None and top not in self.ignores:
+            self.ignores[top] = GitIgnores(top)  # each work tree's ignore files read once, for every folder given
+        return self.ignores[top] if top is not None else None
 
     def files(self, top: Path) -> Iterator[tuple[str, str]]:
         """(path, real path) of the `*.py` regular files under `top`, in no particular order."""
