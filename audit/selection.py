@@ -43,21 +43,15 @@ def codes_of(selector: str, origin: str) -> frozenset[str]:
     return codes
 
 
-def _specificity(selector: str) -> int:
-    return 0 if selector == ALL else len(selector)
-
-
 def resolve(layers: Iterable[Layer]) -> frozenset[str]:
     """The codes selected after every layer, starting from `DEFAULT`."""
     selected = set(DEFAULT)
     for layer in layers:
-        chosen = [*(layer.select or ()), *layer.extend_select]
+        chosen = [(s, True) for s in (*(layer.select or ()), *layer.extend_select)] + [(s, False) for s in layer.ignore]
         updates: dict[str, bool] = {}
-        for specificity in sorted({_specificity(s) for s in (*chosen, *layer.ignore)}):
-            for selector in (s for s in chosen if _specificity(s) == specificity):
-                updates.update(dict.fromkeys(codes_of(selector, layer.origin), True))
-            for selector in (s for s in layer.ignore if _specificity(s) == specificity):
-                updates.update(dict.fromkeys(codes_of(selector, layer.origin), False))
+        # The least specific (ALL) first, an ignore after the selects as specific as it: the last one applied wins.
+        for selector, on in sorted(chosen, key=lambda pair: (0 if pair[0] == ALL else len(pair[0]), not pair[1])):
+            updates.update(dict.fromkeys(codes_of(selector, layer.origin), on))
         if layer.select is not None:
             selected = set()
         selected |= {code for code, on in updates.items() if on}
