@@ -67,11 +67,6 @@ def on_line(text: str, line: int) -> Iterator[Pragma]:
         yield Pragma(line, found.start(), found.group(0).rstrip(), False, named, found.group(0).lstrip("# ").rstrip())
 
 
-def _inside(line: int, column: int, spans: Iterable[Span]) -> bool:
-    """Whether (line, column) is within one of the spans (a string literal's)."""
-    return any((first, start) <= (line, column) < (last, end) for first, start, last, end in spans)
-
-
 def _comments(source: str) -> set[tuple[int, int]] | None:
     """(line, column) of every comment's `#` (columns in characters), or None if the source does not tokenize."""
     try:
@@ -92,8 +87,8 @@ class Pragmas:
     def _on(self, line: int, strings: Sequence[Span], qualname: str) -> list[Pragma]:
         found = []
         for pragma in on_line(self.lines[line - 1], line):
-            byte_column = len(self.lines[line - 1][: pragma.column].encode())
-            if not _inside(line, byte_column, strings):
+            at = (line, len(self.lines[line - 1][: pragma.column].encode()))  # as ast counts: in bytes
+            if not any((first, start) <= at < (last, end) for first, start, last, end in strings):  # in no string
                 found.append(self.met.setdefault((line, pragma.column), replace(pragma, qualname=qualname)))
         return found
 
