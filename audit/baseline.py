@@ -35,7 +35,6 @@ class Comparison:
 
 
 def key_file(key: str) -> str:
-    """The file a key is of."""
     return key.split("::", 1)[0]
 
 

@@ -47,7 +47,6 @@ class Config:
         return f"{self.file} [tool.{SECTION}]" if self.file else "the default settings"
 
     def layer(self) -> Layer:
-        """The configured selectors."""
         lists = self.lists
         return Layer(self.origin, lists.get("select"), lists.get("extend-select", ()), lists.get("ignore", ()))
 

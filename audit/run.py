@@ -85,7 +85,6 @@ class Request:
     diff: bool = False  # print those fixes as a unified diff, change nothing
 
     def layer(self) -> Layer:
-        """The command line's selectors."""
         if self.strict and self.select is not None:
             raise UsageError("audit: give --strict or --select, not both (--strict is --select ALL)")
         select = (ALL,) if self.strict else self.select
