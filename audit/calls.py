@@ -103,8 +103,6 @@ class OnceCall:
 def once_call(call: ast.Call, aliases: Aliases) -> OnceCall | None:
     """The call as a `*_once` call (a partial of one included), else None."""
     func = call.func
-    if isinstance(func, ast.Attribute) and _once_name(func.attr):
-        return OnceCall(call, func.attr, f"{ast.unparse(func)}(...)", call.args, call.keywords, 0)
     if _is_partial(call) and (held := reference(call.args[0], aliases)) is not None:
         shown = f"{ast.unparse(func)}({ast.unparse(call.args[0])}, ...)"
         return OnceCall(call, held.level, shown, call.args[1:], call.keywords, held.bound)
