@@ -38,9 +38,8 @@ def audit_files(files: FileSet) -> AuditResult:
     read is one finding."""
     start = time.perf_counter()
     found: list[Finding] = [unchecked(folder, why) for folder, why in files.unreadable]
-    scanned = parsed = 0
+    parsed = 0
     for path, keyed in files.files:
-        scanned += 1
         try:
             data = path.read_bytes()
         except OSError as err:
@@ -54,7 +53,7 @@ def audit_files(files: FileSet) -> AuditResult:
     every = numbered(found)
     return AuditResult(
         tuple(f for f in every if f.suppressed is None),
-        scanned,
+        len(files.files),
         parsed,
         time.perf_counter() - start,
         tuple(f for f in every if f.suppressed is not None),
