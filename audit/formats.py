@@ -121,7 +121,8 @@ def _tool_version() -> str:
         return "unknown"
 
 
-def _sarif_result(f: Finding, rule_index: dict[str, int], state: str | None) -> dict[str, Any]:
+def _sarif_result(f: Finding, rule_index: dict[str, int], accepted: set[str] | None) -> dict[str, Any]:
+    """One result; with a baseline's `accepted` keys, a finding no pragma accepts says whether it is new."""
     entry: dict[str, Any] = {
         "ruleId": f.code,
         "ruleIndex": rule_index[f.code],
@@ -143,8 +144,8 @@ def _sarif_result(f: Finding, rule_index: dict[str, int], state: str | None) -> 
         "partialFingerprints": {"warnonceKey/v1": f.key},
         "properties": {"qualname": f.qualname, "argument": f.argument, "kind": f.kind},
     }
-    if state is not None:
-        entry["baselineState"] = state
+    if accepted is not None and f.suppressed is None:
+        entry["baselineState"] = "unchanged" if f.key in accepted else "new"
     if f.suppressed is not None:
         entry["suppressions"] = [{"kind": "inSource", "justification": f.suppressed}]
     return entry
@@ -159,13 +160,9 @@ def sarif(report: AuditReport) -> str:
     """
     rules = selected(report.codes)
     rule_index = {rule.code: i for i, rule in enumerate(rules)}
-    accepted = {f.key for f in report.comparison.accepted}
-    results = []
-    for f in report.result.findings:
-        if f.code in rule_index:
-            state = ("unchanged" if f.key in accepted else "new") if report.baseline else None
-            results.append(_sarif_result(f, rule_index, state))
-    results += [_sarif_result(f, rule_index, None) for f in report.result.suppressed if f.code in rule_index]
+    accepted = {f.key for f in report.comparison.accepted} if report.baseline else None
+    every = (*report.result.findings, *report.result.suppressed)
+    results = [_sarif_result(f, rule_index, accepted) for f in every if f.code in rule_index]
     descriptors = [
         {
             "id": rule.code,
