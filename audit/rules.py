@@ -39,8 +39,7 @@ class Rule:
 
     def render(self, call: str, argument: str, formatted: str) -> str:
         """A finding's one line: the message, then the fix."""
-        fields = {"call": call, "argument": argument, "kind": self.kind, "formatted": formatted}
-        return f"{self.message}; {self.fix}".format(**fields)
+        return f"{self.message}; {self.fix}".format(call=call, argument=argument, kind=self.kind, formatted=formatted)
 
     @property
     def anchor(self) -> str:
