@@ -38,10 +38,6 @@ _REFERENCED = re.compile(r"_once\b(?!\s*\()")
 DEEPER = 20
 
 
-def _stored_names(target: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-
-
 class _Scanner:
     """Walks statements in order, tracking which names hold a live exception, and records findings."""
 
@@ -134,7 +130,7 @@ class _Scanner:
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             pairs = [(ast.Name((a.asname or a.name).split(".")[0]), None) for a in stmt.names]
         for target, value in pairs:
-            bound = _stored_names(target)
+            bound = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
             if value is not None and (live or self.mentions_sys) and carries(value, live):
                 live |= bound
             elif not isinstance(stmt, ast.AugAssign):
