@@ -30,8 +30,6 @@ from warnonce_guard.common.errors import ExitCode, UsageError
 from warnonce_guard.common.files import write_atomic
 from warnonce_guard.rule import target as targets
 
-_PREFILTER = PREFILTER.encode()  # a file's bytes hold it, or it has no call to read
-
 
 def audit_files(files: FileSet) -> AuditResult:
     """Every finding in the files given: all are read, those with `_once(` parsed; a folder or file that cannot be
@@ -45,11 +43,9 @@ def audit_files(files: FileSet) -> AuditResult:
         except OSError as err:
             found.append(unchecked(keyed, f"cannot read it ({err.strerror or err})"))
             continue
-        if _PREFILTER in data:
-            parsed += 1
-        elif b"warnonce:" not in data and b"WOG" not in data:
-            continue
-        found.extend(findings_in_source(data.decode("utf-8", errors="replace"), keyed))
+        source = data.decode("utf-8", errors="replace")
+        parsed += PREFILTER in source  # findings_in_source parses only these
+        found.extend(findings_in_source(source, keyed))
     every = numbered(found)
     return AuditResult(
         tuple(f for f in every if f.suppressed is None),
