@@ -43,16 +43,15 @@ class Excludes:
         return Excludes(self.names + other.names, self.paths + other.paths)
 
     @cached_property
-    def _compiled(self) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
-        def one(regexes: tuple[str, ...]) -> re.Pattern[str] | None:
-            return re.compile("|".join(f"(?:{r})" for r in regexes), re.DOTALL) if regexes else None
-
-        return one(self.names), one(self.paths)
+    def _compiled(self) -> tuple[re.Pattern[str], re.Pattern[str]]:
+        """The name regexes and the path regexes, each as one (none: one that matches nothing)."""
+        names, paths = ("|".join(f"(?:{r})" for r in regexes) or "(?!)" for regexes in (self.names, self.paths))
+        return re.compile(names, re.DOTALL), re.compile(paths, re.DOTALL)
 
     def excluded(self, path: str, name: str) -> bool:
         """Whether `path` (absolute), named `name`, is excluded by its name or by its path."""
         names, paths = self._compiled
-        return bool((names and names.fullmatch(name)) or (paths and paths.fullmatch(path)))
+        return bool(names.fullmatch(name) or paths.fullmatch(path))
 
     def excluded_with_parents(self, path: Path, root: Path) -> bool:
         """Whether `path` or a folder it is in, up to `root`, is excluded (`--force-exclude` on a path given)."""
