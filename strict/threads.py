@@ -22,7 +22,7 @@ class Origin:
 
 
 class Origins:
-    """Each thread's origin, noted when it starts; `current()` tells which test the running thread belongs to."""
+    """Each thread's origin, noted when it starts; `owner()` tells which test a thread belongs to."""
 
     def __init__(self, running: Callable[[], str | None]) -> None:
         self._running = running  # the test in progress in the thread that runs the tests (None between tests)
@@ -39,13 +39,12 @@ class Origins:
 
     def install(self) -> None:
         start = threading.Thread.start
-        origins = self
 
         @functools.wraps(start)
         def start_noting_origin(thread: threading.Thread) -> None:
-            origin = origins.owner(threading.current_thread())
+            origin = self.owner(threading.current_thread())
             if origin is not None:
-                origins._origins[thread] = origin
+                self._origins[thread] = origin
             start(thread)
 
         self._start, self._ours = start, start_noting_origin
