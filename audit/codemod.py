@@ -131,9 +131,7 @@ def fix_source(source: str, findings: Iterable[Finding]) -> tuple[str, list[Find
     return (wrapper.module.visit(_Replace(messages, wraps)).code if fixed else source), fixed
 
 
-def changes(
-    files: Iterable[tuple[Path, str]], findings: Iterable[Finding], shown: Mapping[str, str] | None = None
-) -> list[Change]:
+def changes(files: Iterable[tuple[Path, str]], findings: Iterable[Finding], shown: Mapping[str, str]) -> list[Change]:
     """The change each file (path, key path) with a fixable finding gets, named as `shown` shows its key.
 
     A file that is not UTF-8 is not rewritten.
@@ -146,7 +144,7 @@ def changes(
     for path, key in files:
         if key not in by_file:
             continue
-        name = (shown or {}).get(key, key)
+        name = shown.get(key, key)
         try:
             before = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError:
