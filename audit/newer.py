@@ -162,7 +162,7 @@ def downgraded(text: str) -> tuple[str, list[tuple[int, int]]] | None:
     masked = list(text)
     replacements: list[tuple[int, int, str]] = []
     for span in lexer.spans:
-        masked[span.start : span.end] = _spaces(text[span.start : span.end])
+        masked[span.start : span.end] = re.sub("[^\n]", " ", text[span.start : span.end])  # positions kept: characters
         if span.formatted:
             replacements.append((span.start, span.end, _shaped_string(text[span.start : span.end])))
     flat = "".join(masked)

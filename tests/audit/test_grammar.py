@@ -59,6 +59,15 @@ def test_python_3_12_syntax_is_read_with_the_positions_python_3_12_gives(monkeyp
     ]
 
 
+def test_newer_syntax_after_text_that_is_not_ascii_is_read_too() -> None:
+    # A string or comment with é before it once shifted where the rewrite looked (UTF-8 widths taken for positions).
+    assert found('# é\nx = "ééé"\n' + NEWER) == [
+        ("WOG001", 10, 69, "e"),
+        ("WOG001", 13, 13, "e"),
+        ("WOG002", 18, 32, "self"),
+    ]
+
+
 def test_an_error_outside_the_newer_syntax_is_still_the_files_finding() -> None:
     source = NEWER + "\nlogger.info_once('%s', (x\n"
     ((code, line, _, why),) = found(source)
