@@ -172,22 +172,14 @@ class StrictMode:
 
     # --- reports ---------------------------------------------------------------------------------
 
-    @staticmethod
-    def explain(lines: list[str]) -> str:
-        return "\n".join(
-            [
-                f"warnonce strict: {len(lines)} argument(s) to a *_once logger call would be kept alive "
-                "by its lru_cache:",
-                *(f"  {line}" for line in lines),
-                REMEDY,
-            ]
-        )
-
     def charge(self, report: pytest.TestReport, violations: list[Violation]) -> None:
         """Fail `report` with `violations` (or add them to its failure); they travel with it, as text."""
         lines = [violation.describe(self.root) for violation in violations]
         setattr(report, _SENT, lines)
-        text = self.explain(lines)
+        kept = (
+            f"warnonce strict: {len(lines)} argument(s) to a *_once logger call would be kept alive by its lru_cache:"
+        )
+        text = "\n".join([kept, *(f"  {line}" for line in lines), REMEDY])
         if report.failed:
             report.sections.append(("warnonce strict", text))
             return
