@@ -16,7 +16,7 @@ from pathlib import Path
 
 from warnonce_guard.audit.gitignore import translate
 
-# ruff's default `exclude`, and `build` (the brief's list; ruff 0.17 no longer has it).
+# ruff's default `exclude`, and `build` (a build's copy of the sources; ruff's list had it before 0.17).
 DEFAULT_EXCLUDES = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
     ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode",

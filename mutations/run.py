@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 from warnonce_guard.common import locks, ownership
-from warnonce_guard.common.console import RunProgress, printable
+from warnonce_guard.common.console import RunProgress, print_line, printable
 from warnonce_guard.common.errors import (
     BadRecord,
     EngineFailed,
@@ -316,8 +316,7 @@ def mutate(
             raise cannot_write(err, f"cannot write in the work directory {ws.dir}", fix) from None
         progress.say(f"report written to {paths.out}")
     print_table(result, console)
-    said = printable(f"report: {paths.out}; mutmut's log: {ws.log_file}")
-    console.print(said, markup=False, highlight=False, soft_wrap=True)
+    print_line(console, f"report: {paths.out}; mutmut's log: {ws.log_file}")
     problems = gate(result, fail_under)
     for problem in problems:
         console.print(f"[red]gate:[/] {printable(problem)}", soft_wrap=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,8 +77,11 @@ def _safe_repr(value: object) -> str:
 
 
 def rendered(args: tuple[object, ...]) -> str:
-    """`(msg, *values)` as logging renders a record's message (`LogRecord.getMessage`): `str(msg) % values`."""
+    """`(msg, *values)` as logging renders a record's message (`LogRecord.getMessage`): `str(msg) % values`,
+    a single non-empty mapping being the values (`"%(name)s", {"name": x}`), as `LogRecord` takes it."""
     msg, values = args[0] if args else "", args[1:]
+    if len(values) == 1 and isinstance(values[0], Mapping) and values[0]:
+        values = values[0]
     try:
         text = str(msg)
         return text % values if values else text

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from strict_support import EAGER, FAKE_CONFTEST, LEAK, line_of, literal
 from toy import LOGGER_SOURCE, purge, unique_package, write
-from warnonce_guard.strict.calls import Violation, wrap
+from warnonce_guard.strict.calls import Violation, rendered, wrap
 from warnonce_guard.strict.contract import offence
 
 pytest_plugins = ["pytester"]
@@ -381,6 +381,27 @@ def test_records_keep_the_callers_location_and_the_text_logging_would_have_shown
     assert (record.pathname, record.lineno, record.funcName) == (__file__, line, inspect.stack()[0].function)
     assert record.getMessage() == f"x: {value!s}, y: {value!r}"  # %s renders str(), as without strict mode
     assert len(recorded) == (2 if arg != "'text'" else 0)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("plain",),
+        ("x: %s, y: %r", ValueError("v"), ValueError("v")),
+        ("x: %(error)s, y: %(error)r", {"error": ValueError("v")}),  # one mapping: the values by name
+        ("a mapping shown whole: %s", {}),  # an empty one is a value
+        ("%s and %s", ("a", "b")),  # a tuple is one value, as logging takes it
+        ("too few %s %s", "a"),  # logging's own rendering would fail: every part stays visible
+    ],
+    ids=["no-values", "positional", "mapping", "empty-mapping", "one-tuple", "mismatch"],
+)
+def test_the_message_cached_in_place_of_refused_values_is_logging_s(args: tuple[object, ...]) -> None:
+    record = logging.LogRecord("strict", logging.WARNING, __file__, 1, args[0], args[1:], None)
+    try:
+        expected = record.getMessage()
+    except TypeError:
+        expected = " ".join(repr(part) for part in args)
+    assert rendered(args) == expected
 
 
 def test_a_refused_call_is_still_logged_once_and_keeps_nothing_alive(
