@@ -92,10 +92,11 @@ class _Walker:
         self.ignores: dict[Path, GitIgnores] = {}
 
     def gitignores(self, folder: Path) -> GitIgnores | None:
-        top = git_root(folder) if self.walk.respect_gitignore else None
-        if top is not None and top not in self.ignores:
-            self.ignores[top] = GitIgnores(top)  # each work tree's ignore files read once, for every folder given
-        return self.ignores[top] if top is not None else None
+        if not self.walk.respect_gitignore or (top := git_root(folder)) is None:
+            return None
+        if top not in self.ignores:  # each work tree's ignore files read once, for every folder given
+            self.ignores[top] = GitIgnores(top)
+        return self.ignores[top]
 
     def files(self, top: Path) -> Iterator[tuple[str, str]]:
         """(path, real path) of the `*.py` regular files under `top`, in no particular order."""

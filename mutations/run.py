@@ -142,7 +142,7 @@ def _wait(session: subprocess.Popen[bytes], watch: Watch, tick: Callable[[], obj
             watch.check()
 
 
-def _generated(ws: Workspace, run_id: str) -> bool:
+def _generation_recorded(ws: Workspace, run_id: str) -> bool:
     """Whether the session has recorded this run's generation (`generation.json`)."""
     try:
         return state.read_generation(ws)[0] == run_id
@@ -152,7 +152,7 @@ def _generated(ws: Workspace, run_id: str) -> bool:
 
 def _wait_for_generation(ws: Workspace, run_id: str, session: subprocess.Popen[bytes], watch: Watch) -> bool:
     """Until the session has recorded this run's generation (True) or ended without it (False)."""
-    while not _generated(ws, run_id):
+    while not _generation_recorded(ws, run_id):
         if session.poll() is not None:
             return False
         watch.check()
@@ -433,7 +433,7 @@ def _run(
     if session_code != 0:  # a disk or folder that refused the session (or its guards) a write: never a verdict
         _refused_the_session(ws, session_code, log_start)
     said = f": {line}" if (line := _session_said(ws, log_start)) else ""
-    if not _generated(ws, run_id):
+    if not _generation_recorded(ws, run_id):
         raise EngineFailed(
             f"the mutmut session ended (exit code {session_code}) before generating its mutants{said}; "
             f"see {ws.log_file}"
