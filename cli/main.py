@@ -218,12 +218,14 @@ def installed(field: str) -> str:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, with the exit codes after a command's help (unless it says otherwise) and a bad command line reported
-    as one line and `ExitCode.USAGE`."""
+    """argparse, with a pointer to the exit codes after a command's help, no abbreviated options (`--vllm` is never
+    taken for `--vllm-src`), and a bad command line reported as one line and `ExitCode.USAGE`."""
 
     def __init__(self, *args: Any, epilog: str | None = None, **kwargs: Any) -> None:
         formatter = argparse.RawDescriptionHelpFormatter  # the exit-code table keeps its lines
-        super().__init__(*args, epilog=epilog or EPILOG, formatter_class=formatter, **kwargs)
+        super().__init__(
+            *args, epilog=epilog or SEE_EXIT_CODES, formatter_class=formatter, allow_abbrev=False, **kwargs
+        )
 
     def error(self, message: str) -> NoReturn:
         print(f"warnonce-guard: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
@@ -260,7 +262,8 @@ def percent(text: str) -> float:
     return value
 
 
-EPILOG = "exit codes:\n" + exit_code_table()
+EXIT_CODES = "exit codes:\n" + exit_code_table()
+SEE_EXIT_CODES = "exit codes: see `warnonce-guard --help`"
 
 
 def comma_list(text: str) -> list[str]:
@@ -280,7 +283,7 @@ def _target_options(parser: argparse.ArgumentParser, platform: bool = True) -> N
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = ToolParser(prog="warnonce-guard")
+    parser = ToolParser(prog="warnonce-guard", epilog=EXIT_CODES)
     parser.add_argument("--version", action=Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
@@ -289,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     sites.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sites.set_defaults(run=cmd_sites)
 
-    passed_on = f"Other arguments are passed on to pytest.\n\n{EPILOG}"
+    passed_on = f"Other arguments are passed on to pytest.\n\n{SEE_EXIT_CODES}"
     guards = sub.add_parser("guards", help="run the guards against the target", epilog=passed_on)
     _target_options(guards)
     guards.set_defaults(run=cmd_guards)

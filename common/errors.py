@@ -1,9 +1,8 @@
 """The exit-code table and the few specific errors deep code raises; the CLI turns each into one line.
 
-Every non-zero exit of `warnonce-guard` is one row of `ExitCode`: a run that checked and failed (1)
-is never confused with bad input or an unusable environment (2-22), a bug of our own (70) or an
-interrupt (130, 143). Each `GuardError` subclass names its row; the CLI prints
-`warnonce-guard: error: <message>` and exits with it.
+Few codes, in pytest's spirit: a CI script branches on passed / the check failed / called wrong / bad input /
+the environment or engine / nothing to check / a bug / a signal, and the one-line message says the rest. Each
+`GuardError` subclass names its row; the CLI prints `warnonce-guard: error: <message>` and exits with it.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import enum
 class ExitCode(enum.IntEnum):
     """What the exit status of `warnonce-guard` means (one value per kind of outcome), each with its meaning."""
 
-    meaning: str  # a few words, for `--help` and README
+    meaning: str  # a few words, for `--help` and the reference page
 
     def __new__(cls, value: int, meaning: str) -> ExitCode:
         member = int.__new__(cls, value)
@@ -25,40 +24,46 @@ class ExitCode(enum.IntEnum):
     OK = 0, "the check ran and passed"
     CHECK_FAILED = (
         1,
-        ("the check ran and failed (score, exposed/unreached site, failed guard, new finding, release not checked)"),
+        (
+            "the check ran and failed: a score below --fail-under, an exposed or unreached site, a failed guard, a new "
+            "audit finding, a release not checked, an exported test out of date"
+        ),
     )
-    USAGE = 2, "bad command line (unknown option, value out of range)"
-    TARGET_NOT_FOUND = 3, "no vLLM installed, or --vllm-src does not exist"
-    NOT_A_VLLM_TREE = 4, "--vllm-src holds no vllm/ package with vllm/platforms/"
-    SOURCE_DOES_NOT_PARSE = 5, "a file of the target cannot be read, or a Python file of it does not parse"
-    PLATFORM_NOT_FOUND = 6, "--platform cannot be loaded or is not a platform class"
-    PLATFORM_IMPORT_FAILED = 7, "a platform module fails to import in this environment"
-    NOTHING_TO_CHECK = 8, "no *_once kernel-import site, or no mutant: nothing was checked"
-    PATH_REFUSED = 9, "--out/--work-dir would replace something warnonce-guard did not create"
-    PATH_UNUSABLE = 10, "--out/--work-dir/--viewer-js missing, of the wrong kind, or not writable"
-    WORK_DIR_BUSY = 11, "another run holds the work directory, or is writing its report in --out"
-    STAGING_FAILED = (
-        12,
-        ("the work directory's disk refuses a write (full, read-only, over quota), also in the mutmut session"),
+    USAGE = 2, "the command line is wrong: an unknown option, an empty or out-of-range value"
+    BAD_INPUT = (
+        3,
+        (
+            "the input is wrong: the target, --platform, --tests, a path option (never replaced: it is not ours), a "
+            "baseline or a source file"
+        ),
     )
-    ENGINE_FAILED = 13, "mutmut missing, another version, or its session (or a child of it) died or hung"
-    MUTANTS_UNACCOUNTED = 14, "mutmut and warnonce-guard disagree on the mutants"
-    VIEWER_MISSING = 15, "the HTML report viewer is not installed"
-    REPORT_FAILED = 16, "the report cannot be written"
-    BAD_BASELINE = 17, "the audit baseline cannot be read or written"
-    NPM_FAILED = 18, "installing the pinned npm packages failed"
-    NOT_INSTALLED = 19, "the command needs the mutation extra (pip install 'warnonce-guard[mutation]')"
-    TARGET_CHANGED = 20, "the target's files changed during the run: its verdicts are not kept"
-    INDEX_UNAVAILABLE = 21, "history: the package index cannot be read, or is not a PEP 691 JSON page"
-    NO_RELEASE = 22, "history: --from/--to/--only select no release on the index"
+    ENVIRONMENT = (
+        4,
+        (
+            "the environment or the engine failed: a module that fails to import, a busy or full work directory, "
+            "mutmut, a missing extra or viewer, the report's disk, the package index; or the target changed mid-run"
+        ),
+    )
+    NOTHING_TO_CHECK = 5, "nothing was checked: no *_once kernel-import site, no mutant, no test, no release"
     INTERNAL_ERROR = 70, "a bug in warnonce-guard (traceback printed)"
-    INTERRUPTED = 130, "interrupted (Ctrl-C)"
+    INTERRUPTED = 130, "interrupted: Ctrl-C (130) or SIGTERM (143); finished verdicts are kept"
     TERMINATED = 143, "terminated (SIGTERM)"
 
 
+# One row of the table for the signals: 130 and 143 mean one thing to a CI script (the run was stopped).
+_SIGNAL_ROWS = (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
+
+
+def exit_code_rows() -> list[tuple[str, str]]:
+    """The table's rows (code, meaning), the two signals as one row: `--help` and the reference page read them."""
+    rows = [(str(code.value), code.meaning) for code in ExitCode if code not in _SIGNAL_ROWS]
+    rows.append(("/".join(str(code.value) for code in _SIGNAL_ROWS), ExitCode.INTERRUPTED.meaning))
+    return rows
+
+
 def exit_code_table() -> str:
-    """The table for `--help`: one line per code."""
-    return "\n".join(f"  {code.value:>3}  {code.meaning}" for code in ExitCode)
+    """The table for `warnonce-guard --help`: one line per meaning."""
+    return "\n".join(f"  {code:>7}  {meaning}" for code, meaning in exit_code_rows())
 
 
 class GuardError(Exception):
@@ -80,7 +85,7 @@ class UsageError(GuardError, exit_code=ExitCode.USAGE):
     """An option's value is not acceptable (caught before any work)."""
 
 
-class TargetNotFound(GuardError, exit_code=ExitCode.TARGET_NOT_FOUND):
+class TargetNotFound(GuardError, exit_code=ExitCode.BAD_INPUT):
     """The vLLM to check is not there (not installed, or the path does not exist)."""
 
 
@@ -88,20 +93,20 @@ class NoPythonFiles(TargetNotFound):
     """A path given to the audit is missing, or holds no Python file."""
 
 
-class NotAVllmTree(GuardError, exit_code=ExitCode.NOT_A_VLLM_TREE):
+class NotAVllmTree(GuardError, exit_code=ExitCode.BAD_INPUT):
     """A path was given but it holds no `vllm` package."""
 
 
-class SourceDoesNotParse(GuardError, exit_code=ExitCode.SOURCE_DOES_NOT_PARSE):
+class SourceDoesNotParse(GuardError, exit_code=ExitCode.BAD_INPUT):
     """A file of the target cannot be read (permissions, not Python's text encoding), or a Python file of it
     does not parse; names the file (and the line)."""
 
 
-class PlatformNotFound(GuardError, exit_code=ExitCode.PLATFORM_NOT_FOUND):
+class PlatformNotFound(GuardError, exit_code=ExitCode.BAD_INPUT):
     """`--platform` cannot be imported, or is not a platform class."""
 
 
-class PlatformImportFailed(GuardError, exit_code=ExitCode.PLATFORM_IMPORT_FAILED):
+class PlatformImportFailed(GuardError, exit_code=ExitCode.ENVIRONMENT):
     """A platform module failed to import for a reason other than a blocked kernel."""
 
 
@@ -109,20 +114,20 @@ class NothingToCheck(GuardError, exit_code=ExitCode.NOTHING_TO_CHECK):
     """Discovery found no site (or the run made no mutant): a failure, never a vacuous pass."""
 
 
-class PathRefused(GuardError, exit_code=ExitCode.PATH_REFUSED):
+class PathRefused(GuardError, exit_code=ExitCode.BAD_INPUT):
     """An output path holds something this tool did not create (or is the target, or the work directory)."""
 
 
-class PathUnusable(GuardError, exit_code=ExitCode.PATH_UNUSABLE):
+class PathUnusable(GuardError, exit_code=ExitCode.BAD_INPUT):
     """An input or output path is missing, of the wrong kind, or not writable (another user's files in the work
     directory included)."""
 
 
-class WorkDirBusy(GuardError, exit_code=ExitCode.WORK_DIR_BUSY):
+class WorkDirBusy(GuardError, exit_code=ExitCode.ENVIRONMENT):
     """Another run holds the work directory's lock, or the report directory's (`--out`)."""
 
 
-class StagingFailed(GuardError, exit_code=ExitCode.STAGING_FAILED):
+class StagingFailed(GuardError, exit_code=ExitCode.ENVIRONMENT):
     """The work directory cannot be written: staging the target, repairing or keeping a run's state, or
     history's: its disk is full, read-only or over quota (a permission refused is `PathUnusable`)."""
 
@@ -131,19 +136,19 @@ class RecordsUnwritten(StagingFailed):
     """A guard session finished but could not write its record (the attribution folder refused it)."""
 
 
-class TargetChanged(GuardError, exit_code=ExitCode.TARGET_CHANGED):
+class TargetChanged(GuardError, exit_code=ExitCode.ENVIRONMENT):
     """The target's files changed while the run tested them (an edit or an upgrade during the run)."""
 
 
-class IndexUnavailable(GuardError, exit_code=ExitCode.INDEX_UNAVAILABLE):
+class IndexUnavailable(GuardError, exit_code=ExitCode.ENVIRONMENT):
     """history: the package index cannot be read or parsed."""
 
 
-class NoRelease(GuardError, exit_code=ExitCode.NO_RELEASE):
+class NoRelease(GuardError, exit_code=ExitCode.NOTHING_TO_CHECK):
     """history: the selected range names no release on the index."""
 
 
-class EngineFailed(GuardError, exit_code=ExitCode.ENGINE_FAILED):
+class EngineFailed(GuardError, exit_code=ExitCode.ENVIRONMENT):
     """The mutation engine (mutmut) is missing, another version, moved its internals, or died."""
 
 
@@ -159,27 +164,27 @@ class SessionLost(EngineFailed):
     """The session's process group used no CPU for longer than any healthy wait."""
 
 
-class MutantsUnaccounted(GuardError, exit_code=ExitCode.MUTANTS_UNACCOUNTED):
+class MutantsUnaccounted(GuardError, exit_code=ExitCode.ENVIRONMENT):
     """mutmut's mutants and ours differ (a mutant only one side knows)."""
 
 
-class ViewerMissing(GuardError, exit_code=ExitCode.VIEWER_MISSING):
+class ViewerMissing(GuardError, exit_code=ExitCode.ENVIRONMENT):
     """The mutation-testing-elements bundle the HTML report inlines is not installed."""
 
 
-class ReportFailed(GuardError, exit_code=ExitCode.REPORT_FAILED):
+class ReportFailed(GuardError, exit_code=ExitCode.ENVIRONMENT):
     """The report cannot be written where --out points."""
 
 
-class BadBaseline(GuardError, exit_code=ExitCode.BAD_BASELINE):
+class BadBaseline(GuardError, exit_code=ExitCode.BAD_INPUT):
     """The audit's baseline file is missing, unreadable, not JSON or not a baseline; or it cannot be written."""
 
 
-class NpmInstallFailed(GuardError, exit_code=ExitCode.NPM_FAILED):
+class NpmInstallFailed(GuardError, exit_code=ExitCode.ENVIRONMENT):
     """`npm ci` of the pinned report packages failed, or npm is not on PATH."""
 
 
-class NotInstalled(GuardError, exit_code=ExitCode.NOT_INSTALLED):
+class NotInstalled(GuardError, exit_code=ExitCode.ENVIRONMENT):
     """A command needs a package of the mutation extra that is not installed."""
 
 

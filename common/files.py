@@ -30,8 +30,8 @@ from warnonce_guard.common.errors import GuardError, PathUnusable, StagingFailed
 MARKER = ".warnonce-guard"
 TOOL = "warnonce-guard"
 _TEMPORARY = re.compile(r"\.(?P<of>.+)\.(tmp|old)-[0-9]+-[0-9a-f]{8}")
-# What the system refuses a user who may not write there (another user's files): the path's fault (exit 10),
-# where a full, read-only or over-quota disk is the disk's (exit 12)
+# What the system refuses a user who may not write there (another user's files): the path's fault (exit 3),
+# where a full, read-only or over-quota disk is the disk's (exit 4)
 PERMISSION_ERRORS = frozenset({errno.EACCES, errno.EPERM})
 DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 

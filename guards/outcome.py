@@ -10,7 +10,7 @@ from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE
 
 # What the guards whose platform module did not import said (`PlatformImportFailed`), in their session's stash:
-# the command line makes that run exit 7, the environment's failure, not a verdict on the sites.
+# the command line makes that run exit 4, the environment's failure, not a verdict on the sites.
 UNIMPORTED = pytest.StashKey[list[str]]()
 
 

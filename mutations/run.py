@@ -334,9 +334,9 @@ def _disk_refused_the_workspace(err: OSError, ws: Workspace) -> bool:
 
 def _refused_the_session(ws: Workspace, code: int, log_start: int) -> None:
     """Raise `StagingFailed` naming the folder when the work directory refused the session a write: the session
-    said so (exit 12), or a probe write fails now."""
+    said so (`WRITE_REFUSED`), or a probe write fails now."""
     problem = unwritable(ws.attribution) or _workspace_unwritable(ws)
-    if problem is None and code != ExitCode.STAGING_FAILED:
+    if problem is None and code != engine_session.WRITE_REFUSED:
         return
     why = problem or _session_said(ws, log_start) or "a write was refused"
     raise StagingFailed(

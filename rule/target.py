@@ -3,7 +3,7 @@
 Every walk of the target (discovery, the fingerprint, staging) takes its files through `files_to_read`, and
 every Python source is read with `read_source`: a FIFO, a socket, a directory named `x.py`, a dangling
 symlink or a symlink loop is skipped with a note and never opened (a FIFO would be waited on for ever); a
-file that cannot be read, or decoded as Python reads it, is exit 5 naming it.
+file that cannot be read, or decoded as Python reads it, is exit 3 naming it.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from warnonce_guard.audit.docs import document as rules_document
 from warnonce_guard.audit.rules import DOCS
-from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.common.errors import exit_code_rows
 from warnonce_guard.guards.detectors import DETECTORS, example_leak
 from warnonce_guard.mutations.operators import describe_operators
 from warnonce_guard.rule.liveness import EXAMPLES
@@ -52,8 +52,8 @@ def liveness_block() -> str:
 
 
 def exit_codes_block() -> str:
-    rows = [f"| {code.value} | `{code.name}` | {code.meaning} |" for code in ExitCode]
-    return "\n".join(["| exit | name | meaning |", "|---|---|---|", *rows])
+    rows = [f"| {code} | {meaning} |" for code, meaning in exit_code_rows()]
+    return "\n".join(["| exit | meaning |", "|---|---|", *rows])
 
 
 def strict_block() -> str:

@@ -4,7 +4,7 @@ mutmut 3.8.1's `create_mutants` generates each file in a `multiprocessing.Pool` 
 `imap_unordered`. A pool worker killed from outside (the OOM killer) is replaced, but the file it was
 generating is lost and the wait never ends. `FailFastPool` is what `create_mutants` uses of a `Pool` (a
 context manager with `imap_unordered`) on a `concurrent.futures.ProcessPoolExecutor`, which breaks every
-pending result as soon as any worker dies: generation then ends with `GenerationWorkerLost` (exit 13).
+pending result as soon as any worker dies: generation then ends with `GenerationWorkerLost` (exit 4).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ mutant in forked workers, the target imported through the workspace (`mutations.
 once. Meanwhile the parent names every mutant from the generator's descriptions (mutations.identify).
 
 A worker killed from outside or past its time limit is tested again, once (`mutations.engine.workers`). A disk or
-folder that refuses a write (the guards' records, mutmut's state) ends the session with exit 12 (STAGING_FAILED),
-which the parent reports naming the folder.
+folder that refuses a write (the guards' records, mutmut's state) ends the session with `WRITE_REFUSED`, which the
+parent reports naming the folder.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from warnonce_guard.common import protocol
-from warnonce_guard.common.errors import ExitCode, GuardError, RecordsUnwritten
+from warnonce_guard.common.errors import ExitCode, GuardError, RecordsUnwritten, StagingFailed
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS
 from warnonce_guard.common.processes import bind_to_parent, child_environment, die_with_parent
 from warnonce_guard.guards.isolation import isolated
@@ -57,6 +57,10 @@ from warnonce_guard.rule.target import PACKAGE
 
 # A write the work directory refused: the disk (full, over quota, read-only) or the folder (permissions, chattr +i)
 REFUSED_WRITES = DISK_ERRORS | PERMISSION_ERRORS
+# The session's exit codes the parent reads (never the tool's own: mutmut's 0 and 1 mean it finished, and a
+# GuardError raised here exits with its row of ExitCode): the work directory refused a write, or the engine failed.
+WRITE_REFUSED = 12
+ENGINE_FAILED = int(ExitCode.ENVIRONMENT)
 
 
 def start(ws: Workspace, run_id: str, warm_up: Sequence[str] = ()) -> subprocess.Popen[bytes]:
@@ -265,7 +269,7 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
     os.close(take_over)
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     if code < 0:
-        code = _say(f"the process generating mutants died (signal {-code}); run again", ExitCode.ENGINE_FAILED)
+        code = _say(f"the process generating mutants died (signal {-code}); run again", ENGINE_FAILED)
     with contextlib.suppress(BrokenPipeError), os.fdopen(tell, "wb") as pipe:
         pipe.write(f"{code}\n".encode())
     ended = os.waitstatus_to_exitcode(os.waitpid(warmer, 0)[1])
@@ -276,7 +280,7 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
         with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP keep their default
             signal.signal(-ended, signal.SIG_DFL)
         os.kill(os.getpid(), -ended)
-    leave(ended if ended >= 0 else int(ExitCode.ENGINE_FAILED))
+    leave(ended if ended >= 0 else ENGINE_FAILED)
 
 
 def _fork() -> int:
@@ -319,23 +323,26 @@ def main(argv: list[str]) -> int:
 
 
 def _checked(ws: Workspace, work: Callable[[], int | None]) -> int:
-    """`work`'s exit code (0 for None), or the one for what it raised: a disk or folder refusing a write is 12."""
+    """`work`'s exit code (0 for None), or the one for what it raised: a disk or folder refusing a write is
+    `WRITE_REFUSED`."""
     try:
         return work() or 0
+    except StagingFailed as err:  # the guards' records refused (RecordsUnwritten)
+        return _say(str(err), WRITE_REFUSED)
     except GuardError as err:  # e.g. the operator seam moved in a new mutmut
         return _say(str(err), err.exit_code)
     except OSError as err:
         if err.errno not in REFUSED_WRITES:
             traceback.print_exc()
-            return int(ExitCode.ENGINE_FAILED)
+            return ENGINE_FAILED
         where = os.fsdecode(err.filename) if isinstance(err.filename, (str, bytes)) else f"in {ws.dir}"
-        return _say(f"cannot write {where} ({err.strerror})", ExitCode.STAGING_FAILED)
+        return _say(f"cannot write {where} ({err.strerror})", WRITE_REFUSED)
     except Exception:  # mutmut crashed: Python's own exit status (1) would read as "the clean guards failed"
         traceback.print_exc()
-        return int(ExitCode.ENGINE_FAILED)
+        return ENGINE_FAILED
 
 
-def _say(message: str, code: ExitCode) -> int:
+def _say(message: str, code: int) -> int:
     """The session's one line (into its log); the disk may refuse even that."""
     with contextlib.suppress(OSError):
         print(f"warnonce-guard: error: {message}", file=sys.stderr, flush=True)

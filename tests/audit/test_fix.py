@@ -251,7 +251,7 @@ def test_without_libcst_fixing_says_which_extra_to_install(
     for name in ("warnonce_guard.audit.codemod", "warnonce_guard.rule.literals"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     code, out, err = audit(capsys, "my_plugin", option)
-    assert code == ExitCode.NOT_INSTALLED and out == ""
+    assert code == ExitCode.ENVIRONMENT and out == ""
     assert err == (
         "warnonce-guard: error: `warnonce-guard audit` needs libcst, part of the mutation extra: "
         "pip install 'warnonce-guard[mutation]'\n"

@@ -54,7 +54,7 @@ FAULTS: dict[str, Fault] = {
 
 # What the command line exits with when the fault reaches it while it works.
 _BY_SIGNAL = {_INT: int(ExitCode.INTERRUPTED), _TERM: int(ExitCode.TERMINATED), _KILL: -int(_KILL)}
-SESSION_DIED = int(ExitCode.ENGINE_FAILED)
+SESSION_DIED = int(ExitCode.ENVIRONMENT)
 INTERRUPTED = frozenset({int(ExitCode.INTERRUPTED), int(ExitCode.TERMINATED)})  # a rerun ending so is rerun
 
 

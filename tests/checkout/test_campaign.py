@@ -113,7 +113,7 @@ def test_a_trial_whose_fault_was_never_delivered_measures_the_clean_run_again() 
         ("term-group", True, False, {TERMINATED}),
         ("kill-command", True, False, {-9}),
         ("kill-group", True, True, {-9, OK}),
-        ("kill-session", True, False, {ExitCode.ENGINE_FAILED}),
+        ("kill-session", True, False, {ExitCode.ENVIRONMENT}),
         ("kill-worker", True, False, {OK}),
         ("int-int-group", True, False, {INTERRUPTED}),
         ("term-int-group", True, False, {TERMINATED}),

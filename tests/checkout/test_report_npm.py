@@ -155,5 +155,5 @@ def test_the_module_reports_a_failed_install_as_one_line_and_its_exit_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(npm.shutil, "which", lambda name: None)
-    assert npm.main(["--vendor", str(tmp_path / "prefix")]) == ExitCode.NPM_FAILED
+    assert npm.main(["--vendor", str(tmp_path / "prefix")]) == ExitCode.ENVIRONMENT
     assert capsys.readouterr().err.startswith("warnonce-guard: error: npm is not on PATH; install Node.js and npm")

@@ -18,7 +18,14 @@ from toy import (
     guards_on_checkout,
     make_tree,
 )
-from warnonce_guard.common.errors import ExitCode, NotAVllmTree, NothingToCheck, SourceDoesNotParse, TargetNotFound
+from warnonce_guard.common.errors import (
+    ExitCode,
+    NotAVllmTree,
+    NothingToCheck,
+    SourceDoesNotParse,
+    TargetNotFound,
+    exit_code_rows,
+)
 
 pytestmark = pytest.mark.slow  # runs the command line in subprocesses
 
@@ -100,7 +107,7 @@ def test_guards_name_a_platform_module_that_cannot_import_and_exit_7(case: str, 
     tree = make_tree(tmp_path / "tree")
     (tree / file).write_text(line + (tree / file).read_text(encoding="utf-8"), encoding="utf-8")
     run = cli("guards", "--vllm-src", str(tree), "-q", "--tb=line")
-    one_line_error(run, ExitCode.PLATFORM_IMPORT_FAILED, "importing vllm.platforms.interface failed: ", named)
+    one_line_error(run, ExitCode.ENVIRONMENT, "importing vllm.platforms.interface failed: ", named)
     assert named in run.stdout  # pytest's report of the guard says it too
     assert "Traceback" not in run.stdout
 
@@ -118,11 +125,16 @@ def test_an_unknown_option_is_one_line_and_a_usage_error(tmp_path: Path) -> None
     one_line_error(cli("sites", "--bogus"), ExitCode.USAGE, "unrecognized arguments: --bogus", "--help")
 
 
-def test_help_prints_the_exit_code_table() -> None:
-    shown = cli("mutate", "--help")
+def test_the_tools_help_prints_the_exit_code_table_once_and_each_commands_help_points_at_it() -> None:
+    shown = cli("--help")
     assert shown.returncode == 0
-    for code in ExitCode:
-        assert f"{code.value:>3}  " in shown.stdout
+    assert shown.stdout.count("exit codes:") == 1
+    for code, meaning in exit_code_rows():
+        assert f"{code:>7}  {meaning}" in shown.stdout
+    for command in ("sites", "guards", "platforms", "mutate", "audit", "history"):
+        helped = cli(command, "--help")
+        assert helped.returncode == 0 and "exit codes: see `warnonce-guard --help`" in helped.stdout, command
+        assert "  130/143  " not in helped.stdout, command
 
 
 def _with_the_reader_gone(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -215,7 +227,7 @@ def test_a_reader_that_leaves_a_shared_stdout_and_stderr_pipe_does_not_change_th
     )
     assert proc.stdout is not None
     proc.stdout.close()
-    assert proc.wait(timeout=60) == ExitCode.TARGET_NOT_FOUND
+    assert proc.wait(timeout=60) == ExitCode.BAD_INPUT
 
 
 COMMANDS = {
@@ -247,4 +259,4 @@ def test_a_version_file_that_is_not_utf8_is_one_line_and_exit_5(command: str, tm
     (tree / "vllm" / "_version.py").write_bytes(b"__version__ = '9.9.9'  # caf\xe9\n")
     args = [*CLI, *COMMANDS[command], "--vllm-src", str(tree)]
     run = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
-    one_line_error(run, ExitCode.SOURCE_DOES_NOT_PARSE, f"{tree / 'vllm' / '_version.py'}: not utf-8 text")
+    one_line_error(run, ExitCode.BAD_INPUT, f"{tree / 'vllm' / '_version.py'}: not utf-8 text")

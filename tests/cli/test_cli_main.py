@@ -68,7 +68,7 @@ def test_sites_of_a_tree_without_a_cached_site_are_listed_then_fail_as_nothing_t
 def test_bad_input_is_one_line_naming_the_problem_and_its_own_exit_code(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["sites", "--vllm-src", str(tmp_path / "nope")]) == ExitCode.TARGET_NOT_FOUND
+    assert cli.main(["sites", "--vllm-src", str(tmp_path / "nope")]) == ExitCode.BAD_INPUT
     (line,) = stderr_lines(capsys)
     assert line.startswith("warnonce-guard: error: --vllm-src ") and "no such directory" in line
 
@@ -196,7 +196,7 @@ def test_guards_whose_platform_module_did_not_import_exit_7_with_one_line_naming
     failed = ["importing vllm.platforms.cpu failed: no module named 'numa'; install it"] * 2
     monkeypatch.setattr(pytest, "main", FakePytest(pytest.ExitCode.TESTS_FAILED, failed))
 
-    assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.PLATFORM_IMPORT_FAILED
+    assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.ENVIRONMENT
     assert stderr_lines(capsys) == [f"warnonce-guard: error: {failed[0]} (2 guards could not run)"]
 
     # Not vacuous: a failed run whose guards all imported their platform module is a failed check.
@@ -283,7 +283,7 @@ def test_a_command_that_needs_the_mutation_extra_names_it_and_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setitem(sys.modules, "rich.table", None)  # as if rich were not installed
-    assert cli.main(["platforms"]) == ExitCode.NOT_INSTALLED
+    assert cli.main(["platforms"]) == ExitCode.ENVIRONMENT
     assert stderr_lines(capsys) == [
         "warnonce-guard: error: `warnonce-guard platforms` needs rich, part of the mutation extra: "
         "pip install 'warnonce-guard[mutation]'"

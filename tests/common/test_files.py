@@ -121,14 +121,14 @@ def test_a_scratch_directory_is_marked_and_gone_after_its_block_even_on_error(tm
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EROFS])
 def test_a_write_the_disk_refuses_is_the_disks_exit_12_naming_the_file_and_the_fix(tmp_path: Path, code: int) -> None:
     refused = files.cannot_write(OSError(code, os.strerror(code), str(tmp_path / "x.json")), "cannot write", "fix")
-    assert isinstance(refused, StagingFailed) and refused.exit_code == ExitCode.STAGING_FAILED
+    assert isinstance(refused, StagingFailed) and refused.exit_code == ExitCode.ENVIRONMENT
     assert str(refused) == f"cannot write: {os.strerror(code)}: {tmp_path / 'x.json'}; fix"
 
 
 @pytest.mark.parametrize("code", [errno.EACCES, errno.EPERM])
 def test_a_write_refused_for_permission_is_the_paths_exit_10(tmp_path: Path, code: int) -> None:
     refused = files.cannot_write(OSError(code, os.strerror(code), str(tmp_path / "x.json")), "cannot write")
-    assert isinstance(refused, PathUnusable) and refused.exit_code == ExitCode.PATH_UNUSABLE
+    assert isinstance(refused, PathUnusable) and refused.exit_code == ExitCode.BAD_INPUT
     assert str(refused) == (
         f"cannot write: {os.strerror(code)}: {tmp_path / 'x.json'} (another user's files?); "
         "pass a --work-dir of your own"

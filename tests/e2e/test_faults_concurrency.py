@@ -1,4 +1,4 @@
-"""Fault injection: two runs in one work directory. One is refused at once (exit 11, one line) and touches
+"""Fault injection: two runs in one work directory. One is refused at once (exit 4, one line) and touches
 nothing; the other ends with the clean run's verdicts; a run afterwards does too, re-testing no mutant."""
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ def test_two_runs_started_together(
     runs = [start(args, tmp_path, tmp_path / f"logs{i}") for i in (1, 2)]
     codes = [started.wait() for started in runs]
 
-    assert sorted(codes) == [0, ExitCode.WORK_DIR_BUSY], [started.err for started in runs]
-    refused = runs[codes.index(ExitCode.WORK_DIR_BUSY)]
+    assert sorted(codes) == [0, ExitCode.ENVIRONMENT], [started.err for started in runs]
+    refused = runs[codes.index(ExitCode.ENVIRONMENT)]
     assert BUSY in one_line_error(refused.err) and refused.out == ""
     assert read_verdicts(dirs.out) == clean_run.verdicts
     assert survivors(dirs.work) == []
@@ -82,7 +82,7 @@ def test_a_run_started_while_another_tests_mutants_is_refused_at_once(
     second = run(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), cwd=tmp_path)
     refused_after = time.monotonic() - began
 
-    assert second.returncode == ExitCode.WORK_DIR_BUSY, second.stdout + second.stderr
+    assert second.returncode == ExitCode.ENVIRONMENT, second.stdout + second.stderr
     assert BUSY in one_line_error(second.stderr)
     assert first.proc.poll() is None, "the first run ended before the second was refused: not a real overlap"
     assert refused_after < 5.0  # at once, not after waiting for the lock

@@ -200,7 +200,7 @@ def test_the_session_killed_alone_is_one_line_then_a_rerun_gives_the_clean_verdi
     tmp_path: Path,
     record_property: Callable[[str, object], None],
 ) -> None:
-    """The OOM killer takes the mutmut session, not the command line: exit 13 naming mutmut's log, no report."""
+    """The OOM killer takes the mutmut session, not the command line: exit 4 naming mutmut's log, no report."""
     misses = []
     for dirs in fresh_dirs(tmp_path, untouched_user_tree, f"session-{phase}"):
         started = start(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), tmp_path, dirs.work.parent / "logs")
@@ -216,7 +216,7 @@ def test_the_session_killed_alone_is_one_line_then_a_rerun_gives_the_clean_verdi
         if len(misses) == ATTEMPTS:
             pytest.skip(f"could not kill the session in {phase}: {'; '.join(misses)}")
 
-    assert code == ExitCode.ENGINE_FAILED, started.out + started.err
+    assert code == ExitCode.ENVIRONMENT, started.out + started.err
     assert "mutmut.log" in one_line_error(started.err)
     assert not dirs.out.exists()
     rerun = run(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), cwd=tmp_path)

@@ -83,99 +83,99 @@ def symlink(link: Path, to: Path) -> Path:
 
 CASES = {
     "out-is-an-existing-file": Case(
-        lambda a: with_viewer(a, "--out", str(_file(a.home / "report.html"))), ExitCode.PATH_REFUSED, "a file is there"
+        lambda a: with_viewer(a, "--out", str(_file(a.home / "report.html"))), ExitCode.BAD_INPUT, "a file is there"
     ),
     "out-holds-the-users-keep.txt": Case(
         lambda a: with_viewer(a, "--out", str(users_dir(a.home / "mine", "sub"))),
-        ExitCode.PATH_REFUSED,
+        ExitCode.BAD_INPUT,
         "did not create",
     ),
     "out-is-the-vllm-src-root": Case(
-        lambda a: with_viewer(a, "--out", str(a.tree)), ExitCode.PATH_REFUSED, "is the target"
+        lambda a: with_viewer(a, "--out", str(a.tree)), ExitCode.BAD_INPUT, "is the target"
     ),
-    "out-is-dot": Case(lambda a: with_viewer(a, "--out", "."), ExitCode.PATH_REFUSED, "current directory"),
+    "out-is-dot": Case(lambda a: with_viewer(a, "--out", "."), ExitCode.BAD_INPUT, "current directory"),
     "out-is-dot-in-an-empty-directory": Case(
         lambda a: with_viewer(a, "--out", "."),
-        ExitCode.PATH_REFUSED,
+        ExitCode.BAD_INPUT,
         "current directory",
         cwd=lambda a: users_dir(a.home / "empty"),
     ),
     "out-is-the-current-directory-inside-the-tree": Case(
         lambda a: with_viewer(a, "--out", ".", "--work-dir", str(a.home / "w")),
-        ExitCode.PATH_REFUSED,
+        ExitCode.BAD_INPUT,
         "current directory",
         cwd=lambda a: a.tree / "docs",
     ),
     "out-is-inside-the-package": Case(
-        lambda a: with_viewer(a, "--out", str(a.tree / "vllm" / "report")), ExitCode.PATH_REFUSED, "target package"
+        lambda a: with_viewer(a, "--out", str(a.tree / "vllm" / "report")), ExitCode.BAD_INPUT, "target package"
     ),
     "out-through-a-symlink-into-the-package": Case(
         lambda a: with_viewer(a, "--out", str(symlink(a.home / "link", a.tree / "vllm") / "report")),
-        ExitCode.PATH_REFUSED,
+        ExitCode.BAD_INPUT,
         "target package",
     ),
     "out-is-a-symlink-to-the-users-dir": Case(
         lambda a: with_viewer(a, "--out", str(symlink(a.home / "shortcut", users_dir(a.home / "mine", "sub")))),
-        ExitCode.PATH_REFUSED,
+        ExitCode.BAD_INPUT,
         "a file is there",
     ),
     "out-is-home-like": Case(
-        lambda a: with_viewer(a, "--out", str(home_like(a.home / "fakehome"))), ExitCode.PATH_REFUSED, "did not create"
+        lambda a: with_viewer(a, "--out", str(home_like(a.home / "fakehome"))), ExitCode.BAD_INPUT, "did not create"
     ),
     "out-is-the-work-dir": Case(
         lambda a: with_viewer(a, "--out", "w", "--work-dir", "w"),
-        ExitCode.PATH_REFUSED,
+        ExitCode.BAD_INPUT,
         "is the work directory (--work-dir)",
     ),
     "out-on-a-read-only-filesystem": Case(
-        lambda a: with_viewer(a, "--out", str(a.read_only / "report")), ExitCode.PATH_UNUSABLE, "not writable"
+        lambda a: with_viewer(a, "--out", str(a.read_only / "report")), ExitCode.BAD_INPUT, "not writable"
     ),
     "out-is-an-earlier-report-on-a-read-only-filesystem": Case(
-        lambda a: with_viewer(a, "--out", str(a.read_only / "earlier")), ExitCode.PATH_UNUSABLE, "not writable"
+        lambda a: with_viewer(a, "--out", str(a.read_only / "earlier")), ExitCode.BAD_INPUT, "not writable"
     ),
     "work-dir-holds-the-users-p1-p5": Case(
         lambda a: with_viewer(a, "--work-dir", str(users_dir(a.home / "work", "p1", "p2", "p3", "p4", "p5"))),
-        ExitCode.PATH_REFUSED,
+        ExitCode.BAD_INPUT,
         "did not create",
     ),
     "work-dir-is-home-like": Case(
         lambda a: with_viewer(a, "--work-dir", str(home_like(a.home / "fakehome"))),
-        ExitCode.PATH_REFUSED,
+        ExitCode.BAD_INPUT,
         "did not create",
     ),
     "work-dir-is-the-vllm-src-root": Case(
-        lambda a: with_viewer(a, "--work-dir", str(a.tree)), ExitCode.PATH_REFUSED, "is the target"
+        lambda a: with_viewer(a, "--work-dir", str(a.tree)), ExitCode.BAD_INPUT, "is the target"
     ),
     "work-dir-is-inside-the-package": Case(
-        lambda a: with_viewer(a, "--work-dir", str(a.tree / "vllm" / "w")), ExitCode.PATH_REFUSED, "target package"
+        lambda a: with_viewer(a, "--work-dir", str(a.tree / "vllm" / "w")), ExitCode.BAD_INPUT, "target package"
     ),
     "work-dir-through-a-symlink-into-the-package": Case(
         lambda a: with_viewer(a, "--work-dir", str(symlink(a.home / "link", a.tree / "vllm") / "w")),
-        ExitCode.PATH_REFUSED,
+        ExitCode.BAD_INPUT,
         "target package",
     ),
     "work-dir-is-an-existing-file": Case(
         lambda a: with_viewer(a, "--work-dir", str(_file(a.home / "notes.txt"))),
-        ExitCode.PATH_REFUSED,
+        ExitCode.BAD_INPUT,
         "a file is there",
     ),
     "work-dir-is-an-earlier-report": Case(
         lambda a: with_viewer(a, "--work-dir", str(_earlier_report(a.home / "old-report"))),
-        ExitCode.PATH_REFUSED,
+        ExitCode.BAD_INPUT,
         "did not create",
     ),
     "work-dir-on-a-read-only-filesystem": Case(
-        lambda a: with_viewer(a, "--work-dir", str(a.read_only / "work")), ExitCode.PATH_UNUSABLE, "not writable"
+        lambda a: with_viewer(a, "--work-dir", str(a.read_only / "work")), ExitCode.BAD_INPUT, "not writable"
     ),
     "viewer-js-missing": Case(
-        lambda a: ["--viewer-js", str(a.home / "missing.js")], ExitCode.PATH_UNUSABLE, "no such file"
+        lambda a: ["--viewer-js", str(a.home / "missing.js")], ExitCode.BAD_INPUT, "no such file"
     ),
     "viewer-js-is-a-directory": Case(
-        lambda a: ["--viewer-js", str(users_dir(a.home / "js"))], ExitCode.PATH_UNUSABLE, "no such file"
+        lambda a: ["--viewer-js", str(users_dir(a.home / "js"))], ExitCode.BAD_INPUT, "no such file"
     ),
     "viewer-js-is-not-utf8-text": Case(
         lambda a: ["--viewer-js", str(_file(a.home / "bundle.js", b"\x89PNG\r\n\x1a\n\x00\xff"))],
-        ExitCode.PATH_UNUSABLE,
+        ExitCode.BAD_INPUT,
         "not UTF-8 text",
     ),
     **{
@@ -185,10 +185,10 @@ CASES = {
         for label, value in {"nan": "nan", "-1": "-1", "101": "101", "abc": "abc", "inf": "inf", "empty": ""}.items()
     },
     "vllm-src-missing": Case(
-        lambda a: with_viewer(a, "--vllm-src", str(a.home / "nowhere")), ExitCode.TARGET_NOT_FOUND, "no such directory"
+        lambda a: with_viewer(a, "--vllm-src", str(a.home / "nowhere")), ExitCode.BAD_INPUT, "no such directory"
     ),
     "vllm-src-is-not-a-vllm-tree": Case(
-        lambda a: with_viewer(a, "--vllm-src", str(home_like(a.home / "fakehome"))), ExitCode.NOT_A_VLLM_TREE, "vLLM"
+        lambda a: with_viewer(a, "--vllm-src", str(home_like(a.home / "fakehome"))), ExitCode.BAD_INPUT, "vLLM"
     ),
     "unknown-option": Case(lambda a: with_viewer(a, "--outdir", "r"), ExitCode.USAGE, "unrecognized arguments"),
 }
@@ -325,13 +325,13 @@ def test_a_work_directory_on_a_full_disk_is_one_line_and_exit_12_whatever_write_
             done = run(cli_args(untouched_user_tree, out, disk / "work", small_viewer), cwd=tmp_path)
             outcomes[free_kb] = (done.returncode, done.stderr.strip())
             assert "Traceback" not in done.stderr and done.returncode != ExitCode.INTERNAL_ERROR, done.stderr
-            if done.returncode == ExitCode.STAGING_FAILED:
+            if done.returncode == ExitCode.ENVIRONMENT:
                 line = one_line_error(done.stderr)
                 assert str(disk / "work") in line and "No space left on device" in line, line
                 assert not out.exists()
     record_property("outcome", "; ".join(f"{kb} KB free: exit {code}" for kb, (code, _) in outcomes.items()))
     codes = [code for code, _ in outcomes.values()]
-    assert codes[0] == ExitCode.STAGING_FAILED and codes[-1] == ExitCode.OK, outcomes  # not vacuous
+    assert codes[0] == ExitCode.ENVIRONMENT and codes[-1] == ExitCode.OK, outcomes  # not vacuous
 
 
 # --- another user's files in the work directory (the run as the unprivileged user nobody) -------------------
@@ -370,7 +370,7 @@ def test_a_work_directory_root_ran_in_first_is_one_line_and_exit_10_for_its_user
         assert main([*argv, "--out", str(tree.parent / "roots-report")]) == ExitCode.OK  # root's run
 
         code, said = main_as_nobody([*argv, "--out", str(mine / "report")])
-    assert code == ExitCode.PATH_UNUSABLE, said
+    assert code == ExitCode.BAD_INPUT, said
     assert f"--work-dir {work}: cannot take its lock .warnonce-guard.lock: Permission denied" in one_line_error(said)
     assert not (mine / "report").exists()
 

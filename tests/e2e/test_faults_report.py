@@ -1,5 +1,5 @@
 """Fault injection: the report folder. Two runs with their own work directories and one --out: one is refused at
-once (exit 11, one line) and the other's whole report is there; an interrupted run names the earlier report
+once (exit 4, one line) and the other's whole report is there; an interrupted run names the earlier report
 --out still holds; a --vllm-src whose path holds a byte that is not UTF-8 gets its report, run after run."""
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def test_two_runs_with_their_own_work_directories_and_one_out_started_together(
     ]
     codes = [started.wait() for started in runs]
 
-    assert sorted(codes) == [0, ExitCode.WORK_DIR_BUSY], [started.err for started in runs]
+    assert sorted(codes) == [0, ExitCode.ENVIRONMENT], [started.err for started in runs]
     winner, loser = (0, 1) if codes[0] == 0 else (1, 0)
     said = one_line_error(runs[loser].err)
     assert said == (f"warnonce-guard: error: --out {out}: {WRITING_THERE}; wait for it to finish or pass another --out")
@@ -104,7 +104,7 @@ def test_a_run_started_while_another_tests_the_same_targets_guards_for_the_same_
     refused_after = time.monotonic() - began
 
     assert first.proc.poll() is None, "the first run ended before the second one ended: not a real overlap"
-    assert second.returncode == ExitCode.WORK_DIR_BUSY, second.stdout + second.stderr
+    assert second.returncode == ExitCode.ENVIRONMENT, second.stdout + second.stderr
     assert WRITING_THERE in one_line_error(second.stderr)
     assert refused_after < 5.0  # at once, not after waiting for the lock
     assert first.wait() == 0, first.err

@@ -182,7 +182,7 @@ def test_a_dead_generation_worker_ends_the_run_with_exit_13_in_bounded_time(
         if len(misses) == ATTEMPTS:
             pytest.skip(f"could not kill a generation worker: {'; '.join(misses)}")
 
-    assert code == ExitCode.ENGINE_FAILED, started.out + started.err
+    assert code == ExitCode.ENVIRONMENT, started.out + started.err
     line = one_line_error(started.err)
     assert "generating mutants died" in line and "mutmut.log" in line
     assert time.monotonic() - began < 60
@@ -214,7 +214,7 @@ def test_an_attribution_folder_made_immutable_mid_run_is_exit_12_naming_it_never
             finish(started, dirs.work)
     assert records is not None, f"the mutants phase was not seen (exit {code}): {started.err}"
 
-    assert code == ExitCode.STAGING_FAILED, started.out + started.err
+    assert code == ExitCode.ENVIRONMENT, started.out + started.err
     line = one_line_error(started.err)
     assert str(records) in line and "Operation not permitted" in line
     assert not dirs.out.exists() and not (workspace(dirs) / "result.json").exists()
@@ -265,7 +265,7 @@ def test_a_disk_that_fills_while_the_session_runs_is_exit_12_naming_the_work_dir
     code = finish(started, dirs.work)
     assert named, f"the run ended (exit {code}) before its mutants were named: {started.err}"
 
-    assert code == ExitCode.STAGING_FAILED, started.out + started.err  # not 1: "the clean guards failed"
+    assert code == ExitCode.ENVIRONMENT, started.out + started.err  # not 1: "the clean guards failed"
     line = one_line_error(started.err)
     assert f"cannot write in the work directory {workspace(dirs)}" in line and "No space left" in line
     assert not dirs.out.exists()

@@ -151,10 +151,10 @@ def test_a_session_that_fails_after_generating_is_an_error_not_a_report_of_unrea
 
     def crashed(*args: object) -> int:
         real(*args)  # generates, and records what it can
-        return int(ExitCode.ENGINE_FAILED)  # as the session reports a crash of mutmut's
+        return int(ExitCode.ENVIRONMENT)  # as the session reports a crash of mutmut's
 
     monkeypatch.setattr(run_module, "run_session", crashed)
-    failed = rf"the mutmut session failed \(exit code {ExitCode.ENGINE_FAILED:d}\); see .*mutmut\.log"
+    failed = rf"the mutmut session failed \(exit code {ExitCode.ENVIRONMENT:d}\); see .*mutmut\.log"
     with pytest.raises(EngineFailed, match=failed):
         run(make_tree(tmp_path / "tree"), tmp_path)
     assert not (tmp_path / "report").exists()
@@ -187,7 +187,7 @@ def test_a_crash_inside_the_session_is_its_own_exit_code_not_mutmuts_clean_guard
         text=True,
         timeout=60,
     )
-    assert done.returncode == ExitCode.ENGINE_FAILED, done.stderr  # not 1: that means "the clean guards failed"
+    assert done.returncode == ExitCode.ENVIRONMENT, done.stderr  # not 1: that means "the clean guards failed"
     assert "KeyError: 'tests_by_mangled_function_name'" in done.stderr  # the traceback goes to mutmut.log
 
 

@@ -97,7 +97,7 @@ def test_strict_mode_and_the_audit_need_only_pytest(base: Path, tmp_path: Path) 
     assert "1 passed" in plugin.stdout
 
     needs = run(base / "warnonce-guard", "sites", "--vllm-src", tree, cwd=tmp_path, check=False)
-    assert needs.returncode == ExitCode.NOT_INSTALLED
+    assert needs.returncode == ExitCode.ENVIRONMENT
     assert needs.stderr.strip().splitlines() == [
         "warnonce-guard: error: `warnonce-guard sites` needs libcst, part of the mutation extra: "
         "pip install 'warnonce-guard[mutation]'"

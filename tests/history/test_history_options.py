@@ -49,6 +49,6 @@ def test_a_bad_option_is_one_line_and_exit_2_before_any_work(
 
 
 def test_spaces_around_only_items_are_fine(empty_index: Served, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["history", "--index-url", empty_index.url, "--only", " 0.29.0 , 0.30.0"]) == ExitCode.NO_RELEASE
+    assert main(["history", "--index-url", empty_index.url, "--only", " 0.29.0 , 0.30.0"]) == ExitCode.NOTHING_TO_CHECK
     err = capsys.readouterr().err.strip().splitlines()  # the versions reached the index, spaces gone
     assert err == ["warnonce-guard: error: --only: 0.29.0, 0.30.0 not on the index; it lists no release"]

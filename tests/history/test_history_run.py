@@ -24,7 +24,7 @@ from history_support import (
 from rich.console import Console
 from warnonce_guard.cli.main import main
 from warnonce_guard.common import locks, ownership
-from warnonce_guard.common.errors import ExitCode, NoRelease, PathRefused, PathUnusable, WorkDirBusy
+from warnonce_guard.common.errors import ExitCode, PathRefused, PathUnusable, WorkDirBusy
 from warnonce_guard.common.files import MARKER, Kind, mark, marked, temporary
 from warnonce_guard.common.fingerprint import distributions
 from warnonce_guard.history.fetch import fetch_release
@@ -154,7 +154,7 @@ def test_an_unknown_release_is_one_line_and_its_own_exit_code(
     tmp_path: Path, index_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert main(["history", "--index-url", index_url, "--only", "0.7.0"]) == NoRelease.exit_code == ExitCode.NO_RELEASE
+    assert main(["history", "--index-url", index_url, "--only", "0.7.0"]) == ExitCode.NOTHING_TO_CHECK
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["warnonce-guard: error: --only: 0.7.0 not on the index; its newest release is 1.0.0"]
 
@@ -285,7 +285,7 @@ def test_a_full_disk_in_the_work_directory_is_one_line_and_its_exit_code_not_a_t
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(cache, "write_atomic", full)
-    assert main(["history", "--index-url", index_url, "--work-dir", "w", "--out", "o"]) == ExitCode.STAGING_FAILED
+    assert main(["history", "--index-url", index_url, "--work-dir", "w", "--out", "o"]) == ExitCode.ENVIRONMENT
     (line,) = capsys.readouterr().err.strip().splitlines()
     where = f"--work-dir {tmp_path / 'w'}: cannot write in it: No space left on device: {tmp_path / 'w'}"
     assert line.startswith(f"warnonce-guard: error: {where}") and line.endswith("and rerun"), line

@@ -142,7 +142,7 @@ def test_a_guard_session_that_could_not_write_its_record_stops_the_session_with_
 ) -> None:
     with pytest.raises(RecordsUnwritten) as refused:
         kept(registrar, Result(M1, UNWRITTEN_STATUS))
-    assert refused.value.exit_code == ExitCode.STAGING_FAILED
+    assert refused.value.exit_code == ExitCode.ENVIRONMENT
     assert str(registrar.ws.attribution) in str(refused.value)
 
 

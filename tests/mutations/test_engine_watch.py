@@ -73,7 +73,7 @@ def test_a_session_that_uses_no_cpu_for_longer_than_its_limit_is_lost() -> None:
                 watching.check()
                 time.sleep(0.05)
         assert limit < clock.now < 10 * limit
-        assert lost.value.exit_code == ExitCode.ENGINE_FAILED and "used no CPU" in str(lost.value)
+        assert lost.value.exit_code == ExitCode.ENVIRONMENT and "used no CPU" in str(lost.value)
     finally:
         ended(proc)
 
@@ -145,4 +145,4 @@ def test_a_generation_worker_that_dies_ends_generation_at_once_instead_of_waitin
     with pytest.raises(GenerationWorkerLost) as lost, FailFastPool(processes=2) as pool:
         list(pool.imap_unordered(_die, range(6)))
     assert time.monotonic() - started < 30
-    assert lost.value.exit_code == ExitCode.ENGINE_FAILED
+    assert lost.value.exit_code == ExitCode.ENVIRONMENT

@@ -39,7 +39,7 @@ def test_names_of_the_mutants_mutmut_made_are_kept(ws: Workspace) -> None:
 
 @pytest.mark.parametrize("kept", [[], [M1], [M1, M2, "vllm.other__mutmut_1"]], ids=["none", "fewer", "more"])
 def test_names_of_other_mutants_than_mutmut_made_are_named_again(ws: Workspace, kept: list[str]) -> None:
-    ws.identities_file.write_text(json.dumps([named(m) for m in kept]))  # else: exit 14 on every later run
+    ws.identities_file.write_text(json.dumps([named(m) for m in kept]))  # else: MutantsUnaccounted on every later run
     said: list[str] = []
     heal(ws, [FILE], said.append)
     assert not ws.identities_file.exists()

@@ -242,7 +242,7 @@ def test_a_second_writer_is_refused_in_one_line_while_a_run_holds_the_report_dir
         write_report(written_by("holder"), out, viewer)  # the holder itself writes (the lock is re-entrant)
 
     (err,) = refused
-    assert err.exit_code == ExitCode.WORK_DIR_BUSY
+    assert err.exit_code == ExitCode.ENVIRONMENT
     assert str(err) == (
         f"--out {out}: another warnonce-guard run is writing its report there; wait for it to finish or pass "
         "another --out"

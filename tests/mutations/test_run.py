@@ -38,6 +38,7 @@ from warnonce_guard.guards.detectors import EXCEPTION_RETAINED
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.mutations import report
 from warnonce_guard.mutations.engine import layout
+from warnonce_guard.mutations.engine import session as engine_session
 from warnonce_guard.mutations.records import CRASHED, EXPOSED, KILLED, SKIPPED
 from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.run import mutate, read_result
@@ -168,8 +169,8 @@ def test_a_session_that_dies_before_generating_is_an_engine_failure_not_a_report
 def test_a_session_that_fails_after_generating_is_an_engine_failure_and_its_verdicts_are_kept(
     run: Run, fake_session: FakeSession
 ) -> None:
-    fake_session.exit_code = int(ExitCode.ENGINE_FAILED)  # as the session reports a crash of mutmut's
-    failed = rf"the mutmut session failed \(exit code {ExitCode.ENGINE_FAILED:d}\); see .*mutmut\.log"
+    fake_session.exit_code = engine_session.ENGINE_FAILED  # as the session reports a crash of mutmut's
+    failed = rf"the mutmut session failed \(exit code {ExitCode.ENVIRONMENT:d}\); see .*mutmut\.log"
     with pytest.raises(EngineFailed, match=failed):
         run()
     assert not run.out.exists()
@@ -280,7 +281,7 @@ def test_a_full_disk_after_staging_is_one_line_naming_the_work_directory(
     said = str(raised.value)
     assert said.startswith(f"cannot write in the work directory {run.ws.dir}: No space left on device: {run.ws.dir}")
     assert "\n" not in said and "--work-dir" in said
-    assert raised.value.exit_code == ExitCode.STAGING_FAILED
+    assert raised.value.exit_code == ExitCode.ENVIRONMENT
     assert not run.out.exists()  # no partial report
 
 
@@ -402,7 +403,7 @@ def test_a_run_with_its_own_work_directory_is_refused_in_one_line_while_another_
         argv = ["mutate", "--vllm-src", str(run.tree), "--out", str(run.out), "--work-dir", str(tmp_path / "work2")]
         code = cli.main([*argv, "--viewer-js", str(run.viewer)])
 
-    assert code == ExitCode.WORK_DIR_BUSY
+    assert code == ExitCode.ENVIRONMENT
     assert capsys.readouterr().err.strip().splitlines() == [
         f"warnonce-guard: error: --out {run.out}: another warnonce-guard run is writing its report there; wait for "
         "it to finish or pass another --out"
@@ -477,7 +478,7 @@ def test_a_ledger_that_does_not_validate_is_discarded_in_one_line_and_its_crashe
 def test_a_session_that_could_not_write_is_one_line_naming_the_work_directory_never_a_score(
     run: Run, fake_session: FakeSession
 ) -> None:
-    fake_session.exit_code = int(ExitCode.STAGING_FAILED)  # the session's guards or mutmut's state were refused
+    fake_session.exit_code = engine_session.WRITE_REFUSED  # the session's guards or mutmut's state were refused
 
     with pytest.raises(StagingFailed) as raised:
         run()
@@ -521,7 +522,7 @@ def test_a_failed_session_is_named_by_its_own_line_in_its_log_never_by_an_earlie
     run()
     run.ws.result_file.unlink()
     run.ws.log_file.write_text("warnonce-guard: error: an earlier session's problem\n", encoding="utf-8")
-    fake_session.exit_code = int(ExitCode.ENGINE_FAILED)
+    fake_session.exit_code = engine_session.ENGINE_FAILED
     with pytest.raises(EngineFailed) as failed:
         run()
     assert "earlier" not in str(failed.value)
@@ -531,6 +532,6 @@ def test_a_failed_session_is_named_by_its_own_line_in_its_log_never_by_an_earlie
             log.write("warnonce-guard: error: a process generating mutants died\n")
 
     fake_session.then = says
-    failed = rf"failed \(exit code {ExitCode.ENGINE_FAILED:d}\): a process generating mutants died; see "
+    failed = rf"failed \(exit code {ExitCode.ENVIRONMENT:d}\): a process generating mutants died; see "
     with pytest.raises(EngineFailed, match=failed):
         run()

@@ -163,7 +163,7 @@ def test_a_version_file_that_is_not_utf8_is_exit_5_naming_it(tmp_path: Path) -> 
         source_tree(tree)
     said = str(raised.value)
     assert said.startswith(f"{tree / 'vllm' / '_version.py'}: not utf-8 text (invalid continuation byte at byte 37)")
-    assert raised.value.exit_code == errors.ExitCode.SOURCE_DOES_NOT_PARSE
+    assert raised.value.exit_code == errors.ExitCode.BAD_INPUT
 
 
 def test_a_version_file_is_read_as_python_reads_it_coding_line_included(tmp_path: Path) -> None:
