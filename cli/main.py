@@ -203,6 +203,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         viewer_js=Path(args.viewer_js) if args.viewer_js else None,
         console=console(),
         platform=args.platform,
+        tests=args.tests,
+        tests_root=args.tests_root,
     )
 
 
@@ -315,6 +317,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mutate.add_argument("--fail-under", type=percent, default=100.0, metavar="PERCENT", help="minimum score (0-100)")
     mutate.add_argument("--viewer-js", metavar="FILE", help="mutation-testing-elements bundle for index.html")
+    mutate.add_argument(
+        "--tests",
+        nargs="+",
+        action="extend",
+        metavar="PATH",
+        help="score this pytest suite (files, folders or node ids) instead of the guards: each mutant runs the tests "
+        "that reach its function; killed, survived or not reached",
+    )
+    mutate.add_argument(
+        "--tests-root",
+        metavar="DIR",
+        help="the folder pytest runs --tests in, whose settings and conftest.py files apply (default: here)",
+    )
     mutate.set_defaults(run=cmd_mutate)
 
     audit = sub.add_parser(

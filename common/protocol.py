@@ -27,6 +27,9 @@ EXPECT_VLLM = PREFIX + "EXPECT_VLLM"  # the package directory the guards must im
 MUTATED = PREFIX + "MUTATED"  # the folder every site module already imported must come from (the workspace's)
 EVIDENCE = PREFIX + "EVIDENCE"  # "0": findings without their referrer chains (the mutation run, for speed)
 PARENT_PID = PREFIX + "PARENT_PID"  # the pid of the process that started this one (processes.bind_to_parent)
+# a suite's (`mutate --tests`): where its session on the unmutated code says which tests fail there (left out of every
+# later session) and which mutated functions ran outside any test
+SUITE_BASELINE = PREFIX + "SUITE_BASELINE"
 HISTORY_MUTANT = PREFIX + "HISTORY_MUTANT"  # the history's MUTANT_VARIABLE: never set, so every run is a baseline
 
 
@@ -48,6 +51,7 @@ class Settings:
     mutated: str | None
     evidence: bool
     parent_pid: int | None
+    suite_baseline: str | None = None
 
     def function_sites(self) -> dict[str, list[str]]:
         """Which sites each function the engine mutates holds (empty when not told)."""
@@ -73,6 +77,7 @@ def settings(environ: Mapping[str, str] | None = None) -> Settings:
         mutated=env.get(MUTATED) or None,
         evidence=env.get(EVIDENCE, "1") != "0",
         parent_pid=int(parent) if parent else None,
+        suite_baseline=env.get(SUITE_BASELINE) or None,
     )
 
 
@@ -93,6 +98,7 @@ def tell_guards(
     expect_vllm: str | None = None,
     mutated: str | None = None,
     evidence: bool = True,
+    suite_baseline: str | None = None,
 ) -> None:
     """Make `environ` the environment of guard sessions that record their outcomes under `attribution`: every
     protocol variable it held goes (a caller's tree, sites or records), these are set."""
@@ -107,7 +113,13 @@ def tell_guards(
             MUTANT_MARK: mutant_mark,
         }
     )
-    told = {SITES: sites, EXPECT_VLLM: expect_vllm, MUTATED: mutated, EVIDENCE: None if evidence else "0"}
+    told = {
+        SITES: sites,
+        EXPECT_VLLM: expect_vllm,
+        MUTATED: mutated,
+        EVIDENCE: None if evidence else "0",
+        SUITE_BASELINE: suite_baseline,
+    }
     environ.update({name: value for name, value in told.items() if value is not None})
 
 

@@ -24,14 +24,12 @@ from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import GuardError, NothingToCheck
 from warnonce_guard.guards.outcome import GuardFailure
 from warnonce_guard.guards.sessions import (
-    FINISHED_STATUSES,
     UNWRITTEN_STATUS,
     GuardRecord,
-    GuardSession,
     Phase,
     RecordKind,
+    record_finished,
     session_phase,
-    write_session,
 )
 from warnonce_guard.rule import target as targets
 from warnonce_guard.rule.platforms import platform_sites, resolve_platform
@@ -182,16 +180,5 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Write the session's records, whole, when every guard ran; a session cut short writes nothing."""
-    told = protocol.settings()
-    folder = told.attribution
-    if not folder or int(exitstatus) not in FINISHED_STATUSES:
-        return
-    phase = session_phase(told)
-    if phase is None:  # one of the engine's own checks, not a verdict
-        return
-    records = session.config.stash.get(_RECORDS, [])
-    run = GuardSession(told.run_id, phase, told.mutant, int(exitstatus), tuple(records))
-    try:
-        write_session(Path(folder), run)
-    except OSError:  # the engine must not take this session's exit status for a verdict
-        session.exitstatus = UNWRITTEN_STATUS
+    if not record_finished(protocol.settings(), int(exitstatus), session.config.stash.get(_RECORDS, [])):
+        session.exitstatus = UNWRITTEN_STATUS  # the engine must not take this session's exit status for a verdict

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -56,6 +56,7 @@ class RecordKind(StrEnum):
     LEAK = "leak"  # detectors fired (they are listed)
     UNREACHED = "unreached"  # the guard could not bring execution to its site
     ERROR = "error"  # the guard itself raised something else (its message says what)
+    FAILED = "failed"  # a test of a suite (`mutate --tests`) failed: its first line says how
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,20 @@ def write_session(folder: Path, session: GuardSession) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(session.to_json()))
     return path
+
+
+def record_finished(told: protocol.Settings, exit_status: int, records: Sequence[GuardRecord]) -> bool:
+    """Write a finished session's records where the engine told it to (nothing for a session cut short, one not
+    told to record, or one of the engine's own checks); False when the disk or folder refused the record."""
+    phase = session_phase(told)
+    if not told.attribution or int(exit_status) not in FINISHED_STATUSES or phase is None:
+        return True
+    finished = GuardSession(told.run_id, phase, told.mutant, int(exit_status), tuple(records))
+    try:
+        write_session(Path(told.attribution), finished)
+    except OSError:
+        return False
+    return True
 
 
 def read_session(path: Path) -> GuardSession | None:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from warnonce_guard.guards.sessions import GuardRecord, GuardSession, RecordKind
 from warnonce_guard.mutations.engine import attempts as engine_attempts
 from warnonce_guard.mutations.engine.attempts import Outcome
-from warnonce_guard.mutations.engine.status import EngineStatus, engine_status
+from warnonce_guard.mutations.engine.seam import MUTANT_MARK
+from warnonce_guard.mutations.engine.status import PYTEST_NO_TESTS, EngineStatus, engine_status
 from warnonce_guard.mutations.identify import NamedMutant
 from warnonce_guard.mutations.records import (
     CRASHED,
@@ -39,6 +40,7 @@ from warnonce_guard.mutations.records import (
     MutantVerdict,
     SiteBaseline,
 )
+from warnonce_guard.mutations.suite import SuiteBaseline
 from warnonce_guard.rule.sites import Site
 
 
@@ -92,10 +94,12 @@ def judge(code: int | None, session: GuardSession | None, attempts: int = 0, sit
 
 
 def killed_by(records: Iterable[GuardRecord], site: str | None) -> GuardRecord | None:
-    """The killer, whatever order the guards ran in: the guard of the mutant's own site if its detectors fired, else
-    the first by node id that fired."""
-    leaks = sorted((r for r in records if r.kind is RecordKind.LEAK), key=lambda r: (r.site != site, r.test))
-    return leaks[0] if leaks else None
+    """The killer, whatever order the tests ran in: the guard of the mutant's own site if its detectors fired, else
+    the first guard by node id that fired; for a suite (`mutate --tests`), the first of its tests by node id that
+    failed."""
+    kills = (r for r in records if r.kind in (RecordKind.LEAK, RecordKind.FAILED))
+    ordered = sorted(kills, key=lambda r: (r.kind is not RecordKind.LEAK, r.site != site, r.test))
+    return ordered[0] if ordered else None
 
 
 def retest(
@@ -137,6 +141,23 @@ def site_baselines(sites: Iterable[Site], sessions: Iterable[GuardSession]) -> l
     return out
 
 
+def judge_in_suite(
+    baseline: SuiteBaseline, mutant: str, code: int | None, session: GuardSession | None, attempts: int, site: str
+) -> Judgement:
+    """`judge` for a suite's run (`mutate --tests`), its reasons in the suite's words."""
+    judgement = judge(code, session, attempts, site)
+    if judgement.status is SURVIVED:
+        return Judgement(SURVIVED, "every test of the suite that runs the mutated function passed")
+    if judgement.status is not NO_TESTS:
+        return judgement
+    if code == PYTEST_NO_TESTS:  # every test that reaches it was left out
+        return Judgement(NO_TESTS, "only tests that fail on the unmutated code run the mutated function")
+    why = "no test of the suite runs the mutated function"
+    if mutant.partition(MUTANT_MARK)[0] in baseline.outside:
+        why += "; it runs only while the suite is collected (on import), which no test sees"
+    return Judgement(NO_TESTS, why)
+
+
 def verdicts(
     named: Iterable[NamedMutant],
     sites: Iterable[Site],
@@ -145,8 +166,10 @@ def verdicts(
     durations: Mapping[str, float],
     sessions: Mapping[str, GuardSession],
     attempts: Mapping[str, tuple[int, ...]] | None = None,
+    suite: SuiteBaseline | None = None,
 ) -> list[MutantVerdict]:
-    """One verdict per named mutant; mutants at a site that is not guarded at baseline are skipped, never killed."""
+    """One verdict per named mutant; mutants at a site that is not guarded at baseline are skipped, never killed. A
+    suite's run (`suite`: what it did on the unmutated code) has no site baselines: every mutant is judged."""
     by_id = {site.id: site for site in sites}
     status_of_site = {b.site.id: b for b in site_baselines}
     out = []
@@ -154,13 +177,16 @@ def verdicts(
         site = mutant.orphan_site or by_id[mutant.site_id]
         session = sessions.get(mutant.mutant_id)
         baseline = status_of_site.get(site.id)
+        tries = len((attempts or {}).get(mutant.mutant_id, ()))
         if mutant.unattributed:
             judgement = Judgement(UNATTRIBUTED, f"not counted: {mutant.unattributed}")
+        elif suite is not None:
+            code = codes.get(mutant.mutant_id)
+            judgement = judge_in_suite(suite, mutant.mutant_id, code, session, tries, mutant.site_id)
         elif baseline is None or baseline.status != GUARDED:
             status = baseline.status if baseline else "not guarded"
             judgement = Judgement(SKIPPED, f"not counted: the site is {status} at baseline")
         else:
-            tries = len((attempts or {}).get(mutant.mutant_id, ()))
             judgement = judge(codes.get(mutant.mutant_id), session, tries, mutant.site_id)
         killer = judgement.killer
         out.append(

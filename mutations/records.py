@@ -22,7 +22,7 @@ class MutantStatus(StrEnum):
     SURVIVED = "survived"  # every guard passed with the mutant in place
     TIMEOUT = "timeout"  # the guards ran past their time limit
     CRASHED = "crashed"  # the guard run ended without a guard's verdict (segfault, error in a guard, ...)
-    NO_TESTS = "no tests"  # no guard covers the mutated function
+    NO_TESTS = "not reached"  # no guard (or test of a suite) runs the mutated function
     SKIPPED = "skipped"  # not counted: its site is exposed or unreached at baseline
     NOT_RUN = "not run"  # no finished run of it yet (interrupted, or mutmut stopped first): re-tested next run
     UNATTRIBUTED = "unattributed"  # no discovered site explains it: a bug of the site rule, never counted
@@ -85,6 +85,22 @@ class MutantVerdict:
 
 
 @dataclass(frozen=True)
+class SuiteInfo:
+    """The pytest suite that scored the mutants (`mutate --tests`), and its tests that fail on the unmutated code:
+    listed, left out of every mutant's run, never counted as a kill."""
+
+    name: str  # as every report names it (`mutations.suite.Suite.describe`)
+    failing: dict[str, str] = field(default_factory=dict)  # node id -> the first line of its failure
+
+    @classmethod
+    def from_json(cls, data: Any) -> SuiteInfo | None:
+        return None if data is None else cls(str(data["name"]), {str(k): str(v) for k, v in data["failing"].items()})
+
+
+GUARDS_NAME = "the guards of warnonce-guard"  # what scores the mutants without --tests
+
+
+@dataclass(frozen=True)
 class OperatorInfo:
     name: str
     description: str
@@ -130,6 +146,12 @@ class RunResult:
     duration_s: float = 0.0
     run: RunInfo | None = None  # the run that wrote this result (for reused verdicts: the run reusing them)
     verdicts_from: RunInfo | None = None  # the earlier run whose verdicts these are, when they were reused
+    suite: SuiteInfo | None = None  # the suite of --tests that scored the mutants; None: the guards
+
+    @property
+    def scored_by(self) -> str:
+        """What ran against the mutants, as every report names it."""
+        return self.suite.name if self.suite is not None else GUARDS_NAME
 
     def count(self, status: MutantStatus) -> int:
         return sum(1 for m in self.mutants if m.status == status)
@@ -196,7 +218,8 @@ class RunResult:
         operators = [OperatorInfo(**o) for o in data["operators"]]
         fields = {k: data[k] for k in ("vllm_version", "vllm_commit", "target", "sources", "duration_s")}
         runs = {k: RunInfo.from_json(data.get(k)) for k in ("run", "verdicts_from")}
-        return cls(**fields, operators=operators, baselines=baselines, mutants=mutants, **runs)
+        suite = SuiteInfo.from_json(data.get("suite"))
+        return cls(**fields, operators=operators, baselines=baselines, mutants=mutants, **runs, suite=suite)
 
     @property
     def viewer_score(self) -> float | None:

@@ -23,8 +23,10 @@ from warnonce_guard.common.errors import (
     Interrupted,
     MutantsUnaccounted,
     NothingToCheck,
+    PlatformImportFailed,
     StagingFailed,
     TargetChanged,
+    UsageError,
 )
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS, cannot_write, write_atomic
 from warnonce_guard.common.processes import stop_group
@@ -37,9 +39,19 @@ from warnonce_guard.mutations.engine import session as engine_session
 from warnonce_guard.mutations.engine.watch import Watch, stall_limit
 from warnonce_guard.mutations.identify import NamedMutant, read_identities, write_identities
 from warnonce_guard.mutations.operators import OPERATORS
-from warnonce_guard.mutations.records import GUARDED, NOT_RUN, SKIPPED, UNATTRIBUTED, OperatorInfo, RunInfo, RunResult
+from warnonce_guard.mutations.records import (
+    GUARDED,
+    NOT_RUN,
+    SKIPPED,
+    UNATTRIBUTED,
+    OperatorInfo,
+    RunInfo,
+    RunResult,
+    SuiteInfo,
+)
 from warnonce_guard.mutations.report import print_table, provenance, write_report
 from warnonce_guard.mutations.report.viewer import find_viewer
+from warnonce_guard.mutations.suite import Suite, SuiteBaseline, read_baseline, resolve_suite, signature
 from warnonce_guard.mutations.workspace import WorkRoot, Workspace
 from warnonce_guard.rule import target as targets
 from warnonce_guard.rule.platforms import platform_sites, resolve_platform
@@ -209,8 +221,15 @@ def _identities_problem(ws: Workspace) -> str | None:
 
 
 def collect_result(
-    ws: Workspace, target: targets.Target, run_id: str, sites: list[Site], named: list[NamedMutant], started: float
+    ws: Workspace,
+    target: targets.Target,
+    run_id: str,
+    sites: list[Site],
+    named: list[NamedMutant],
+    started: float,
+    suite: Suite | None = None,
 ) -> RunResult:
+    """The run's verdicts from what the session left in the workspace: scored by the guards, or by `suite`."""
     files = sorted({site.file for site in sites})
     try:
         codes, durations = state.read_exit_codes(ws, files)
@@ -221,7 +240,9 @@ def collect_result(
         ledger = attempts.read(ws.attempts_file)
     except BadRecord:
         ledger = {}  # a stored code the ledger no longer backs is "not run": tested again by the next run
-    site_baselines = results.site_baselines(sites, read_baseline_sessions(ws.attribution, run_id))
+    site_baselines, suite_baseline = [], _suite_baseline(ws) if suite is not None else None
+    if suite is None:
+        site_baselines = results.site_baselines(sites, read_baseline_sessions(ws.attribution, run_id))
     made, known = set(codes), {m.mutant_id for m in named}
     if made != known:
         raise MutantsUnaccounted(
@@ -234,9 +255,18 @@ def collect_result(
         sources={file: (ws.dir / file).read_text(encoding="utf-8") for file in files},
         operators=[OperatorInfo(name, op.description) for name, op in OPERATORS.items()],
         baselines=site_baselines,
-        mutants=results.verdicts(named, sites, site_baselines, codes, durations, sessions, ledger),
+        mutants=results.verdicts(named, sites, site_baselines, codes, durations, sessions, ledger, suite_baseline),
         duration_s=time.monotonic() - started,
+        suite=SuiteInfo(suite.describe(), suite_baseline.failures) if suite and suite_baseline else None,
     )
+
+
+def _suite_baseline(ws: Workspace) -> SuiteBaseline:
+    """What the suite did on the unmutated code, as its stats session recorded it."""
+    try:
+        return read_baseline(ws.suite_baseline)
+    except BadRecord as err:
+        raise EngineFailed(f"the suite's run on the unmutated code left no record ({err}); run again") from None
 
 
 def gate(result: RunResult, fail_under: float) -> list[str]:
@@ -292,16 +322,24 @@ def mutate(
     viewer_js: Path | None,
     console: Console,
     platform: str | None = None,
+    tests: list[str] | None = None,
+    tests_root: str | None = None,
 ) -> int:
+    """The whole run; its exit code (`ExitCode.CHECK_FAILED` when the gate fails). `tests` (and `tests_root`): the
+    pytest suite that scores the mutants in place of the guards."""
     started, run = time.monotonic(), RunInfo.begin()
     target = targets.resolve(vllm_src)
+    if tests is None and tests_root is not None:
+        raise UsageError("--tests-root names where --tests run: give --tests too")
+    suite = resolve_suite(tests, tests_root) if tests is not None else None
     packages, extra, find_sites = plan(target, platform)
     paths = check_paths(out_dir, work_dir, viewer_js, protected_paths(target, packages))
-    # --out is this run's from here to the report's last rename: another run writing there is refused (11)
+    key = Key(target, packages, extra, suite, [paths.out, paths.work_root.dir])
+    # --out is this run's from here to the report's last rename: another run writing there is refused
     with paths.work_root.claimed() as root, locks.out_dir(paths.out), RunProgress(console, started) as progress:
-        ws = root.workspace(stage.fingerprint(target, packages, extra))
+        ws = root.workspace(key.fingerprint())
         try:
-            result = _run(ws, root, target, packages, extra, find_sites, platform, progress, started, run)
+            result = _run(ws, root, key, find_sites, platform, progress, started, run)
             write_report(result, paths.out, paths.viewer_js)
         except Interrupted as stop:
             left = provenance.left_in(paths.out, run)  # an earlier report, perhaps of another target: say whose
@@ -321,6 +359,24 @@ def mutate(
     for problem in problems:
         console.print(f"[red]gate:[/] {printable(problem)}", soft_wrap=True)
     return ExitCode.CHECK_FAILED if problems else ExitCode.OK
+
+
+def _suite_session_ended(ws: Workspace, suite: Suite, code: int, said: str) -> None:
+    """What a suite's session's exit code says, when it is no verdict: raise the error naming it (0 is one)."""
+    if code == 0:
+        return
+    if code == engine_session.NOTHING_COLLECTED:
+        raise NothingToCheck(f"{suite.describe()} collected no test: nothing was checked")
+    if code == engine_session.SUITE_BROKEN:
+        raise PlatformImportFailed(
+            f"{suite.describe()} could not be run on the unmutated code (errors while pytest collected it){said}; "
+            f"run pytest on it there to see them (mutmut's log: {ws.log_file})"
+        )
+    raise EngineFailed(
+        f"the mutmut session stopped before the mutants (exit code {code}){said}: a test that passed on the "
+        f"unmutated code failed in mutmut's clean run, or no test failed with every mutant forced to fail; see "
+        f"{ws.log_file} (finished verdicts are kept: the next run tests the rest)"
+    )
 
 
 def _disk_refused_the_workspace(err: OSError, ws: Workspace) -> bool:
@@ -392,12 +448,26 @@ def store_result(ws: Workspace, result: RunResult) -> None:
         ws.result_file.unlink(missing_ok=True)
 
 
+@dataclass(frozen=True)
+class Key:
+    """What keys the run's workspace: the target, its staged packages, other settings (`extra`: the platform) and
+    the suite of --tests with every file of it (not the run's own `left_out` folders, which change as it runs)."""
+
+    target: targets.Target
+    packages: dict[str, Path]
+    extra: str
+    suite: Suite | None
+    left_out: list[Path]
+
+    def fingerprint(self) -> str:
+        suite = [self.suite.to_json(), signature(self.suite, self.left_out)] if self.suite is not None else None
+        return stage.fingerprint(self.target, self.packages, json.dumps([self.extra, suite]))
+
+
 def _run(
     ws: Workspace,
     root: WorkRoot,
-    target: targets.Target,
-    packages: dict[str, Path],
-    extra: str,
+    key: Key,
     find_sites: Callable[[], list[Site]],
     platform: str | None,
     progress: RunProgress,
@@ -405,6 +475,7 @@ def _run(
     run: RunInfo,
 ) -> RunResult:
     say = progress.say
+    target, packages, suite = key.target, key.packages, key.suite
     ws.create()
     stored = read_result(ws)
     if stored is not None:  # the same target, tool and engine: nothing to stage, import or run
@@ -419,14 +490,15 @@ def _run(
         guarded = [site for site in sites if site.cached]
         if not guarded:
             raise NothingToCheck(f"no kernel-import site logs through a *_once call in {target.describe()}")
-        for line in stage.prepare(ws, target, sites, packages):
+        for line in stage.prepare(ws, target, sites, packages, suite):
             say(line)
         root.prune(ws)
         files = stage.mutated_files(sites)
         via = f" through {platform}" if platform else ""
+        scored = f"; scored by {suite.describe()}" if suite is not None else ""
         say(
             f"staged {target.describe()}{via}: {len(guarded)} cached site(s) in {len(files)} file(s), "
-            f"{len(OPERATORS)} operators; work in {ws.dir}"
+            f"{len(OPERATORS)} operators{scored}; work in {ws.dir}"
         )
         heal(ws, files, say)
         session_code = run_session(ws, session, run_id, sites, sorted(packages), files, progress)
@@ -438,14 +510,16 @@ def _run(
             f"the mutmut session ended (exit code {session_code}) before generating its mutants{said}; "
             f"see {ws.log_file}"
         )
-    if session_code not in SESSION_FINISHED:
+    if suite is not None:
+        _suite_session_ended(ws, suite, session_code, said)
+    elif session_code not in SESSION_FINISHED:
         raise EngineFailed(
             f"the mutmut session failed (exit code {session_code}){said}; see {ws.log_file} "
             "(finished verdicts are kept: the next run tests the rest)"
         )
     named = write_identities(ws, sites, sorted(packages))
-    result = collect_result(ws, target, run_id, guarded, named, started)
-    if stage.fingerprint(target, packages, extra) != ws.dir.name:  # the workspace is named by the fingerprint
+    result = collect_result(ws, target, run_id, guarded, named, started, suite)
+    if key.fingerprint() != ws.dir.name:  # the workspace is named by the fingerprint
         stage.forget_staging(ws)
         raise TargetChanged(
             f"{target.describe()} changed while this run tested it (edited or reinstalled, or warnonce-guard or "

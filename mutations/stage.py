@@ -31,6 +31,7 @@ from warnonce_guard.common.errors import BadRecord, GuardError
 from warnonce_guard.common.files import cannot_write, scratch, sweep, write_atomic
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
 from warnonce_guard.mutations.engine import config as engine_config
+from warnonce_guard.mutations.suite import Suite
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE, Target, files_to_read, read_source, unreadable
@@ -196,16 +197,26 @@ def stage_files(ws: Workspace, packages: dict[str, Path], files: Iterable[str]) 
     return discarded
 
 
-def prepare(ws: Workspace, target: Target, sites: list[Site], packages: dict[str, Path] | None = None) -> list[str]:
-    """Create or refresh the work directory's contents for these sites; returns what was discarded of an earlier
-    copy."""
+def prepare(
+    ws: Workspace,
+    target: Target,
+    sites: list[Site],
+    packages: dict[str, Path] | None = None,
+    suite: Suite | None = None,
+) -> list[str]:
+    """Create or refresh the work directory's contents for these sites, scored by the guards or by `suite`; returns
+    what was discarded of an earlier copy."""
     packages = packages or {PACKAGE: target.package_dir}
     files = mutated_files(sites)
     discarded = stage_files(ws, packages, files)
     try:
         write_atomic(ws.packages_file, json.dumps({name: str(folder) for name, folder in packages.items()}))
-        _copy_guard_tests(ws)
-        engine_config.write(ws.setup_cfg, files, ws.guard_tests.name)
+        if suite is None:
+            _copy_guard_tests(ws)
+            ws.suite_file.unlink(missing_ok=True)
+        else:
+            write_atomic(ws.suite_file, json.dumps(suite.to_json()))
+        engine_config.write(ws.setup_cfg, files, ws.guard_tests.name, suite)
         write_atomic(ws.sites_file, json.dumps([site.to_json() for site in sites], indent=1))
     except OSError as err:
         raise cannot_write(err, f"cannot stage the target in {ws.dir}") from None

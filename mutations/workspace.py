@@ -11,7 +11,9 @@
                                   target from here, `engine.overlay`; every other module is read where it lies)
                                   and mutmut's state (mutations.engine.layout)
             packages.json         each staged package and the directory it is imported from, vllm first
-            guard_tests/          the guard tests, copied from the guards package
+            guard_tests/          the guard tests, copied from the guards package (not for a suite of --tests)
+            suite.json            the suite of --tests: its root and paths (none when the guards score the mutants)
+            suite-baseline.json   the suite's tests that fail on the unmutated code, and the functions no test runs
             setup.cfg             mutmut's settings for this run
             sites.json            the sites discovered in the target
             generation.json       written by the session once mutmut has generated every mutant
@@ -58,6 +60,8 @@ class Workspace:
     mutants = _Inside("mutants")
     packages_file = _Inside("packages.json")
     guard_tests = _Inside("guard_tests")
+    suite_file = _Inside("suite.json")
+    suite_baseline = _Inside("suite-baseline.json")
     setup_cfg = _Inside("setup.cfg")
     sites_file = _Inside("sites.json")
     generation_file = _Inside("generation.json")

@@ -2,7 +2,8 @@
 
 mutmut reads its settings from the current directory's setup.cfg; these keys are mutmut 3.8.1's
 (`mutmut.configuration`). `SETTINGS` are this project's, fixed; `write` adds what depends on the run:
-the site files to mutate and the guard tests to run.
+the site files to mutate and the tests to run: the guards (copied into the workspace, settings of their own), or a
+suite's paths (`mutate --tests`), run where they lie with their own settings and our recording plugin.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from warnonce_guard.common.files import write_atomic
 from warnonce_guard.guards.isolation import isolated
+from warnonce_guard.mutations.suite import Suite
 
 SETTINGS: dict[str, str | list[str]] = {
     "process_isolation": "fork",  # one worker per mutant, forked from a session that imported vLLM once
@@ -30,21 +32,25 @@ def _value(value: str | list[str]) -> str:
     return value if isinstance(value, str) else "".join(f"\n    {item}" for item in value)
 
 
-def section(files: Iterable[str] = (), tests: str = "") -> str:
-    """The `[mutmut]` section: the fixed settings, then the files to mutate and the guard tests' folder."""
+# A suite's sessions: no cache written in its folder, and the plugin that records them (mutations.engine.suite_plugin)
+SUITE_ARGS = ["-p", "no:cacheprovider", "-p", "warnonce_guard.mutations.engine.suite_plugin"]
+
+
+def section(files: Iterable[str] = (), tests: str = "", suite: Suite | None = None) -> str:
+    """The `[mutmut]` section: the fixed settings, then the files to mutate and the tests: the guard tests' folder
+    `tests`, or the paths of `suite`."""
     files = sorted(set(files))
     settings: dict[str, str | list[str]] = dict(SETTINGS)
     if files:
-        settings |= {
-            "source_paths": files,
-            "only_mutate": files,
-            "also_copy": [f"{tests}/"],
-            "pytest_add_cli_args_test_selection": [f"{tests}/"],
-        }
+        settings |= {"source_paths": files, "only_mutate": files}
+        if suite is None:
+            settings |= {"also_copy": [f"{tests}/"], "pytest_add_cli_args_test_selection": [f"{tests}/"]}
+        else:
+            settings |= {"pytest_add_cli_args": SUITE_ARGS, "pytest_add_cli_args_test_selection": list(suite.paths)}
     return "[mutmut]\n" + "".join(f"{key} = {_value(value)}\n" for key, value in settings.items())
 
 
-def write(path: Path, files: Iterable[str], tests: str) -> None:
-    """setup.cfg for one run (atomically): mutate `files`, run the guard tests in folder `tests`."""
+def write(path: Path, files: Iterable[str], tests: str, suite: Suite | None = None) -> None:
+    """setup.cfg for one run (atomically): mutate `files`, run the guard tests in folder `tests` (or `suite`)."""
     header = "# Written by warnonce-guard for one mutation run (mutations/engine/config.py).\n"
-    write_atomic(path, header + section(files, tests))
+    write_atomic(path, header + section(files, tests, suite))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from warnonce_guard.common.errors import SeamMismatch
@@ -23,7 +24,8 @@ SEAM_MODULE = "mutmut.mutation.file_mutation"
 SEAM_ATTRIBUTE = "mutation_operators"
 # mutmut's protocol with the tests it runs, passed on to the guards' conftest by the session (common.protocol):
 MUTANT_VARIABLE = "MUTANT_UNDER_TEST"  # the mutant a test process runs; mutmut sets it before each session
-BASELINE_PHASES = ("", "stats")  # its values for runs of the unmutated code (clean run, coverage stats)
+STATS_PHASE = "stats"  # its value for the session that finds which tests reach which function (the whole suite)
+BASELINE_PHASES = ("", STATS_PHASE)  # its values for runs of the unmutated code (clean run, coverage stats)
 MUTANT_MARK = "__mutmut_"  # in every mutant's name (its other phases, "fail", "list_all_tests", have none)
 
 
@@ -39,6 +41,9 @@ ENGINE_NAMES: dict[str, tuple[str, ...]] = {
     "mutmut.utils.file_utils": ("change_cwd", "copy_src_dir"),
     "mutmut.utils.format_utils": ("get_mutant_name",),
     "mutmut.workers.isolation": ("MutantResult",),
+    "mutmut.state": ("state",),
+    # last: importing it imports mutmut.stats' names
+    "mutmut.runners.harness": ("PytestRunner", "BadTestExecutionCommandsException"),
 }
 
 
@@ -89,6 +94,13 @@ def check_seam() -> None:
     # The overlay imports each site module from mutmut's copy, mutants/<file> (engine.layout, engine.overlay).
     if 'Path("mutants") / root / name' not in inspect.getsource(file_utils.copy_src_dir):
         raise SeamMismatch("mutmut no longer copies a file it mutates to mutants/<file>; re-check engine/overlay.py")
+    from mutmut.runners.harness import PytestRunner
+    from mutmut.state import MutmutState
+
+    if "_stats" not in getattr(MutmutState, "__dataclass_fields__", {}):
+        raise SeamMismatch("mutmut's state no longer gathers trampoline hits in `_stats`; re-check suite_plugin.py")
+    if "pytest.main(params" not in inspect.getsource(PytestRunner.execute_pytest):
+        raise SeamMismatch("mutmut's PytestRunner.execute_pytest no longer runs pytest.main; re-check tests_run_in")
     saved = inspect.getsource(data.SourceFileMutationData.load)
     if not all(f'"{key}"' in saved for key in META_KEYS):
         raise SeamMismatch("mutmut's .meta format changed (SourceFileMutationData.load); re-check engine/state.py")
@@ -147,3 +159,47 @@ def each_generation(record: Generation) -> Iterator[None]:
         yield
     finally:
         file_mutation.create_mutations, file_mutation.get_ignored_lines = create, ignored
+
+
+def reached_functions() -> set[str]:
+    """The mutated functions some test reaches, as mutmut's stats found them (mutmut names them as it mangles)."""
+    from mutmut.state import state
+
+    return {name for name, tests in state().tests_by_mangled_function_name.items() if tests}
+
+
+def mutmut_hits(clear: bool = False) -> set[str]:
+    """The mutated functions mutmut's trampolines saw run since its last look (a test's teardown), emptied when
+    `clear`: what a suite's plugin takes from the test mutmut would credit them to."""
+    from mutmut.state import state
+
+    hits = set(state()._stats)
+    if clear:
+        state()._stats.clear()
+    return hits
+
+
+@contextmanager
+def tests_run_in(root: Path | None) -> Iterator[None]:
+    """Within the block (and its forked workers), mutmut runs each pytest session in `root`, a suite's folder,
+    rather than in `mutants/`: its `--rootdir=.` is then that folder, its settings and conftest.py files apply, and
+    the node ids mutmut records and passes back are relative to it, as pytest takes them. Nothing when `root` is
+    None (the guards, which mutmut finds in `mutants/`)."""
+    if root is None:
+        yield
+        return
+    check_seam()
+    from mutmut.runners.harness import PytestRunner
+    from mutmut.utils.file_utils import change_cwd
+
+    execute = PytestRunner.execute_pytest
+
+    def execute_in_root(self: Any, params: list[str], **kwargs: Any) -> int:
+        with change_cwd(root):
+            return execute(self, params, **kwargs)
+
+    PytestRunner.execute_pytest = execute_in_root  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        PytestRunner.execute_pytest = execute  # type: ignore[method-assign]

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from warnonce_guard.common import protocol
-from warnonce_guard.common.errors import ExitCode, GuardError, RecordsUnwritten, StagingFailed
+from warnonce_guard.common.errors import BadRecord, ExitCode, GuardError, RecordsUnwritten, StagingFailed
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS
 from warnonce_guard.common.processes import bind_to_parent, child_environment, die_with_parent
 from warnonce_guard.guards.isolation import isolated
@@ -48,9 +48,13 @@ from warnonce_guard.mutations.engine.seam import (
     Generation,
     each_generation,
     our_operators,
+    reached_functions,
+    tests_run_in,
 )
+from warnonce_guard.mutations.engine.status import PYTEST_NO_TESTS
 from warnonce_guard.mutations.engine.workers import Registrar
 from warnonce_guard.mutations.operators import Anchors, anchors_of
+from warnonce_guard.mutations.suite import Suite, read_baseline, read_suite
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE
@@ -61,6 +65,8 @@ REFUSED_WRITES = DISK_ERRORS | PERMISSION_ERRORS
 # GuardError raised here exits with its row of ExitCode): the work directory refused a write, or the engine failed.
 WRITE_REFUSED = 12
 ENGINE_FAILED = int(ExitCode.ENVIRONMENT)
+NOTHING_COLLECTED = int(ExitCode.NOTHING_TO_CHECK)  # a suite that collected no test
+SUITE_BROKEN = 6  # a suite whose collection failed on the unmutated code (pytest's exit status 2, 3 or 4)
 
 
 def start(ws: Workspace, run_id: str, warm_up: Sequence[str] = ()) -> subprocess.Popen[bytes]:
@@ -104,10 +110,11 @@ def _warm_up(modules: Sequence[str]) -> None:
             importlib.import_module(name)
 
 
-def _environment(ws: Workspace, run_id: str, packages: dict[str, Path]) -> None:
+def _environment(ws: Workspace, run_id: str, packages: dict[str, Path], suite: Suite | None = None) -> None:
     """Tell the guard sessions mutmut starts (in this process's environment) to record, on the target imported
     through the workspace (its site modules mutmut's copies), in mutmut's names; and which sites each function
-    mutmut mutates holds (they run those first, see guards.conftest)."""
+    mutmut mutates holds (they run those first, see guards.conftest). A suite's sessions are told where its
+    baseline goes (`suite_plugin`)."""
     protocol.tell_guards(
         os.environ,
         attribution=str(ws.attribution),
@@ -119,6 +126,7 @@ def _environment(ws: Workspace, run_id: str, packages: dict[str, Path]) -> None:
         expect_vllm=str(packages[PACKAGE]),
         mutated=str(ws.mutants),
         evidence=False,  # verdicts and detectors only: no referrer chains (see guards.drive)
+        suite_baseline=str(ws.suite_baseline) if suite is not None else None,
     )
     protocol.tell_site_functions(os.environ, naming.function_keys(_sites(ws)))
 
@@ -187,15 +195,22 @@ def generate(ws: Workspace, run_id: str, packages: dict[str, Path], files: list[
         mutmut_main.create_mutants(os.cpu_count() or 4)  # as `run` does
 
 
-def run_mutmut(ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str]) -> int:
+def run_mutmut(
+    ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str], suite: Suite | None = None
+) -> int:
     """mutmut's `run` with our operators, anchored on the workspace's sites, the target imported through the
-    workspace, then once more on the mutants whose worker was killed or timed out; its exit code (mutmut exits 1
-    when the clean guards fail)."""
+    workspace, the tests run in the suite's folder (or the guards in mutants/), then once more on the mutants whose
+    worker was killed or timed out; its exit code (mutmut exits 1 when the clean tests fail)."""
+    from mutmut.runners.harness import BadTestExecutionCommandsException
+
     overlay.install(ws, packages, files)
     mutmut_main = _mutmut(ws, run_id, files)
     registrar = Registrar.load(ws, run_id)
     mutmut_main._register_mutant_result = registrar.wrap(mutmut_main._register_mutant_result)
-    with our_operators(sorted(packages), anchors=anchors_of(_sites(ws))):
+    with (
+        our_operators(sorted(packages), anchors=anchors_of(_sites(ws))),
+        tests_run_in(suite.root if suite is not None else None),
+    ):
         try:
             mutmut_main._run([], max_children=None)
             if again := registrar.take_again():  # once: a second abnormal attempt is kept as the verdict
@@ -203,6 +218,11 @@ def run_mutmut(ws: Workspace, run_id: str, packages: dict[str, Path], files: lis
                 mutmut_main._run(again, max_children=None)
         except SystemExit as stop:
             return stop.code if isinstance(stop.code, int) else 1
+        except BadTestExecutionCommandsException as err:  # pytest exited 4: a conftest.py that fails, a bad option
+            if suite is None:
+                raise
+            print(f"the suite's pytest session could not start (pytest's exit status 4): {err}", flush=True)
+            return SUITE_BROKEN
     return 0
 
 
@@ -302,12 +322,35 @@ def _not_warmed(ws: Workspace) -> str | None:
 
 
 def _tested(ws: Workspace, run_id: str) -> int:
-    """mutmut's `run` on what was generated, and the complete baseline when the clean guards failed."""
-    packages = staged_packages(ws)
-    _environment(ws, run_id, packages)
-    code = run_mutmut(ws, run_id, packages, sorted(state.read_generation(ws)[1]))
+    """mutmut's `run` on what was generated, and the complete baseline when the clean guards failed (for a suite,
+    what its stop means: `suite_stopped`)."""
+    packages, suite = staged_packages(ws), read_suite(ws.suite_file)
+    _environment(ws, run_id, packages, suite)
+    files = sorted(state.read_generation(ws)[1])
+    code = run_mutmut(ws, run_id, packages, files, suite)
+    if code != 0 and suite is not None:
+        return suite_stopped(ws, files, code)
     if code != 0 and complete_baseline(ws) == UNWRITTEN_STATUS:  # mutmut's stats or clean run could not either
         raise RecordsUnwritten(f"the guards could not write their records in {ws.attribution}")
+    return code
+
+
+def suite_stopped(ws: Workspace, files: list[str], code: int) -> int:
+    """What mutmut's stop with `code` means for a suite, as the session's exit code: no test collected on the
+    unmutated code is `NOTHING_COLLECTED`, a collection that failed `SUITE_BROKEN`; tests that reach no mutated
+    function (mutmut stops before the mutants) make every mutant untested, as mutmut's own loop records one (0);
+    anything else is mutmut's code."""
+    try:
+        baseline = read_baseline(ws.suite_baseline)
+    except BadRecord:  # mutmut stopped before its stats session ended
+        return code
+    if baseline.status not in (0, 1, PYTEST_NO_TESTS):
+        return SUITE_BROKEN
+    if not baseline.collected:
+        return NOTHING_COLLECTED
+    if not reached_functions():
+        state.mark_untested(ws, files)
+        return 0
     return code
 
 

@@ -36,6 +36,7 @@ META_KEYS = frozenset(META_ATTRIBUTES)
 # mutmut-stats.json: what mutmut 3.8.1's save_stats writes; its load_stats needs the first three and
 # crashes on anything else (a KeyError, or an assertion on a key it does not know), run after run.
 STATS_REQUIRED = frozenset({"tests_by_mangled_function_name", "duration_by_test", "stats_time"})
+NO_TESTS_CODE = 33  # mutmut's exit code for a mutant whose function no test reaches (mutmut.stats)
 STATS_KEYS = STATS_REQUIRED | {
     "function_hashes",
     "function_dependencies",
@@ -220,6 +221,23 @@ def reset(ws: Workspace, files: Iterable[str], mutants: Mapping[str, object]) ->
         write_atomic(path, json.dumps(data, indent=4))
         cleared += len(hit)
     return cleared
+
+
+def mark_untested(ws: Workspace, files: Iterable[str]) -> int:
+    """Give every mutant of `files` without an exit code mutmut's own for one no test reaches (`NO_TESTS_CODE`),
+    as its loop does when it gets to it; returns how many."""
+    marked = 0
+    for file in sorted(set(files)):
+        path = layout.meta(ws, file)
+        data = load_json(path)
+        parse_meta(data)
+        codes = data["exit_code_by_key"]
+        untested = [name for name, code in codes.items() if code is None]
+        if untested:
+            codes.update(dict.fromkeys(untested, NO_TESTS_CODE))
+            write_atomic(path, json.dumps(data, indent=4))
+            marked += len(untested)
+    return marked
 
 
 def atomic_meta_save() -> None:

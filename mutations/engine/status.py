@@ -25,11 +25,13 @@ class EngineStatus(StrEnum):
     SEGFAULT = "segfault"
 
 
+PYTEST_NO_TESTS = 5  # pytest's exit status when it collected (or kept) no test
+
 EXIT_CODE_STATUS: dict[int | None, EngineStatus] = {
     1: EngineStatus.KILLED,
     3: EngineStatus.KILLED,  # mutmut: "internal error in pytest means a kill"
     0: EngineStatus.SURVIVED,
-    5: EngineStatus.NO_TESTS,
+    PYTEST_NO_TESTS: EngineStatus.NO_TESTS,
     2: EngineStatus.INTERRUPTED,
     None: EngineStatus.NOT_CHECKED,
     33: EngineStatus.NO_TESTS,

@@ -1,6 +1,6 @@
 """`junit.xml`: one testcase per mutant and per site with no mutants, for CI test-result views.
 
-A mutant the guards did not kill (survived, timeout, crashed, no tests) is a failure; a killed one
+A mutant the guards did not kill (survived, timeout, crashed, not reached) is a failure; a killed one
 passes; a skipped one is skipped. A site exposed or unreached at baseline is a failure too: the
 bug is live there, or no guard reaches it.
 """
@@ -19,6 +19,7 @@ def build(result: RunResult) -> ET.Element:
     suite = ET.SubElement(suites, "testsuite", name=SUITE)
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", name="vllm_version", value=result.vllm_version)
+    ET.SubElement(properties, "property", name="scored_by", value=result.scored_by)
     if result.run is not None:  # which run wrote the file, as mutation.json and summary.md say
         run = result.run
         for name, value in (("run_id", run.run_id), ("run_started", run.started), ("tool_version", run.tool_version)):

@@ -31,8 +31,11 @@ def metadata(result: RunResult) -> dict[str, Any] | None:
 
 
 def headline(result: RunResult) -> str:
-    """One line naming the target and the run: summary.md's first line, index.html's title."""
+    """One line naming the target, the suite of --tests if one scored it, and the run: summary.md's first line,
+    index.html's title."""
     line = f"warnonce-guard mutation report: vLLM {result.vllm_version} ({result.target})"
+    if result.suite is not None:
+        line += f", scored by {result.suite.name}"
     run = result.run
     if run is not None:
         line += f", run {run.run_id} started {run.started}, warnonce-guard {run.tool_version}"

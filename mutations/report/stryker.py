@@ -76,7 +76,10 @@ def build(result: RunResult) -> dict[str, Any]:
         "score": result.score,
         "scoreRule": "killed / mutants run; timeouts and crashes count as not killed",
         "durationSeconds": result.duration_s,
+        "scoredBy": result.scored_by,
     }
+    if result.suite is not None:  # tests left out: they fail on the unmutated code (node id -> first line)
+        config["failingOnUnmutated"] = dict(sorted(result.suite.failing.items()))
     run = provenance.metadata(result)
     if run is not None:
         config["run"] = run  # the schema's config is free-form: the one place for which run wrote the report

@@ -42,28 +42,20 @@ def render(result: RunResult) -> str:
     out += [
         f"**Target:** vLLM {result.vllm_version}{commit}, from {result.target}",
         "",
+        f"**Scored by:** {cell(result.scored_by)}",
+        "",
         f"**Mutation score:** {percent(result.score)} ({result.count(KILLED)} killed of {scored} mutants run)",
         "",
     ]
+    if result.suite is not None and (failing := sorted(result.suite.failing.items())):
+        out += [f"{len(failing)} test(s) fail on the unmutated code: left out, never counted as kills.", ""]
+        out += [*table(["Test", "Failure"], ((code(test), cell(why)) for test, why in failing)), ""]
     note = result.score_note
     if note:
         out += [f"> {note}", ""]
     out += table(["Status", "Mutants"], [(s, str(result.count(s))) for s in MutantStatus])
-    out += ["", "## Sites at baseline", ""]
-    counts = ", ".join(f"{len(result.sites_with(s))} {s}" for s in SiteStatus)
-    out += [f"{len(result.baselines)} sites: {counts}.", ""]
-    out += table(
-        ["Site", "Line", "Status", "Detectors"],
-        (
-            (
-                code(b.site.id),
-                str(b.site.line),
-                b.status if b.status == GUARDED else f"**{b.status}**",
-                cell(", ".join(b.detectors)) if b.status != UNREACHED else cell(b.reason),
-            )
-            for b in result.baselines
-        ),
-    )
+    if result.suite is None:
+        out += _sites_at_baseline(result)
     out += ["", "## Mutants", ""]
     if not result.mutants:
         out += ["No mutant was made.", ""]
@@ -84,6 +76,24 @@ def render(result: RunResult) -> str:
         )
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _sites_at_baseline(result: RunResult) -> list[str]:
+    """The guards' verdict on each site of the unmutated target (a suite's run has none)."""
+    counts = ", ".join(f"{len(result.sites_with(s))} {s}" for s in SiteStatus)
+    out = ["", "## Sites at baseline", "", f"{len(result.baselines)} sites: {counts}.", ""]
+    return out + table(
+        ["Site", "Line", "Status", "Detectors"],
+        (
+            (
+                code(b.site.id),
+                str(b.site.line),
+                b.status if b.status == GUARDED else f"**{b.status}**",
+                cell(", ".join(b.detectors)) if b.status != UNREACHED else cell(b.reason),
+            )
+            for b in result.baselines
+        ),
+    )
 
 
 def by_site(verdicts: Iterable[MutantVerdict]) -> dict[str, list[MutantVerdict]]:

@@ -16,7 +16,7 @@ STYLES = {
     "survived": "bold red",
     "timeout": "yellow",
     "crashed": "magenta",
-    "no tests": "red",
+    "not reached": "red",
     "skipped": "dim",
     "not run": "yellow",
     "unattributed": "bold magenta",
@@ -70,11 +70,20 @@ def score_line(result: RunResult) -> Text:
     line = Text("Mutation score: ")
     line.append(percent(result.score), style="bold")
     line.append(f" ({result.count(KILLED)} killed of {len(result.scored)} run")
-    line.append(f"; sites exposed: {len(result.sites_with(EXPOSED))}, unreached: {len(result.sites_with(UNREACHED))})")
+    if result.suite is None:  # a suite's run has no site baselines
+        exposed, unreached = len(result.sites_with(EXPOSED)), len(result.sites_with(UNREACHED))
+        line.append(f"; sites exposed: {exposed}, unreached: {unreached}")
+    line.append(")")
     return line
 
 
 def print_table(result: RunResult, console: Console) -> None:
     result = printable_result(result)  # a console with strict UTF-8 output refuses a path's undecodable byte
     console.print(build(result))
+    console.print(Text(f"Scored by {result.scored_by}"), soft_wrap=True)
+    failing = sorted(result.suite.failing.items()) if result.suite is not None else []
+    if failing:
+        console.print(Text(f"{len(failing)} test(s) fail on the unmutated code, left out:"), soft_wrap=True)
+        for test, why in failing:
+            console.print(Text(f"  {test}: {why}"), soft_wrap=True)
     console.print(score_line(result), soft_wrap=True)

@@ -23,6 +23,7 @@ from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, Phase, session_phase
 from warnonce_guard.mutations.engine import layout, naming, overlay, seam, session, state
 from warnonce_guard.mutations.operators import anchors_of
+from warnonce_guard.mutations.suite import Suite
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import sites_in_source
 
@@ -197,6 +198,13 @@ def test_the_sessions_environment_is_what_the_guards_read_as_the_engines_protoco
     assert environment["WARNONCE_GUARD_MUTATED"] == str(ws.mutants)  # where every site module comes from
     assert environment["WARNONCE_GUARD_RUN_ID"] == "run1" and environment["WARNONCE_GUARD_EVIDENCE"] == "0"
     assert "WARNONCE_GUARD_VLLM_SRC" not in environment  # never the user's tree
+    assert "WARNONCE_GUARD_SUITE_BASELINE" not in environment  # the guards are no suite of --tests
+
+
+def test_a_suites_sessions_are_told_where_its_baseline_goes(ws: Workspace, environment: dict[str, str]) -> None:
+    ws.sites_file.write_text("[]", encoding="utf-8")
+    session._environment(ws, "run1", {"vllm": INSTALLED}, Suite(ws.dir, ("tests",)))
+    assert protocol.settings().suite_baseline == str(ws.suite_baseline)
 
 
 def test_the_guards_find_the_sites_of_the_mutated_function_from_the_sessions_environment(
@@ -429,8 +437,10 @@ class Session:
         state.write_generation(ws, run_id, [FILE])
         return self.generator
 
-    def run_mutmut(self, ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str]) -> int:
-        assert (ws, run_id, packages, files) == (self.ws, "run1", {"vllm": INSTALLED}, [FILE])
+    def run_mutmut(
+        self, ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str], suite: Suite | None
+    ) -> int:
+        assert (ws, run_id, packages, files, suite) == (self.ws, "run1", {"vllm": INSTALLED}, [FILE], None)
         self.runs += 1
         assert Path.cwd() == self.ws.dir and os.environ["WARNONCE_GUARD_RUN_ID"] == "run1"
         if isinstance(self.mutmut, BaseException):

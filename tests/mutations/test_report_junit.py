@@ -66,6 +66,7 @@ def test_the_suite_names_the_run_that_wrote_it() -> None:
     properties = {p.get("name"): p.get("value") for p in parsed(run_result()).iter("property")}
     assert properties == {
         "vllm_version": "0.33.0",
+        "scored_by": "the guards of warnonce-guard",
         "run_id": RUN.run_id,
         "run_started": "2026-05-01T12:34:56Z",
         "tool_version": "1.2.3",

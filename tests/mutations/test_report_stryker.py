@@ -77,7 +77,7 @@ def test_every_status_maps_to_its_stryker_name() -> None:
         "survived": "Survived",
         "timeout": "Timeout",
         "crashed": "RuntimeError",
-        "no tests": "NoCoverage",
+        "not reached": "NoCoverage",
         "skipped": "Ignored",
     }
 

@@ -21,7 +21,7 @@ def test_summary_explains_why_the_viewer_shows_another_score() -> None:
 
 def test_summary_counts_every_status() -> None:
     text = summary.render(sample_result())
-    for row in ("| killed | 1 |", "| survived | 1 |", "| timeout | 1 |", "| crashed | 0 |", "| no tests | 0 |"):
+    for row in ("| killed | 1 |", "| survived | 1 |", "| timeout | 1 |", "| crashed | 0 |", "| not reached | 0 |"):
         assert row in text
     assert "| skipped | 3 |" in text
 

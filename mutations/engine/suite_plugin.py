@@ -1,0 +1,125 @@
+"""The pytest plugin of a suite's sessions (`mutate --tests`): what each test did, for the verdicts.
+
+mutmut loads it (`-p`) into every pytest session it starts for the suite. Each finished session records its
+tests' outcomes as the guards record theirs (`guards.sessions`, a failed test as `RecordKind.FAILED`). mutmut's
+stats session, the first on the unmutated code, runs the whole suite: there, every test runs (no stop at the
+first failure), and a test that fails is written to the suite's baseline (`SUITE_BASELINE`), credited with no
+function, and left out of every later session: it is listed in the report, never counted as a kill. That
+session then ends as passed for mutmut, which would stop otherwise; its record keeps the real status. A mutated
+function that runs outside any test (while the suite is collected: at import) is credited to no test either,
+and the baseline names it: mutmut's forked workers never import it again, so no test can see its mutants.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from warnonce_guard.common import protocol
+from warnonce_guard.common.errors import BadRecord
+from warnonce_guard.common.files import write_atomic
+from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, GuardRecord, RecordKind, record_finished
+from warnonce_guard.mutations.engine.seam import STATS_PHASE, mutmut_hits
+from warnonce_guard.mutations.suite import SuiteBaseline, read_baseline
+
+_TOLD = pytest.StashKey[protocol.Settings]()
+_RECORDS = pytest.StashKey[list[GuardRecord]]()
+_FAILED = pytest.StashKey[set[str]]()  # node ids of this session's tests that failed in setup or call
+_OUTSIDE = pytest.StashKey[set[str]]()  # mutated functions that ran outside any test
+
+
+def _stats_session(config: pytest.Config) -> bool:
+    return config.stash[_TOLD].mutant == STATS_PHASE
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_TOLD] = told = protocol.settings()  # read once: a test may clear os.environ
+    config.stash[_RECORDS], config.stash[_FAILED], config.stash[_OUTSIDE] = [], set(), set()
+    if told.mutant == STATS_PHASE:
+        config.option.maxfail = 0  # every test runs once on the unmutated code
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """After the stats session, the tests that fail on the unmutated code are left out."""
+    told = config.stash[_TOLD]
+    if _stats_session(config) or not told.suite_baseline:
+        return
+    try:
+        failing = read_baseline(Path(told.suite_baseline)).failures
+    except BadRecord:
+        return  # the stats session did not finish (its workspace is discarded before the next run)
+    left_out = [item for item in items if item.nodeid in failing]
+    if left_out:
+        items[:] = [item for item in items if item.nodeid not in failing]
+        config.hook.pytest_deselected(items=left_out)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """In the stats session: what ran since the last test's teardown (the suite's collection) is no test's."""
+    if _stats_session(item.config):
+        item.config.stash[_OUTSIDE] |= mutmut_hits(clear=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed or report.when == "call":
+        kind, message = RecordKind.PASSED, ""
+        if report.failed:
+            kind, message = RecordKind.FAILED, _first_line(call)
+            if report.when != "teardown":
+                item.config.stash[_FAILED].add(item.nodeid)
+        item.config.stash[_RECORDS].append(GuardRecord(item.nodeid, None, report.when, kind, (), message))
+    return report
+
+
+def _first_line(call: pytest.CallInfo[None]) -> str:
+    error = call.excinfo.value if call.excinfo is not None else None
+    if error is None:
+        return "failed"
+    return f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}".rstrip(": ")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """In the stats session, a test that failed reaches nothing: mutmut never runs it for a mutant."""
+    if _stats_session(item.config) and item.nodeid in item.config.stash[_FAILED]:
+        mutmut_hits(clear=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    told = config.stash[_TOLD]
+    if not record_finished(told, int(exitstatus), config.stash[_RECORDS]):
+        session.exitstatus = UNWRITTEN_STATUS
+        return
+    if _stats_session(config) and told.suite_baseline and not _baseline_written(session, int(exitstatus), told):
+        session.exitstatus = UNWRITTEN_STATUS
+
+
+def _baseline_written(session: pytest.Session, status: int, told: protocol.Settings) -> bool:
+    """Write the suite's baseline (whatever the status: the run reads why it stopped); a session whose only
+    failures are now recorded ends as passed, so that mutmut goes on to the mutants. False when it cannot be
+    written."""
+    config, path = session.config, Path(told.suite_baseline or "")
+    failures = {r.test: r.message for r in config.stash[_RECORDS] if r.kind is RecordKind.FAILED}
+    try:  # mutmut's stats on new tests only (a resumed run): what the first one found stands too
+        earlier = read_baseline(path)
+    except BadRecord:
+        earlier = SuiteBaseline(status, 0)
+    baseline = SuiteBaseline(
+        status,
+        earlier.collected + len(session.items),
+        earlier.failures | failures,
+        earlier.outside | config.stash[_OUTSIDE],
+    )
+    try:
+        write_atomic(path, json.dumps(baseline.to_json(), indent=1))
+    except OSError:
+        return False
+    if status == 1:
+        session.exitstatus = 0  # the failures are recorded, and left out from here on
+    return True

@@ -1,0 +1,178 @@
+"""`mutate --tests`: the mutants scored by a pytest suite of the user's, end to end on a small vLLM-shaped tree.
+
+The tree has three sites, each met by the suite in its own way: one a test checks (its mutants are killed, by that
+test), one a test runs without checking (they survive), one that runs only when a test module is imported (no test
+reaches it). A fourth test fails on the unmutated code: it is listed, left out, never a kill.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from toy import EAGER_CALL, PLATFORM_SOURCE, make_tree, write
+from warnonce_guard.common.errors import ExitCode, NothingToCheck, PlatformImportFailed, UsageError
+from warnonce_guard.mutations.run import mutate
+
+pytestmark = pytest.mark.slow
+
+
+def platform(name: str) -> str:
+    return PLATFORM_SOURCE.replace("CALL", EAGER_CALL).replace("PKG", "vllm").replace("class Platform", f"class {name}")
+
+
+CHECKED = """\
+    import gc
+    import logging
+    import weakref
+
+    from vllm.logger import _print_warning_once
+    from vllm.platforms.interface import Platform
+
+
+    class Owner:
+        def __init__(self):
+            Platform.import_kernels()
+            Platform.import_kernels()
+
+
+    def test_the_kernel_warning_is_logged_once_and_pins_nothing(caplog):
+        _print_warning_once.cache_clear()  # another session of this process may have logged it
+        caplog.set_level(logging.WARNING)
+        owner = Owner()
+        ref = weakref.ref(owner)
+        del owner
+        gc.collect()
+        assert ref() is None, "the owner is pinned"
+        logged = [r.getMessage() for r in caplog.records]
+        assert logged == ["Failed to import from vllm._C: ModuleNotFoundError(\\"No module named 'vllm._C'\\")"]
+
+
+    def test_broken_from_the_start():
+        assert False, "this test fails on the unmutated code"
+    """
+UNCHECKED = """\
+    from vllm.platforms.weak import Weak
+
+
+    def test_runs_the_kernel_import_and_checks_nothing():
+        Weak.import_kernels()
+    """
+AT_IMPORT = """\
+    from vllm.platforms.imported import Imported
+
+    Imported.import_kernels()  # on import, as vllm/_custom_ops.py calls it
+
+
+    def test_something_else():
+        assert Imported is not None
+    """
+
+
+def make_suite_tree(tmp_path: Path) -> tuple[Path, Path]:
+    tree = make_tree(tmp_path / "tree")
+    write(tree, "vllm/platforms/weak.py", platform("Weak"))
+    write(tree, "vllm/platforms/imported.py", platform("Imported"))
+    suite = tmp_path / "suite"
+    sources = {"test_checked.py": CHECKED, "test_unchecked.py": UNCHECKED, "test_at_import.py": AT_IMPORT}
+    for name, source in sources.items():
+        write(suite, f"tests/{name}", textwrap.dedent(source))
+    return tree, suite
+
+
+def run(tree: Path, tmp_path: Path, *tests: str, root: Path | None = None, console: Console | None = None) -> int:
+    return mutate(
+        str(tree),
+        tmp_path / "report",
+        tmp_path / "work",
+        100.0,
+        None,
+        console or Console(width=240, record=True),
+        tests=list(tests),
+        tests_root=str(root) if root else None,
+    )
+
+
+def verdicts(out: Path) -> dict[str, list[dict[str, object]]]:
+    report = json.loads((out / "mutation.json").read_text())
+    return {file: data["mutants"] for file, data in report["files"].items()}
+
+
+def test_each_mutant_is_killed_by_the_test_that_checks_it_survives_one_that_does_not_or_is_not_reached(
+    tmp_path: Path,
+) -> None:
+    tree, suite = make_suite_tree(tmp_path)
+    console = Console(width=240, record=True)
+    code = run(tree, tmp_path, str(suite / "tests"), root=suite, console=console)
+
+    assert code == ExitCode.CHECK_FAILED  # 3 of 9 killed: below --fail-under 100
+    found = verdicts(tmp_path / "report")
+    checked, weak, imported = (found[f"vllm/platforms/{name}.py"] for name in ("interface", "weak", "imported"))
+    assert len(checked) == len(weak) == len(imported) == 3
+    killer = "tests/test_checked.py::test_the_kernel_warning_is_logged_once_and_pins_nothing"
+    assert {(m["status"], tuple(m["killedBy"])) for m in checked} == {("Killed", (killer,))}
+    assert {m["status"] for m in weak} == {"Survived"}
+    unchecked = "tests/test_unchecked.py::test_runs_the_kernel_import_and_checks_nothing"
+    assert {tuple(m["coveredBy"]) for m in weak} == {(unchecked,)}
+    assert {m["status"] for m in imported} == {"NoCoverage"}
+    assert all("runs only while the suite is collected" in m["statusReason"] for m in imported)
+
+    report = json.loads((tmp_path / "report" / "mutation.json").read_text())
+    broken = "tests/test_checked.py::test_broken_from_the_start"
+    assert report["config"]["failingOnUnmutated"] == {broken: "AssertionError: this test fails on the unmutated code"}
+    named = f"the tests tests (pytest in {suite})"
+    assert report["config"]["scoredBy"] == named
+    summary = (tmp_path / "report" / "summary.md").read_text()
+    assert named in summary.splitlines()[0] and "test_broken_from_the_start" in summary
+    junit = (tmp_path / "report" / "junit.xml").read_text()
+    assert f'name="scored_by" value="{named}"' in junit
+    shown = console.export_text()
+    assert f"Scored by {named}" in shown and "1 test(s) fail on the unmutated code, left out:" in shown
+    assert "Mutation score: 33.33% (3 killed of 9 run)" in shown
+
+
+def test_a_node_id_picks_one_test_and_the_others_reach_nothing(tmp_path: Path) -> None:
+    tree, suite = make_suite_tree(tmp_path)
+    node = str(suite / "tests" / "test_unchecked.py") + "::test_runs_the_kernel_import_and_checks_nothing"
+    assert run(tree, tmp_path, node, root=suite) == ExitCode.CHECK_FAILED
+    found = verdicts(tmp_path / "report")
+    assert {m["status"] for m in found["vllm/platforms/weak.py"]} == {"Survived"}
+    assert {m["status"] for m in found["vllm/platforms/interface.py"]} == {"NoCoverage"}
+
+
+def test_a_changed_test_is_a_new_workspace_never_a_stale_verdict(tmp_path: Path) -> None:
+    tree, suite = make_suite_tree(tmp_path)
+    target = suite / "tests" / "test_unchecked.py"
+    assert run(tree, tmp_path, str(target), root=suite) == ExitCode.CHECK_FAILED
+    checking = textwrap.dedent(UNCHECKED).replace("Weak.import_kernels()", "Weak.import_kernels()\n    assert False")
+    target.write_text(checking)  # a test that fails on the unmutated code now: left out, nothing reaches the site
+    assert run(tree, tmp_path, str(target), root=suite) == ExitCode.CHECK_FAILED
+    assert {m["status"] for m in verdicts(tmp_path / "report")["vllm/platforms/weak.py"]} == {"NoCoverage"}
+    assert len([p for p in (tmp_path / "work").iterdir() if p.is_dir()]) == 2
+
+
+def test_a_suite_that_collects_no_test_checked_nothing(tmp_path: Path) -> None:
+    tree, suite = make_suite_tree(tmp_path)
+    write(suite, "empty/test_nothing.py", "VALUE = 1\n")
+    with pytest.raises(NothingToCheck, match="collected no test"):
+        run(tree, tmp_path, str(suite / "empty"), root=suite)
+    assert not (tmp_path / "report").exists()
+
+
+def test_a_suite_that_cannot_be_collected_is_one_line_naming_it(tmp_path: Path) -> None:
+    tree, suite = make_suite_tree(tmp_path)
+    write(suite, "broken/conftest.py", "import a_module_nobody_installed  # noqa: F401\n")
+    write(suite, "broken/test_x.py", "def test_x():\n    pass\n")
+    with pytest.raises(PlatformImportFailed, match="could not be run on the unmutated code") as raised:
+        run(tree, tmp_path, str(suite / "broken"), root=suite)
+    assert "\n" not in str(raised.value) and not (tmp_path / "report").exists()
+
+
+def test_tests_outside_the_root_are_refused_before_any_work(tmp_path: Path) -> None:
+    tree, suite = make_suite_tree(tmp_path)
+    with pytest.raises(UsageError, match="outside --tests-root"):
+        run(tree, tmp_path, str(suite / "tests"), root=tmp_path / "tree")
+    assert not (tmp_path / "work").exists()
