@@ -10,6 +10,7 @@
     nox -s history -- [--from X] [--to Y] [--only X,Y] [--out DIR]   every release on the index, checked
     nox -s faults -- [--trials N] [--seed S] [--vllm-trials K]   the fault campaign (tests/campaign/)
     nox -s vllm-tests -- [PATHS]          vLLM's own CPU tests, with and without --warnonce-strict, compared
+    nox -s exported -- [--vllm X] [--file FILE]   the exported test in vLLM X's own suite (0.29.0 must fail it)
     nox -s lint
 
 Each session's environment holds torch 2.13.0 (the CPU build on local disk), the runtime modules of
@@ -92,9 +93,12 @@ def _take_vllm(posargs: list[str]) -> tuple[str, list[str]]:
     return version, args
 
 
-def _install_once(session: nox.Session, key: dict[str, str], *installs: tuple[str, ...]) -> None:
-    """Run the installs unless the session's environment already holds exactly what `key` describes."""
-    stamp = Path(session.virtualenv.location) / "warnonce-guard-installed.json"
+def _install_once(
+    session: nox.Session, key: dict[str, str], *installs: tuple[str, ...], stamp_name: str = "warnonce-guard-installed"
+) -> None:
+    """Run the installs unless the session's environment already holds exactly what `key` describes (by the stamp
+    `stamp_name`: a part of the environment installed on its own has a stamp of its own)."""
+    stamp = Path(session.virtualenv.location) / f"{stamp_name}.json"
     wanted = json.dumps(key, sort_keys=True)
     if stamp.is_file() and stamp.read_text(encoding="utf-8") == wanted:
         session.log("requirements unchanged since the last install: nothing to install")
@@ -209,20 +213,22 @@ def faults(session: nox.Session) -> None:
     session.run("python", "tests/campaign", *session.posargs)
 
 
+def _vllm_tests_env(session: nox.Session, vllm_version: str) -> None:
+    """vLLM's CPU test lock (requirements/vllm-tests.txt: a closed set, everything vLLM and its tests import, at the
+    lock's pins) and this project, all --no-deps; and vLLM `vllm_version`, installed on its own: another version
+    replaces it alone."""
+    requirements = "requirements/vllm-tests.txt"
+    key = {"requirements": _digest(requirements, "setup.cfg", "pyproject.toml")}
+    _install_once(session, key, ("--no-deps", "-r", requirements), ("--no-deps", "-e", "."))
+    _install_once(session, {"vllm": vllm_version}, ("--no-deps", f"vllm=={vllm_version}"), stamp_name="vllm-installed")
+
+
 @nox.session(python=PYTHON, name="vllm-tests")
 def vllm_tests(session: nox.Session) -> None:
     """vLLM's own tests (`-- PATHS`, pytest arguments inside its sdist; default VLLM_TESTS) run twice with `-n 2`,
     without and with --warnonce-strict, in an environment from vLLM's CPU test lock (requirements/vllm-tests.txt);
     prints both runs' counts and times and every test whose outcome differs (the session fails when one does)."""
-    requirements = "requirements/vllm-tests.txt"
-    key = {"requirements": _digest(requirements, "setup.cfg", "pyproject.toml"), "vllm": PINNED_VLLM}
-    _install_once(
-        session,
-        key,
-        ("--no-deps", "-r", requirements),  # a closed set: everything vLLM and the tests import, at the lock's pins
-        ("--no-deps", f"vllm=={PINNED_VLLM}"),
-        ("--no-deps", "-e", "."),  # the strict-mode plugin under test
-    )
+    _vllm_tests_env(session, PINNED_VLLM)
     work = Path(session.virtualenv.location)
     fetched = session.run("python", "-m", "tools.vllm_tests.sources", str(work / "vllm-sources"), silent=True)
     tree = Path(str(fetched).strip().splitlines()[-1])
@@ -238,6 +244,22 @@ def vllm_tests(session: nox.Session) -> None:
             session.run(*pytest, *strict, *(session.posargs or VLLM_TESTS), env=env, success_codes=[0, 1])
             session.log(f"{name} run: {time.monotonic() - started:.1f} s wall time")
     session.run("python", "-m", "tools.vllm_tests.compare", *(str(results / f"{name}.xml") for name, _ in runs))
+
+
+@nox.session(python=PYTHON)
+def exported(session: nox.Session) -> None:
+    """The exported test (docs/upstream/, from the pinned vLLM; `-- --file FILE` for another) dropped into a vLLM
+    release's own suite (its sdist's tests/, conftest.py loaded) and run in the environment of vLLM's CPU test lock
+    with that release installed: `-- --vllm 0.33.0` (the default) must pass every case, `-- --vllm 0.29.0` (before
+    the fix) must fail every case, each naming its site and what leaked."""
+    version, args = _take_vllm(session.posargs)
+    _vllm_tests_env(session, version)
+    expect = {PINNED_VLLM: "pass", REPLAYED_VLLM: "leak"}.get(version, "any")
+    work = Path(session.virtualenv.location)
+    started = time.monotonic()
+    tool = ("python", "-m", "tools.vllm_tests.exported", "--vllm", version, "--work", str(work), "--expect", expect)
+    session.run(*tool, *args)
+    session.log(f"exported test in vLLM {version}'s suite: {time.monotonic() - started:.1f} s wall time")
 
 
 @nox.session(python=PYTHON)

@@ -1,6 +1,6 @@
 """`warnonce-guard`: the command line, the only place that prints errors and turns them into exit codes.
 
-Its commands (sites, guards, platforms, mutate, audit, history) and their options are `build_parser`'s, and
+Its commands (sites, guards, platforms, mutate, audit, history, export-test) and their options are `build_parser`'s, and
 `warnonce-guard [COMMAND] --help` says them.
 """
 
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 from warnonce_guard import guards as guards_package
 from warnonce_guard.audit import FORMATS as AUDIT_FORMATS
 from warnonce_guard.cli.console import console
+from warnonce_guard.cli.export import add_parser as add_export_parser
 from warnonce_guard.cli.history import add_parser as add_history_parser
 from warnonce_guard.common import notes
 from warnonce_guard.common.errors import (
@@ -373,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.set_defaults(run=cmd_audit)
 
     add_history_parser(sub)
+    add_export_parser(sub)
     return parser
 
 

@@ -109,16 +109,24 @@ def expected_text(site: Site) -> tuple[str | None, str]:
     blocked import's own message, which every rendering of the exception contains.
     """
     error = BlockedKernelImport(BLOCK_MESSAGE.format(name=site.kernel_module), name=site.kernel_module)
-    fragment = str(error)
+    try:
+        return rendered_text(site, error), str(error)
+    finally:
+        del error
+
+
+def rendered_text(site: Site, error: BaseException) -> str | None:
+    """The text the site logs with `error` bound to its exception name; None when its message or arguments use
+    more than the exception and the formatting builtins, or the format does not apply."""
     namespace: dict[str, Any] = {"__builtins__": _FORMATTING_BUILTINS, site.exc_name: error}
     try:
         message = eval(site.message_source, namespace)  # the target's own source, as the guard imports it
         values = tuple(eval(arg, namespace) for arg in site.args)
-        return (str(message) % values if values else str(message)), fragment
+        return str(message) % values if values else str(message)
     except Exception:  # a name the guard cannot bind, or a format that does not apply
-        return None, fragment
+        return None
     finally:
-        del error, namespace
+        del namespace
 
 
 def once_caches(*packages: str) -> list[Any]:

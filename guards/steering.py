@@ -5,6 +5,7 @@ test with `ast` and patches what it calls or reads (`torch.cpu._is_avx512_suppor
 False, `Platform.get_cpu_architecture() in (CpuArchEnum.X86,)` -> returns X86 or another member).
 Tests inside the except handler are left to the blocker's message (e.g. vLLM's `ignored_msg` filter);
 whether the site ran is proven separately, so a test it cannot steer makes the guard `unreached`.
+`plan` says what to patch (`Step`s: the guards apply them, `export-test` writes them into its cases).
 """
 
 from __future__ import annotations
@@ -77,25 +78,35 @@ def _other_than(container: Any) -> Any:
     return object()
 
 
-def _steer(expr: ast.expr, want: bool, namespace: dict[str, Any], patches: Patches) -> None:
+@dataclass(frozen=True)
+class Step:
+    """One patch a branch test needs: `owner.attr` returns `value` when called (`call`), or is `value`."""
+
+    test: str  # what the test reads, as written: `torch.cpu._is_avx512_supported()`, `envs.FLAG`
+    owner: Any
+    attr: str
+    value: Any
+    call: bool
+
+
+def _steps(expr: ast.expr, want: bool, namespace: dict[str, Any]) -> Iterator[Step]:
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
-        _steer(expr.operand, not want, namespace, patches)
+        yield from _steps(expr.operand, not want, namespace)
     elif isinstance(expr, ast.BoolOp):
         every = isinstance(expr.op, ast.And) == want  # And->True and Or->False need every operand
         for operand in expr.values if every else expr.values[:1]:
-            _steer(operand, want, namespace, patches)
+            yield from _steps(operand, want, namespace)
     elif isinstance(expr, ast.Call) and not expr.args and not expr.keywords:
-        patches.returning(*_resolve_owner(expr.func, namespace), ast.unparse(expr), want)
+        yield Step(ast.unparse(expr), *_resolve_owner(expr.func, namespace), want, call=True)
     elif isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.left, ast.Call):
-        _steer_compare(expr, want, namespace, patches)
+        yield _compare_step(expr, want, namespace)
     elif isinstance(expr, (ast.Attribute,)):
-        owner, attr = _resolve_owner(expr, namespace)
-        patches.set(owner, attr, want)
+        yield Step(ast.unparse(expr), *_resolve_owner(expr, namespace), want, call=False)
     else:
         raise CannotSteer(f"no rule to steer `{ast.unparse(expr)}` to {want}")
 
 
-def _steer_compare(expr: ast.Compare, want: bool, namespace: dict[str, Any], patches: Patches) -> None:
+def _compare_step(expr: ast.Compare, want: bool, namespace: dict[str, Any]) -> Step:
     op, right = expr.ops[0], _evaluate(expr.comparators[0], namespace)
     if isinstance(op, (ast.In, ast.NotIn)):
         inside = want == isinstance(op, ast.In)
@@ -109,16 +120,27 @@ def _steer_compare(expr: ast.Compare, want: bool, namespace: dict[str, Any], pat
     assert isinstance(call, ast.Call)
     if call.args or call.keywords:
         raise CannotSteer(f"`{ast.unparse(call)}` takes arguments; steering patches only calls without any")
-    patches.returning(*_resolve_owner(call.func, namespace), ast.unparse(call), result)
+    return Step(ast.unparse(call), *_resolve_owner(call.func, namespace), result, call=True)
+
+
+def plan(conditions: tuple[Condition, ...], namespace: dict[str, Any]) -> list[Step]:
+    """The patches that make each branch test outside the handler take its wanted value, in order; `CannotSteer`
+    names the first test no rule forces."""
+    steps: list[Step] = []
+    for condition in conditions:
+        if not condition.in_handler:
+            steps += _steps(ast.parse(condition.expr, mode="eval").body, condition.want, namespace)
+    return steps
 
 
 @contextmanager
 def steered(conditions: tuple[Condition, ...], module: ModuleType) -> Iterator[Patches]:
     """Patch what the site's branch tests read so each takes the wanted value; undo on exit."""
     patches = Patches()
-    namespace = dict(vars(module))
     with patches.undo:
-        for condition in conditions:
-            if not condition.in_handler:
-                _steer(ast.parse(condition.expr, mode="eval").body, condition.want, namespace, patches)
+        for step in plan(conditions, dict(vars(module))):
+            if step.call:
+                patches.returning(step.owner, step.attr, step.test, step.value)
+            else:
+                patches.set(step.owner, step.attr, step.value)
         yield patches

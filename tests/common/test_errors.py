@@ -6,10 +6,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from warnonce_guard import audit, cli, common, guards, history, mutations, rule, strict
+from warnonce_guard import audit, cli, common, guards, history, mutations, rule, strict, upstream
 from warnonce_guard.common.errors import ExitCode, GuardError, exit_code_table
 
-PACKAGES = (common, rule, guards, audit, strict, mutations, history, cli)
+PACKAGES = (common, rule, guards, audit, strict, mutations, history, upstream, cli)
 
 
 def every_subclass(base: type) -> list[type]:
@@ -37,6 +37,7 @@ INTERNAL = {
     "warnonce_guard.guards.outcome": {"GuardFailure", "LeakDetected", "SiteUnreached"},
     "warnonce_guard.guards.steering": {"CannotSteer"},
     "warnonce_guard.history.fetch": {"FetchFailed"},
+    "warnonce_guard.upstream.cases": {"CannotExport"},
 }
 
 

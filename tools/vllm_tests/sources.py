@@ -22,6 +22,9 @@ from warnonce_guard.history.index import DEFAULT_INDEX, Dist, fetch_index
 
 VERSION = "0.33.0"
 SHA256 = "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"  # vllm-0.33.0.tar.gz
+# Every sdist whose tests/ a session takes (tests/data/README.md gives the same): the pinned release's, and that of
+# 0.29.0, the last before the fix, whose suite `nox -s exported -- --vllm 0.29.0` runs the exported test in.
+SDISTS = {VERSION: SHA256, "0.29.0": "c03feb07943ecae9e69e7dc424d7c5569ecf8d1292513aef2a4de67af381cd97"}
 KIND = Kind.RELEASE_TREE  # files of a release, from its archive (marker fields: archive, sha256)
 
 
