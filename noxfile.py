@@ -213,13 +213,25 @@ def faults(session: nox.Session) -> None:
     session.run("python", "tests/campaign", *session.posargs)
 
 
-def _vllm_tests_env(session: nox.Session, vllm_version: str) -> None:
+# What the mutation run needs beside vLLM's CPU test lock (which holds click, pyyaml, rich, filelock and setproctitle),
+# at requirements/constraints.txt's pins, installed --no-deps: the lock's versions stay as they are.
+ENGINE = ("mutmut", "libcst", "coverage")
+
+
+def _pins(names: tuple[str, ...]) -> list[str]:
+    """`name==version` for each of `names`, as requirements/constraints.txt pins it."""
+    pinned = dict(line.split("==", 1) for line in (ROOT / CONSTRAINTS).read_text().split() if "==" in line)
+    return [f"{name}=={pinned[name]}" for name in names]
+
+
+def _vllm_tests_env(session: nox.Session, vllm_version: str, engine: bool = False) -> None:
     """vLLM's CPU test lock (requirements/vllm-tests.txt: a closed set, everything vLLM and its tests import, at the
-    lock's pins) and this project, all --no-deps; and vLLM `vllm_version`, installed on its own: another version
-    replaces it alone."""
+    lock's pins) and this project, all --no-deps (with `engine`, the mutation engine too); and vLLM `vllm_version`,
+    installed on its own: another version replaces it alone."""
     requirements = "requirements/vllm-tests.txt"
-    key = {"requirements": _digest(requirements, "setup.cfg", "pyproject.toml")}
-    _install_once(session, key, ("--no-deps", "-r", requirements), ("--no-deps", "-e", "."))
+    key = {"requirements": _digest(requirements, "setup.cfg", "pyproject.toml", CONSTRAINTS), "engine": str(engine)}
+    engine_pins = (("--no-deps", *_pins(ENGINE)),) if engine else ()
+    _install_once(session, key, ("--no-deps", "-r", requirements), ("--no-deps", "-e", "."), *engine_pins)
     _install_once(session, {"vllm": vllm_version}, ("--no-deps", f"vllm=={vllm_version}"), stamp_name="vllm-installed")
 
 
@@ -260,6 +272,19 @@ def exported(session: nox.Session) -> None:
     tool = ("python", "-m", "tools.vllm_tests.exported", "--vllm", version, "--work", str(work), "--expect", expect)
     session.run(*tool, *args)
     session.log(f"exported test in vLLM {version}'s suite: {time.monotonic() - started:.1f} s wall time")
+
+
+@nox.session(python=PYTHON)
+def upstream(session: nox.Session) -> None:
+    """The proof for vLLM in one table: the exported test and a CPU selection of vLLM's own tests (`-- --tests
+    PATH...` for another), each scored by `mutate --tests` inside vLLM 0.33.0's sources, then the exported test in
+    0.33.0's and 0.29.0's suites (tools/vllm_tests/upstream.py); fails unless the export kills every mutant and
+    holds in both suites."""
+    _vllm_tests_env(session, PINNED_VLLM, engine=True)
+    work = Path(session.virtualenv.location)
+    started = time.monotonic()
+    session.run("python", "-m", "tools.vllm_tests.upstream", "--work", str(work), *session.posargs)
+    session.log(f"upstream: {time.monotonic() - started:.1f} s wall time")
 
 
 @nox.session(python=PYTHON)

@@ -334,12 +334,14 @@ def mutate(
     suite = resolve_suite(tests, tests_root) if tests is not None else None
     packages, extra, find_sites = plan(target, platform)
     paths = check_paths(out_dir, work_dir, viewer_js, protected_paths(target, packages))
-    key = Key(target, packages, extra, suite, [paths.out, paths.work_root.dir])
+    # the run's own outputs are no file of a suite: they change as it runs
+    key = Key(target, packages, extra, suite, [paths.out, paths.work_root.dir, locks.out_lock(paths.out)])
     # --out is this run's from here to the report's last rename: another run writing there is refused
     with paths.work_root.claimed() as root, locks.out_dir(paths.out), RunProgress(console, started) as progress:
-        ws = root.workspace(key.fingerprint())
+        suite_files = key.suite_files()
+        ws = root.workspace(key.fingerprint(suite_files))
         try:
-            result = _run(ws, root, key, find_sites, platform, progress, started, run)
+            result = _run(ws, root, key, suite_files, find_sites, platform, progress, started, run)
             write_report(result, paths.out, paths.viewer_js)
         except Interrupted as stop:
             left = provenance.left_in(paths.out, run)  # an earlier report, perhaps of another target: say whose
@@ -459,15 +461,29 @@ class Key:
     suite: Suite | None
     left_out: list[Path]
 
-    def fingerprint(self) -> str:
-        suite = [self.suite.to_json(), signature(self.suite, self.left_out)] if self.suite is not None else None
+    def suite_files(self) -> list[tuple[str, int, int]] | None:
+        return signature(self.suite, self.left_out) if self.suite is not None else None
+
+    def fingerprint(self, suite_files: list[tuple[str, int, int]] | None = None) -> str:
+        """The workspace's name; `suite_files` as `suite_files()` gave them, else read now."""
+        files = suite_files if suite_files is not None else self.suite_files()
+        suite = [self.suite.to_json(), files] if self.suite is not None else None
         return stage.fingerprint(self.target, self.packages, json.dumps([self.extra, suite]))
+
+    def changed(self, before: list[tuple[str, int, int]] | None) -> str | None:
+        """What changed since the suite's files were `before` and the workspace was named: None when nothing did."""
+        after = self.suite_files()
+        if after != before and self.suite is not None:
+            moved = sorted(set(before or []) ^ set(after or []))
+            return f"{moved[0][0] if moved else 'a file'} of {self.suite.describe()}"
+        return None
 
 
 def _run(
     ws: Workspace,
     root: WorkRoot,
     key: Key,
+    suite_files: list[tuple[str, int, int]] | None,
     find_sites: Callable[[], list[Site]],
     platform: str | None,
     progress: RunProgress,
@@ -521,10 +537,12 @@ def _run(
     result = collect_result(ws, target, run_id, guarded, named, started, suite)
     if key.fingerprint() != ws.dir.name:  # the workspace is named by the fingerprint
         stage.forget_staging(ws)
+        what = key.changed(suite_files) or (
+            f"{target.describe()} (edited or reinstalled, or warnonce-guard or one of "
+            f"{', '.join(stage.VERDICT_DISTRIBUTIONS)} was)"
+        )
         raise TargetChanged(
-            f"{target.describe()} changed while this run tested it (edited or reinstalled, or warnonce-guard or "
-            f"one of {', '.join(stage.VERDICT_DISTRIBUTIONS)} was); its verdicts are not kept: run again once it "
-            "is settled"
+            f"{what} changed while this run tested it; its verdicts are not kept: run again once it is settled"
         )
     result = replace(result, run=run)
     store_result(ws, result)

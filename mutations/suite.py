@@ -1,9 +1,9 @@
 """Which tests score the mutants: our guards (the default), or any pytest suite (`mutate --tests PATH...`).
 
-A suite is its root (`--tests-root`, default the current directory: pytest runs there, as `pytest PATH...` would
-from it, so its settings and conftest.py files apply) and its paths: files, folders or node ids, relative to the
-root. Every file under the root is part of the workspace's key (`signature`): a changed test, conftest or helper
-is a new workspace, never a stale verdict.
+A suite is its root (`--tests-root`, default the paths' nearest common folder: pytest runs there, as `pytest PATH...`
+would from it, so its settings and conftest.py files apply) and its paths: files, folders or node ids, relative to
+the root. Every file under the root, and the pytest settings and conftest.py files of the folders above it, are part
+of the workspace's key (`signature`): a changed test, conftest or helper is a new workspace, never a stale verdict.
 """
 
 from __future__ import annotations
@@ -77,32 +77,53 @@ def _relative(given: str, root: Path) -> str:
     return (relative if relative != "." else ".") + sep + inner
 
 
+def _folder(given: str) -> Path:
+    """The folder a `--tests` value names or lies in."""
+    path = Path(os.path.normpath(Path(given.partition("::")[0]).absolute()))
+    return path if path.is_dir() else path.parent
+
+
 def resolve_suite(tests: list[str], tests_root: str | None) -> Suite:
     """The suite `--tests` and `--tests-root` name, checked: one line (`UsageError`, `PathUnusable`) for a bad one."""
     if tests_root is not None and not tests_root.strip():
         raise UsageError("--tests-root: an empty value; give the folder pytest runs the suite in")
-    root = Path(os.path.normpath(Path(tests_root or ".").absolute()))
-    if not root.is_dir():
-        raise PathUnusable(f"--tests-root {printable(str(root))}: not a directory")
     if not tests:
         raise UsageError("--tests: give at least one test file, folder or node id")
+    if tests_root is None:
+        root = Path(os.path.commonpath([_folder(given) for given in tests if given.strip()] or ["."]))
+    else:
+        root = Path(os.path.normpath(Path(tests_root).absolute()))
+    if not root.is_dir():
+        raise PathUnusable(f"--tests-root {printable(str(root))}: not a directory")
     return Suite(root, tuple(dict.fromkeys(_relative(given, root) for given in tests)))
 
 
+# What pytest reads in the folders above a suite's root: its settings and conftest.py files.
+_SETTINGS = ("conftest.py", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def _stat(path: str, shown: str) -> list[tuple[str, int, int]]:
+    try:
+        st = os.stat(path)
+    except OSError:  # none there, or a dangling link: no file the suite can read
+        return []
+    return [(shown, st.st_size, st.st_mtime_ns)]
+
+
 def signature(suite: Suite, left_out: list[Path]) -> list[tuple[str, int, int]]:
-    """Every file under the suite's root but caches and environments (and `left_out`: the run's own work and report
-    directories): relative path, size and modification time."""
+    """Every file under the suite's root but caches and environments (and `left_out`: the run's own work directory,
+    report and lock), and the settings and conftest.py files of every folder above it: path (relative to the root),
+    size and modification time."""
     skipped = {os.path.normpath(path.absolute()) for path in left_out}
     out = []
     for folder, dirs, files in os.walk(suite.root):
         dirs[:] = sorted(d for d in dirs if d not in _NOT_SUITE and os.path.join(folder, d) not in skipped)
-        for name in sorted(files):
+        for name in files:
             path = os.path.join(folder, name)
-            try:
-                st = os.stat(path)
-            except OSError:  # a dangling link: not a file the suite can read
-                continue
-            out.append((os.path.relpath(path, suite.root), st.st_size, st.st_mtime_ns))
+            if path not in skipped:
+                out += _stat(path, os.path.relpath(path, suite.root))
+    for above in suite.root.parents:
+        out += [entry for name in _SETTINGS for entry in _stat(str(above / name), str(above / name))]
     return sorted(out)
 
 

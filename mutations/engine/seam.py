@@ -59,7 +59,11 @@ def check_seam() -> None:
             f"install mutmut=={PINNED_MUTMUT} or re-check mutations/engine against the new mutmut"
         )
     for module_name, names in ENGINE_NAMES.items():
-        module = importlib.import_module(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as err:  # it imports a name of mutmut's that moved
+            moved = f"{module_name} cannot be imported ({err}): the engine's seam moved; re-check mutmut"
+            raise SeamMismatch(moved) from None
         for name in names:
             if not hasattr(module, name):
                 raise SeamMismatch(f"{module_name} has no `{name}`: the engine's seam moved; re-check mutmut")

@@ -176,3 +176,31 @@ def test_tests_outside_the_root_are_refused_before_any_work(tmp_path: Path) -> N
     with pytest.raises(UsageError, match="outside --tests-root"):
         run(tree, tmp_path, str(suite / "tests"), root=tmp_path / "tree")
     assert not (tmp_path / "work").exists()
+
+
+def test_the_exported_test_kills_every_mutant_of_the_installed_vllm_each_by_its_own_sites_case(tmp_path: Path) -> None:
+    from exported_support import COMMITTED
+    from warnonce_guard.upstream.export import listed_cases
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / COMMITTED.name).write_bytes(COMMITTED.read_bytes())
+    console = Console(width=240, record=True)
+    code = mutate(
+        None, tmp_path / "report", tmp_path / "work", 100.0, None, console, tests=[str(suite / COMMITTED.name)]
+    )
+
+    assert code == ExitCode.OK, console.export_text()
+    cases = listed_cases(COMMITTED.read_text(encoding="utf-8"))
+    assert cases is not None
+    site_of = {case.id: case.site for case in cases}  # "vllm/platforms/cpu.py:670"
+    killed = {
+        (file, m["location"]["start"]["line"], m["status"], site_of[m["killedBy"][0].partition("[")[2].rstrip("]")])
+        for file, mutants in verdicts(tmp_path / "report").items()
+        for m in mutants
+    }
+    assert len([m for ms in verdicts(tmp_path / "report").values() for m in ms]) == 18
+    assert {(file, line, status) for file, line, status, _ in killed} == {
+        (case.site.partition(":")[0], int(case.site.partition(":")[2]), "Killed") for case in cases
+    }
+    assert all(site == f"{file}:{line}" for file, line, _, site in killed)  # each by the case of its own site

@@ -43,9 +43,20 @@ def test_paths_and_node_ids_are_taken_from_here_and_written_from_the_root(root: 
     assert suite.describe() == f"the tests tests/test_a.py::test_k, tests/sub (pytest in {root})"
 
 
-def test_the_root_defaults_to_the_current_directory(root: Path) -> None:
-    assert resolve_suite(["suite/tests"], None) == Suite(root.parent, ("suite/tests",))
+def test_the_root_defaults_to_the_paths_nearest_common_folder(root: Path) -> None:
+    assert resolve_suite(["suite/tests"], None) == Suite(root / "tests", (".",))
+    tests = resolve_suite(["suite/tests/test_a.py", "suite/tests/sub/test_b.py::test_b"], None)
+    assert tests == Suite(root / "tests", ("test_a.py", "sub/test_b.py::test_b"))
     assert resolve_suite(["."], None).describe() == f"the tests (pytest in {root.parent})"
+
+
+def test_the_settings_and_conftest_files_above_the_root_key_the_workspace_too(root: Path) -> None:
+    suite = Suite(root / "tests", ("test_a.py",))
+    write(root, "pyproject.toml", "[tool.pytest.ini_options]\n")
+    write(root, "conftest.py", "")
+    write(root, "notes.txt", "not a setting")
+    above = [entry[0] for entry in signature(suite, []) if entry[0].startswith("/")]
+    assert above == [str(root / "conftest.py"), str(root / "pyproject.toml")]
 
 
 @pytest.mark.parametrize(

@@ -54,8 +54,11 @@ class Result:
     summary: str  # pytest's last line
 
 
-def run(file: Path, tree: Path, work: Path, pytest_args: tuple[str, ...] = ()) -> Result:
-    """pytest on `file` dropped into a copy of `tree` (a release's tests/ and pyproject.toml), made in `work`."""
+def run(
+    file: Path, tree: Path, work: Path, pytest_args: tuple[str, ...] = (), extra_path: Path | None = None
+) -> Result:
+    """pytest on `file` dropped into a copy of `tree` (a release's tests/ and pyproject.toml), made in `work`; with
+    `extra_path` (a vLLM installed apart) first on the path."""
     cases = listed_cases(file.read_text(encoding="utf-8"))
     if cases is None:
         raise SystemExit(f"exported: {file}: not an exported module (its CASES cannot be read)")
@@ -69,6 +72,8 @@ def run(file: Path, tree: Path, work: Path, pytest_args: tuple[str, ...] = ()) -
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--tb=line", "--trace-config"]
         command += [f"--junitxml={junit}", *pytest_args, PATH.as_posix()]
         env = {**os.environ, **ENV}
+        if extra_path is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(extra_path), env.get("PYTHONPATH")]))
         done = subprocess.run(command, cwd=suite, env=env, capture_output=True, text=True, check=False)
         found = compare.read(junit) if junit.is_file() else compare.Run({}, 0.0)
         conftest = f"from '{suite / 'tests' / 'conftest.py'}'>" in done.stdout
