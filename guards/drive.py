@@ -153,8 +153,13 @@ def _describe(obj: Any) -> str:
     return f"{label} {module}.{name}" if name and module else label
 
 
-def holders(obj: Any, depth: int = 9) -> list[str]:
-    """A chain of referrers from `obj` towards what keeps it alive (strings only)."""
+def _callables_first(referrer: Any) -> tuple[bool, bool]:
+    return (not callable(referrer) or isinstance(referrer, type), isinstance(referrer, list))
+
+
+def holders(obj: Any, depth: int = 9, rank: Callable[[Any], Any] = _callables_first) -> list[str]:
+    """A chain of referrers from `obj` towards what keeps it alive (strings only); at each step the referrer `rank`
+    puts first (by default a function, such as an lru_cache wrapper, then anything but a list), until a function."""
     chain: list[str] = []
     seen = {id(chain)}
     current = obj
@@ -164,7 +169,7 @@ def holders(obj: Any, depth: int = 9) -> list[str]:
         seen.add(id(refs))
         if not refs:
             break
-        preferred = sorted(refs, key=lambda r: (not callable(r) or isinstance(r, type), isinstance(r, list)))
+        preferred = sorted(refs, key=rank)
         current = preferred[0]
         seen.add(id(current))
         chain.append(_describe(current))

