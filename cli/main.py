@@ -17,7 +17,7 @@ import sys
 import tempfile
 import textwrap
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
@@ -217,15 +217,41 @@ def installed(field: str) -> str:
     return metadata.metadata(DISTRIBUTION)[field]
 
 
+def non_empty(convert: Callable[[str], Any] = str) -> Callable[[str], Any]:
+    """An argument's `type=`: an empty or blank value (`--vllm-src ""`, `--vllm-src "$UNSET"` in CI) is a usage
+    error, never taken for the default (the installed vLLM, every rule); any other goes on to `convert`. `Parser`
+    gives every argument that takes a value this check; wrapping twice checks once."""
+    if getattr(convert, "refuses_blank", False):
+        return convert
+
+    def checked(text: str) -> Any:
+        if not text.strip():
+            blank = "an empty value" if not text else f"a blank value {text!r}"
+            raise argparse.ArgumentTypeError(f"{blank} (is a variable unset?); give one, or leave the option out")
+        return convert(text)
+
+    checked.__name__ = getattr(convert, "__name__", "value")  # argparse names a type that raised ValueError
+    checked.refuses_blank = True  # type: ignore[attr-defined]
+    return checked
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with a pointer to the exit codes after a command's help, no abbreviated options (`--vllm` is never
-    taken for `--vllm-src`), and a bad command line reported as one line and `ExitCode.USAGE`."""
+    taken for `--vllm-src`), no empty values (`non_empty`), and a bad command line reported as one line and
+    `ExitCode.USAGE`."""
 
     def __init__(self, *args: Any, epilog: str | None = None, **kwargs: Any) -> None:
         formatter = argparse.RawDescriptionHelpFormatter  # the exit-code table keeps its lines
         super().__init__(
             *args, epilog=epilog or SEE_EXIT_CODES, formatter_class=formatter, allow_abbrev=False, **kwargs
         )
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """Add it; one that takes a value (not a flag) refuses an empty one."""
+        action = super().add_argument(*args, **kwargs)
+        if action.nargs != 0:
+            action.type = non_empty(action.type or str)
+        return action
 
     def error(self, message: str) -> NoReturn:
         print(f"warnonce-guard: error: {message} (see `{self.prog} --help`)", file=sys.stderr)

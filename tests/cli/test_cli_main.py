@@ -4,6 +4,7 @@ runs it, in a subprocess, is tests/cli/test_cli.py (slow tier)."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -128,6 +129,66 @@ def test_mutate_defaults_to_a_perfect_score_and_the_default_directories() -> Non
     assert (args.fail_under, args.out, args.work_dir, args.viewer_js) == (
         100.0, "mutation-report", ".warnonce-work", None
     )  # fmt: skip
+
+
+def valued_arguments() -> list[tuple[str, str]]:
+    """(command, argument) for every argument of every command that takes a value: options and positionals."""
+    parser = cli.build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return [
+        (name, (action.option_strings or [action.metavar or action.dest])[0])
+        for name, command in commands.choices.items()
+        for action in command._actions
+        if action.nargs != 0
+    ]
+
+
+VALUED = valued_arguments()
+
+
+def test_every_command_has_arguments_that_take_a_value() -> None:
+    """Not vacuous: the next test covers the options the issue names, and the audit's and history's."""
+    assert {("sites", "--vllm-src"), ("guards", "--platform"), ("mutate", "--out"), ("history", "--from")} <= set(
+        VALUED
+    )
+    assert ("audit", "PATH") in VALUED and ("audit", "--select") in VALUED and len(VALUED) >= 25
+
+
+@pytest.mark.parametrize("blank", ["", "  "], ids=["empty", "blank"])
+@pytest.mark.parametrize(("command", "argument"), VALUED, ids=[f"{c} {a}" for c, a in VALUED])
+def test_an_empty_or_blank_value_is_a_usage_error_naming_the_argument_never_its_default(
+    command: str, argument: str, blank: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--vllm-src "$UNSET"` in CI once checked the installed vLLM and exited 0: an unset variable turned the gate
+    off. Every argument that takes a value refuses an empty one, before any work."""
+    given = [blank] if argument == "PATH" else [argument, blank]
+    with pytest.raises(SystemExit) as stop:
+        cli.main([command, *given])
+    assert stop.value.code == ExitCode.USAGE
+    (line,) = stderr_lines(capsys)
+    label = "an empty value" if not blank else f"a blank value {blank!r}"
+    assert line == (
+        f"warnonce-guard: error: argument {argument}: {label} (is a variable unset?); give one, or leave the option "
+        f"out (see `warnonce-guard {command} --help`)"
+    )
+
+
+def test_a_value_with_words_is_taken_as_given() -> None:
+    args = cli.build_parser().parse_args(["sites", "--vllm-src", " my tree ", "--platform", "p:P"])
+    assert (args.vllm_src, args.platform) == (" my tree ", "p:P")
+    assert cli.build_parser().parse_args(["mutate", "--fail-under", "90"]).fail_under == 90.0  # converted after
+
+
+def test_an_abbreviated_option_is_unrecognized_never_taken_for_a_longer_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--vllm` is nox's option; argparse's prefix matching took `sites --vllm 0.29.0` for `--vllm-src 0.29.0`."""
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["sites", "--vllm", "0.29.0"])
+    assert stop.value.code == ExitCode.USAGE
+    assert stderr_lines(capsys) == [
+        "warnonce-guard: error: unrecognized arguments: --vllm 0.29.0 (see `warnonce-guard --help`)"
+    ]
 
 
 # --- guards: pytest in this process -----------------------------------------------------------------------

@@ -191,6 +191,18 @@ CASES = {
         lambda a: with_viewer(a, "--vllm-src", str(home_like(a.home / "fakehome"))), ExitCode.BAD_INPUT, "vLLM"
     ),
     "unknown-option": Case(lambda a: with_viewer(a, "--outdir", "r"), ExitCode.USAGE, "unrecognized arguments"),
+    "abbreviated-option": Case(lambda a: with_viewer(a, "--work", "w"), ExitCode.USAGE, "unrecognized arguments"),
+    # an unset variable in CI (`--out "$OUT"`): never the default in its place
+    **{
+        f"{option.removeprefix('--')}-is-{label}": Case(
+            lambda a, option=option, value=value: with_viewer(a, option, value),
+            ExitCode.USAGE,
+            f"argument {option}: a{'n empty' if not value else ' blank'} value",
+        )
+        for option in ("--vllm-src", "--platform", "--out", "--work-dir")
+        for label, value in {"empty": "", "blank": " "}.items()
+    },
+    "viewer-js-is-empty": Case(lambda a: ["--viewer-js", ""], ExitCode.USAGE, "argument --viewer-js: an empty value"),
 }
 
 
