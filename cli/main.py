@@ -163,18 +163,22 @@ def _pytest_args(args: argparse.Namespace, target: targets.Target, sites_file: P
 
 
 def cmd_platforms(args: argparse.Namespace) -> int:
+    """The table of registered plugins; `PlatformImportFailed` after it when loading one would end the process."""
     from rich.table import Table
+    from rich.text import Text
     from warnonce_guard.rule.platforms import ENTRY_POINT_GROUP, registered_platforms
 
     found = registered_platforms()
     columns = ("name", "entry point", "platform class (use with --platform)")
     table = Table(*columns, title=f"platforms registered under the {ENTRY_POINT_GROUP!r} entry points")
-    for plugin in found:
-        shown = plugin.platform or f"[dim]{plugin.error or 'not available here'}[/]"
-        table.add_row(plugin.name, plugin.entry_point, shown)
+    for plugin in found:  # Text: a plugin's names are never read as markup
+        shown = Text(plugin.platform) if plugin.platform else Text(plugin.error or "not available here", style="dim")
+        table.add_row(Text(plugin.name), Text(plugin.entry_point), shown)
     shown = console()
     shown.print(table)
     shown.print(f"{len(found)} registered platform plugin(s)")
+    if ending := next((plugin for plugin in found if plugin.ends_process), None):
+        raise PlatformImportFailed(f"platform plugin {ending.name}: {ending.error}")
     return 0
 
 
@@ -575,8 +579,10 @@ def _ended(stops: Stops, code: int, failure: BaseException | None) -> int:
     if isinstance(failure, GuardError):
         print(f"warnonce-guard: error: {failure}", file=sys.stderr)
         return int(failure.exit_code)
-    if not isinstance(failure, Exception):
-        raise failure  # SystemExit and the like: not a command's outcome to translate
+    if not isinstance(failure, Exception | SystemExit):
+        raise failure  # GeneratorExit and the like: not a command's outcome to translate
+    # A SystemExit through a command: code it ran ended it where no guard of ours (`must_not_exit`) stood. Its code,
+    # 0 too, would be a verdict that none gave: a bug.
     traceback.print_exception(failure)
     print(
         "warnonce-guard: internal error: the traceback above is a bug in warnonce-guard, not a problem with "

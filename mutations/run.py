@@ -443,6 +443,12 @@ def _run(
             f"the mutmut session failed (exit code {session_code}){said}; see {ws.log_file} "
             "(finished verdicts are kept: the next run tests the rest)"
         )
+    if next(read_baseline_sessions(ws.attribution, run_id), None) is None:  # mutmut runs the clean guards first
+        modules = ", ".join(sorted({site.module for site in guarded}))
+        raise EngineFailed(
+            f"the mutmut session ended (exit code {session_code}) before the guards ran on the unmutated code{said}: "
+            f"importing the target ({modules}) may end the process (os._exit); see {ws.log_file}"
+        )
     named = write_identities(ws, sites, sorted(packages))
     result = collect_result(ws, target, run_id, guarded, named, started)
     if stage.fingerprint(target, packages, extra) != ws.dir.name:  # the workspace is named by the fingerprint

@@ -378,6 +378,18 @@ def test_a_bug_of_ours_keeps_its_traceback_and_exits_70(
     assert said[-1].startswith("warnonce-guard: internal error: the traceback above is a bug in warnonce-guard")
 
 
+@pytest.mark.parametrize("code", [0, 1, "boom", None])
+def test_a_system_exit_through_a_command_is_a_bug_with_its_traceback_never_its_own_code(
+    code: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Code a command runs that ends it where no guard of ours stood: `SystemExit(0)` was exit 0 with nothing said."""
+    monkeypatch.setattr(cli, "cmd_platforms", failing_command(SystemExit(code)))
+    assert cli.main(["platforms"]) == ExitCode.INTERNAL_ERROR
+    said = stderr_lines(capsys)
+    assert said[0] == "Traceback (most recent call last):" and said[-2].startswith("SystemExit")
+    assert said[-1].startswith("warnonce-guard: internal error: the traceback above is a bug in warnonce-guard")
+
+
 @pytest.mark.parametrize(
     ("sig", "code", "line"),
     [
