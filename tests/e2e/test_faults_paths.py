@@ -202,6 +202,27 @@ CASES = {
         for option in ("--vllm-src", "--platform", "--out", "--work-dir")
         for label, value in {"empty": "", "blank": " "}.items()
     },
+    # refused up front as a read-only parent is, not once the whole run is over and the report is to be swapped in
+    "out-is-an-immutable-empty-directory": Case(
+        lambda a: with_viewer(a, "--out", str(chattr(users_dir(a.home / "report"), "+i"))),
+        ExitCode.BAD_INPUT,
+        "immutable (chattr +i): no run can fill or replace it",
+    ),
+    "out-is-an-append-only-empty-directory": Case(
+        lambda a: with_viewer(a, "--out", str(chattr(users_dir(a.home / "report"), "+a"))),
+        ExitCode.BAD_INPUT,
+        "append-only (chattr +a): no run can fill or replace it",
+    ),
+    "out-is-an-immutable-earlier-report": Case(
+        lambda a: with_viewer(a, "--out", str(chattr(_earlier_report(a.home / "old-report"), "+i"))),
+        ExitCode.BAD_INPUT,
+        "immutable (chattr +i)",
+    ),
+    "work-dir-is-an-immutable-empty-directory": Case(
+        lambda a: with_viewer(a, "--work-dir", str(chattr(users_dir(a.home / "work"), "+i"))),
+        ExitCode.BAD_INPUT,
+        "work: immutable (chattr +i): no run can fill or replace it",
+    ),
     "viewer-js-is-empty": Case(lambda a: ["--viewer-js", ""], ExitCode.USAGE, "argument --viewer-js: an empty value"),
 }
 
@@ -209,6 +230,17 @@ CASES = {
 def _file(path: Path, content: bytes = b"precious") -> Path:
     path.write_bytes(content)
     return path
+
+
+CHATTR = shutil.which("chattr")
+
+
+def chattr(folder: Path, flag: str) -> Path:
+    """`chattr +i` or `+a` on `folder` (the `area` fixture takes the flags off again); the test is skipped where the
+    filesystem or the user cannot set them."""
+    if CHATTR is None or subprocess.run([CHATTR, flag, str(folder)], capture_output=True).returncode:
+        pytest.skip(f"chattr {flag} is not possible here (it needs root and a filesystem with inode flags)")
+    return folder
 
 
 def _earlier_report(folder: Path) -> Path:
@@ -243,7 +275,7 @@ def read_only(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
-def area(name: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Area:
+def area(name: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Area]:
     """The user's files for case `name`, with the current directory where the case wants it."""
     home = tmp_path / "home"
     tree = make_tree(home / "tree")
@@ -252,7 +284,9 @@ def area(name: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch:
     read_only = request.getfixturevalue("read_only") if "read-only" in name else None
     made = Area(home, tree, viewer, read_only)
     monkeypatch.chdir(CASES[name].cwd(made))
-    return made
+    yield made
+    if CHATTR is not None and ("immutable" in name or "append-only" in name):  # else pytest cannot remove them
+        subprocess.run([CHATTR, "-R", "-i", "-a", str(home)], capture_output=True)
 
 
 def refused(area: Area, case: Case, call: Callable[[list[str]], tuple[int, str]]) -> str:
