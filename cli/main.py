@@ -343,7 +343,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="where staged copies and mutmut's state live: new, empty or an earlier work directory "
         "(default: %(default)s)",
     )
-    mutate.add_argument("--fail-under", type=percent, default=100.0, metavar="PERCENT", help="minimum score (0-100)")
+    mutate.add_argument(
+        "--fail-under",
+        type=percent,
+        default=100.0,
+        metavar="PERCENT",
+        help="minimum score, 0-100 (default: %(default)g)",
+    )
     mutate.add_argument("--viewer-js", metavar="FILE", help="mutation-testing-elements bundle for index.html")
     mutate.set_defaults(run=cmd_mutate)
 

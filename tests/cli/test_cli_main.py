@@ -131,6 +131,12 @@ def test_mutate_defaults_to_a_perfect_score_and_the_default_directories() -> Non
     )  # fmt: skip
 
 
+def test_mutate_help_states_the_fail_under_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["mutate", "--help"])
+    assert "--fail-under PERCENT minimum score, 0-100 (default: 100)" in " ".join(capsys.readouterr().out.split())
+
+
 def valued_arguments() -> list[tuple[str, str]]:
     """(command, argument) for every argument of every command that takes a value: options and positionals."""
     parser = cli.build_parser()
