@@ -27,6 +27,7 @@ from warnonce_guard.audit import FORMATS as AUDIT_FORMATS
 from warnonce_guard.cli.console import console
 from warnonce_guard.cli.history import add_parser as add_history_parser
 from warnonce_guard.common import notes
+from warnonce_guard.common.console import printable, printable_json
 from warnonce_guard.common.errors import (
     ExitCode,
     GuardError,
@@ -74,18 +75,19 @@ def _target_sites(args: argparse.Namespace) -> tuple[targets.Target, list[Site]]
 def cmd_sites(args: argparse.Namespace) -> int:
     target, sites = _target_sites(args)
     cached = [s for s in sites if s.cached]
+    described = printable(target.describe())  # a path's undecodable byte as `\xff`, as the reports show it
     if args.json:
-        print(json.dumps({"target": target.describe(), "sites": [s.to_json() for s in sites]}, indent=2))
+        print(json.dumps(printable_json({"target": described, "sites": [s.to_json() for s in sites]}), indent=2))
     else:
         shown = console()
-        shown.print(_sites_table(sites, target.describe()))
+        shown.print(_sites_table(sites, described))
         live = sum(1 for s in cached if s.form == "live")
         shown.print(
             f"{len(cached)} cached site(s): {len(cached) - live} eager, {live} live; "
             f"{len(sites) - len(cached)} not cached"
         )
     if not cached:
-        raise NothingToCheck(f"no kernel-import site logs through a *_once call in {target.describe()}")
+        raise NothingToCheck(f"no kernel-import site logs through a *_once call in {described}")
     return 0
 
 
@@ -116,6 +118,7 @@ def cmd_guards(args: argparse.Namespace) -> int:
     import pytest
 
     target, sites = _target_sites(args)  # bad input and "nothing to check" stop here, before pytest starts
+    targets.check_importable(target)
     if not any(site.cached for site in sites):
         raise NothingToCheck(
             f"no kernel-import site logs through a *_once call in {target.describe()}; nothing to guard"
@@ -583,7 +586,7 @@ def _ended(stops: Stops, code: int, failure: BaseException | None) -> int:
     if failure is None:
         return code
     if isinstance(failure, GuardError):
-        print(f"warnonce-guard: error: {failure}", file=sys.stderr)
+        print(f"warnonce-guard: error: {printable(str(failure))}", file=sys.stderr)
         return int(failure.exit_code)
     if not isinstance(failure, Exception | SystemExit):
         raise failure  # GeneratorExit and the like: not a command's outcome to translate

@@ -62,6 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         refuse_blank(config.getoption)
         target = targets.resolve(config.getoption("vllm_src"))
+        targets.check_importable(target)
         targets.activate(target)
         targets.check_loaded(target)
         if told.expect_vllm and target.package_dir.resolve() != Path(told.expect_vllm).resolve():

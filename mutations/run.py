@@ -295,6 +295,7 @@ def mutate(
 ) -> int:
     started, run = time.monotonic(), RunInfo.begin()
     target = targets.resolve(vllm_src)
+    targets.check_importable(target)
     packages, extra, find_sites = plan(target, platform)
     paths = check_paths(out_dir, work_dir, viewer_js, protected_paths(target, packages))
     # --out is this run's from here to the report's last rename: another run writing there is refused (11)
@@ -414,7 +415,7 @@ def _run(
         return replace(stored, duration_s=time.monotonic() - started, run=run, verdicts_from=stored.run)
     run_id = run.run_id  # the session's id is the run's, as the report names it
     log_start = _log_size(ws)
-    with started_session(ws, run_id, stage.imported_first(target)) as session:
+    with started_session(ws, run_id, targets.imported_first(target)) as session:
         sites = _sites(ws, find_sites, say)
         guarded = [site for site in sites if site.cached]
         if not guarded:

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from faults import hash_tree
 from toy import INTERFACE, make_tree
 from warnonce_guard.cli import main as cli
 from warnonce_guard.common.errors import EngineFailed, ExitCode
@@ -72,6 +73,51 @@ def test_bad_input_is_one_line_naming_the_problem_and_its_own_exit_code(
     assert cli.main(["sites", "--vllm-src", str(tmp_path / "nope")]) == ExitCode.BAD_INPUT
     (line,) = stderr_lines(capsys)
     assert line.startswith("warnonce-guard: error: --vllm-src ") and "no such directory" in line
+
+
+# --- a tree under a path that is not UTF-8 -----------------------------------------------------------------
+
+TORCH_INTERFACE = "import torch  # noqa: F401\n" + INTERFACE  # as vLLM's imports it (never imported here)
+
+
+@pytest.fixture
+def non_utf8_tree(tmp_path: Path) -> Path:
+    """A vLLM-shaped tree under `tree\\xff` (a name Linux allows and UTF-8 does not) whose interface imports torch."""
+    return make_tree(Path(os.fsdecode(os.fsencode(tmp_path) + b"/tree\xff")), TORCH_INTERFACE)
+
+
+@pytest.mark.parametrize("command", ["guards", "mutate"])
+def test_a_torch_importing_tree_under_a_path_that_is_not_utf8_is_refused_up_front_as_shown(
+    command: str, non_utf8_tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every site came out unreached (torch refuses the file names), after the whole run for `mutate`."""
+    monkeypatch.setattr(pytest, "main", lambda *args, **kwargs: pytest.fail("pytest ran"))
+    home = non_utf8_tree.parent
+    before = hash_tree(home)
+    out = ["--out", str(home / "report"), "--work-dir", str(home / "work")] if command == "mutate" else []
+
+    assert cli.main([command, "--vllm-src", str(non_utf8_tree), *out]) == ExitCode.BAD_INPUT
+
+    shown = f"{home}/tree\\xff"
+    assert stderr_lines(capsys) == [
+        f"warnonce-guard: error: --vllm-src {shown}: its path is not UTF-8, and torch, which the target imports, "
+        "refuses a module whose file name is not (every site would be unreached); rename the directory or copy the "
+        "tree to a UTF-8 path"
+    ]
+    assert hash_tree(home) == before  # no report, no work directory
+
+
+def test_sites_lists_a_tree_under_a_path_that_is_not_utf8_showing_the_byte_as_an_escape(
+    non_utf8_tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reading the tree needs no import: `sites` works, and printed the raw byte (`\\377`) where the reports
+    show `\\xff`."""
+    shown = f"source tree at {non_utf8_tree.parent}/tree\\xff/vllm"
+    assert cli.main(["sites", "--vllm-src", str(non_utf8_tree)]) == ExitCode.OK
+    table = capsys.readouterr().out
+    assert "".join(shown.split()) in "".join(table.split()) and "\udcff" not in table  # the title may wrap
+    assert cli.main(["sites", "--vllm-src", str(non_utf8_tree), "--json"]) == ExitCode.OK
+    assert json.loads(capsys.readouterr().out)["target"] == f"vLLM 9.9.9 (gtoy), {shown}"
 
 
 # --- the command line itself ------------------------------------------------------------------------------

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from toy import INTERFACE, make_tree
 
 
 @pytest.mark.parametrize("option", ["vllm_src", "platform", "sites_file"])
@@ -29,3 +32,15 @@ def test_options_not_given_are_not_refused() -> None:
     from warnonce_guard.guards.conftest import refuse_blank
 
     refuse_blank({"vllm_src": "tree", "platform": None}.get)  # sites_file not given at all
+
+
+def test_a_torch_importing_tree_under_a_path_that_is_not_utf8_stops_the_session_before_the_guards(
+    tmp_path: Path,
+) -> None:
+    """`pytest guards/ --vllm-src=tree\\xff` had every guard fail on torch's TypeError; the session now stops."""
+    from warnonce_guard.guards.conftest import pytest_configure
+
+    tree = make_tree(Path(os.fsdecode(os.fsencode(tmp_path) + b"/tree\xff")), "import torch\n" + INTERFACE)
+    config = SimpleNamespace(getoption={"vllm_src": str(tree)}.get, stash={})
+    with pytest.raises(pytest.UsageError, match=r"^warnonce-guard: --vllm-src .*/tree\\xff: its path is not UTF-8"):
+        pytest_configure(config)  # type: ignore[arg-type]
