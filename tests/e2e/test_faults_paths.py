@@ -81,6 +81,13 @@ def symlink(link: Path, to: Path) -> Path:
     return link
 
 
+def _earlier_report(folder: Path) -> Path:
+    folder.mkdir()
+    (folder / "index.html").write_text("<html>")
+    mark(folder, Kind.REPORT)
+    return folder
+
+
 CASES = {
     "out-is-an-existing-file": Case(
         lambda a: with_viewer(a, "--out", str(_file(a.home / "report.html"))), ExitCode.BAD_INPUT, "a file is there"
@@ -203,26 +210,21 @@ CASES = {
         for label, value in {"empty": "", "blank": " "}.items()
     },
     # refused up front as a read-only parent is, not once the whole run is over and the report is to be swapped in
-    "out-is-an-immutable-empty-directory": Case(
-        lambda a: with_viewer(a, "--out", str(chattr(users_dir(a.home / "report"), "+i"))),
-        ExitCode.BAD_INPUT,
-        "immutable (chattr +i): no run can fill or replace it",
-    ),
-    "out-is-an-append-only-empty-directory": Case(
-        lambda a: with_viewer(a, "--out", str(chattr(users_dir(a.home / "report"), "+a"))),
-        ExitCode.BAD_INPUT,
-        "append-only (chattr +a): no run can fill or replace it",
-    ),
-    "out-is-an-immutable-earlier-report": Case(
-        lambda a: with_viewer(a, "--out", str(chattr(_earlier_report(a.home / "old-report"), "+i"))),
-        ExitCode.BAD_INPUT,
-        "immutable (chattr +i)",
-    ),
-    "work-dir-is-an-immutable-empty-directory": Case(
-        lambda a: with_viewer(a, "--work-dir", str(chattr(users_dir(a.home / "work"), "+i"))),
-        ExitCode.BAD_INPUT,
-        "work: immutable (chattr +i): no run can fill or replace it",
-    ),
+    **{
+        f"{option}-is-an-{flagged}-{what}": Case(
+            lambda a, option=option, letter=letter, make=make: with_viewer(
+                a, f"--{option}", str(chattr(make(a.home / option), f"+{letter}"))
+            ),
+            ExitCode.BAD_INPUT,
+            f"{option}: {flagged} (chattr +{letter}): no run can fill or replace it",
+        )
+        for option, what, make in (
+            ("out", "empty-directory", users_dir),
+            ("out", "earlier-report", _earlier_report),
+            ("work-dir", "empty-directory", users_dir),
+        )
+        for flagged, letter in (("immutable", "i"), ("append-only", "a"))
+    },
     "viewer-js-is-empty": Case(lambda a: ["--viewer-js", ""], ExitCode.USAGE, "argument --viewer-js: an empty value"),
 }
 
@@ -240,13 +242,6 @@ def chattr(folder: Path, flag: str) -> Path:
     filesystem or the user cannot set them."""
     if CHATTR is None or subprocess.run([CHATTR, flag, str(folder)], capture_output=True).returncode:
         pytest.skip(f"chattr {flag} is not possible here (it needs root and a filesystem with inode flags)")
-    return folder
-
-
-def _earlier_report(folder: Path) -> Path:
-    folder.mkdir()
-    (folder / "index.html").write_text("<html>")
-    mark(folder, Kind.REPORT)
     return folder
 
 
