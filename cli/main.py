@@ -17,7 +17,7 @@ import sys
 import tempfile
 import textwrap
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
@@ -28,6 +28,7 @@ from warnonce_guard.cli.console import console
 from warnonce_guard.cli.export import add_parser as add_export_parser
 from warnonce_guard.cli.history import add_parser as add_history_parser
 from warnonce_guard.common import notes
+from warnonce_guard.common.console import printable, printable_json
 from warnonce_guard.common.errors import (
     ExitCode,
     GuardError,
@@ -75,18 +76,19 @@ def _target_sites(args: argparse.Namespace) -> tuple[targets.Target, list[Site]]
 def cmd_sites(args: argparse.Namespace) -> int:
     target, sites = _target_sites(args)
     cached = [s for s in sites if s.cached]
+    described = printable(target.describe())  # a path's undecodable byte as `\xff`, as the reports show it
     if args.json:
-        print(json.dumps({"target": target.describe(), "sites": [s.to_json() for s in sites]}, indent=2))
+        print(json.dumps(printable_json({"target": described, "sites": [s.to_json() for s in sites]}), indent=2))
     else:
         shown = console()
-        shown.print(_sites_table(sites, target.describe()))
+        shown.print(_sites_table(sites, described))
         live = sum(1 for s in cached if s.form == "live")
         shown.print(
             f"{len(cached)} cached site(s): {len(cached) - live} eager, {live} live; "
             f"{len(sites) - len(cached)} not cached"
         )
     if not cached:
-        raise NothingToCheck(f"no kernel-import site logs through a *_once call in {target.describe()}")
+        raise NothingToCheck(f"no kernel-import site logs through a *_once call in {described}")
     return 0
 
 
@@ -117,6 +119,7 @@ def cmd_guards(args: argparse.Namespace) -> int:
     import pytest
 
     target, sites = _target_sites(args)  # bad input and "nothing to check" stop here, before pytest starts
+    targets.check_importable(target)
     if not any(site.cached for site in sites):
         raise NothingToCheck(
             f"no kernel-import site logs through a *_once call in {target.describe()}; nothing to guard"
@@ -164,18 +167,22 @@ def _pytest_args(args: argparse.Namespace, target: targets.Target, sites_file: P
 
 
 def cmd_platforms(args: argparse.Namespace) -> int:
+    """The table of registered plugins; `PlatformImportFailed` after it when loading one would end the process."""
     from rich.table import Table
+    from rich.text import Text
     from warnonce_guard.rule.platforms import ENTRY_POINT_GROUP, registered_platforms
 
     found = registered_platforms()
     columns = ("name", "entry point", "platform class (use with --platform)")
     table = Table(*columns, title=f"platforms registered under the {ENTRY_POINT_GROUP!r} entry points")
-    for plugin in found:
-        shown = plugin.platform or f"[dim]{plugin.error or 'not available here'}[/]"
-        table.add_row(plugin.name, plugin.entry_point, shown)
+    for plugin in found:  # Text: a plugin's names are never read as markup
+        shown = Text(plugin.platform) if plugin.platform else Text(plugin.error or "not available here", style="dim")
+        table.add_row(Text(plugin.name), Text(plugin.entry_point), shown)
     shown = console()
     shown.print(table)
     shown.print(f"{len(found)} registered platform plugin(s)")
+    if ending := next((plugin for plugin in found if plugin.ends_process), None):
+        raise PlatformImportFailed(f"platform plugin {ending.name}: {ending.error}")
     return 0
 
 
@@ -220,15 +227,41 @@ def installed(field: str) -> str:
     return metadata.metadata(DISTRIBUTION)[field]
 
 
+def non_empty(convert: Callable[[str], Any] = str) -> Callable[[str], Any]:
+    """An argument's `type=`: an empty or blank value (`--vllm-src ""`, `--vllm-src "$UNSET"` in CI) is a usage
+    error, never taken for the default (the installed vLLM, every rule); any other goes on to `convert`. `Parser`
+    gives every argument that takes a value this check; wrapping twice checks once."""
+    if getattr(convert, "refuses_blank", False):
+        return convert
+
+    def checked(text: str) -> Any:
+        if not text.strip():
+            blank = "an empty value" if not text else f"a blank value {text!r}"
+            raise argparse.ArgumentTypeError(f"{blank} (is a variable unset?); give one, or leave the option out")
+        return convert(text)
+
+    checked.__name__ = getattr(convert, "__name__", "value")  # argparse names a type that raised ValueError
+    checked.refuses_blank = True  # type: ignore[attr-defined]
+    return checked
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with a pointer to the exit codes after a command's help, no abbreviated options (`--vllm` is never
-    taken for `--vllm-src`), and a bad command line reported as one line and `ExitCode.USAGE`."""
+    taken for `--vllm-src`), no empty values (`non_empty`), and a bad command line reported as one line and
+    `ExitCode.USAGE`."""
 
     def __init__(self, *args: Any, epilog: str | None = None, **kwargs: Any) -> None:
         formatter = argparse.RawDescriptionHelpFormatter  # the exit-code table keeps its lines
         super().__init__(
             *args, epilog=epilog or SEE_EXIT_CODES, formatter_class=formatter, allow_abbrev=False, **kwargs
         )
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """Add it; one that takes a value (not a flag) refuses an empty one."""
+        action = super().add_argument(*args, **kwargs)
+        if action.nargs != 0:
+            action.type = non_empty(action.type or str)
+        return action
 
     def error(self, message: str) -> NoReturn:
         print(f"warnonce-guard: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
@@ -316,7 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="where staged copies and mutmut's state live: new, empty or an earlier work directory "
         "(default: %(default)s)",
     )
-    mutate.add_argument("--fail-under", type=percent, default=100.0, metavar="PERCENT", help="minimum score (0-100)")
+    mutate.add_argument(
+        "--fail-under",
+        type=percent,
+        default=100.0,
+        metavar="PERCENT",
+        help="minimum score, 0-100 (default: %(default)g)",
+    )
     mutate.add_argument("--viewer-js", metavar="FILE", help="mutation-testing-elements bundle for index.html")
     mutate.add_argument(
         "--tests",
@@ -564,10 +603,12 @@ def _ended(stops: Stops, code: int, failure: BaseException | None) -> int:
     if failure is None:
         return code
     if isinstance(failure, GuardError):
-        print(f"warnonce-guard: error: {failure}", file=sys.stderr)
+        print(f"warnonce-guard: error: {printable(str(failure))}", file=sys.stderr)
         return int(failure.exit_code)
-    if not isinstance(failure, Exception):
-        raise failure  # SystemExit and the like: not a command's outcome to translate
+    if not isinstance(failure, Exception | SystemExit):
+        raise failure  # GeneratorExit and the like: not a command's outcome to translate
+    # A SystemExit through a command: code it ran ended it where no guard of ours (`must_not_exit`) stood. Its code,
+    # 0 too, would be a verdict that none gave: a bug.
     traceback.print_exception(failure)
     print(
         "warnonce-guard: internal error: the traceback above is a bug in warnonce-guard, not a problem with "

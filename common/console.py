@@ -13,10 +13,11 @@ refuses it (a traceback at the very end of a run), and XML has no way to write i
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+if TYPE_CHECKING:  # rich only when a console is used: the command line prints every error through `printable`
+    from rich.console import Console
+    from rich.progress import Progress
 
 
 def printable(text: str) -> str:
@@ -59,6 +60,8 @@ class RunProgress:
 
     def __enter__(self) -> RunProgress:
         if self.live:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
             self._bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),

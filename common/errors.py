@@ -107,7 +107,8 @@ class PlatformNotFound(GuardError, exit_code=ExitCode.BAD_INPUT):
 
 
 class PlatformImportFailed(GuardError, exit_code=ExitCode.ENVIRONMENT):
-    """A platform module failed to import for a reason other than a blocked kernel."""
+    """A platform module failed to import for a reason other than a blocked kernel, or it (a plugin's `register()`,
+    the target) would end the process while imported (`SystemExit`, a KeyboardInterrupt of its own)."""
 
 
 class NothingToCheck(GuardError, exit_code=ExitCode.NOTHING_TO_CHECK):
@@ -120,7 +121,7 @@ class PathRefused(GuardError, exit_code=ExitCode.BAD_INPUT):
 
 class PathUnusable(GuardError, exit_code=ExitCode.BAD_INPUT):
     """An input or output path is missing, of the wrong kind, or not writable (another user's files in the work
-    directory included)."""
+    directory, an immutable or append-only directory included); or a target under a path torch cannot import."""
 
 
 class WorkDirBusy(GuardError, exit_code=ExitCode.ENVIRONMENT):

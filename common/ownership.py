@@ -11,11 +11,16 @@ its marker (or is missing, or is empty); anything else is refused with one line,
   above it; the current directory or one above it.
 - `--work-dir`: the same, with the report directory in place of the work directory.
 - `--viewer-js`: must be a readable file.
+
+An existing directory either may name must be one this run can fill, empty and replace: writable, and neither
+immutable nor append-only (`chattr +i`, `chattr +a`, which refuse even root).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,10 +68,13 @@ def _empty_or_ours(path: Path, kind: Kind, option: str, what: str) -> None:
         raise PathRefused(f"{option} {path}: a file is there, not a {what} directory; pass a new or empty directory")
     if not path.is_dir():
         return
-    if marked(path, kind):
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise PathUnusable(f"{option} {path}: not writable; pass a path on a writable disk")
-        return
+    if not marked(path, kind):
+        _empty(path, option)
+    if problem := _unchangeable(path):
+        raise PathUnusable(f"{option} {path}: {problem}")
+
+
+def _empty(path: Path, option: str) -> None:
     try:
         entries = [child.name for child in path.iterdir()]
     except OSError as err:
@@ -78,6 +86,39 @@ def _empty_or_ours(path: Path, kind: Kind, option: str, what: str) -> None:
             f"{option} {path}: holds files warnonce-guard did not create (no {MARKER} marker); "
             "pass a new or empty directory"
         )
+
+
+# Linux's inode flags (FS_IOC_GETFLAGS): an immutable or append-only directory can be neither filled and emptied
+# nor renamed, even by root, whatever its mode says.
+_GET_FLAGS = 0x80086601
+_FLAGS = {0x10: ("immutable", "i"), 0x20: ("append-only", "a")}
+
+
+def _unchangeable(directory: Path) -> str | None:
+    """Why this run could not fill, empty or replace an existing `directory` (None when it can), with the fix:
+    no write permission, or the immutable or append-only flag (`chattr +i`, `chattr +a`)."""
+    flags = _inode_flags(directory)
+    for flag, (name, letter) in _FLAGS.items():
+        if flags & flag:
+            fix = f"pass another directory or chattr -{letter}"
+            return f"{name} (chattr +{letter}): no run can fill or replace it; {fix}"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return "not writable; pass a path on a writable disk"
+    return None
+
+
+def _inode_flags(directory: Path) -> int:
+    """The directory's inode flags; 0 where the system or filesystem has none to say (not Linux, some tmpfs)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return 0
+    try:
+        return struct.unpack("l", fcntl.ioctl(fd, _GET_FLAGS, struct.pack("l", 0)))[0]
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
 
 
 def _keep_clear(path: Path, option: str, protected: Iterable[Protected]) -> None:

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from warnonce_guard.common import protocol
-from warnonce_guard.common.errors import GuardError, NothingToCheck
+from warnonce_guard.common.errors import GuardError, NothingToCheck, UsageError
 from warnonce_guard.guards.outcome import GuardFailure
 from warnonce_guard.guards.sessions import (
     UNWRITTEN_STATUS,
@@ -57,7 +58,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """Resolve the target and its sites before collection; bad input is a one-line usage error."""
     told = protocol.settings()
     try:
+        refuse_blank(config.getoption)
         target = targets.resolve(config.getoption("vllm_src"))
+        targets.check_importable(target)
         targets.activate(target)
         targets.check_loaded(target)
         if told.expect_vllm and target.package_dir.resolve() != Path(told.expect_vllm).resolve():
@@ -76,6 +79,19 @@ def pytest_configure(config: pytest.Config) -> None:
     if own is not None:
         config.stash[_OWN] = own
         config.option.maxfail = 0  # the stop at the first failure waits until the function's guards ran
+
+
+OPTIONS = ("vllm_src", "platform", "sites_file")
+
+
+def refuse_blank(getoption: Callable[[str], str | None]) -> None:
+    """`UsageError` for an option given empty (`--vllm-src="$UNSET"` in CI): never the installed vLLM, or every
+    site, in its place."""
+    for name in OPTIONS:
+        value = getoption(name)
+        if value is not None and not value.strip():
+            option = f"--{name.replace('_', '-')}"
+            raise UsageError(f"{option}={value}: an empty value (is a variable unset?); give one, or leave it out")
 
 
 @functools.lru_cache(maxsize=4)

@@ -24,7 +24,7 @@ from warnonce_guard.common.errors import PlatformImportFailed, PlatformNotFound
 from warnonce_guard.guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, blocking, stubbing
 from warnonce_guard.guards.observe import LoggerSpy, Observation, RecordCapture
 from warnonce_guard.guards.steering import CannotSteer, steered
-from warnonce_guard.rule.platforms import load_class
+from warnonce_guard.rule.platforms import load_class, must_not_exit
 from warnonce_guard.rule.site_rule import is_kernel_module
 from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE
@@ -52,7 +52,10 @@ def import_platform_module(name: str, *packages: str) -> types.ModuleType:
     if name in sys.modules:
         return sys.modules[name]
     try:
-        with stubbing(kernel_modules_of(packages)):
+        with (
+            stubbing(kernel_modules_of(packages)),
+            must_not_exit(f"importing {name}", "a module of the target must not exit when imported"),
+        ):
             return importlib.import_module(name)
     except ImportError as err:
         if isinstance(err, ModuleNotFoundError) and err.name:

@@ -329,6 +329,7 @@ def mutate(
     pytest suite that scores the mutants in place of the guards."""
     started, run = time.monotonic(), RunInfo.begin()
     target = targets.resolve(vllm_src)
+    targets.check_importable(target)
     if tests is None and tests_root is not None:
         raise UsageError("--tests-root names where --tests run: give --tests too")
     suite = resolve_suite(tests, tests_root) if tests is not None else None
@@ -501,7 +502,7 @@ def _run(
         return replace(stored, duration_s=time.monotonic() - started, run=run, verdicts_from=stored.run)
     run_id = run.run_id  # the session's id is the run's, as the report names it
     log_start = _log_size(ws)
-    with started_session(ws, run_id, stage.imported_first(target)) as session:
+    with started_session(ws, run_id, targets.imported_first(target)) as session:
         sites = _sites(ws, find_sites, say)
         guarded = [site for site in sites if site.cached]
         if not guarded:
@@ -532,6 +533,12 @@ def _run(
         raise EngineFailed(
             f"the mutmut session failed (exit code {session_code}){said}; see {ws.log_file} "
             "(finished verdicts are kept: the next run tests the rest)"
+        )
+    if next(read_baseline_sessions(ws.attribution, run_id), None) is None:  # mutmut runs the clean guards first
+        modules = ", ".join(sorted({site.module for site in guarded}))
+        raise EngineFailed(
+            f"the mutmut session ended (exit code {session_code}) before the guards ran on the unmutated code{said}: "
+            f"importing the target ({modules}) may end the process (os._exit); see {ws.log_file}"
         )
     named = write_identities(ws, sites, sorted(packages))
     result = collect_result(ws, target, run_id, guarded, named, started, suite)

@@ -16,7 +16,6 @@ operators, guards or target gets a fresh workspace and stale verdicts are never 
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import os
@@ -27,22 +26,20 @@ from pathlib import Path
 from typing import Any
 
 from warnonce_guard import guards
-from warnonce_guard.common.errors import BadRecord, GuardError
+from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.common.files import cannot_write, scratch, sweep, write_atomic
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
 from warnonce_guard.mutations.engine import config as engine_config
 from warnonce_guard.mutations.suite import Suite
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site
-from warnonce_guard.rule.target import PACKAGE, Target, files_to_read, read_source, unreadable
+from warnonce_guard.rule.target import PACKAGE, Target, files_to_read, unreadable
 
 GUARD_TEST_FILES = ("conftest.py", "test_kernel_import_sites.py")
 GUARDS_DIR = Path(guards.__file__).resolve().parent
 # What else can change a verdict besides the target and this tool: the engine, the guards' test runner,
 # the parser, and what the guards import.
 VERDICT_DISTRIBUTIONS = ("mutmut", "pytest", "libcst", "torch")
-# The module of the class every platform derives from: every guard imports it, and what it imports first.
-PLATFORM_INTERFACE = "platforms/interface.py"
 
 
 def _tree_signature(root: Path) -> list[tuple[str, int, int]]:
@@ -72,20 +69,6 @@ def fingerprint(target: Target, packages: dict[str, Path], extra: str = "") -> s
     parts = [json.dumps([str(target.package_dir), target.version, target.commit, extra])]
     parts += [json.dumps([name, str(folder), _tree_signature(folder)]) for name, folder in sorted(packages.items())]
     return tool_fingerprint([*parts, engine_config.section(), sys.version, *distributions(VERDICT_DISTRIBUTIONS)])
-
-
-def imported_first(target: Target) -> list[str]:
-    """The modules from outside the target and the standard library that its platform interface imports at its top
-    level (for vLLM, torch: most of the guards' import time). Every guard imports them, so the session can import
-    them before the site files are staged; none when the file is missing or does not parse."""
-    try:
-        tree = ast.parse(read_source(target.package_dir / PLATFORM_INTERFACE))
-    except (OSError, SyntaxError, ValueError, GuardError):
-        return []
-    names = [alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names]
-    names += [node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.module and not node.level]
-    tops = dict.fromkeys(name.partition(".")[0] for name in names)
-    return [name for name in tops if name not in sys.stdlib_module_names and name not in (PACKAGE, "__future__")]
 
 
 def listing_digest(folder: Path) -> str:

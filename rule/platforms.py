@@ -4,22 +4,34 @@ Out-of-tree platforms subclass `vllm.platforms.interface.Platform`. One that doe
 `import_kernels` runs the base class's site; one that does has sites of its own, in its own package.
 `--platform module:Class` targets the sites of whichever class defines the `import_kernels` the given
 class runs, and the guards call them through the given class.
+
+The platform's module, a plugin's `register()` and the target's modules are code not ours that this process runs;
+`must_not_exit` makes any attempt of theirs to end the process while imported (`SystemExit`, a KeyboardInterrupt
+of their own) an import failure naming them, never a run that ends with 0 having checked nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import inspect
+import reprlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
-from warnonce_guard.common.errors import NothingToCheck, PlatformImportFailed, PlatformNotFound
+from warnonce_guard.common.errors import Interrupted, NothingToCheck, PlatformImportFailed, PlatformNotFound
 from warnonce_guard.rule.sites import Site, sites_in_source
 from warnonce_guard.rule.target import PACKAGE
 
 ENTRY_POINT_GROUP = "vllm.platform_plugins"
 METHOD = "import_kernels"
+BASE = (f"{PACKAGE}.platforms.interface", "Platform")  # every vLLM platform class subclasses it (by name: no import)
 
 
 @dataclass(frozen=True)
@@ -35,26 +47,85 @@ class PlatformTarget:
         return self.defining_module.split(".")[0]
 
 
+FORM = "give it as module:Class, the module by its full dotted name, e.g. my_plugin.platform:MyPlatform"
+
+
 def _split(spec: str) -> tuple[str, str]:
     if ":" in spec:
         module, _, name = spec.partition(":")
     else:
         module, _, name = spec.rpartition(".")
-    if not module or not name:
-        raise PlatformNotFound(f"--platform {spec}: give it as module:Class, e.g. my_plugin.platform:MyPlatform")
+    if not _dotted(module) or not _dotted(name):
+        raise PlatformNotFound(f"--platform {spec}: {FORM}")
     return module, name
+
+
+def _dotted(name: str) -> bool:
+    """A dotted name (`a.b.C`): not relative (`.foo`), no empty or non-identifier part."""
+    return all(part.isidentifier() for part in name.split("."))
+
+
+@contextlib.contextmanager
+def must_not_exit(doing: str, fix: str) -> Iterator[None]:
+    """Run the block: code not ours that this process imports or calls (`doing`: "importing x"). A SystemExit it
+    raises (any code, 0 too), or a KeyboardInterrupt no SIGINT caused (the code's own `raise`), would end the
+    process, a pass with nothing checked: it is `PlatformImportFailed` naming `doing` and where it was raised,
+    with `fix`. A real Ctrl-C (or SIGTERM) while the block runs stays the interrupt it is."""
+    with _sigint_noted() as signalled:
+        try:
+            yield
+        except (SystemExit, KeyboardInterrupt) as err:
+            if isinstance(err, Interrupted) or (isinstance(err, KeyboardInterrupt) and signalled()):
+                raise
+            raise PlatformImportFailed(f"{doing} would end the process ({_raised(err)}); {fix}") from None
+
+
+def _raised(err: BaseException) -> str:
+    """`SystemExit(0) at file:line`: what was raised and the line of the code that raised it."""
+    what = f"SystemExit({err.code!r})" if isinstance(err, SystemExit) else type(err).__name__
+    frame = err.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    return f"{what} at {frame.tb_frame.f_code.co_filename}:{frame.tb_lineno}" if frame is not None else what
+
+
+@contextlib.contextmanager
+def _sigint_noted() -> Iterator[Callable[[], bool]]:
+    """For the block, whether a SIGINT arrived: its handler (the CLI's, Python's own) is wrapped to note it. Where
+    no Python handler runs (SIG_DFL, SIG_IGN) or this is not the main thread, no KeyboardInterrupt comes of one."""
+    seen: list[int] = []
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous) or threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+
+    def noted(signum: int, frame: FrameType | None) -> Any:
+        seen.append(signum)
+        return previous(signum, frame)
+
+    signal.signal(signal.SIGINT, noted)
+    try:
+        yield lambda: bool(seen)
+    finally:
+        if signal.getsignal(signal.SIGINT) is noted:  # the code may have put its own: that one stays
+            signal.signal(signal.SIGINT, previous)
 
 
 def load_class(spec: str) -> type:
     module_name, name = _split(spec)
     try:
-        owner: object = importlib.import_module(module_name)
+        with must_not_exit(
+            f"--platform {spec}: importing {module_name}", "a platform module must not exit when imported"
+        ):
+            owner: object = importlib.import_module(module_name)
     except ModuleNotFoundError as err:
         if not _names_the_module(err.name, module_name):  # the plugin is there; something it imports is not
             raise PlatformImportFailed(
                 f"--platform {spec}: {module_name} fails to import: {err}; install what it needs here"
             ) from None
         raise PlatformNotFound(f"--platform {spec}: cannot import {module_name} ({err}); install the plugin") from None
+    except PlatformImportFailed:
+        raise
     except Exception as err:  # the module is there and raises (ImportError, SyntaxError, anything) on import
         raise PlatformImportFailed(
             f"--platform {spec}: {module_name} fails to import: {type(err).__name__}: {err}"
@@ -76,6 +147,11 @@ def _names_the_module(missing: str | None, module_name: str) -> bool:
 def resolve_platform(spec: str) -> PlatformTarget:
     """Which class's `import_kernels` the platform runs, and where that class's source is."""
     cls = load_class(spec)
+    if not any((klass.__module__, klass.__qualname__) == BASE for klass in cls.__mro__):
+        raise PlatformNotFound(
+            f"--platform {spec}: {cls.__module__}.{cls.__qualname__} is not a platform class (not a subclass of "
+            f"{'.'.join(BASE)}); pass a vLLM platform class, such as `warnonce-guard platforms` lists"
+        )
     definer = next((klass for klass in cls.__mro__ if METHOD in vars(klass)), None)
     if definer is None:
         raise PlatformNotFound(f"--platform {spec}: {cls.__name__} has no {METHOD}; is it a vLLM Platform?")
@@ -114,16 +190,28 @@ class RegisteredPlatform:
     name: str  # the entry point's name
     entry_point: str  # its value, the plugin function
     platform: str | None  # the class path the function returns (None: not available on this machine)
-    error: str | None = None
+    error: str | None = None  # why it is not usable: its module or function raised, or returned no class path
+    ends_process: bool = False  # loading it would end the process (vLLM's start-up too): a failure, not a row
 
 
 def registered_platforms() -> list[RegisteredPlatform]:
     """Platforms registered under vLLM's `vllm.platform_plugins` entry points, with what each resolves to."""
-    found = []
-    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            platform = entry.load()()
-            found.append(RegisteredPlatform(entry.name, entry.value, platform))
-        except Exception as err:  # a broken plugin is reported, not fatal
-            found.append(RegisteredPlatform(entry.name, entry.value, None, f"{type(err).__name__}: {err}"))
+    found = [_registered(entry) for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
     return sorted(found, key=lambda p: p.name)
+
+
+def _registered(entry: importlib.metadata.EntryPoint) -> RegisteredPlatform:
+    """What one entry point's `register()` returns: a class path, None (not available here), or why not usable."""
+    try:
+        with must_not_exit(f"loading {entry.value}", "a plugin must not exit while vLLM loads it"):
+            platform = entry.load()()
+    except PlatformImportFailed as err:
+        return RegisteredPlatform(entry.name, entry.value, None, str(err), ends_process=True)
+    except Exception as err:  # a broken plugin is reported, not fatal
+        return RegisteredPlatform(entry.name, entry.value, None, f"{type(err).__name__}: {err}")
+    if platform is not None and not isinstance(platform, str):
+        returned = f"{reprlib.repr(platform)} ({type(platform).__name__})"
+        return RegisteredPlatform(
+            entry.name, entry.value, None, f"its function returned {returned}, not a class path or None"
+        )
+    return RegisteredPlatform(entry.name, entry.value, platform)

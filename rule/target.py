@@ -8,6 +8,7 @@ file that cannot be read, or decoded as Python reads it, is exit 3 naming it.
 
 from __future__ import annotations
 
+import ast
 import errno
 import importlib.util
 import io
@@ -19,10 +20,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from warnonce_guard.common.errors import NotAVllmTree, SourceDoesNotParse, TargetNotFound
+from warnonce_guard.common.console import printable
+from warnonce_guard.common.errors import GuardError, NotAVllmTree, PathUnusable, SourceDoesNotParse, TargetNotFound
 from warnonce_guard.common.notes import note
 
 PACKAGE = "vllm"
+# The module of the class every platform derives from: every guard imports it, and what it imports first.
+PLATFORM_INTERFACE = "platforms/interface.py"
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,37 @@ def source_tree(path: str | Path, origin: str = "source tree") -> Target:
 def resolve(vllm_src: str | Path | None) -> Target:
     """The target named on the command line: a source tree if given, else the installed vLLM."""
     return source_tree(vllm_src) if vllm_src else installed()
+
+
+def imported_first(target: Target) -> list[str]:
+    """The modules from outside the target and the standard library that its platform interface imports at its top
+    level (for vLLM, torch: most of the guards' import time). Every guard imports them, so the session can import
+    them before the site files are staged; none when the file is missing or does not parse."""
+    try:
+        tree = ast.parse(read_source(target.package_dir / PLATFORM_INTERFACE))
+    except (OSError, SyntaxError, ValueError, GuardError):
+        return []
+    names = [alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names]
+    names += [node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.module and not node.level]
+    tops = dict.fromkeys(name.partition(".")[0] for name in names)
+    return [name for name in tops if name not in sys.stdlib_module_names and name not in (PACKAGE, "__future__")]
+
+
+def check_importable(target: Target) -> None:
+    """`PathUnusable` for a target the guards cannot import where it lies: a tree under a path that is not UTF-8
+    (a byte such as `\\xff`) whose platform interface imports torch. torch registers vLLM's operators naming the
+    caller's file (`torch.library.Library`), and refuses a file name that is not UTF-8 with a TypeError: every
+    site would be unreached. Reading the tree (`sites`, the audit) works on any path."""
+    try:
+        str(target.root).encode("utf-8")
+    except UnicodeEncodeError:
+        if "torch" in imported_first(target):
+            where = "the installed vLLM at" if target.origin == "installed" else "--vllm-src"
+            raise PathUnusable(
+                f"{where} {printable(str(target.root))}: its path is not UTF-8, and torch, which the target "
+                "imports, refuses a module whose file name is not (every site would be unreached); rename the "
+                "directory or copy the tree to a UTF-8 path"
+            ) from None
 
 
 def activate(target: Target) -> None:

@@ -40,7 +40,7 @@ def render(result: RunResult) -> str:
     if reused := provenance.reuse_note(result):
         out += [f"> {reused}", ""]
     out += [
-        f"**Target:** vLLM {result.vllm_version}{commit}, from {result.target}",
+        f"**Target:** vLLM {result.vllm_version}{commit}, {result.target}",  # "installed at ...", as `sites` says it
         "",
         f"**Scored by:** {cell(result.scored_by)}",
         "",

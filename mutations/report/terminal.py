@@ -34,13 +34,6 @@ def site_label(site: Site) -> str:
     return f"{Path(site.file).name}:{site.line} {site.kernel_module}#{site.occurrence}"
 
 
-def guard_label(node_id: str | None) -> str:
-    """The parametrised part of a guard's node id (the site it guards), or the whole id."""
-    if not node_id:
-        return ""
-    return node_id[node_id.index("[") + 1 : -1] if node_id.endswith("]") and "[" in node_id else node_id
-
-
 def build(result: RunResult) -> Table:
     # Cells are Text, not str, so ids with brackets (parametrized node ids) are not read as markup.
     table = Table(title=f"Mutation run: vLLM {result.vllm_version}", title_justify="left")
@@ -51,7 +44,7 @@ def build(result: RunResult) -> Table:
             Text(site_label(verdict.site)),
             Text(verdict.operator),
             status_text(verdict.status),
-            Text(guard_label(verdict.killed_by)),
+            Text(verdict.killed_by or ""),  # the guard's node id, as summary.md and the JUnit XML name it
             Text(", ".join(verdict.detectors)),
         )
     for baseline in result.baselines:

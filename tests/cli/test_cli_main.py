@@ -4,6 +4,7 @@ runs it, in a subprocess, is tests/cli/test_cli.py (slow tier)."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -17,6 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from faults import hash_tree
 from toy import INTERFACE, make_tree
 from warnonce_guard.cli import main as cli
 from warnonce_guard.common.errors import EngineFailed, ExitCode
@@ -71,6 +73,51 @@ def test_bad_input_is_one_line_naming_the_problem_and_its_own_exit_code(
     assert cli.main(["sites", "--vllm-src", str(tmp_path / "nope")]) == ExitCode.BAD_INPUT
     (line,) = stderr_lines(capsys)
     assert line.startswith("warnonce-guard: error: --vllm-src ") and "no such directory" in line
+
+
+# --- a tree under a path that is not UTF-8 -----------------------------------------------------------------
+
+TORCH_INTERFACE = "import torch  # noqa: F401\n" + INTERFACE  # as vLLM's imports it (never imported here)
+
+
+@pytest.fixture
+def non_utf8_tree(tmp_path: Path) -> Path:
+    """A vLLM-shaped tree under `tree\\xff` (a name Linux allows and UTF-8 does not) whose interface imports torch."""
+    return make_tree(Path(os.fsdecode(os.fsencode(tmp_path) + b"/tree\xff")), TORCH_INTERFACE)
+
+
+@pytest.mark.parametrize("command", ["guards", "mutate"])
+def test_a_torch_importing_tree_under_a_path_that_is_not_utf8_is_refused_up_front_as_shown(
+    command: str, non_utf8_tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every site came out unreached (torch refuses the file names), after the whole run for `mutate`."""
+    monkeypatch.setattr(pytest, "main", lambda *args, **kwargs: pytest.fail("pytest ran"))
+    home = non_utf8_tree.parent
+    before = hash_tree(home)
+    out = ["--out", str(home / "report"), "--work-dir", str(home / "work")] if command == "mutate" else []
+
+    assert cli.main([command, "--vllm-src", str(non_utf8_tree), *out]) == ExitCode.BAD_INPUT
+
+    shown = f"{home}/tree\\xff"
+    assert stderr_lines(capsys) == [
+        f"warnonce-guard: error: --vllm-src {shown}: its path is not UTF-8, and torch, which the target imports, "
+        "refuses a module whose file name is not (every site would be unreached); rename the directory or copy the "
+        "tree to a UTF-8 path"
+    ]
+    assert hash_tree(home) == before  # no report, no work directory
+
+
+def test_sites_lists_a_tree_under_a_path_that_is_not_utf8_showing_the_byte_as_an_escape(
+    non_utf8_tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reading the tree needs no import: `sites` works, and printed the raw byte (`\\377`) where the reports
+    show `\\xff`."""
+    shown = f"source tree at {non_utf8_tree.parent}/tree\\xff/vllm"
+    assert cli.main(["sites", "--vllm-src", str(non_utf8_tree)]) == ExitCode.OK
+    table = capsys.readouterr().out
+    assert "".join(shown.split()) in "".join(table.split()) and "\udcff" not in table  # the title may wrap
+    assert cli.main(["sites", "--vllm-src", str(non_utf8_tree), "--json"]) == ExitCode.OK
+    assert json.loads(capsys.readouterr().out)["target"] == f"vLLM 9.9.9 (gtoy), {shown}"
 
 
 # --- the command line itself ------------------------------------------------------------------------------
@@ -128,6 +175,72 @@ def test_mutate_defaults_to_a_perfect_score_and_the_default_directories() -> Non
     assert (args.fail_under, args.out, args.work_dir, args.viewer_js) == (
         100.0, "mutation-report", ".warnonce-work", None
     )  # fmt: skip
+
+
+def test_mutate_help_states_the_fail_under_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["mutate", "--help"])
+    assert "--fail-under PERCENT minimum score, 0-100 (default: 100)" in " ".join(capsys.readouterr().out.split())
+
+
+def valued_arguments() -> list[tuple[str, str]]:
+    """(command, argument) for every argument of every command that takes a value: options and positionals."""
+    parser = cli.build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return [
+        (name, (action.option_strings or [action.metavar or action.dest])[0])
+        for name, command in commands.choices.items()
+        for action in command._actions
+        if action.nargs != 0
+    ]
+
+
+VALUED = valued_arguments()
+
+
+def test_every_command_has_arguments_that_take_a_value() -> None:
+    """Not vacuous: the next test covers the options the issue names, and the audit's and history's."""
+    assert {("sites", "--vllm-src"), ("guards", "--platform"), ("mutate", "--out"), ("history", "--from")} <= set(
+        VALUED
+    )
+    assert ("audit", "PATH") in VALUED and ("audit", "--select") in VALUED and len(VALUED) >= 25
+
+
+@pytest.mark.parametrize("blank", ["", "  "], ids=["empty", "blank"])
+@pytest.mark.parametrize(("command", "argument"), VALUED, ids=[f"{c} {a}" for c, a in VALUED])
+def test_an_empty_or_blank_value_is_a_usage_error_naming_the_argument_never_its_default(
+    command: str, argument: str, blank: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--vllm-src "$UNSET"` in CI once checked the installed vLLM and exited 0: an unset variable turned the gate
+    off. Every argument that takes a value refuses an empty one, before any work."""
+    given = [blank] if argument == "PATH" else [argument, blank]
+    with pytest.raises(SystemExit) as stop:
+        cli.main([command, *given])
+    assert stop.value.code == ExitCode.USAGE
+    (line,) = stderr_lines(capsys)
+    label = "an empty value" if not blank else f"a blank value {blank!r}"
+    assert line == (
+        f"warnonce-guard: error: argument {argument}: {label} (is a variable unset?); give one, or leave the option "
+        f"out (see `warnonce-guard {command} --help`)"
+    )
+
+
+def test_a_value_with_words_is_taken_as_given() -> None:
+    args = cli.build_parser().parse_args(["sites", "--vllm-src", " my tree ", "--platform", "p:P"])
+    assert (args.vllm_src, args.platform) == (" my tree ", "p:P")
+    assert cli.build_parser().parse_args(["mutate", "--fail-under", "90"]).fail_under == 90.0  # converted after
+
+
+def test_an_abbreviated_option_is_unrecognized_never_taken_for_a_longer_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--vllm` is nox's option; argparse's prefix matching took `sites --vllm 0.29.0` for `--vllm-src 0.29.0`."""
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["sites", "--vllm", "0.29.0"])
+    assert stop.value.code == ExitCode.USAGE
+    assert stderr_lines(capsys) == [
+        "warnonce-guard: error: unrecognized arguments: --vllm 0.29.0 (see `warnonce-guard --help`)"
+    ]
 
 
 # --- guards: pytest in this process -----------------------------------------------------------------------
@@ -314,6 +427,18 @@ def test_a_bug_of_ours_keeps_its_traceback_and_exits_70(
     assert cli.main(["platforms"]) == ExitCode.INTERNAL_ERROR
     said = stderr_lines(capsys)
     assert said[0] == "Traceback (most recent call last):" and "RuntimeError: an invariant broke" in said
+    assert said[-1].startswith("warnonce-guard: internal error: the traceback above is a bug in warnonce-guard")
+
+
+@pytest.mark.parametrize("code", [0, 1, "boom", None])
+def test_a_system_exit_through_a_command_is_a_bug_with_its_traceback_never_its_own_code(
+    code: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Code a command runs that ends it where no guard of ours stood: `SystemExit(0)` was exit 0 with nothing said."""
+    monkeypatch.setattr(cli, "cmd_platforms", failing_command(SystemExit(code)))
+    assert cli.main(["platforms"]) == ExitCode.INTERNAL_ERROR
+    said = stderr_lines(capsys)
+    assert said[0] == "Traceback (most recent call last):" and said[-2].startswith("SystemExit")
     assert said[-1].startswith("warnonce-guard: internal error: the traceback above is a bug in warnonce-guard")
 
 

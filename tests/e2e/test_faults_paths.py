@@ -81,6 +81,13 @@ def symlink(link: Path, to: Path) -> Path:
     return link
 
 
+def _earlier_report(folder: Path) -> Path:
+    folder.mkdir()
+    (folder / "index.html").write_text("<html>")
+    mark(folder, Kind.REPORT)
+    return folder
+
+
 CASES = {
     "out-is-an-existing-file": Case(
         lambda a: with_viewer(a, "--out", str(_file(a.home / "report.html"))), ExitCode.BAD_INPUT, "a file is there"
@@ -191,6 +198,34 @@ CASES = {
         lambda a: with_viewer(a, "--vllm-src", str(home_like(a.home / "fakehome"))), ExitCode.BAD_INPUT, "vLLM"
     ),
     "unknown-option": Case(lambda a: with_viewer(a, "--outdir", "r"), ExitCode.USAGE, "unrecognized arguments"),
+    "abbreviated-option": Case(lambda a: with_viewer(a, "--work", "w"), ExitCode.USAGE, "unrecognized arguments"),
+    # an unset variable in CI (`--out "$OUT"`): never the default in its place
+    **{
+        f"{option.removeprefix('--')}-is-{label}": Case(
+            lambda a, option=option, value=value: with_viewer(a, option, value),
+            ExitCode.USAGE,
+            f"argument {option}: a{'n empty' if not value else ' blank'} value",
+        )
+        for option in ("--vllm-src", "--platform", "--out", "--work-dir")
+        for label, value in {"empty": "", "blank": " "}.items()
+    },
+    # refused up front as a read-only parent is, not once the whole run is over and the report is to be swapped in
+    **{
+        f"{option}-is-an-{flagged}-{what}": Case(
+            lambda a, option=option, letter=letter, make=make: with_viewer(
+                a, f"--{option}", str(chattr(make(a.home / option), f"+{letter}"))
+            ),
+            ExitCode.BAD_INPUT,
+            f"{option}: {flagged} (chattr +{letter}): no run can fill or replace it",
+        )
+        for option, what, make in (
+            ("out", "empty-directory", users_dir),
+            ("out", "earlier-report", _earlier_report),
+            ("work-dir", "empty-directory", users_dir),
+        )
+        for flagged, letter in (("immutable", "i"), ("append-only", "a"))
+    },
+    "viewer-js-is-empty": Case(lambda a: ["--viewer-js", ""], ExitCode.USAGE, "argument --viewer-js: an empty value"),
 }
 
 
@@ -199,10 +234,14 @@ def _file(path: Path, content: bytes = b"precious") -> Path:
     return path
 
 
-def _earlier_report(folder: Path) -> Path:
-    folder.mkdir()
-    (folder / "index.html").write_text("<html>")
-    mark(folder, Kind.REPORT)
+CHATTR = shutil.which("chattr")
+
+
+def chattr(folder: Path, flag: str) -> Path:
+    """`chattr +i` or `+a` on `folder` (the `area` fixture takes the flags off again); the test is skipped where the
+    filesystem or the user cannot set them."""
+    if CHATTR is None or subprocess.run([CHATTR, flag, str(folder)], capture_output=True).returncode:
+        pytest.skip(f"chattr {flag} is not possible here (it needs root and a filesystem with inode flags)")
     return folder
 
 
@@ -231,7 +270,7 @@ def read_only(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
-def area(name: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Area:
+def area(name: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Area]:
     """The user's files for case `name`, with the current directory where the case wants it."""
     home = tmp_path / "home"
     tree = make_tree(home / "tree")
@@ -240,7 +279,9 @@ def area(name: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch:
     read_only = request.getfixturevalue("read_only") if "read-only" in name else None
     made = Area(home, tree, viewer, read_only)
     monkeypatch.chdir(CASES[name].cwd(made))
-    return made
+    yield made
+    if CHATTR is not None and ("immutable" in name or "append-only" in name):  # else pytest cannot remove them
+        subprocess.run([CHATTR, "-R", "-i", "-a", str(home)], capture_output=True)
 
 
 def refused(area: Area, case: Case, call: Callable[[list[str]], tuple[int, str]]) -> str:

@@ -285,6 +285,30 @@ def test_missing_third_party_module_is_reported_with_its_name(toy: Toy) -> None:
         drive(site, package=package)
 
 
+@pytest.mark.parametrize(
+    ("statement", "raised"),
+    [
+        ("raise SystemExit(0)", "SystemExit(0)"),
+        ("raise SystemExit('boom')", "SystemExit('boom')"),
+        ("raise SystemExit", "SystemExit(None)"),
+        ("raise KeyboardInterrupt", "KeyboardInterrupt"),
+    ],
+)
+def test_a_platform_module_that_would_end_the_process_on_import_is_an_import_failure_naming_it(
+    toy: Toy, statement: str, raised: str
+) -> None:
+    """pytest takes a SystemExit in a test for a failure, a KeyboardInterrupt for the end of the session (a bug's
+    exit 70); os._exit(0) at the same place in the guards' own process ended them with 0."""
+    package, (site,) = toy(PLATFORM.replace("from PKG.logger", f"{statement}\nfrom PKG.logger"))
+
+    with pytest.raises(PlatformImportFailed) as caught:
+        drive(site, package=package)
+    assert str(caught.value).startswith(f"importing {package}.platforms.interface would end the process ({raised} at ")
+    assert f"{package}/platforms/interface.py:1); a module of the target must not exit when imported" in str(
+        caught.value
+    )
+
+
 # ---- no trace ---------------------------------------------------------------------------------------------
 
 

@@ -22,7 +22,7 @@ def empty_index(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Ser
 @pytest.mark.parametrize(
     ("options", "said"),
     [
-        (["--only", ""], "--only: no version given"),
+        (["--only", ""], "argument --only: an empty value"),  # refused by the command line itself (exit 2 too)
         (["--only", " , "], "--only: no version given"),
         (["--only", "0.29.0,,0.30.0"], "--only 0.29.0,,0.30.0: an empty item"),
         (["--only", "0.29.0,latest"], "--only latest: not a version"),
@@ -33,7 +33,7 @@ def empty_index(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Ser
         (["--timeout", "-5"], "--timeout -5: not a number of seconds above 0"),
         (["--timeout", "nan"], "--timeout nan: not a number of seconds above 0"),
         (["--timeout", "inf"], "--timeout inf: not a number of seconds above 0"),
-        (["--index-url", ""], "--index-url : not an http(s) URL"),
+        (["--index-url", ""], "argument --index-url: an empty value"),
         (["--index-url", "pypi.org/simple"], "--index-url pypi.org/simple: not an http(s) URL"),
     ],
 )
@@ -41,7 +41,11 @@ def test_a_bad_option_is_one_line_and_exit_2_before_any_work(
     tmp_path: Path, empty_index: Served, capsys: pytest.CaptureFixture[str], options: list[str], said: str
 ) -> None:
     # any bad option must be refused before the index is asked (a bad --index-url given after this one wins)
-    assert main(["history", "--index-url", empty_index.url, *options]) == ExitCode.USAGE
+    try:
+        code = main(["history", "--index-url", empty_index.url, *options])
+    except SystemExit as stop:  # argparse's errors
+        code = stop.code
+    assert code == ExitCode.USAGE
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("warnonce-guard: error: ") and said in err[0], err
     assert empty_index.asked == [], "the index was read"

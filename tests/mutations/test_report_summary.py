@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from records_support import CPU_SITE, CUDA_SITE, OPS, RERUN, RUN, guard_id, run_result, sample_result
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
 from warnonce_guard.mutations.records import RunResult
@@ -11,8 +12,18 @@ from warnonce_guard.mutations.report import summary
 def test_summary_names_the_target_and_the_score() -> None:
     text = summary.render(sample_result())
     assert text.startswith("# warnonce-guard mutation report: vLLM 0.33.0 (vllm==0.33.0 from PyPI)\n")
-    assert "vLLM 0.33.0 at commit `0123456789abcdef0123456789abcdef01234567`, from vllm==0.33.0 from PyPI" in text
+    assert "vLLM 0.33.0 at commit `0123456789abcdef0123456789abcdef01234567`, vllm==0.33.0 from PyPI" in text
     assert "**Mutation score:** 33.33% (1 killed of 3 mutants run)" in text
+
+
+@pytest.mark.parametrize("origin", ["installed", "source tree", "staged copy"])
+def test_summary_names_the_target_as_the_command_line_does_never_from_installed(origin: str) -> None:
+    """A run's target reads "installed at <dir>"; summary.md said "from installed at <dir>"."""
+    result = sample_result()
+    result.target = f"{origin} at /site-packages/vllm"
+    text = summary.render(result)
+    assert f"**Target:** vLLM 0.33.0 at commit `{result.vllm_commit}`, {origin} at /site-packages/vllm\n" in text
+    assert "from installed" not in text and ", from " not in text
 
 
 def test_summary_explains_why_the_viewer_shows_another_score() -> None:
@@ -54,7 +65,7 @@ def test_pipes_in_cells_do_not_break_the_table() -> None:
 
 def test_empty_run_still_renders() -> None:
     text = summary.render(RunResult("0.1", None, "somewhere", {}, [], []))
-    assert "n/a" in text and "No mutant was made." in text and "vLLM 0.1, from somewhere" in text
+    assert "n/a" in text and "No mutant was made." in text and "vLLM 0.1, somewhere" in text
 
 
 def test_the_first_line_names_the_target_the_run_its_start_and_the_tool_version() -> None:

@@ -6,8 +6,7 @@ from records_support import CPU_SITE, sample_result
 from rich.console import Console
 from warnonce_guard.guards.detectors import OWNER_PINNED
 from warnonce_guard.mutations.records import RunResult
-from warnonce_guard.mutations.report import print_table
-from warnonce_guard.mutations.report.terminal import guard_label
+from warnonce_guard.mutations.report import print_table, summary
 
 
 def printed(result: RunResult, color: bool = False) -> str:
@@ -21,8 +20,17 @@ def test_table_lists_every_mutant_and_the_exposed_site() -> None:
     for word in ("killed", "survived", "timeout", "skipped", "exposed", "baseline", OWNER_PINNED):
         assert word in text
     killers = [v.killed_by for v in sample_result().mutants if v.killed_by]
-    assert killers and all(guard_label(k) in text and f"[{guard_label(k)}]" not in text for k in killers)
+    assert killers and all(k in text for k in killers)
     assert f"cpu.py:{CPU_SITE.line} {CPU_SITE.kernel_module}#0" in text  # short site label
+
+
+def test_killed_by_is_the_guards_node_id_as_summary_md_names_it() -> None:
+    """The terminal showed the parametrised part of the id (`cpu-CpuPlatform...-0`) where summary.md shows the
+    whole node id: a reader could not find one in the other."""
+    result = sample_result()
+    (killer,) = {v.killed_by for v in result.mutants if v.killed_by}
+    assert "::" in killer and killer.endswith("]")  # a parametrised node id
+    assert f"`{killer}`" in summary.render(result) and f" {killer} " in printed(result)
 
 
 def test_score_line_follows_the_table() -> None:

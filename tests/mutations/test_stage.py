@@ -17,7 +17,7 @@ from warnonce_guard.mutations import stage
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import discover
-from warnonce_guard.rule.target import source_tree
+from warnonce_guard.rule.target import imported_first, source_tree
 
 SITE_FILE = "vllm/platforms/interface.py"  # the toy's one file with a site
 
@@ -306,13 +306,13 @@ def test_the_session_imports_first_what_the_platform_interface_imports_from_else
     tmp_path: Path, interface: str, first: list[str]
 ) -> None:
     tree = make_tree(tmp_path / "tree", interface)
-    assert stage.imported_first(source_tree(tree)) == first
+    assert imported_first(source_tree(tree)) == first
 
 
 def test_a_tree_without_a_platform_interface_imports_nothing_first(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree")
     (tree / SITE_FILE).unlink()
-    assert stage.imported_first(source_tree(tree)) == []
+    assert imported_first(source_tree(tree)) == []
 
 
 def test_a_workspace_that_cannot_take_the_runs_files_is_a_staging_failure(tmp_path: Path, ws: Workspace) -> None:

@@ -1,0 +1,123 @@
+"""Fault injection: code the tool imports that tries to end the process, through the real command line.
+
+A `--platform` module or a plugin's `register()` raising `SystemExit(0)` made `sites`, `guards`, `mutate` and
+`platforms` exit 0 with no output and no report. In a real process each is now one line naming the module and exit 4.
+The mutmut session imports the target in a process of its own: a target that ends that process with `os._exit(0)`
+while the guards import it is one line and exit 4, no report; one that raises `SystemExit(0)` there leaves its site
+unreached, the gate naming the module (exit 1). The user's files (the tree, the plugins) are as they were after each.
+The same cases in process are tests/cli/test_cli_imports.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from faults import ROOT, hash_tree, one_line_error
+from toy import CLI, make_tree
+
+pytestmark = pytest.mark.slow
+
+REGISTERS = "[vllm.platform_plugins]\nexiting = exiting_plugin:register\n"
+
+
+def users_area(home: Path) -> Path:
+    """A toy vLLM tree, and plugins: `exiting_platform` (raises SystemExit(0) when imported) and an installed
+    `exiting_plugin` whose `register()` does the same."""
+    make_tree(home / "tree")
+    plugins = home / "plugins"
+    plugins.mkdir()
+    (plugins / "exiting_platform.py").write_text("raise SystemExit(0)\n")
+    (plugins / "exiting_plugin.py").write_text("def register():\n    raise SystemExit(0)\n")
+    dist = plugins / "exiting_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: exiting-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(REGISTERS)
+    return home
+
+
+def command_line(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command line run as a user runs it, from `home`, the plugins on its path, writing no bytecode."""
+    paths = os.pathsep.join([str(home / "plugins"), str(ROOT)])
+    env = dict(os.environ, PYTHONPATH=paths, PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=home, env=env, timeout=300)
+
+
+MUTATE = ("mutate", "--out", "report", "--work-dir", "work")
+
+
+@pytest.mark.parametrize("command", ["sites", "guards", "mutate"])
+def test_a_platform_module_raising_system_exit_0_is_exit_4_and_one_line_in_a_real_process(
+    command: str, tmp_path: Path
+) -> None:
+    home = users_area(tmp_path / "home")
+    before = hash_tree(home)
+    args = MUTATE if command == "mutate" else (command,)
+
+    done = command_line(home, *args, "--vllm-src", "tree", "--platform", "exiting_platform:P")
+
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert one_line_error(done.stderr) == (
+        "warnonce-guard: error: --platform exiting_platform:P: importing exiting_platform would end the process "
+        f"(SystemExit(0) at {home / 'plugins' / 'exiting_platform.py'}:1); a platform module must not exit when "
+        "imported"
+    )
+    assert hash_tree(home) == before  # no report, no work directory, nothing of the user's changed
+
+
+def test_a_plugin_whose_register_raises_system_exit_0_is_listed_then_exit_4_in_a_real_process(tmp_path: Path) -> None:
+    home = users_area(tmp_path / "home")
+    before = hash_tree(home)
+
+    done = command_line(home, "platforms")
+
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert one_line_error(done.stderr).startswith(
+        "warnonce-guard: error: platform plugin exiting: loading exiting_plugin:register would end the process "
+        "(SystemExit(0) at "
+    )
+    assert "exiting" in done.stdout
+    assert hash_tree(home) == before
+
+
+def test_a_target_that_ends_the_sessions_process_with_os_exit_0_is_one_line_and_exit_4_no_report(
+    tmp_path: Path,
+) -> None:
+    """The mutmut session (a process of its own) imports the target for the guards: `os._exit(0)` there ended it
+    with 0, and the run reported its site unreached as if the guards had run."""
+    home = users_area(tmp_path / "home")
+    (home / "tree" / "vllm" / "__init__.py").write_text("import os\n\nos._exit(0)\n")
+    before = hash_tree(home / "tree", home / "plugins")
+
+    done = command_line(home, *MUTATE, "--vllm-src", "tree")
+
+    assert done.returncode == 4, done.stdout + done.stderr
+    line = one_line_error(done.stderr)
+    assert line.startswith(
+        "warnonce-guard: error: the mutmut session ended (exit code 0) before the guards ran on the unmutated code: "
+        "importing the target (vllm.platforms.interface) may end the process (os._exit); see "
+    )
+    assert not (home / "report").exists()
+    assert hash_tree(home / "tree", home / "plugins") == before
+
+
+def test_a_target_raising_system_exit_0_in_the_session_leaves_its_site_unreached_naming_the_module(
+    tmp_path: Path,
+) -> None:
+    home = users_area(tmp_path / "home")
+    init = home / "tree" / "vllm" / "__init__.py"
+    init.write_text("raise SystemExit(0)\n")
+    before = hash_tree(home / "tree", home / "plugins")
+
+    done = command_line(home, *MUTATE, "--vllm-src", "tree")
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    gate = [line for line in done.stdout.splitlines() if line.startswith("gate: ")]
+    assert gate[0] == (
+        "gate: vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0 is unreached: Failed: importing "
+        f"vllm.platforms.interface would end the process (SystemExit(0) at {init}:1); a module of the target must "
+        "not exit when imported"
+    )
+    assert hash_tree(home / "tree", home / "plugins") == before
