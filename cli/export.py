@@ -44,11 +44,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def check_options(args: argparse.Namespace) -> None:
-    """`UsageError` for an empty value or options that exclude each other, before any path is touched."""
-    for option in ("vllm_src", "platform", "out", "check"):
-        if getattr(args, option) == "":
-            flag = "--" + option.replace("_", "-")
-            raise UsageError(f"{flag}: an empty value; give {'a path' if option != 'platform' else 'module:Class'}")
+    """`UsageError` for options that exclude each other, before any path is touched (the parser refuses an empty
+    value)."""
     if args.check is not None and args.out is not None:
         raise UsageError("--check FILE writes nothing: give it without --out")
     if args.check is not None and args.patch:

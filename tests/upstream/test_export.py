@@ -233,8 +233,10 @@ def test_a_platform_plugins_cases_are_its_own_and_import_it_as_first_party(toy: 
 
 @pytest.mark.parametrize("option", ["--out", "--check", "--vllm-src", "--platform"])
 def test_an_empty_value_is_a_usage_error(option: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["export-test", option, ""]) == ExitCode.USAGE
-    assert f"{option}: an empty value" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        main(["export-test", option, ""])
+    assert stopped.value.code == ExitCode.USAGE
+    assert f"argument {option}: an empty value" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("options", [["--check", "x.py", "--out", "y.py"], ["--check", "x.py", "--patch"]])
