@@ -1,8 +1,7 @@
-"""Generated text: README's operator, detector, liveness, exit-code and strict tables, from their registries;
-docs/ARCHITECTURE.md's module map, from the layers contract and each module's docstring; and the documents
-generated whole (`docs/rules.md`, from the audit's rule table).
+"""Generated text: README's operator and detector tables and docs/reference.md's exit-code, liveness and strict
+tables, from their registries; and the documents generated whole (`docs/rules.md`, from the audit's rule table).
 
-    python -m tools.readme           rewrite the blocks in README.md and docs/ARCHITECTURE.md, and the documents
+    python -m tools.readme           rewrite the blocks in README.md and docs/reference.md, and the documents
     python -m tools.readme --check   exit 1 (and say which) when a block or a document is out of date
 
 A block sits between `<!-- NAME:start ... -->` and `<!-- NAME:end -->`; everything else is left as written.
@@ -11,8 +10,6 @@ A document is generated whole.
 
 from __future__ import annotations
 
-import ast
-import configparser
 import re
 import sys
 from collections.abc import Callable
@@ -28,7 +25,7 @@ from warnonce_guard.strict.contract import KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
+REFERENCE = ROOT / "docs" / "reference.md"
 
 
 def operators_block() -> str:
@@ -67,42 +64,13 @@ def strict_block() -> str:
     return "\n".join(["| argument | passes | why | examples |", "|---|---|---|---|", *rows])
 
 
-def layers(root: Path = ROOT) -> list[list[str]]:
-    """The layers contract of setup.cfg, top to bottom: each layer's folders (`a | b` is one layer of two)."""
-    config = configparser.ConfigParser()
-    config.read(root / "setup.cfg", encoding="utf-8")
-    lines = config["importlinter:contract:layers"]["layers"].strip().split("\n")  # one layer per line
-    return [[name.strip().removeprefix("warnonce_guard.") for name in line.split("|")] for line in lines]
-
-
-def summary(path: Path) -> str:
-    """A module's docstring, its first paragraph on one line."""
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    return " ".join(doc.split("\n\n")[0].split()).replace("|", "\\|")
-
-
-def modules_block(root: Path = ROOT) -> str:
-    """One row per module of the shipped package, layer by layer from the top, as the contract orders them."""
-    rows, contract = [], layers(root)
-    for number, layer in enumerate(contract):
-        for package in layer:
-            for path in sorted((root / package).rglob("*.py")):
-                name = path.relative_to(root).as_posix()
-                rows.append(f"| {len(contract) - number} | `{name}` | {summary(path)} |")
-    return "\n".join(["| layer | module | what it holds |", "|---|---|---|", *rows])
-
-
-BLOCKS: dict[str, Callable[[], str]] = {
-    "operators": operators_block,
-    "detectors": detectors_block,
-    "liveness": liveness_block,
+BLOCKS: dict[str, Callable[[], str]] = {"operators": operators_block, "detectors": detectors_block}
+# README's blocks above; the reference page's here.
+REFERENCE_BLOCKS: dict[str, Callable[[], str]] = {
     "exit-codes": exit_codes_block,
+    "liveness": liveness_block,
     "strict": strict_block,
 }
-
-
-# README's blocks above; the architecture document's here.
-ARCHITECTURE_BLOCKS: dict[str, Callable[[], str]] = {"modules": modules_block}
 
 
 # Generated whole: path relative to the checkout -> its text.
@@ -140,7 +108,7 @@ def _block(text: str, name: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    documents = ((README, BLOCKS), (ARCHITECTURE, ARCHITECTURE_BLOCKS))  # read at call time: tests point them elsewhere
+    documents = ((README, BLOCKS), (REFERENCE, REFERENCE_BLOCKS))  # read at call time: tests point them elsewhere
     fix = "python -m tools.readme"
     if "--check" in args:
         stale = 0

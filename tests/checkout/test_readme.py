@@ -1,22 +1,28 @@
-"""README.md states what the code does: its generated tables and its two commands."""
+"""README.md states what the code does: its generated tables (and the reference page's), its two commands, and every
+other command it shows, each run by a test, by .ci/run or by the scheduled workflow."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import layout
 import pytest
+from readme_commands import RUN_BY, SANDBOXED, shown_commands
 
 from tools import readme
 
 ROOT = layout.ROOT
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+WORKFLOW = (ROOT / ".github" / "workflows" / "mutation-guard.yml").read_text(encoding="utf-8")
+DOCUMENTS = ((readme.README, readme.BLOCKS), (readme.REFERENCE, readme.REFERENCE_BLOCKS))
 
 
 def test_every_generated_block_is_up_to_date() -> None:
-    assert readme.stale_blocks(README) == []  # else run `python -m tools.readme`
+    for path, blocks in DOCUMENTS:
+        assert readme.stale_blocks(path.read_text(encoding="utf-8"), blocks) == [], (
+            path
+        )  # else `python -m tools.readme`
 
 
 def test_every_generated_document_is_up_to_date_and_a_stale_one_is_reported(tmp_path: Path) -> None:
@@ -26,12 +32,15 @@ def test_every_generated_document_is_up_to_date_and_a_stale_one_is_reported(tmp_
     assert readme.stale_documents(tmp_path) == ["docs/rules.md"]
 
 
-@pytest.mark.parametrize("name", list(readme.BLOCKS))
-def test_a_block_out_of_step_with_its_registry_is_reported(name: str) -> None:
-    start = README.index(f"<!-- {name}:start")
-    body = README.index("\n", start) + 1
-    tampered = README[:body] + "| stale row |\n" + README[body:]
-    assert readme.stale_blocks(tampered) == [name]
+@pytest.mark.parametrize(
+    ("path", "name"), [(path, name) for path, blocks in DOCUMENTS for name in blocks], ids=lambda value: str(value)
+)
+def test_a_block_out_of_step_with_its_registry_is_reported(path: Path, name: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    start = text.index(f"<!-- {name}:start")
+    body = text.index("\n", start) + 1
+    tampered = text[:body] + "| stale row |\n" + text[body:]
+    assert readme.stale_blocks(tampered, dict(DOCUMENTS)[path]) == [name]
 
 
 def test_check_mode_exits_1_on_a_stale_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -50,49 +59,23 @@ def test_ci_runs_the_readme_test_command_and_the_main_job() -> None:
     assert "python3 -m venv .venv\n.venv/bin/python -m pip install -q nox==2026.10.20\n" in CI
 
 
-def test_the_architecture_module_map_is_up_to_date_and_lists_every_shipped_module() -> None:
-    text = readme.ARCHITECTURE.read_text(encoding="utf-8")
-    assert readme.stale_blocks(text, readme.ARCHITECTURE_BLOCKS) == []  # else run `python -m tools.readme`
-    listed = set(re.findall(r"^\| \d \| `([^`]+)` \|", text.split("<!-- modules:start")[1], re.MULTILINE))
-    shipped = {
-        p.relative_to(ROOT).as_posix()
-        for package in layout.PACKAGE_FOLDERS.values()
-        for p in (ROOT / package).rglob("*.py")
-    }
-    assert listed == shipped
+def test_a_newcomer_finds_the_two_commands_the_report_and_ci_in_the_first_screen() -> None:
+    lines = README.splitlines()
+    assert len(lines) <= 250
+    first_screen = "\n".join(lines[:60])
+    for heading in ("## Two commands", "## Reading the report", "## Run it in CI"):
+        assert heading in first_screen, heading
 
 
-def test_the_module_map_follows_the_layers_contract_top_down_and_goes_stale_when_a_docstring_changes(
-    tmp_path: Path,
-) -> None:
-    assert readme.layers()[0] == ["cli"] and readme.layers()[-1] == ["common"]
-    assert ["mutations", "history", "upstream"] in readme.layers()
-    (tmp_path / "setup.cfg").write_text(
-        "[importlinter:contract:layers]\nlayers =\n    warnonce_guard.top\n    warnonce_guard.a | warnonce_guard.b\n",
-        encoding="utf-8",
-    )
-    for package in ("top", "a", "b"):
-        (tmp_path / package).mkdir()
-        (tmp_path / package / "m.py").write_text(f'"""{package} holds\n| this.\n\nNot this."""\n', encoding="utf-8")
-    assert readme.modules_block(tmp_path).splitlines()[2:] == [
-        "| 2 | `top/m.py` | top holds \\| this. |",
-        "| 1 | `a/m.py` | a holds \\| this. |",
-        "| 1 | `b/m.py` | b holds \\| this. |",
-    ]
+def test_readme_tree_names_every_shipped_folder() -> None:
+    tree = README.split("## The project")[1]
+    for folder in layout.PACKAGE_FOLDERS.values():
+        top = folder.split("/")[0]
+        assert f"\n    {top}/ " in tree, top
 
 
-def test_check_mode_names_a_stale_architecture_document(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    copy = tmp_path / "ARCHITECTURE.md"
-    copy.write_text(readme.ARCHITECTURE.read_text(encoding="utf-8").replace("| 1 | `common/", "| 9 | `common/"))
-    monkeypatch.setattr(readme, "ARCHITECTURE", copy)
-    assert readme.main(["--check"]) == 1
-    assert "ARCHITECTURE.md: the modules block is out of date" in capsys.readouterr().err
-    assert readme.main([]) == 0 and readme.main(["--check"]) == 0
-
-
-def test_readme_tree_names_every_layer_folder_of_the_contract() -> None:
-    tree = README.split("## How it works")[1].split("- **Site discovery**")[0]
-    for package in (name for layer in readme.layers() for name in layer):
-        assert f"\n    {package}/ " in tree, package
+def test_every_command_readme_shows_is_run_as_written() -> None:
+    assert sorted(shown_commands(README)) == sorted([*RUN_BY, *SANDBOXED])  # a new command needs a runner here
+    for command, (path, runs) in RUN_BY.items():
+        assert runs in path.read_text(encoding="utf-8"), (command, path)
+    assert (ROOT / "tests" / "checkout" / "test_readme_commands.py").is_file()  # it runs the SANDBOXED ones
