@@ -1,6 +1,7 @@
 """Speed and memory of the mutation run, printed as numbers and ratios (targets are checked here, not in a test).
 
     python bench/mutation_speed.py [--pairs 5] [--naive-sample N] [--sites 100] [--nox PATH] [--only-d]
+                                   [--only-suites] [--suite-root DIR --suite PATH...]
 
 Run it inside a session's environment (`.nox/tests/bin/python bench/mutation_speed.py`), where vLLM is installed,
 on a quiet machine (it prints the load average before and after: another busy process on two cores skews it):
@@ -10,9 +11,14 @@ on a quiet machine (it prints the load average before and after: another busy pr
     written) and the largest resident set of any process it started; then (b') once more with nothing changed;
 (c) the naive way: one fresh pytest process per mutant (N of them, timed and scaled to all);
 (d) the cost of each added mutant, from generated vLLM-shaped trees with 10 and --sites sites;
-(e) what a warm `nox -s mutation` adds to the bare command (with --nox, or a `nox` on PATH).
+(e) what a warm `nox -s mutation` adds to the bare command (with --nox, or a `nox` on PATH);
+(f) `mutate --tests` on the exported test (docs/upstream/, vLLM's own module for the installed vLLM) in a fresh
+    work directory, right after its own (a);
+(g) with --suite-root and --suite (a larger suite, e.g. vLLM's own tests in the environment of `nox -s upstream`):
+    one plain pytest run of it, then `mutate --tests` on it, against that run plus, per mutant, the time of the
+    tests that reach its function (mutmut's own measure of them).
 Targets: (b) <= 2.0x (a); (b') <= 0.3x (a); memory <= 400 MiB; (c) >= 5x (b); (d) <= 50 ms per added mutant;
-(e) <= 2 s.
+(e) <= 2 s; (f) <= 2.0x (a); (g) <= 1.5x.
 """
 
 from __future__ import annotations
@@ -229,6 +235,57 @@ def paired(base: Path, pairs: int) -> float:
     return full_s
 
 
+EXPORTED = ROOT / "docs" / "upstream" / "test_kernel_import_warnings.py"
+
+
+def suite_run(work: Path, out: Path, root: Path, tests: list[str]) -> Run:
+    """`mutate --tests` on `tests` (paths in `root`), run from there."""
+    started = time.time()
+    cmd = [sys.executable, "-c", PEAK, *CLI, "mutate", "--tests", *tests, "--tests-root", "."]
+    seconds, done = timed([*cmd, "--work-dir", str(work), "--out", str(out)], cwd=root)
+    if done.returncode not in (0, 1):
+        sys.exit(f"mutate --tests failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return Run(seconds, int(done.stderr.strip().splitlines()[-1]) / 1024, started)
+
+
+def reaching_tests_seconds(work: Path) -> float:
+    """Per mutant, the seconds of the tests that reach its function, as mutmut measured them; summed."""
+    ws = workspace(work)
+    stats_file = ws / "mutants" / "mutmut-stats.json"
+    if not stats_file.is_file():  # no test reached any mutated function: mutmut stopped after its stats
+        return 0.0
+    stats = json.loads(stats_file.read_text())
+    tests, durations = stats["tests_by_mangled_function_name"], stats["duration_by_test"]
+    mutants = [m["mutant_id"] for m in json.loads((ws / "identities.json").read_text())]
+    function = lambda mutant: mutant.partition("__mutmut_")[0]  # noqa: E731 - mutmut's own naming
+    return sum(durations.get(test, 0.0) for m in mutants for test in tests.get(function(m), ()))
+
+
+def report_suites(base: Path, suite_root: Path | None, suite: list[str]) -> None:
+    """(f), and (g) when a suite is given."""
+    exported = base / "exported"
+    exported.mkdir()
+    shutil.copy2(EXPORTED, exported / EXPORTED.name)
+    cold, _ = timed([sys.executable, "-c", "import vllm.platforms.cpu"])
+    run = suite_run(base / "work-f", base / "out-f", exported, [EXPORTED.name])
+    print(
+        f"(f)  mutate --tests on the exported test:   {run.seconds:7.2f} s   = {run.seconds / cold:.2f}x (a) "
+        f"{cold:.2f} s  [target <= 2.0x]; largest process {run.peak_mib:.0f} MiB"
+    )
+    if suite_root is None:
+        print("(g)  skipped: give --suite-root DIR --suite PATH... (e.g. in .nox/upstream, vLLM's own tests)")
+        return
+    plain, done = timed([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suite], cwd=suite_root)
+    scored = suite_run(base / "work-g", base / "out-g", suite_root, suite)
+    reaching = reaching_tests_seconds(base / "work-g")
+    budget = plain + reaching
+    print(
+        f"(g)  mutate --tests on {len(suite)} path(s): {scored.seconds:7.2f} s; plain pytest {plain:.2f} s "
+        f"(exit {done.returncode}) + the tests reaching each mutant {reaching:.2f} s = {budget:.2f} s: "
+        f"{scored.seconds / budget:.2f}x  [target <= 1.5x]"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5, help="cold imports, each followed by a full run and a rerun")
@@ -236,12 +293,17 @@ def main() -> None:
     parser.add_argument("--sites", type=int, default=100, help="sites of the large generated tree for (d)")
     parser.add_argument("--nox", default=shutil.which("nox"), help="nox executable for (e)")
     parser.add_argument("--only-d", action="store_true", help="measure (d) alone (no vLLM needed)")
+    parser.add_argument("--only-suites", action="store_true", help="measure (f) and (g) alone")
+    parser.add_argument("--suite-root", type=Path, help="for (g): where pytest runs the suite")
+    parser.add_argument("--suite", nargs="+", default=[], help="for (g): the suite's paths, in --suite-root")
     args = parser.parse_args()
     print(f"before: {load()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="warnonce-bench-") as tmp:
         base = Path(tmp)
         if args.only_d:
             report_d(base, args.sites)
+        elif args.only_suites:
+            report_suites(base, args.suite_root, args.suite)
         else:
             full = paired(base, args.pairs)
             naive_total, count = naive(base / "work-0", args.naive_sample)
@@ -250,6 +312,7 @@ def main() -> None:
                 f"{args.naive_sample} timed) = {naive_total / full:.1f}x (b)  [target >= 5x]"
             )
             report_d(base, args.sites)
+            report_suites(base, args.suite_root, args.suite)
             if args.nox:
                 with_nox, bare = nox_overhead(args.nox, base)
                 print(
