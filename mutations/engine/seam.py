@@ -1,14 +1,17 @@
-"""Plugging our operators into mutmut 3.8.1, which has no hook for custom operators; and the check that
-every mutmut internal the engine relies on is still there (`check_seam`).
+"""Every change the engine makes to mutmut 3.8.1, in one place, and the check that every mutmut internal it relies
+on is still there (`check_seam`).
 
-The narrowest seam: `mutmut.mutation.file_mutation.create_mutations` reads the module global
-`mutation_operators` (imported by name from `mutmut.mutation.mutators`) on every call. Swapping that one
-attribute for our list turns every stock operator off and ours on. mutmut generates mutants in a
-`fork`ed pool, so children inherit the swap as long as it is active when mutmut starts.
+Our operators: `mutmut.mutation.file_mutation.create_mutations` reads the module global `mutation_operators` on
+every call; swapping that one attribute for our list turns every stock operator off and ours on (`our_operators`),
+and forked generation workers inherit it. Besides: what each generation made (`each_generation`), where a suite's
+pytest sessions run (`tests_run_in`), the trampolines' hits (`mutmut_hits`), and the session's own patches of
+`mutmut.__main__` (`patched_main`: atomic `.meta` files, a generation pool that notices a dead worker, generation
+recorded, each worker's result decided by the engine).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import metadata
@@ -207,3 +210,28 @@ def tests_run_in(root: Path | None) -> Iterator[None]:
         yield
     finally:
         PytestRunner.execute_pytest = execute  # type: ignore[method-assign]
+
+
+def patched_main(
+    pool: type,
+    record_generation: Callable[[Callable[..., Any]], Callable[..., Any]],
+    register_result: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None,
+) -> Any:
+    """mutmut's `__main__` as the session runs it: its `.meta` files written atomically (in this process and its
+    forks), generation on `pool`, `create_mutants` wrapped by `record_generation` and, when given, the one place it
+    stores a worker's exit code (`_register_mutant_result`) by `register_result`."""
+    import mutmut.__main__ as mutmut_main
+    from mutmut.mutation.data import SourceFileMutationData
+    from warnonce_guard.common.files import write_atomic
+    from warnonce_guard.mutations.engine.state import META_ATTRIBUTES
+
+    def save(self: Any) -> None:
+        document = {key: getattr(self, attribute) for key, attribute in META_ATTRIBUTES.items()}
+        write_atomic(Path(self.meta_path), json.dumps(document, indent=4))
+
+    SourceFileMutationData.save = save  # type: ignore[method-assign]
+    mutmut_main.Pool = pool
+    mutmut_main.create_mutants = record_generation(mutmut_main.create_mutants)
+    if register_result is not None:
+        mutmut_main._register_mutant_result = register_result(mutmut_main._register_mutant_result)
+    return mutmut_main

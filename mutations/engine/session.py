@@ -48,6 +48,7 @@ from warnonce_guard.mutations.engine.seam import (
     Generation,
     each_generation,
     our_operators,
+    patched_main,
     reached_functions,
     tests_run_in,
 )
@@ -171,15 +172,14 @@ def described_into(ws: Workspace, files: Sequence[str], packages: Sequence[str],
     return record
 
 
-def _mutmut(ws: Workspace, run_id: str, files: list[str]) -> Any:
-    """mutmut's `__main__` as the session runs it: `.meta` files written atomically, generation on a pool that
-    notices a dead worker, and recorded (`generation.json`) once it returned."""
-    import mutmut.__main__ as mutmut_main
-
-    state.atomic_meta_save()
-    mutmut_main.Pool = FailFastPool
-    mutmut_main.create_mutants = record_generation(ws, run_id, files, mutmut_main.create_mutants)
-    return mutmut_main
+def _mutmut(ws: Workspace, run_id: str, files: list[str], registrar: Registrar | None = None) -> Any:
+    """mutmut's `__main__` as the session runs it (`seam.patched_main`): generation on a pool that notices a dead
+    worker, recorded (`generation.json`) once it returned; with `registrar`, each worker's result decided by it."""
+    return patched_main(
+        FailFastPool,
+        lambda create_mutants: record_generation(ws, run_id, files, create_mutants),
+        registrar.wrap if registrar is not None else None,
+    )
 
 
 def generate(ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str]) -> None:
@@ -204,9 +204,8 @@ def run_mutmut(
     from mutmut.runners.harness import BadTestExecutionCommandsException
 
     overlay.install(ws, packages, files)
-    mutmut_main = _mutmut(ws, run_id, files)
     registrar = Registrar.load(ws, run_id)
-    mutmut_main._register_mutant_result = registrar.wrap(mutmut_main._register_mutant_result)
+    mutmut_main = _mutmut(ws, run_id, files, registrar)
     with (
         our_operators(sorted(packages), anchors=anchors_of(_sites(ws))),
         tests_run_in(suite.root if suite is not None else None),

@@ -238,14 +238,3 @@ def mark_untested(ws: Workspace, files: Iterable[str]) -> int:
             write_atomic(path, json.dumps(data, indent=4))
             marked += len(untested)
     return marked
-
-
-def atomic_meta_save() -> None:
-    """Make mutmut write its `.meta` files atomically (in this process and its forks)."""
-    from mutmut.mutation.data import SourceFileMutationData
-
-    def save(self: Any) -> None:
-        document = {key: getattr(self, attribute) for key, attribute in META_ATTRIBUTES.items()}
-        write_atomic(Path(self.meta_path), json.dumps(document, indent=4))
-
-    SourceFileMutationData.save = save

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from records_support import generated, meta_document
 from warnonce_guard.common.errors import BadRecord
-from warnonce_guard.mutations.engine import layout, state
+from warnonce_guard.mutations.engine import layout, seam, state
 from warnonce_guard.mutations.engine.status import DEFAULT_STATUS, EXIT_CODE_STATUS
 from warnonce_guard.mutations.workspace import Workspace
 
@@ -67,11 +67,14 @@ def test_reset_clears_only_the_named_exit_codes_atomically(ws: Workspace) -> Non
 
 
 def test_meta_saves_are_atomic_in_the_session(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mutmut.__main__ as mutmut_main
     from mutmut.mutation.data import SourceFileMutationData
 
     monkeypatch.setattr(SourceFileMutationData, "save", SourceFileMutationData.save)
+    for name in ("Pool", "create_mutants"):
+        monkeypatch.setattr(mutmut_main, name, getattr(mutmut_main, name))
     monkeypatch.chdir(ws.dir)
-    state.atomic_meta_save()
+    seam.patched_main(mutmut_main.Pool, lambda create: create)
     data = SourceFileMutationData(path=FILE)
     data.load()
     data.exit_code_by_key[M2] = 0
