@@ -536,9 +536,11 @@ def _run(
         )
     if next(read_baseline_sessions(ws.attribution, run_id), None) is None:  # mutmut runs the clean guards first
         modules = ", ".join(sorted({site.module for site in guarded}))
+        what = "the guards" if suite is None else suite.describe()
+        who = "" if suite is None else "a conftest.py or test module of the suite, or "
         raise EngineFailed(
-            f"the mutmut session ended (exit code {session_code}) before the guards ran on the unmutated code{said}: "
-            f"importing the target ({modules}) may end the process (os._exit); see {ws.log_file}"
+            f"the mutmut session ended (exit code {session_code}) before {what} ran on the unmutated code{said}: "
+            f"{who}importing the target ({modules}) may end the process (sys.exit, os._exit); see {ws.log_file}"
         )
     named = write_identities(ws, sites, sorted(packages))
     result = collect_result(ws, target, run_id, guarded, named, started, suite)

@@ -97,10 +97,34 @@ def test_a_target_that_ends_the_sessions_process_with_os_exit_0_is_one_line_and_
     line = one_line_error(done.stderr)
     assert line.startswith(
         "warnonce-guard: error: the mutmut session ended (exit code 0) before the guards ran on the unmutated code: "
-        "importing the target (vllm.platforms.interface) may end the process (os._exit); see "
+        "importing the target (vllm.platforms.interface) may end the process (sys.exit, os._exit); see "
     )
     assert not (home / "report").exists()
     assert hash_tree(home / "tree", home / "plugins") == before
+
+
+@pytest.mark.parametrize(
+    ("where", "source"),
+    [("conftest.py", "import sys\n\nsys.exit(0)\n"), ("test_a.py", "import os\n\nos._exit(0)\n")],
+    ids=["conftest-sys-exit-0", "test-module-os-exit-0"],
+)
+def test_a_suite_that_ends_the_process_as_pytest_collects_it_is_exit_4_and_one_line_never_a_score(
+    tmp_path: Path, where: str, source: str
+) -> None:
+    home = users_area(tmp_path / "home")
+    (home / "suite").mkdir()
+    (home / "suite" / "test_a.py").write_text("def test_a():\n    pass\n")
+    (home / "suite" / where).write_text(source)
+    before = hash_tree(home / "tree", home / "suite")
+
+    done = command_line(home, *MUTATE, "--vllm-src", "tree", "--tests", "suite")
+
+    assert done.returncode == 4, done.stdout + done.stderr
+    line = one_line_error(done.stderr)
+    assert "before the tests (pytest in " in line and "ran on the unmutated code" in line, line
+    assert "a conftest.py or test module of the suite, or importing the target" in line, line
+    assert not (home / "report").exists()
+    assert hash_tree(home / "tree", home / "suite") == before
 
 
 def test_a_target_raising_system_exit_0_in_the_session_leaves_its_site_unreached_naming_the_module(
