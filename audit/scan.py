@@ -205,8 +205,10 @@ def _scanned(source: str, file: str) -> list[Finding]:
 
 
 def findings_in_source(source: str, file: str) -> list[Finding]:
-    """Every finding in one file's source text: without `_once` it is not parsed (only its pragmas are read)."""
-    if PREFILTER not in source:
+    """Every finding in one file's source text: without `_once` it is only read by Python's compiler
+    (`grammar.compiles`: no `ast` objects) and its pragmas, and parsed only when the compiler refuses it, to say
+    where it does not parse (or to find it is newer syntax, which parses)."""
+    if PREFILTER not in source and grammar.compiles(source):
         return numbered(Pragmas(file, source.split("\n")).findings(source)) if MENTIONED.search(source) else []
     try:
         return numbered(_scanned(source, file))

@@ -380,8 +380,20 @@ def test_file_that_does_not_parse_is_one_finding_at_its_error() -> None:
     assert finding.argument.startswith("does not parse (")
 
 
-def test_file_without_once_calls_is_not_parsed() -> None:
-    assert find("def broken(:\n") == []
+def test_a_file_without_once_calls_that_does_not_parse_is_not_checked() -> None:
+    """Every file is a result: one that holds no `_once` is compiled, and reported where it does not parse."""
+    (finding,) = find("x = 1\ndef broken(:\n")
+    assert (finding.code, finding.line, finding.column, finding.argument) == (
+        "WOG000",
+        2,
+        12,
+        "does not parse (invalid syntax)",
+    )
+
+
+def test_a_file_without_once_calls_in_newer_syntax_is_checked() -> None:
+    """compile() refuses 3.12 syntax under 3.11: the file is parsed then, as a file with calls is, and passes."""
+    assert find("type Alias = int\ndef f[T](x: T) -> T:\n    return x\n") == []
 
 
 # ---- the command: text, JSON, baseline ratchet ------------------------------------------------------
