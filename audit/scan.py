@@ -19,16 +19,16 @@ import bisect
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from warnonce_guard.audit import grammar
 from warnonce_guard.audit.calls import Aliases, OnceCall, aliases_in, call_findings, once_call
 from warnonce_guard.audit.findings import Finding, numbered, unchecked
 from warnonce_guard.audit.grammar import DoesNotParse, modules
 from warnonce_guard.audit.pragmas import MENTIONED, Pragmas, Span
-from warnonce_guard.rule.liveness import carries, params
+from warnonce_guard.rule.liveness import carries, params, unhashable_names
 
-# A file without this text holds no `*_once` call (nor an alias of one): it is not parsed.
+# A file without this text holds no `*_once` call (nor an alias of one): it is only compiled (`grammar.compiles`).
 PREFILTER = "_once"
 # A `*_once` method named but not called right there (`warn = logger.warning_once`, `getattr(x, "info_once")`):
 # only then is the module searched for aliases.
@@ -52,6 +52,8 @@ class _Scanner:
         self.once_lines = [n for n, text in enumerate(self.lines, 1) if any(w in text for w in words)]  # as ast counts
         # Without a handler's name in scope, only `sys`'s view of the handled exception can be live.
         self.mentions_sys = "sys" in source
+        # The names (and `self.x`) the scope in hand binds only to values that cannot be hashed (`rule.liveness`).
+        self.unhashable: frozenset[str] = frozenset()
 
     def touches(self, node: ast.AST) -> bool:
         """Whether the node's lines (decorators included) include a line holding `_once` (True if unknown)."""
@@ -77,14 +79,25 @@ class _Scanner:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defaults = [d for d in (*stmt.args.defaults, *stmt.args.kw_defaults) if d is not None]
             self.exprs([*stmt.decorator_list, *defaults], names, live)
-            self.block(stmt.body, (*names, stmt.name), set(live) - params(stmt.args))  # closure sees live
+            with self.scope(unhashable_names(stmt.body, stmt.args)):
+                self.block(stmt.body, (*names, stmt.name), set(live) - params(stmt.args))  # closure sees live
         elif isinstance(stmt, ast.ClassDef):
             self.exprs([*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords)], names, live)
-            self.block(stmt.body, (*names, stmt.name), set(live))
+            with self.scope(frozenset()):
+                self.block(stmt.body, (*names, stmt.name), set(live))
         elif isinstance(stmt, (ast.Try, ast.TryStar)):
             self.try_(stmt, names, live)
         else:
             self.compound_or_simple(stmt, names, live)
+
+    @contextmanager
+    def scope(self, unhashable: frozenset[str]) -> Iterator[None]:
+        """Inside a function or class: its own names bound only to values that cannot be hashed."""
+        outer, self.unhashable = self.unhashable, unhashable
+        try:
+            yield
+        finally:
+            self.unhashable = outer
 
     def try_(self, stmt: ast.Try | ast.TryStar, names: tuple[str, ...], live: set[str]) -> None:
         live |= self.branch(stmt.body, names, live)
@@ -142,19 +155,24 @@ class _Scanner:
                 self.calls(node, names, frozenset(live))
 
     def calls(self, node: ast.AST, names: tuple[str, ...], live: frozenset[str]) -> None:
-        """Every `*_once` call inside an expression, lambdas included (their parameters shadow)."""
+        """Every `*_once` call inside an expression, lambdas and comprehensions included (their parameters and
+        targets shadow)."""
         if isinstance(node, ast.Lambda):
             live = live - params(node.args)
-        elif isinstance(node, ast.Call):
-            once = once_call(node, self.aliases)
-            if once is not None:
+            shadowed = params(node.args)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            shadowed = {n.id for gen in node.generators for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+        else:
+            shadowed = set()
+            if isinstance(node, ast.Call) and (once := once_call(node, self.aliases)) is not None:
                 self.record(once, names, live)
-        for child in ast.iter_child_nodes(node):
-            self.calls(child, names, live)
+        with self.scope(self.unhashable - shadowed) if shadowed else nullcontext():
+            for child in ast.iter_child_nodes(node):
+                self.calls(child, names, live)
 
     def record(self, once: OnceCall, names: tuple[str, ...], live: frozenset[str]) -> None:
         qualname, call = ".".join(names) or "<module>", once.node
-        found = list(call_findings(once, self.file, qualname, live))
+        found = list(call_findings(once, self.file, qualname, live, self.unhashable))
         first, last = call.lineno, call.end_lineno or call.lineno
         if found and any("#" in self.lines[n - 1] for n in range(first, last + 1)):
             found = self.pragmas.accept(found, first, last, _strings(call), qualname)
@@ -197,7 +215,10 @@ def _scanned(source: str, file: str) -> list[Finding]:
     try:
         pieces, aliases = _pieces(source)
         scanner = _Scanner(file, source, aliases)
-        for module in pieces:  # module-level names bound to a live exception carry over between pieces
+        whole = list(pieces) if len(source) <= 2 * grammar.CHUNK else None  # one piece: the module's names are known
+        if whole:
+            scanner.unhashable = unhashable_names([stmt for module in whole for stmt in module.body])
+        for module in whole or pieces:  # module-level names bound to a live exception carry over between pieces
             scanner.block(module.body, (), live)
     except DoesNotParse as err:
         return [unchecked(file, err.reason, err.line, err.column)]

@@ -565,3 +565,44 @@ def test_audit_of_the_installed_vllm_covers_every_file() -> None:
     assert 0 < result.files_parsed <= result.files_scanned
     assert result.findings, "vLLM has *_once calls with non-literal arguments"
     assert all((target.root / f.file).is_file() for f in result.findings)
+
+
+# ---- names bound only to what cannot be hashed (WOG010) -----------------------------------------------
+
+
+LAYERNORM = """\
+class RMSNorm:
+    def __init__(self, enabled):
+        if enabled:
+            custom_ops = ["+rms_norm"]
+        else:
+            custom_ops = ["-rms_norm"]
+        logger.warning_once("custom ops: %s", custom_ops)
+"""
+
+
+def test_a_name_bound_to_a_list_on_every_path_is_unhashable() -> None:
+    """vllm-hust 0.17.2.post1 layernorm.py:198 passes such a list: the call raises TypeError, WOG002 hid it."""
+    assert kinds(LAYERNORM) == [("custom_ops", "unhashable")]
+
+
+def test_a_module_level_list_is_unhashable() -> None:
+    assert kinds('x = [1, 2]; logger.info_once("%s", x)\n') == [("x", "unhashable")]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'def f(x):\n    logger.info_once("%s", x)\n',  # a parameter
+        'def f(y):\n    x = [1] if y else "a"\n    logger.info_once("%s", x)\n',
+        'def f(y):\n    x = [1]\n    if y:\n        x = "a"\n    logger.info_once("%s", x)\n',
+        'def f(ys):\n    x = [1]\n    [logger.info_once("%s", x) for x in ys]\n',  # the comprehension's own x
+        'def f(ys):\n    x = [1]\n    g = lambda x: logger.info_once("%s", x)\n',  # the lambda's own x
+        'def f():\n    global x\n    x = [1]\n    logger.info_once("%s", x)\n',
+        'x = [1]\ndef f():\n    logger.info_once("%s", x)\n',  # another scope's
+        'def f(self):\n    self = other\n    self.x = []\n    logger.info_once("%s", self.x)\n',
+    ],
+    ids=["parameter", "list or str", "re-bound in a branch", "comprehension", "lambda", "global", "outer", "self"],
+)
+def test_a_name_that_may_be_anything_stays_unknown(source: str) -> None:
+    assert [kind for _, kind in kinds(source)] in (["name"], ["attribute"])
