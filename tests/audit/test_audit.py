@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from warnonce_guard.audit import grammar
 from warnonce_guard.audit.baseline import load_baseline
 from warnonce_guard.audit.findings import Finding
 from warnonce_guard.audit.paths import tree_files
@@ -225,6 +226,38 @@ def test_a_partial_of_a_once_method_passes_what_it_binds_and_what_it_is_called_w
     ]
     assert found[0].message.startswith("functools.partial(logger.warning_once, ...) passes `e`")
     assert found[0].fix is not None and found[1].fix is None  # the partial's message is elsewhere: not fixed
+
+
+def test_a_partial_of_an_alias_binds_what_the_alias_and_it_bind() -> None:
+    source = """\
+        import functools
+        warn = logger.warning_once
+        note = functools.partial(warn, "Failed: %s")
+        try:
+            pass
+        except ImportError as e:
+            functools.partial(warn, "Failed: %s", e)
+            note(e)
+            functools.partial(note, e)()
+    """
+    found = find(source)
+    assert [(f.line, f.level, f.argument, f.kind, f.fix) for f in found] == [
+        (7, "warning_once", "e", "exception", found[0].fix),
+        (8, "warning_once", "e", "exception", None),  # the message is the partial's: not fixed here
+        (9, "warning_once", "e", "exception", None),
+    ]
+    assert found[0].message.startswith("functools.partial(warn, ...) passes `e`")
+    assert found[1].message.startswith("note(...) (warning_once) passes `e`")
+
+
+def test_an_alias_bound_in_one_piece_of_a_big_file_is_known_in_a_later_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grammar, "CHUNK", 64)
+    filler = "".join(f"x{i} = {i}\n" for i in range(40))
+    later = "try:\n    pass\nexcept ImportError as e:\n    warn(e)\n"
+    source = f"warn = logger.warning_once\n{filler}{later}"
+    assert len(source) > 4 * grammar.CHUNK and len(list(grammar.modules(source))) > 1
+    (finding,) = findings_in_source(source, FILE)
+    assert (finding.line, finding.level, finding.kind) == (source.count("\n"), "warning_once", "exception")
 
 
 def test_a_module_without_an_alias_is_not_searched_for_one() -> None:

@@ -88,3 +88,17 @@ def test_a_pragmas_text_inside_a_string_is_not_a_pragma() -> None:
     assert codes(logged('logger.warning_once("# noqa %s", e)')) == [("WOG001", None)]
     assert codes('"""Write `# warnonce: ok <reason>` on the call."""\n') == []  # a file without calls: tokenized
     assert codes("x = 1  # warnonce: ok stray\n") == [("WOG101", None)]
+
+
+def test_a_pragma_on_an_earlier_line_does_not_accept_a_later_calls_finding() -> None:
+    source = logged('x = 1  # warnonce: ok[WOG001] not this call\nlogger.warning_once("%s", e)  # noqa: WOG002')
+    source += logged('y = 2  # noqa: WOG001\nlogger.warning_once("%s", e)')
+    assert codes(source) == [("WOG101", None), ("WOG001", None), ("WOG101", None), ("WOG101", None), ("WOG001", None)]
+
+
+@pytest.mark.parametrize("before", ["x = 1", 'x = "é"'], ids=["ascii", "non-ascii before it"])
+def test_a_pragma_finding_spans_the_pragma_in_bytes_as_every_finding_does(before: str) -> None:
+    (finding,) = findings_in_source(f"{before}  # warnonce: ok\n", "x.py")
+    start = len(f"{before}  ".encode()) + 1
+    assert (finding.line, finding.column, finding.end_line) == (1, start, 1)
+    assert finding.end_column == start + len("# warnonce: ok")

@@ -18,7 +18,6 @@ from warnonce_guard.rule.liveness import (
 )
 from warnonce_guard.rule.sites import sites_in_source
 
-
 # The function a row's `bound` statements stand in: `self` is a method's, `y` and `xs` are parameters.
 METHOD = "def method(self, y, xs):"
 

@@ -11,6 +11,7 @@ from faults import as_nobody, no_longer_than, shared_tree
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 from toy import INTERFACE, add_odd_files, make_tree
 from warnonce_guard.common.errors import ExitCode, Interrupted, SourceDoesNotParse
+from warnonce_guard.rule.site_rule import resolve_relative
 from warnonce_guard.rule.sites import Condition, Site, discover, might_hold_site, sites_in_source
 
 FILE, MODULE = "vllm/platforms/x.py", "vllm.platforms.x"
@@ -537,3 +538,35 @@ def test_a_site_file_this_user_may_not_read_is_exit_5_naming_it() -> None:
 
         said = as_nobody(discover_as_user)
     assert said.startswith(f"{site_file}: cannot be read (Permission denied); make it readable")
+
+
+def test_every_import_error_handler_of_one_try_has_its_sites() -> None:
+    source = textwrap.dedent(
+        """\
+        def import_kernels():
+            try:
+                import vllm._C
+            except ModuleNotFoundError as missing:
+                logger.warning_once("Missing: %r", missing)
+            except ImportError as broken:
+                logger.warning_once("Broken: %r", broken)
+        """
+    )
+    sites = sites_in_source(source, FILE, MODULE)
+    assert [(s.exc_name, s.line, s.form) for s in sites] == [("missing", 5, "live"), ("broken", 7, "live")]
+
+
+@pytest.mark.parametrize(
+    ("dots", "base", "package", "resolved"),
+    [
+        (1, "_C", "", None),  # a top-level module has no package to be relative to
+        (2, "_C", "vllm", None),  # above the top
+        (1, "_C", "vllm", "vllm._C"),
+        (2, "_C", "vllm.platforms", "vllm._C"),
+        (1, "", "vllm.platforms", "vllm.platforms"),
+    ],
+)
+def test_a_relative_import_resolves_in_its_package_or_not_at_all(
+    dots: int, base: str, package: str, resolved: str | None
+) -> None:
+    assert resolve_relative(dots, base, package) == resolved
