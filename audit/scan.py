@@ -52,8 +52,12 @@ class _Scanner:
         self.once_lines = [n for n, text in enumerate(self.lines, 1) if any(w in text for w in words)]  # as ast counts
         # Without a handler's name in scope, only `sys`'s view of the handled exception can be live.
         self.mentions_sys = "sys" in source
-        # The names (and `self.x`) the scope in hand binds only to values that cannot be hashed (`rule.liveness`).
-        self.unhashable: frozenset[str] = frozenset()
+        # The scope in hand (a function's body and parameters, the module's statements; None: a class body), and
+        # the names (and `self.x`) it binds only to values that cannot be hashed (`rule.liveness`), found when a
+        # call first asks (most scopes hold none); the names a lambda or comprehension around the call shadows.
+        self.scope_of: tuple[list[ast.stmt], ast.arguments | None] | None = None
+        self.known: frozenset[str] | None = None
+        self.shadowed: frozenset[str] = frozenset()
 
     def touches(self, node: ast.AST) -> bool:
         """Whether the node's lines (decorators included) include a line holding `_once` (True if unknown)."""
@@ -79,11 +83,11 @@ class _Scanner:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defaults = [d for d in (*stmt.args.defaults, *stmt.args.kw_defaults) if d is not None]
             self.exprs([*stmt.decorator_list, *defaults], names, live)
-            with self.scope(unhashable_names(stmt.body, stmt.args)):
+            with self.scope((stmt.body, stmt.args)):
                 self.block(stmt.body, (*names, stmt.name), set(live) - params(stmt.args))  # closure sees live
         elif isinstance(stmt, ast.ClassDef):
             self.exprs([*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords)], names, live)
-            with self.scope(frozenset()):
+            with self.scope(None):
                 self.block(stmt.body, (*names, stmt.name), set(live))
         elif isinstance(stmt, (ast.Try, ast.TryStar)):
             self.try_(stmt, names, live)
@@ -91,13 +95,29 @@ class _Scanner:
             self.compound_or_simple(stmt, names, live)
 
     @contextmanager
-    def scope(self, unhashable: frozenset[str]) -> Iterator[None]:
+    def scope(self, scope_of: tuple[list[ast.stmt], ast.arguments | None] | None) -> Iterator[None]:
         """Inside a function or class: its own names bound only to values that cannot be hashed."""
-        outer, self.unhashable = self.unhashable, unhashable
+        outer = self.scope_of, self.known, self.shadowed
+        self.scope_of, self.known, self.shadowed = scope_of, None, frozenset()
         try:
             yield
         finally:
-            self.unhashable = outer
+            self.scope_of, self.known, self.shadowed = outer
+
+    @contextmanager
+    def shadowing(self, names: set[str]) -> Iterator[None]:
+        outer = self.shadowed
+        self.shadowed = outer | names
+        try:
+            yield
+        finally:
+            self.shadowed = outer
+
+    def unhashable(self) -> frozenset[str]:
+        """The names the scope in hand binds only to values that cannot be hashed, less those shadowed here."""
+        if self.known is None:
+            self.known = frozenset() if self.scope_of is None else unhashable_names(*self.scope_of)
+        return self.known - self.shadowed
 
     def try_(self, stmt: ast.Try | ast.TryStar, names: tuple[str, ...], live: set[str]) -> None:
         live |= self.branch(stmt.body, names, live)
@@ -166,13 +186,13 @@ class _Scanner:
             shadowed = set()
             if isinstance(node, ast.Call) and (once := once_call(node, self.aliases)) is not None:
                 self.record(once, names, live)
-        with self.scope(self.unhashable - shadowed) if shadowed else nullcontext():
+        with self.shadowing(shadowed) if shadowed else nullcontext():
             for child in ast.iter_child_nodes(node):
                 self.calls(child, names, live)
 
     def record(self, once: OnceCall, names: tuple[str, ...], live: frozenset[str]) -> None:
         qualname, call = ".".join(names) or "<module>", once.node
-        found = list(call_findings(once, self.file, qualname, live, self.unhashable))
+        found = list(call_findings(once, self.file, qualname, live, self.unhashable()))
         first, last = call.lineno, call.end_lineno or call.lineno
         if found and any("#" in self.lines[n - 1] for n in range(first, last + 1)):
             found = self.pragmas.accept(found, first, last, _strings(call), qualname)
@@ -217,7 +237,7 @@ def _scanned(source: str, file: str) -> list[Finding]:
         scanner = _Scanner(file, source, aliases)
         whole = list(pieces) if len(source) <= 2 * grammar.CHUNK else None  # one piece: the module's names are known
         if whole:
-            scanner.unhashable = unhashable_names([stmt for module in whole for stmt in module.body])
+            scanner.scope_of = ([stmt for module in whole for stmt in module.body], None)
         for module in whole or pieces:  # module-level names bound to a live exception carry over between pieces
             scanner.block(module.body, (), live)
     except DoesNotParse as err:

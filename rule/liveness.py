@@ -206,14 +206,15 @@ _NAMED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler
 Bindings = dict[str, list[ast.expr | None]]  # name -> each value it is bound to (None: a value not known here)
 
 
-def _in_scope(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
-    """Every node of a scope's statements, not inside a nested scope (a function, lambda, class, comprehension)."""
-    todo = list(body)
+def _walk(body: Sequence[ast.AST]) -> Iterator[tuple[ast.AST, bool]]:
+    """Every node under a scope's statements, once, and whether it is the scope's own (not inside a nested
+    function, lambda, class or comprehension)."""
+    todo = [(node, True) for node in body]
     while todo:
-        node = todo.pop()
-        yield node
-        if not isinstance(node, _SCOPES):
-            todo.extend(ast.iter_child_nodes(node))
+        node, own = todo.pop()
+        yield node, own
+        inner = own and not isinstance(node, _SCOPES)
+        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
 
 
 def _bind(found: Bindings, target: ast.AST, value: ast.expr | None) -> None:
@@ -259,11 +260,13 @@ def unhashable_names(body: Sequence[ast.stmt], args: ast.arguments | None = None
     every branch, `y = x + [2]`. A parameter, a `global` or `nonlocal` name (anywhere inside), an unpacking or a
     loop's target can be anything; a `self` re-bound leaves its attributes unknown."""
     found: Bindings = {}
-    for node in _in_scope(body):
-        _bindings(node, found)
-    declared = {name for stmt in body for n in ast.walk(stmt) if isinstance(n, (ast.Global, ast.Nonlocal))
-                for name in n.names}  # fmt: skip
-    for name in declared | (params(args) if args else set()):
+    for node, own in _walk(body):
+        if own:
+            _bindings(node, found)
+        if isinstance(node, (ast.Global, ast.Nonlocal)):  # anywhere inside: another scope may re-bind it
+            for name in node.names:
+                found.setdefault(name, []).append(None)
+    for name in params(args) if args else ():
         found.setdefault(name, []).append(None)
     positional = [*args.posonlyargs, *args.args] if args else []
     me = positional[0].arg if positional and len(found[positional[0].arg]) == 1 else None
