@@ -10,6 +10,7 @@
     nox -s history -- [--from X] [--to Y] [--only X,Y] [--out DIR]   every release on the index, checked
     nox -s faults -- [--trials N] [--seed S] [--vllm-trials K]   the fault campaign (tests/campaign/)
     nox -s vllm-tests -- [PATHS]          vLLM's own CPU tests, with and without --warnonce-strict, compared
+    nox -s dogfood                        mutmut's stock operators over our own modules, against the fast tier
     nox -s lint
 
 Each session's environment holds torch 2.13.0 (the CPU build on local disk), the runtime modules of
@@ -257,3 +258,13 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
     session.run("lint-imports", "--no-cache")
     session.run("python", "-m", "tools.readme", "--check")
+
+
+@nox.session(python=PYTHON)
+def dogfood(session: nox.Session) -> None:
+    """Our tests as strict as our product: mutmut 3.8.1's stock operators over the rule and the audit's modules
+    (tools/dogfood MODULES), the project copied into a `warnonce_guard/` layout in `.nox/dogfood-work` (nothing
+    installed from it, the checkout only read), the fast tier's tests; prints the score per module and fails under
+    95% killed or on a survivor tools/dogfood/equivalents.toml does not list (`-- --fresh` forgets earlier results)."""
+    _guard_env(session, PINNED_VLLM)
+    session.run("python", "-m", "tools.dogfood", *session.posargs)
