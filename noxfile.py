@@ -264,7 +264,8 @@ def lint(session: nox.Session) -> None:
 def dogfood(session: nox.Session) -> None:
     """Our tests as strict as our product: mutmut 3.8.1's stock operators over the rule and the audit's modules
     (tools/dogfood MODULES), the project copied into a `warnonce_guard/` layout in `.nox/dogfood-work` (nothing
-    installed from it, the checkout only read), the fast tier's tests; prints the score per module and fails under
-    95% killed or on a survivor tools/dogfood/equivalents.toml does not list (`-- --fresh` forgets earlier results)."""
+    installed from it, the checkout only read), the fast tests of the rule and the products; prints the score per
+    module and fails under 95% killed or on a survivor tools/dogfood/equivalents.toml does not list (`-- --fresh`
+    forgets earlier results)."""
     _guard_env(session, PINNED_VLLM)
     session.run("python", "-m", "tools.dogfood", *session.posargs)

@@ -639,3 +639,20 @@ def test_a_module_level_list_is_unhashable() -> None:
 )
 def test_a_name_that_may_be_anything_stays_unknown(source: str) -> None:
     assert [kind for _, kind in kinds(source)] in (["name"], ["attribute"])
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'def f(self, other):\n    other.x = []\n    logger.info_once("%s", other.x)\n',  # not the method's self
+        'def f(self):\n    self.a.b = []\n    logger.info_once("%s", self.a.b)\n',  # an attribute of an attribute
+    ],
+    ids=["another object", "nested attribute"],
+)
+def test_only_a_direct_attribute_of_self_can_be_known_unhashable(source: str) -> None:
+    assert [kind for _, kind in kinds(source)] == ["attribute"]
+
+
+def test_an_alias_after_another_assignment_is_an_alias() -> None:
+    source = "x = 1\ny: int = 2\nwarn = logger.warning_once\ntry:\n    pass\nexcept ImportError as e:\n    warn(e)\n"
+    assert kinds(source) == [("e", "exception")]
