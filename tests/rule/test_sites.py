@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import textwrap
 from pathlib import Path
 
+import libcst
 import pytest
 from faults import as_nobody, no_longer_than, shared_tree
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 from toy import INTERFACE, add_odd_files, make_tree
 from warnonce_guard.common.errors import ExitCode, Interrupted, SourceDoesNotParse
-from warnonce_guard.rule.site_rule import resolve_relative
+from warnonce_guard.rule.site_rule import anchor, resolve_relative
 from warnonce_guard.rule.sites import Condition, Site, discover, might_hold_site, sites_in_source
 
 FILE, MODULE = "vllm/platforms/x.py", "vllm.platforms.x"
@@ -570,3 +572,38 @@ def test_a_relative_import_resolves_in_its_package_or_not_at_all(
     dots: int, base: str, package: str, resolved: str | None
 ) -> None:
     assert resolve_relative(dots, base, package) == resolved
+
+
+NESTED = """\
+def import_kernels():
+    try:
+        import vllm._C
+    except ImportError as e:
+        try:
+            logger.warning_once("outer, in a nested body: %r", e)
+            from . import _C_AVX2
+        except ImportError as inner:
+            logger.warning_once("both: %r %r", e, inner)
+            logger.warning_once("outer, in the inner handler: %r", e)
+            try:
+                from . import _C_AVX512
+            except ImportError as deepest:
+                logger.warning_once("deepest and outer: %r %r", deepest, e)
+"""
+
+
+def test_each_call_of_nested_handlers_belongs_to_the_innermost_site_whose_name_it_passes() -> None:
+    sites = sites_in_source(NESTED, FILE, MODULE)
+    assert [(s.exc_name, s.line, s.kernel_module) for s in sites] == [
+        ("e", 6, "vllm._C"),  # in a nested try's body, still the outer handler's
+        ("inner", 9, "vllm.platforms._C_AVX2"),  # passes both names: the inner site's (a relative import)
+        ("e", 10, "vllm._C"),
+        ("deepest", 14, "vllm.platforms._C_AVX512"),  # three levels down, relative again
+    ]
+
+
+def test_a_sites_anchor_digests_its_try_from_the_try_line_to_its_last_line_of_code() -> None:
+    code = "try:\n    import vllm._C\nexcept ImportError as e:\n    logger.warning_once('%r', e)"
+    module = libcst.parse_module(f"# a comment before\n{code}\n# a comment after\n\n")
+    (try_node,) = [node for node in module.body if isinstance(node, libcst.Try)]
+    assert anchor(try_node) == hashlib.sha256(code.encode()).hexdigest()[:16]
