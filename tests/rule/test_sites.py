@@ -607,3 +607,27 @@ def test_a_sites_anchor_digests_its_try_from_the_try_line_to_its_last_line_of_co
     module = libcst.parse_module(f"# a comment before\n{code}\n# a comment after\n\n")
     (try_node,) = [node for node in module.body if isinstance(node, libcst.Try)]
     assert anchor(try_node) == hashlib.sha256(code.encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("caught", ["builtins.ImportError", "a.b.ModuleNotFoundError", "(ValueError, x.y.ImportError)"])
+def test_an_import_error_named_through_its_module_is_caught(caught: str) -> None:
+    source = f"try:\n    import vllm._C\nexcept {caught} as e:\n    logger.warning_once('%r', e)\n"
+    assert [s.exc_name for s in sites_in_source(source, FILE, MODULE)] == ["e"]
+
+
+def test_a_nested_relative_site_under_a_branch_owns_the_calls_passing_its_name() -> None:
+    source = textwrap.dedent(
+        """\
+        try:
+            import vllm._C
+        except ImportError as e:
+            if e:
+                try:
+                    from . import _C_AVX2
+                except ImportError as inner:
+                    logger.warning_once("both: %r %r", e, inner)
+        """
+    )
+    assert [(s.exc_name, s.kernel_module) for s in sites_in_source(source, FILE, MODULE)] == [
+        ("inner", "vllm.platforms._C_AVX2")
+    ]
