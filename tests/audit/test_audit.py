@@ -656,3 +656,20 @@ def test_only_a_direct_attribute_of_self_can_be_known_unhashable(source: str) ->
 def test_an_alias_after_another_assignment_is_an_alias() -> None:
     source = "x = 1\ny: int = 2\nwarn = logger.warning_once\ntry:\n    pass\nexcept ImportError as e:\n    warn(e)\n"
     assert kinds(source) == [("e", "exception")]
+
+
+def test_a_call_passing_a_once_method_is_no_once_call() -> None:
+    assert find("def f(e):\n    register(logger.warning_once, e)\n") == []
+
+
+def test_a_partial_binding_nothing_is_the_method_itself_and_is_fixed() -> None:
+    source = "try:\n    pass\nexcept ImportError as e:\n"
+    source += '    functools.partial(logger.warning_once)("m %r", e)\n'
+    (finding,) = find(source)
+    assert (finding.kind, finding.fix is not None) == ("exception", True)
+
+
+def test_a_finding_on_an_argument_over_lines_spans_them() -> None:
+    source = 'try:\n    pass\nexcept ImportError as e:\n    logger.warning_once("m %s", foo(\n        e))\n'
+    (finding,) = find(source)
+    assert (finding.line, finding.end_line, finding.end_column) == (4, 5, 11)
