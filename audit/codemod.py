@@ -9,6 +9,7 @@ libcst (the `mutation` extra); the audit itself does not.
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,13 +28,18 @@ Range = tuple[int, int, int, int]  # libcst's: lines 1-based, columns 0-based in
 
 @dataclass(frozen=True)
 class Change:
-    """One file's fixes: its text before and after, and the findings fixed."""
+    """One file's fixes: its text before and after (without the BOM it may start with), and the findings fixed."""
 
     path: Path
     shown: str
     before: str
     after: str
     fixed: tuple[Finding, ...]
+    bom: bool = False  # the file starts with UTF-8's byte order mark, which the fixed file keeps
+
+    def encoded(self, text: str) -> bytes:
+        """`before` or `after` as the file's bytes."""
+        return (codecs.BOM_UTF8 if self.bom else b"") + text.encode("utf-8")
 
     def diff(self) -> str:
         """A unified diff of the change (`--- a/path`, `+++ b/path`), as git and ruff show one."""
@@ -134,7 +140,7 @@ def fix_source(source: str, findings: Iterable[Finding]) -> tuple[str, list[Find
 def changes(files: Iterable[tuple[Path, str]], findings: Iterable[Finding], shown: Mapping[str, str]) -> list[Change]:
     """The change each file (path, key path) with a fixable finding gets, named as `shown` shows its key.
 
-    A file that is not UTF-8 is not rewritten.
+    A file that is not UTF-8 (a BOM is kept) is not rewritten.
     """
     by_file: dict[str, list[Finding]] = {}
     for finding in findings:
@@ -145,10 +151,12 @@ def changes(files: Iterable[tuple[Path, str]], findings: Iterable[Finding], show
         if key not in by_file:
             continue
         name = shown.get(key, key)
+        data = path.read_bytes()
+        bom = data.startswith(codecs.BOM_UTF8)
         try:
-            before = path.read_bytes().decode("utf-8")
+            before = data[len(codecs.BOM_UTF8) if bom else 0 :].decode("utf-8")
         except UnicodeDecodeError:
             continue
         after, fixed = fix_source(before, by_file[key])
-        found.append(Change(path, name, before, after, tuple(fixed)))
+        found.append(Change(path, name, before, after, tuple(fixed), bom))
     return found

@@ -24,6 +24,8 @@ from warnonce_guard.audit.rules import CACHE_CONTRACT
 from warnonce_guard.audit.selection import DEFAULT, failing, selected
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+# The control characters, escaped as Python writes them in a string: a file name holding a newline stays on its line.
+_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(32), 127)} | {9: "\\t", 10: "\\n", 13: "\\r"}
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,19 @@ def summary_line(report: AuditReport) -> str:
     )
 
 
+def one_line(text: str) -> str:
+    """`text` with its control characters escaped (`\\n`): one line whatever a file name holds."""
+    return text.translate(_CONTROLS)
+
+
 def text(report: AuditReport) -> str:
-    """One `path:line:col: CODE message` line per failing finding, then the summary (stale entries: a count)."""
+    """One `path:line:col: CODE message` line per failing finding (a control character in it escaped: `\\n`), then
+    the summary (stale entries: a count)."""
     comparison = report.comparison
-    lines = [f"{report.path(f)}:{f.line}:{f.column}: {f.code} {f.message}" for f in failing(comparison, report.codes)]
+    lines = [
+        one_line(f"{report.path(f)}:{f.line}:{f.column}: {f.code} {f.message}")
+        for f in failing(comparison, report.codes)
+    ]
     return "\n".join([*lines, summary_line(report)]) + "\n"
 
 

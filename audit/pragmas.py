@@ -130,8 +130,10 @@ class Pragmas:
         return out
 
     def _finding(self, pragma: Pragma, kind: str, argument: str) -> Finding:
-        end = pragma.column + len(pragma.text)
+        """A finding at the pragma, its columns in UTF-8 bytes as ast counts (as every other finding's)."""
+        start = len(self.lines[pragma.line - 1][: pragma.column].encode())
+        end = start + len(pragma.text.encode())
         return Finding(
-            self.file, pragma.line, pragma.qualname, "", argument, kind, column=pragma.column + 1,
+            self.file, pragma.line, pragma.qualname, "", argument, kind, column=start + 1,
             end_line=pragma.line, end_column=end + 1,
         )  # fmt: skip

@@ -17,8 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from warnonce_guard.audit.baseline import compare, load_baseline, write_baseline
+from warnonce_guard.audit.baseline import check_writable, compare, load_baseline, write_baseline
 from warnonce_guard.audit.config import Config, find
 from warnonce_guard.audit.excludes import DEFAULT_EXCLUDES, Excludes
 from warnonce_guard.audit.findings import AuditResult, Finding, numbered, unchecked
@@ -26,14 +27,18 @@ from warnonce_guard.audit.formats import WRITERS, AuditReport
 from warnonce_guard.audit.paths import FileSet, Walk, python_files, tree_files
 from warnonce_guard.audit.scan import PREFILTER, findings_in_source
 from warnonce_guard.audit.selection import ALL, Layer, failing, resolve
-from warnonce_guard.common.errors import ExitCode, UsageError
-from warnonce_guard.common.files import write_atomic
+from warnonce_guard.common.errors import ExitCode, PathUnusable, UsageError
+from warnonce_guard.common.files import rewrite
 from warnonce_guard.rule import target as targets
+from warnonce_guard.rule.target import NotPythonText, python_text
+
+if TYPE_CHECKING:  # libcst, imported only to fix
+    from warnonce_guard.audit.codemod import Change
 
 
 def audit_files(files: FileSet) -> AuditResult:
-    """Every finding in the files given: all are read, those with `_once(` parsed; a folder or file that cannot be
-    read is one finding."""
+    """Every finding in the files given: all are read and decoded as Python decodes them, those with `_once`
+    parsed, the others compiled; a folder or file that cannot be read, decoded or parsed is one finding."""
     start = time.perf_counter()
     found: list[Finding] = [unchecked(folder, why) for folder, why in files.unreadable]
     parsed = 0
@@ -43,8 +48,12 @@ def audit_files(files: FileSet) -> AuditResult:
         except OSError as err:
             found.append(unchecked(keyed, f"cannot read it ({err.strerror or err})"))
             continue
-        source = data.decode("utf-8", errors="replace")
-        parsed += PREFILTER in source  # findings_in_source parses only these
+        try:
+            source = python_text(data)
+        except NotPythonText as err:
+            found.append(unchecked(keyed, str(err), err.line, err.column))
+            continue
+        parsed += PREFILTER in source  # findings_in_source parses these (the others only when compile() refuses them)
         found.extend(findings_in_source(source, keyed))
     every = numbered(found)
     return AuditResult(
@@ -78,6 +87,21 @@ class Request:
     exit_zero: bool = False  # exit 0 whatever the findings
     fix: bool = False  # write the fixes of the findings it reports, then report what is left
     diff: bool = False  # print those fixes as a unified diff, change nothing
+
+    def check(self) -> None:
+        """A `UsageError` naming the option for an empty value (an unset variable's place): it never means "not
+        given", which would check less than asked, or nothing."""
+        files = {"--baseline": self.baseline, "--write-baseline": self.write_baseline}
+        for option, value in files.items():
+            if value is not None and not value.strip():
+                raise UsageError(f"audit {option}: an empty file name; name the baseline file")
+        lists = {"PATH": self.paths, "--select": self.select or (), "--extend-select": self.extend_select}
+        lists |= {"--ignore": self.ignore, "--exclude": self.exclude or (), "--extend-exclude": self.extend_exclude}
+        for option, values in lists.items():
+            if not all(value.strip() for value in values):
+                raise UsageError(f"audit {option}: an empty value among {list(values)!r}; give none empty")
+        if self.select is not None and not self.select:
+            raise UsageError("audit --select: no rule selected; give codes, prefixes or ALL")
 
     def layer(self) -> Layer:
         if self.strict and self.select is not None:
@@ -113,11 +137,14 @@ def walk_for(request: Request, config: Config, cwd: Path) -> Walk:
 
 def run(request: Request) -> Output:
     """Audit the target; bad settings or a bad baseline (or a fix without libcst) fail before anything is read."""
+    request.check()
     fixing = request.fix or request.diff
     if fixing and request.write_baseline:
         raise UsageError("audit: --fix/--diff and --write-baseline do not go together: fix first, then accept the rest")
     if request.fix and not request.diff and not (request.paths or request.vllm_src):
         raise UsageError("audit --fix rewrites files: give PATHs or --vllm-src of a checkout, not the installed vLLM")
+    if request.write_baseline:
+        check_writable(request.write_baseline)  # a file of the user's is refused before any work
     cwd = Path.cwd()
     config = find(request.paths, cwd)
     codes = resolve([config.layer(), request.layer()])
@@ -144,9 +171,7 @@ def run(request: Request) -> Output:
             failed = ExitCode.CHECK_FAILED if edits and not request.exit_zero else ExitCode.OK
             return Output("".join(c.diff() for c in edits), failed, note)
         for change in edits:
-            mode = change.path.stat().st_mode
-            write_atomic(change.path, change.after)
-            os.chmod(change.path, mode)
+            _write_fix(change)
         result = audit_files(files)
         comparison = compare(result.findings, accepted, checked)
         note = f"fixed {fixed} finding(s) in {len(edits)} file(s)"
@@ -157,6 +182,16 @@ def run(request: Request) -> Output:
     failed = bool(failing(comparison, codes)) and not (request.write_baseline or request.exit_zero)
     code = ExitCode.CHECK_FAILED if failed else ExitCode.OK
     return Output(WRITERS[request.format](report), code, note)
+
+
+def _write_fix(change: Change) -> None:
+    """Write one file's fixes in place, through its symbolic links (`common.files.rewrite`: every name of it, hard
+    links too, sees the fix)."""
+    try:
+        rewrite(change.path, change.encoded(change.after), change.encoded(change.before))
+    except OSError as err:
+        why = err.strerror or err
+        raise PathUnusable(f"{change.shown}: cannot write its fixes ({why}); the files before it are fixed") from None
 
 
 def _baseline(request: Request, rebase: Callable[[str], str] | None) -> frozenset[str]:

@@ -19,16 +19,16 @@ import bisect
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from warnonce_guard.audit import grammar
 from warnonce_guard.audit.calls import Aliases, OnceCall, aliases_in, call_findings, once_call
 from warnonce_guard.audit.findings import Finding, numbered, unchecked
 from warnonce_guard.audit.grammar import DoesNotParse, modules
 from warnonce_guard.audit.pragmas import MENTIONED, Pragmas, Span
-from warnonce_guard.rule.liveness import carries, params
+from warnonce_guard.rule.liveness import carries, params, unhashable_names
 
-# A file without this text holds no `*_once` call (nor an alias of one): it is not parsed.
+# A file without this text holds no `*_once` call (nor an alias of one): it is only compiled (`grammar.compiles`).
 PREFILTER = "_once"
 # A `*_once` method named but not called right there (`warn = logger.warning_once`, `getattr(x, "info_once")`):
 # only then is the module searched for aliases.
@@ -52,6 +52,12 @@ class _Scanner:
         self.once_lines = [n for n, text in enumerate(self.lines, 1) if any(w in text for w in words)]  # as ast counts
         # Without a handler's name in scope, only `sys`'s view of the handled exception can be live.
         self.mentions_sys = "sys" in source
+        # The scope in hand (a function's body and parameters, the module's statements; None: a class body), and
+        # the names (and `self.x`) it binds only to values that cannot be hashed (`rule.liveness`), found when a
+        # call first asks (most scopes hold none); the names a lambda or comprehension around the call shadows.
+        self.scope_of: tuple[list[ast.stmt], ast.arguments | None] | None = None
+        self.known: frozenset[str] | None = None
+        self.shadowed: frozenset[str] = frozenset()
 
     def touches(self, node: ast.AST) -> bool:
         """Whether the node's lines (decorators included) include a line holding `_once` (True if unknown)."""
@@ -77,14 +83,41 @@ class _Scanner:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defaults = [d for d in (*stmt.args.defaults, *stmt.args.kw_defaults) if d is not None]
             self.exprs([*stmt.decorator_list, *defaults], names, live)
-            self.block(stmt.body, (*names, stmt.name), set(live) - params(stmt.args))  # closure sees live
+            with self.scope((stmt.body, stmt.args)):
+                self.block(stmt.body, (*names, stmt.name), set(live) - params(stmt.args))  # closure sees live
         elif isinstance(stmt, ast.ClassDef):
             self.exprs([*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords)], names, live)
-            self.block(stmt.body, (*names, stmt.name), set(live))
+            with self.scope(None):
+                self.block(stmt.body, (*names, stmt.name), set(live))
         elif isinstance(stmt, (ast.Try, ast.TryStar)):
             self.try_(stmt, names, live)
         else:
             self.compound_or_simple(stmt, names, live)
+
+    @contextmanager
+    def scope(self, scope_of: tuple[list[ast.stmt], ast.arguments | None] | None) -> Iterator[None]:
+        """Inside a function or class: its own names bound only to values that cannot be hashed."""
+        outer = self.scope_of, self.known, self.shadowed
+        self.scope_of, self.known, self.shadowed = scope_of, None, frozenset()
+        try:
+            yield
+        finally:
+            self.scope_of, self.known, self.shadowed = outer
+
+    @contextmanager
+    def shadowing(self, names: set[str]) -> Iterator[None]:
+        outer = self.shadowed
+        self.shadowed = outer | names
+        try:
+            yield
+        finally:
+            self.shadowed = outer
+
+    def unhashable(self) -> frozenset[str]:
+        """The names the scope in hand binds only to values that cannot be hashed, less those shadowed here."""
+        if self.known is None:
+            self.known = frozenset() if self.scope_of is None else unhashable_names(*self.scope_of)
+        return self.known - self.shadowed
 
     def try_(self, stmt: ast.Try | ast.TryStar, names: tuple[str, ...], live: set[str]) -> None:
         live |= self.branch(stmt.body, names, live)
@@ -142,19 +175,24 @@ class _Scanner:
                 self.calls(node, names, frozenset(live))
 
     def calls(self, node: ast.AST, names: tuple[str, ...], live: frozenset[str]) -> None:
-        """Every `*_once` call inside an expression, lambdas included (their parameters shadow)."""
+        """Every `*_once` call inside an expression, lambdas and comprehensions included (their parameters and
+        targets shadow)."""
         if isinstance(node, ast.Lambda):
             live = live - params(node.args)
-        elif isinstance(node, ast.Call):
-            once = once_call(node, self.aliases)
-            if once is not None:
+            shadowed = params(node.args)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            shadowed = {n.id for gen in node.generators for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+        else:
+            shadowed = set()
+            if isinstance(node, ast.Call) and (once := once_call(node, self.aliases)) is not None:
                 self.record(once, names, live)
-        for child in ast.iter_child_nodes(node):
-            self.calls(child, names, live)
+        with self.shadowing(shadowed) if shadowed else nullcontext():
+            for child in ast.iter_child_nodes(node):
+                self.calls(child, names, live)
 
     def record(self, once: OnceCall, names: tuple[str, ...], live: frozenset[str]) -> None:
         qualname, call = ".".join(names) or "<module>", once.node
-        found = list(call_findings(once, self.file, qualname, live))
+        found = list(call_findings(once, self.file, qualname, live, self.unhashable()))
         first, last = call.lineno, call.end_lineno or call.lineno
         if found and any("#" in self.lines[n - 1] for n in range(first, last + 1)):
             found = self.pragmas.accept(found, first, last, _strings(call), qualname)
@@ -197,7 +235,10 @@ def _scanned(source: str, file: str) -> list[Finding]:
     try:
         pieces, aliases = _pieces(source)
         scanner = _Scanner(file, source, aliases)
-        for module in pieces:  # module-level names bound to a live exception carry over between pieces
+        whole = list(pieces) if len(source) <= 2 * grammar.CHUNK else None  # one piece: the module's names are known
+        if whole:
+            scanner.scope_of = ([stmt for module in whole for stmt in module.body], None)
+        for module in whole or pieces:  # module-level names bound to a live exception carry over between pieces
             scanner.block(module.body, (), live)
     except DoesNotParse as err:
         return [unchecked(file, err.reason, err.line, err.column)]
@@ -205,8 +246,10 @@ def _scanned(source: str, file: str) -> list[Finding]:
 
 
 def findings_in_source(source: str, file: str) -> list[Finding]:
-    """Every finding in one file's source text: without `_once` it is not parsed (only its pragmas are read)."""
-    if PREFILTER not in source:
+    """Every finding in one file's source text: without `_once` it is only read by Python's compiler
+    (`grammar.compiles`: no `ast` objects) and its pragmas, and parsed only when the compiler refuses it, to say
+    where it does not parse (or to find it is newer syntax, which parses)."""
+    if PREFILTER not in source and grammar.compiles(source):
         return numbered(Pragmas(file, source.split("\n")).findings(source)) if MENTIONED.search(source) else []
     try:
         return numbered(_scanned(source, file))

@@ -303,8 +303,12 @@ SEE_EXIT_CODES = "exit codes: see `warnonce-guard --help`"
 
 
 def comma_list(text: str) -> list[str]:
-    """A comma-separated option value (`--select WOG001,WOG002`), as ruff takes them."""
-    return [item.strip() for item in text.split(",") if item.strip()]
+    """A comma-separated option value (`--select WOG001,WOG002`), as ruff takes them; an empty item (`""`, `",,"`,
+    `"WOG001,"`: an unset variable's place) is a usage error, never a selector dropped."""
+    items = [item.strip() for item in text.split(",")]
+    if not all(items):
+        raise argparse.ArgumentTypeError(f"{text!r} has an empty item; give comma-separated values, none empty")
+    return items
 
 
 def _target_options(parser: argparse.ArgumentParser, platform: bool = True) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 
-from warnonce_guard.common.errors import GuardError, PathUnusable, StagingFailed
+from warnonce_guard.common.errors import GuardError, PathUnusable, StagingFailed, TargetChanged
 
 MARKER = ".warnonce-guard"
 TOOL = "warnonce-guard"
@@ -76,6 +76,38 @@ def write_atomic(path: Path, text: str) -> None:
         raise
     finally:
         partial.unlink(missing_ok=True)
+
+
+def rewrite(path: Path, data: bytes, before: bytes) -> None:
+    """Replace the content of a user's file, which holds `before`, with `data`: through its symbolic links, in place.
+
+    The file keeps its inode, and with it every hard link's name, its owner, mode, ACLs and extended attributes
+    (a rename of a new file over it would break all of those). In place is not atomic, so it is made as safe as
+    it can be: the content is compared with `before` through the open file (`TargetChanged` if it moved on), the
+    new length is allocated first (a full disk refuses before any byte changes), and the write and the truncation
+    run with Ctrl-C and SIGTERM held. Only a SIGKILL or a crash in those few system calls leaves it half-written.
+    """
+    fd = os.open(path, os.O_RDWR)  # follows symbolic links: the file they point to is the one fixed
+    try:
+        current = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+        if current != before:
+            raise TargetChanged(f"{path}: changed since it was read; nothing was written, run again")
+        if len(data) > len(before):
+            try:
+                os.posix_fallocate(fd, 0, len(data))
+            except OSError as err:
+                os.ftruncate(fd, len(before))  # what an allocation cut short added
+                if err.errno in DISK_ERRORS:
+                    raise
+                # a filesystem that cannot allocate ahead (EOPNOTSUPP): the write itself says if the disk is full
+        with _signals_held():
+            view = memoryview(data)
+            while view:
+                view = view[os.pwrite(fd, view, len(data) - len(view)) :]
+            os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def cannot_write(err: OSError, what: str, fix: str = "pass --work-dir on a writable disk") -> GuardError:

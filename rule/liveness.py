@@ -7,9 +7,10 @@ one argument expression (an `ast.expr`), given the names that hold a live except
 - None: provably an immutable primitive (a literal, an f-string, a call of a builtin that returns one, or
   operators, comparisons and tuples of those): nothing can be kept alive through it.
 - `unhashable`: provably a list, dict, set or bytearray (a display, a comprehension, a builtin that returns
-  one, a slice of or an operator on one, a tuple holding one): the lru_cache cannot hash it, so the call
-  raises TypeError (whenever it logs) and keeps nothing. It comes before `exception`: `[e]` raises, it does
-  not cache `e`.
+  one, a slice of or an operator on one, a tuple holding one, or a name, or an attribute of `self`, that the
+  function binds only to such values: `unhashable_names`): the lru_cache cannot hash it, so the call raises
+  TypeError (whenever it logs) and keeps nothing. It comes before `exception`: `[e]` raises, it does not
+  cache `e`. A name bound once to a list and once to anything else, or a parameter, cannot be known: `name`.
 - `exception`: the exception object itself (and with it its traceback, every frame on it and their locals)
   can reach the cache: `e`, `foo(e)`, an attribute of it that is not its data, and the exception being
   handled as `sys` gives it, named or not (`sys.exc_info()`, `sys.exception()`, `sys.last_value`, ...).
@@ -33,6 +34,7 @@ logged (`ONCE_KEYWORDS`).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 EXCEPTION = "exception"
@@ -74,10 +76,12 @@ _KINDS: tuple[tuple[type[ast.AST] | tuple[type[ast.AST], ...], str], ...] = (
 
 
 class LivenessExample(NamedTuple):
-    """One row of the policy: an argument, with `e` bound to a live exception, and its kind (None: safe)."""
+    """One row of the policy: an argument, with `e` bound to a live exception (and after the statements `bound`, in
+    the same function), and its kind (None: safe)."""
 
     argument: str
     kind: str | None
+    bound: str = ""
 
 
 EXAMPLES: tuple[LivenessExample, ...] = (
@@ -99,6 +103,15 @@ EXAMPLES: tuple[LivenessExample, ...] = (
     LivenessExample("sorted(x)[:10]", UNHASHABLE),
     LivenessExample("{x: 1}", UNHASHABLE),
     LivenessExample("(x, [1])", UNHASHABLE),
+    LivenessExample("[e] + xs", UNHASHABLE),
+    LivenessExample("x", UNHASHABLE, "x = [1, 2]"),
+    LivenessExample("ops", UNHASHABLE, "if x:\n    ops = ['+rms_norm']\nelse:\n    ops = ['-rms_norm']"),
+    LivenessExample("self.seen", UNHASHABLE, "self.seen = set()"),
+    LivenessExample("(x, 1)", UNHASHABLE, "x = {}\nx |= {1: 2}"),
+    LivenessExample("z", UNHASHABLE, "x = []\nz = x + [1]"),
+    LivenessExample("x", "name", "x = [1, 2]\nif y:\n    x = 'a'"),
+    LivenessExample("x", "name", "for x in [[1]]:\n    pass"),
+    LivenessExample("-len(xs)", None),
     LivenessExample("e.args", "attribute"),
     LivenessExample("e.name", "attribute"),
     LivenessExample("e.args[0]", "subscript"),
@@ -167,19 +180,107 @@ def is_safe(node: ast.expr) -> bool:
     return False
 
 
-def is_unhashable(node: ast.expr) -> bool:
-    """Provably a list, dict, set or bytearray (or an operation that raises TypeError): hashing it raises."""
+def is_unhashable(node: ast.expr, names: frozenset[str] = frozenset()) -> bool:
+    """Provably a list, dict, set or bytearray (or an operation that raises TypeError): hashing it raises. `names`
+    are the names (and `self.x`) bound only to such values (`unhashable_names`)."""
     if isinstance(node, _UNHASHABLE_DISPLAYS):
         return True
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return dotted_name(node) in names
     if isinstance(node, ast.Call):
         return _builtin_name(node) in _UNHASHABLE_BUILTINS
     if isinstance(node, ast.Tuple):
-        return any(is_unhashable(el) for el in node.elts)
+        return any(is_unhashable(el, names) for el in node.elts)
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):  # `sorted(xs)[:10]`: a list again
-        return is_unhashable(node.value)
+        return is_unhashable(node.value, names)
     if isinstance(node, ast.BinOp):  # `[a] + xs`, `{a} | s`: one of those again, or TypeError (`fmt % [a]`: a str)
-        return is_unhashable(node.left) or (not isinstance(node.op, ast.Mod) and is_unhashable(node.right))
+        return is_unhashable(node.left, names) or (
+            not isinstance(node.op, ast.Mod) and is_unhashable(node.right, names)
+        )
     return False
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp)
+_SCOPES += (ast.GeneratorExp,)
+_NAMED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)
+Bindings = dict[str, list[ast.expr | None]]  # name -> each value it is bound to (None: a value not known here)
+
+
+def _walk(body: Sequence[ast.AST]) -> Iterator[tuple[ast.AST, bool]]:
+    """Every node under a scope's statements, once, and whether it is the scope's own (not inside a nested
+    function, lambda, class or comprehension)."""
+    todo = [(node, True) for node in body]
+    while todo:
+        node, own = todo.pop()
+        yield node, own
+        inner = own and not isinstance(node, _SCOPES)
+        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+
+
+def _bind(found: Bindings, target: ast.AST, value: ast.expr | None) -> None:
+    """`target = value`: a name, or an attribute chain, bound to `value`; the names inside an unpacking to what
+    cannot be known."""
+    if isinstance(target, (ast.Name, ast.Attribute)) and (name := dotted_name(target)) is not None:
+        found.setdefault(name, []).append(value)
+    elif isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                found.setdefault(node.id, []).append(None)
+
+
+def _bindings(node: ast.AST, found: Bindings) -> None:
+    """What one node of a scope binds (an augmented assignment keeps a list, set or dict one: it binds nothing)."""
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            _bind(found, target, node.value)
+    elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+        _bind(found, node.target, node.value)
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        _bind(found, ast.Tuple([node.target]), None)
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        _bind(found, ast.Tuple([node.optional_vars]), None)
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        for alias in node.names:
+            found.setdefault((alias.asname or alias.name).split(".")[0], []).append(None)
+    elif isinstance(node, _NAMED) and node.name:  # a def, a class, `except ... as name`, a match's capture
+        found.setdefault(node.name, []).append(None)
+    elif isinstance(node, ast.MatchMapping) and node.rest:
+        found.setdefault(node.rest, []).append(None)
+
+
+def _attribute_of(name: str, me: str | None) -> bool:
+    """`name` is `me.x`: an attribute of the method's `self`."""
+    owner, _, attribute = name.partition(".")
+    return me is not None and owner == me and "." not in attribute
+
+
+def unhashable_names(body: Sequence[ast.stmt], args: ast.arguments | None = None) -> frozenset[str]:
+    """The names, and attributes of `self` (a method's first parameter), that a scope (a function's body and
+    parameters `args`, or a module's statements) binds only to values that cannot be hashed: `x = [1]`, a list on
+    every branch, `y = x + [2]`. A parameter, a `global` or `nonlocal` name (anywhere inside), an unpacking or a
+    loop's target can be anything; a `self` re-bound leaves its attributes unknown."""
+    found: Bindings = {}
+    for node, own in _walk(body):
+        if own:
+            _bindings(node, found)
+        if isinstance(node, (ast.Global, ast.Nonlocal)):  # anywhere inside: another scope may re-bind it
+            for name in node.names:
+                found.setdefault(name, []).append(None)
+    for name in params(args) if args else ():
+        found.setdefault(name, []).append(None)
+    positional = [*args.posonlyargs, *args.args] if args else []
+    me = positional[0].arg if positional and len(found[positional[0].arg]) == 1 else None
+    candidates = {name: values for name, values in found.items() if "." not in name or _attribute_of(name, me)}
+    known: frozenset[str] = frozenset()
+    while True:  # the least fixpoint: `y = x + [2]` once `x` is known
+        more = frozenset(
+            name
+            for name, values in candidates.items()
+            if all(value is not None and is_unhashable(value, known) for value in values)
+        )
+        if more == known:
+            return known
+        known = more
 
 
 def _is_sys(node: ast.expr, names: frozenset[str]) -> bool:
@@ -224,11 +325,14 @@ def carries(node: ast.AST, live: frozenset[str] | set[str]) -> bool:
     return any(carries(child, live) for child in ast.iter_child_nodes(node))
 
 
-def argument_kind(node: ast.expr, live: frozenset[str] | set[str] = frozenset()) -> str | None:
-    """None for a safe argument, else its kind (`unhashable`, then `exception` first: see the module docstring)."""
+def argument_kind(
+    node: ast.expr, live: frozenset[str] | set[str] = frozenset(), unhashable: frozenset[str] = frozenset()
+) -> str | None:
+    """None for a safe argument, else its kind (`unhashable`, then `exception` first: see the module docstring);
+    `unhashable` names what the function binds only to values that cannot be hashed (`unhashable_names`)."""
     if is_safe(node):
         return None
-    if is_unhashable(node):
+    if is_unhashable(node, unhashable):
         return UNHASHABLE
     if carries(node, live):
         return EXCEPTION

@@ -182,13 +182,18 @@ def unreadable(path: Path, err: OSError) -> SourceDoesNotParse:
     return SourceDoesNotParse(f"{path}: cannot be read ({why}); make it readable or point at another tree")
 
 
-def read_source(path: Path) -> str:
-    """A Python file of the target, decoded as Python decodes it (a coding line, else UTF-8) with its newlines
-    made `\\n`; `SourceDoesNotParse` naming it when it cannot be read or decoded."""
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise unreadable(path, err) from None
+class NotPythonText(ValueError):
+    """Bytes Python would not read as a source file: why (a coding line naming no codec, not the text it says), and
+    where (1-based line, and column in bytes)."""
+
+    def __init__(self, reason: str, line: int = 1, column: int = 1) -> None:
+        super().__init__(reason)
+        self.line, self.column = line, column
+
+
+def python_text(data: bytes) -> str:
+    """A source file's bytes decoded as Python decodes them: its BOM or coding line, else UTF-8 (a BOM is not part
+    of the text); newlines as written. `NotPythonText` saying why when Python could not read them."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         bad_coding = None
@@ -197,10 +202,23 @@ def read_source(path: Path) -> str:
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as err:
-        raise SourceDoesNotParse(
-            f"{path}: not {encoding} text ({err.reason} at byte {err.start}), which Python cannot read; "
-            "fix the file or point at another tree"
-        ) from None
+        why = f"not {encoding} text ({err.reason} at byte {err.start}), which Python cannot read"
+        line_start = data.rfind(b"\n", 0, err.start) + 1
+        raise NotPythonText(why, data.count(b"\n", 0, err.start) + 1, err.start - line_start + 1) from None
     if bad_coding is not None:
-        raise SourceDoesNotParse(f"{path}: {bad_coding}; fix the file or point at another tree")
+        raise NotPythonText(bad_coding)
+    return text
+
+
+def read_source(path: Path) -> str:
+    """A Python file of the target, decoded as Python decodes it (`python_text`) with its newlines made `\\n`;
+    `SourceDoesNotParse` naming it when it cannot be read or decoded."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise unreadable(path, err) from None
+    try:
+        text = python_text(data)
+    except NotPythonText as err:
+        raise SourceDoesNotParse(f"{path}: {err}; fix the file or point at another tree") from None
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text

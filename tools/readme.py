@@ -20,7 +20,7 @@ from warnonce_guard.audit.rules import DOCS
 from warnonce_guard.common.errors import exit_code_rows
 from warnonce_guard.guards.detectors import DETECTORS, example_leak
 from warnonce_guard.mutations.operators import describe_operators
-from warnonce_guard.rule.liveness import EXAMPLES
+from warnonce_guard.rule.liveness import EXAMPLES, LivenessExample
 from warnonce_guard.strict.contract import KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +44,11 @@ def detectors_block() -> str:
 
 
 def liveness_block() -> str:
-    rows = [f"| `{e.argument}` | {e.kind or 'safe: no finding'} |" for e in EXAMPLES]
+    def argument(e: LivenessExample) -> str:
+        after = " ".join(line.strip() for line in e.bound.splitlines())
+        return f"`{e.argument}` after `{after}`" if after else f"`{e.argument}`"
+
+    rows = [f"| {argument(e)} | {e.kind or 'safe: no finding'} |" for e in EXAMPLES]
     return "\n".join(["| argument | kind |", "|---|---|", *rows])
 
 

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from warnonce_guard.audit import grammar
 from warnonce_guard.audit.baseline import load_baseline
 from warnonce_guard.audit.findings import Finding
 from warnonce_guard.audit.paths import tree_files
@@ -227,6 +228,38 @@ def test_a_partial_of_a_once_method_passes_what_it_binds_and_what_it_is_called_w
     assert found[0].fix is not None and found[1].fix is None  # the partial's message is elsewhere: not fixed
 
 
+def test_a_partial_of_an_alias_binds_what_the_alias_and_it_bind() -> None:
+    source = """\
+        import functools
+        warn = logger.warning_once
+        note = functools.partial(warn, "Failed: %s")
+        try:
+            pass
+        except ImportError as e:
+            functools.partial(warn, "Failed: %s", e)
+            note(e)
+            functools.partial(note, e)()
+    """
+    found = find(source)
+    assert [(f.line, f.level, f.argument, f.kind, f.fix) for f in found] == [
+        (7, "warning_once", "e", "exception", found[0].fix),
+        (8, "warning_once", "e", "exception", None),  # the message is the partial's: not fixed here
+        (9, "warning_once", "e", "exception", None),
+    ]
+    assert found[0].message.startswith("functools.partial(warn, ...) passes `e`")
+    assert found[1].message.startswith("note(...) (warning_once) passes `e`")
+
+
+def test_an_alias_bound_in_one_piece_of_a_big_file_is_known_in_a_later_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grammar, "CHUNK", 64)
+    filler = "".join(f"x{i} = {i}\n" for i in range(40))
+    later = "try:\n    pass\nexcept ImportError as e:\n    warn(e)\n"
+    source = f"warn = logger.warning_once\n{filler}{later}"
+    assert len(source) > 4 * grammar.CHUNK and len(list(grammar.modules(source))) > 1
+    (finding,) = findings_in_source(source, FILE)
+    assert (finding.line, finding.level, finding.kind) == (source.count("\n"), "warning_once", "exception")
+
+
 def test_a_module_without_an_alias_is_not_searched_for_one() -> None:
     source = """\
         try:
@@ -380,8 +413,20 @@ def test_file_that_does_not_parse_is_one_finding_at_its_error() -> None:
     assert finding.argument.startswith("does not parse (")
 
 
-def test_file_without_once_calls_is_not_parsed() -> None:
-    assert find("def broken(:\n") == []
+def test_a_file_without_once_calls_that_does_not_parse_is_not_checked() -> None:
+    """Every file is a result: one that holds no `_once` is compiled, and reported where it does not parse."""
+    (finding,) = find("x = 1\ndef broken(:\n")
+    assert (finding.code, finding.line, finding.column, finding.argument) == (
+        "WOG000",
+        2,
+        12,
+        "does not parse (invalid syntax)",
+    )
+
+
+def test_a_file_without_once_calls_in_newer_syntax_is_checked() -> None:
+    """compile() refuses 3.12 syntax under 3.11: the file is parsed then, as a file with calls is, and passes."""
+    assert find("type Alias = int\ndef f[T](x: T) -> T:\n    return x\n") == []
 
 
 # ---- the command: text, JSON, baseline ratchet ------------------------------------------------------
@@ -553,3 +598,78 @@ def test_audit_of_the_installed_vllm_covers_every_file() -> None:
     assert 0 < result.files_parsed <= result.files_scanned
     assert result.findings, "vLLM has *_once calls with non-literal arguments"
     assert all((target.root / f.file).is_file() for f in result.findings)
+
+
+# ---- names bound only to what cannot be hashed (WOG010) -----------------------------------------------
+
+
+LAYERNORM = """\
+class RMSNorm:
+    def __init__(self, enabled):
+        if enabled:
+            custom_ops = ["+rms_norm"]
+        else:
+            custom_ops = ["-rms_norm"]
+        logger.warning_once("custom ops: %s", custom_ops)
+"""
+
+
+def test_a_name_bound_to_a_list_on_every_path_is_unhashable() -> None:
+    """vllm-hust 0.17.2.post1 layernorm.py:198 passes such a list: the call raises TypeError, WOG002 hid it."""
+    assert kinds(LAYERNORM) == [("custom_ops", "unhashable")]
+
+
+def test_a_module_level_list_is_unhashable() -> None:
+    assert kinds('x = [1, 2]; logger.info_once("%s", x)\n') == [("x", "unhashable")]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'def f(x):\n    logger.info_once("%s", x)\n',  # a parameter
+        'def f(y):\n    x = [1] if y else "a"\n    logger.info_once("%s", x)\n',
+        'def f(y):\n    x = [1]\n    if y:\n        x = "a"\n    logger.info_once("%s", x)\n',
+        'def f(ys):\n    x = [1]\n    [logger.info_once("%s", x) for x in ys]\n',  # the comprehension's own x
+        'def f(ys):\n    x = [1]\n    g = lambda x: logger.info_once("%s", x)\n',  # the lambda's own x
+        'def f():\n    global x\n    x = [1]\n    logger.info_once("%s", x)\n',
+        'x = [1]\ndef f():\n    logger.info_once("%s", x)\n',  # another scope's
+        'def f(self):\n    self = other\n    self.x = []\n    logger.info_once("%s", self.x)\n',
+    ],
+    ids=["parameter", "list or str", "re-bound in a branch", "comprehension", "lambda", "global", "outer", "self"],
+)
+def test_a_name_that_may_be_anything_stays_unknown(source: str) -> None:
+    assert [kind for _, kind in kinds(source)] in (["name"], ["attribute"])
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'def f(self, other):\n    other.x = []\n    logger.info_once("%s", other.x)\n',  # not the method's self
+        'def f(self):\n    self.a.b = []\n    logger.info_once("%s", self.a.b)\n',  # an attribute of an attribute
+    ],
+    ids=["another object", "nested attribute"],
+)
+def test_only_a_direct_attribute_of_self_can_be_known_unhashable(source: str) -> None:
+    assert [kind for _, kind in kinds(source)] == ["attribute"]
+
+
+def test_an_alias_after_another_assignment_is_an_alias() -> None:
+    source = "x = 1\ny: int = 2\nwarn = logger.warning_once\ntry:\n    pass\nexcept ImportError as e:\n    warn(e)\n"
+    assert kinds(source) == [("e", "exception")]
+
+
+def test_a_call_passing_a_once_method_is_no_once_call() -> None:
+    assert find("def f(e):\n    register(logger.warning_once, e)\n") == []
+
+
+def test_a_partial_binding_nothing_is_the_method_itself_and_is_fixed() -> None:
+    source = "try:\n    pass\nexcept ImportError as e:\n"
+    source += '    functools.partial(logger.warning_once)("m %r", e)\n'
+    (finding,) = find(source)
+    assert (finding.kind, finding.fix is not None) == ("exception", True)
+
+
+def test_a_finding_on_an_argument_over_lines_spans_them() -> None:
+    source = 'try:\n    pass\nexcept ImportError as e:\n    logger.warning_once("m %s", foo(\n        e))\n'
+    (finding,) = find(source)
+    assert (finding.line, finding.end_line, finding.end_column) == (4, 5, 11)

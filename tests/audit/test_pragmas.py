@@ -88,3 +88,40 @@ def test_a_pragmas_text_inside_a_string_is_not_a_pragma() -> None:
     assert codes(logged('logger.warning_once("# noqa %s", e)')) == [("WOG001", None)]
     assert codes('"""Write `# warnonce: ok <reason>` on the call."""\n') == []  # a file without calls: tokenized
     assert codes("x = 1  # warnonce: ok stray\n") == [("WOG101", None)]
+
+
+def test_a_pragma_on_an_earlier_line_does_not_accept_a_later_calls_finding() -> None:
+    source = logged('x = 1  # warnonce: ok[WOG001] not this call\nlogger.warning_once("%s", e)  # noqa: WOG002')
+    source += logged('y = 2  # noqa: WOG001\nlogger.warning_once("%s", e)')
+    assert codes(source) == [("WOG101", None), ("WOG001", None), ("WOG101", None), ("WOG101", None), ("WOG001", None)]
+
+
+@pytest.mark.parametrize("before", ["x = 1", 'x = "é"'], ids=["ascii", "non-ascii before it"])
+def test_a_pragma_finding_spans_the_pragma_in_bytes_as_every_finding_does(before: str) -> None:
+    (finding,) = findings_in_source(f"{before}  # warnonce: ok\n", "x.py")
+    start = len(f"{before}  ".encode()) + 1
+    assert (finding.line, finding.column, finding.end_line) == (1, start, 1)
+    assert finding.end_column == start + len("# warnonce: ok")
+
+
+def test_a_pragma_on_the_line_after_a_call_does_not_accept_it() -> None:
+    source = logged('logger.warning_once("%s", e)\nx = 1  # warnonce: ok[WOG001] not this call')
+    assert codes(source) == [("WOG001", None), ("WOG101", None)]
+
+
+def test_a_pragma_right_after_a_string_is_a_pragma() -> None:
+    source = logged('logger.warning_once(\n    "%s"# warnonce: ok[WOG001] formatted below\n    , e)')
+    assert codes(source) == [("WOG001", "formatted below")]
+
+
+def test_a_pragma_finding_is_keyed_by_its_function_and_shows_the_pragma_stripped() -> None:
+    source = logged('logger.warning_once("%s", e)  # warnonce: ok[WOG002] not this one   ')
+    source += logged('logger.warning_once("%s", e)  # noqa: WOG001, WOG002')
+    found = findings_in_source(source, "x.py")
+    unused = [f for f in found if f.code == "WOG101"]
+    assert [(f.key, f.level, f.end_column - f.column) for f in unused] == [
+        ("x.py::f::::`# warnonce: ok[WOG002] not this one`#0", "", len("# warnonce: ok[WOG002] not this one")),
+        ("x.py::f::::WOG002 of `# noqa: WOG001, WOG002`#0", "", len("# noqa: WOG001, WOG002")),
+    ]
+    accepted = [f.suppressed for f in found if f.code == "WOG001"]
+    assert accepted == [None, "noqa: WOG001, WOG002"]

@@ -45,6 +45,11 @@ def test_the_default_selection_is_every_error() -> None:
         ([Layer("pyproject.toml", ignore=("WOG001",)), cli(extend=("WOG001",))], DEFAULT),
         ([Layer("pyproject.toml", select=("WOG002",)), cli(extend=("WOG003",))], {"WOG002", "WOG003"}),
         ([Layer("pyproject.toml", select=("WOG002",)), cli("WOG003")], {"WOG003"}),
+        # ALL is the least specific selector: any prefix wins over it, whichever side either is on
+        ([cli(ignore=("ALL",), extend=("WOG",))], EVERY),
+        ([cli(ignore=("ALL",), extend=("WOG0",))], {f"WOG0{i:02}" for i in range(12)}),
+        ([cli("ALL", ignore=("WOG",))], set()),
+        ([cli("ALL", ignore=("ALL",))], set()),  # a tie: ignore wins
     ],
 )
 def test_selection_resolves_as_ruff_does(layers: list[Layer], selected: set[str]) -> None:
@@ -55,6 +60,14 @@ def test_selection_resolves_as_ruff_does(layers: list[Layer], selected: set[str]
 def test_an_unknown_selector_is_a_usage_error_naming_it(selector: str) -> None:
     with pytest.raises(UsageError, match=f"unknown rule selector {selector!r}"):
         resolve([cli(selector)])
+
+
+def test_the_unknown_selector_error_lists_every_known_code_and_where_it_is_written() -> None:
+    with pytest.raises(UsageError) as raised:
+        resolve([Layer("pyproject.toml", select=("WOG9",))])
+    known = ", ".join(rule.code for rule in RULES)
+    assert str(raised.value) == f"pyproject.toml: unknown rule selector 'WOG9' (want ALL, a code or a prefix: {known})"
+    assert len(RULES) == 14
 
 
 def write(path: Path, text: str) -> Path:

@@ -121,3 +121,19 @@ def test_finding_reads_as_detector_and_evidence() -> None:
 def test_observation_is_reached_only_when_the_site_logged() -> None:
     assert clean_observation().reached
     assert not replace(clean_observation(), log_calls=0).reached
+
+
+def test_the_clean_observation_is_what_the_eager_interface_site_gives_when_driven_twice() -> None:
+    """The examples (README's detector table) start from it: it must be a real site's, not any quiet one."""
+    obs = clean_observation()
+    assert obs.site_id == "vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0"
+    assert obs.calls == obs.log_calls == obs.exceptions_raised == 2  # one log call per drive
+    assert obs.emitted == [obs.expected_message]
+    assert obs.expected_fragment == "No module named 'vllm._C'"
+    assert obs.expected_fragment in (obs.expected_message or "")
+
+
+def test_a_repeated_warning_is_shown_by_its_first_record() -> None:
+    obs = replace(clean_observation(), emitted=["first", "second"])
+    (repeated,) = [found for found in detections(obs) if found.detector == detectors.WARNING_REPEATED]
+    assert repeated.evidence == "emitted 2 times over 2 calls: 'first'"

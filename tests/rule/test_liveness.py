@@ -12,14 +12,42 @@ from warnonce_guard.rule.liveness import (
     EXCEPTION,
     UNHASHABLE,
     LivenessExample,
+    argument_kind,
     argument_kind_of_source,
+    unhashable_names,
 )
 from warnonce_guard.rule.sites import sites_in_source
 
+# The function a row's `bound` statements stand in: `self` is a method's, `y` and `xs` are parameters.
+METHOD = "def method(self, y, xs):"
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=[e.argument for e in EXAMPLES])
+
+def row_id(example: LivenessExample) -> str:
+    return f"{example.bound} -> {example.argument}".replace("\n", "; ") if example.bound else example.argument
+
+
+def in_method(example: LivenessExample) -> str:
+    """The row as a method: its `bound` statements, then a call passing its argument from a handler of `e`."""
+    body = [*example.bound.splitlines(), "try:", "    pass", "except Exception as e:"]
+    body.append(f'    logger.warning_once("%s", {example.argument})')
+    return "\n".join([METHOD, *(f"    {line}" for line in body)]) + "\n"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[row_id(e) for e in EXAMPLES])
 def test_the_policy_table(example: LivenessExample) -> None:
-    assert argument_kind_of_source(example.argument, {"e"}) == example.kind
+    function = ast.parse(in_method(example)).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    names = unhashable_names(function.body, function.args)
+    argument = ast.parse(f"({example.argument})", mode="eval").body
+    assert argument_kind(argument, {"e"}, names) == example.kind
+    if not example.bound:
+        assert argument_kind_of_source(example.argument, {"e"}) == example.kind
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[row_id(e) for e in EXAMPLES])
+def test_the_audit_reports_each_row_as_its_kind(example: LivenessExample) -> None:
+    found = [(f.argument, f.kind) for f in findings_in_source(in_method(example), "x.py")]
+    assert found == ([] if example.kind is None else [(ast.unparse(ast.parse(example.argument)), example.kind)])
 
 
 def kernel_site(argument: str) -> str:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import textwrap
 from pathlib import Path
 
+import libcst
 import pytest
 from faults import as_nobody, no_longer_than, shared_tree
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 from toy import INTERFACE, add_odd_files, make_tree
 from warnonce_guard.common.errors import ExitCode, Interrupted, SourceDoesNotParse
+from warnonce_guard.rule.site_rule import anchor, resolve_relative
 from warnonce_guard.rule.sites import Condition, Site, discover, might_hold_site, sites_in_source
 
 FILE, MODULE = "vllm/platforms/x.py", "vllm.platforms.x"
@@ -537,3 +540,94 @@ def test_a_site_file_this_user_may_not_read_is_exit_5_naming_it() -> None:
 
         said = as_nobody(discover_as_user)
     assert said.startswith(f"{site_file}: cannot be read (Permission denied); make it readable")
+
+
+def test_every_import_error_handler_of_one_try_has_its_sites() -> None:
+    source = textwrap.dedent(
+        """\
+        def import_kernels():
+            try:
+                import vllm._C
+            except ModuleNotFoundError as missing:
+                logger.warning_once("Missing: %r", missing)
+            except ImportError as broken:
+                logger.warning_once("Broken: %r", broken)
+        """
+    )
+    sites = sites_in_source(source, FILE, MODULE)
+    assert [(s.exc_name, s.line, s.form) for s in sites] == [("missing", 5, "live"), ("broken", 7, "live")]
+
+
+@pytest.mark.parametrize(
+    ("dots", "base", "package", "resolved"),
+    [
+        (1, "_C", "", None),  # a top-level module has no package to be relative to
+        (2, "_C", "vllm", None),  # above the top
+        (1, "_C", "vllm", "vllm._C"),
+        (2, "_C", "vllm.platforms", "vllm._C"),
+        (1, "", "vllm.platforms", "vllm.platforms"),
+    ],
+)
+def test_a_relative_import_resolves_in_its_package_or_not_at_all(
+    dots: int, base: str, package: str, resolved: str | None
+) -> None:
+    assert resolve_relative(dots, base, package) == resolved
+
+
+NESTED = """\
+def import_kernels():
+    try:
+        import vllm._C
+    except ImportError as e:
+        try:
+            logger.warning_once("outer, in a nested body: %r", e)
+            from . import _C_AVX2
+        except ImportError as inner:
+            logger.warning_once("both: %r %r", e, inner)
+            logger.warning_once("outer, in the inner handler: %r", e)
+            try:
+                from . import _C_AVX512
+            except ImportError as deepest:
+                logger.warning_once("deepest and outer: %r %r", deepest, e)
+"""
+
+
+def test_each_call_of_nested_handlers_belongs_to_the_innermost_site_whose_name_it_passes() -> None:
+    sites = sites_in_source(NESTED, FILE, MODULE)
+    assert [(s.exc_name, s.line, s.kernel_module) for s in sites] == [
+        ("e", 6, "vllm._C"),  # in a nested try's body, still the outer handler's
+        ("inner", 9, "vllm.platforms._C_AVX2"),  # passes both names: the inner site's (a relative import)
+        ("e", 10, "vllm._C"),
+        ("deepest", 14, "vllm.platforms._C_AVX512"),  # three levels down, relative again
+    ]
+
+
+def test_a_sites_anchor_digests_its_try_from_the_try_line_to_its_last_line_of_code() -> None:
+    code = "try:\n    import vllm._C\nexcept ImportError as e:\n    logger.warning_once('%r', e)"
+    module = libcst.parse_module(f"# a comment before\n{code}\n# a comment after\n\n")
+    (try_node,) = [node for node in module.body if isinstance(node, libcst.Try)]
+    assert anchor(try_node) == hashlib.sha256(code.encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("caught", ["builtins.ImportError", "a.b.ModuleNotFoundError", "(ValueError, x.y.ImportError)"])
+def test_an_import_error_named_through_its_module_is_caught(caught: str) -> None:
+    source = f"try:\n    import vllm._C\nexcept {caught} as e:\n    logger.warning_once('%r', e)\n"
+    assert [s.exc_name for s in sites_in_source(source, FILE, MODULE)] == ["e"]
+
+
+def test_a_nested_relative_site_under_a_branch_owns_the_calls_passing_its_name() -> None:
+    source = textwrap.dedent(
+        """\
+        try:
+            import vllm._C
+        except ImportError as e:
+            if e:
+                try:
+                    from . import _C_AVX2
+                except ImportError as inner:
+                    logger.warning_once("both: %r %r", e, inner)
+        """
+    )
+    assert [(s.exc_name, s.kernel_module) for s in sites_in_source(source, FILE, MODULE)] == [
+        ("inner", "vllm.platforms._C_AVX2")
+    ]

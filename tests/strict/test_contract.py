@@ -9,6 +9,7 @@ import sys
 import types
 
 import pytest
+from warnonce_guard.strict import contract
 from warnonce_guard.strict.contract import KINDS, OTHER, classify, offence
 
 from tools import readme
@@ -126,3 +127,66 @@ class Broken:
 def test_an_object_that_breaks_inspection_is_refused_not_raised() -> None:
     refusal = offence(Broken())
     assert refusal is not None and refusal.kind is OTHER
+
+
+class Listed(enum.Enum):
+    """A module-level enum whose member's value cannot be hashed: its class holds it by name all the same."""
+
+    ITEMS = [1, 2]  # noqa: RUF012 - the point: a value that cannot be hashed
+
+
+class NoQualname(type):
+    """A metaclass hiding `__qualname__` (a broken class, as strict mode may meet in a test)."""
+
+    def __getattribute__(cls, name: str) -> object:
+        if name == "__qualname__":
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
+class Anonymous(metaclass=NoQualname):
+    pass
+
+
+def stand_in(**attributes: object) -> object:
+    """An object with the given `__module__`, `__qualname__` (as functions and classes have them)."""
+    return types.SimpleNamespace(**attributes)
+
+
+@pytest.mark.parametrize(
+    "held",
+    [
+        stand_in(__module__=__name__),  # no __qualname__
+        stand_in(__module__=["not", "a", "name"], __qualname__="Mode"),
+        stand_in(__module__=__name__, __qualname__=5),
+        stand_in(__module__=__name__, __qualname__="EXAMPLE_NAMESPACE.count"),  # a tuple: no __dict__ on the way
+        stand_in(__module__=__name__, __qualname__="Mode.NONE.missing"),
+    ],
+    ids=["no qualname", "unhashable module", "qualname not a str", "no dict on the way", "not there"],
+)
+def test_an_object_not_held_by_its_module_under_its_name_is_not_held(held: object) -> None:
+    assert contract._held_by_its_module(held) is False
+
+
+def test_a_lambda_a_module_holds_under_the_name_lambda_is_still_made_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`<locals>` and `<lambda>` name what its definition makes each time, whatever a namespace holds."""
+    module = types.ModuleType("lambdas")
+    made = eval("lambda: 0")
+    made.__module__ = "lambdas"
+    module.__dict__["<lambda>"] = made
+    monkeypatch.setitem(sys.modules, "lambdas", module)
+    assert contract._held_by_its_module(made) is False
+
+
+def test_an_enum_member_is_held_by_name_even_when_its_value_cannot_be_hashed() -> None:
+    assert contract._enum_member(Listed.ITEMS) and offence(Listed.ITEMS) is None
+
+
+def test_a_forged_enum_member_is_not_a_member() -> None:
+    forged = object.__new__(Listed)
+    forged._name_, forged._value_ = "FORGED", [3]
+    assert contract._enum_member(forged) is False
+
+
+def test_a_class_without_a_qualname_is_named_with_a_question_mark() -> None:
+    assert contract._name(Anonymous) == f"class {__name__}.?"
