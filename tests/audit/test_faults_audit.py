@@ -45,16 +45,16 @@ def area(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.parametrize(
     ("argv", "line"),
     [
-        (["--select", ""], "argument --select: '' has an empty item"),
+        (["--select", ""], "argument --select: an empty value (is a variable unset?)"),
         (["--select", ",,,"], "argument --select: ',,,' has an empty item"),
         (["--select", "WOG001,"], "argument --select: 'WOG001,' has an empty item"),
-        (["--extend-select", " "], "argument --extend-select: ' ' has an empty item"),
-        (["--ignore", ""], "argument --ignore: '' has an empty item"),
-        (["--exclude", ""], "argument --exclude: '' has an empty item"),
+        (["--extend-select", " "], "argument --extend-select: a blank value ' ' (is a variable unset?)"),
+        (["--ignore", ""], "argument --ignore: an empty value (is a variable unset?)"),
+        (["--exclude", ""], "argument --exclude: an empty value (is a variable unset?)"),
         (["--extend-exclude", ","], "argument --extend-exclude: ',' has an empty item"),
-        (["--baseline", ""], "audit --baseline: an empty file name"),
-        (["--write-baseline", " "], "audit --write-baseline: an empty file name"),
-        ([""], "audit PATH: an empty value among ['', 'pkg']"),
+        (["--baseline", ""], "argument --baseline: an empty value (is a variable unset?)"),
+        (["--write-baseline", " "], "argument --write-baseline: a blank value ' ' (is a variable unset?)"),
+        ([""], "argument PATH: an empty value (is a variable unset?)"),
     ],
     ids=lambda value: " ".join(map(repr, value)) if isinstance(value, list) else "",
 )

@@ -66,8 +66,10 @@ def test_reset_clears_only_the_named_exit_codes_atomically(ws: Workspace) -> Non
     assert sorted(p.name for p in layout.meta(ws, FILE).parent.iterdir()) == ["interface.py", "interface.py.meta"]
 
 
-def test_meta_saves_are_atomic_in_the_session(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    import mutmut.__main__ as mutmut_main
+def test_meta_saves_are_atomic_in_the_session(
+    ws: Workspace, mutmut_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # mutmut_config first: its directory is restored after monkeypatch's
+    import mutmut.__main__ as mutmut_main  # importing it reads a mutmut config: mutmut_config's
     from mutmut.mutation.data import SourceFileMutationData
 
     monkeypatch.setattr(SourceFileMutationData, "save", SourceFileMutationData.save)
