@@ -7,6 +7,7 @@ mutant changes (`Mutant.description`); `equivalents.toml` lists the equivalent o
 
 from __future__ import annotations
 
+import configparser
 import re
 import shutil
 import subprocess
@@ -20,8 +21,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 EQUIVALENTS_FILE = Path(__file__).resolve().parent / "equivalents.toml"
 PACKAGE = "warnonce_guard"
-# The folders of the checkout that are packages of `warnonce_guard` (setup.cfg's package_dir).
-PACKAGES = ("common", "rule", "guards", "audit", "strict", "mutations", "history", "cli")
+
+
+def _package_folders() -> list[str]:
+    """The folders of the checkout that are packages of `warnonce_guard`, as setup.cfg's package_dir maps them."""
+    setup = configparser.ConfigParser()
+    setup.read(ROOT / "setup.cfg", encoding="utf-8")
+    return [line.split("=")[1].strip() for line in setup["options"]["package_dir"].strip().splitlines()]
+
+
+PACKAGES = _package_folders()
 # What else the fast tier reads from the checkout (its own files, the docs it checks, the tools it runs).
 ALSO = ("tests", "tools", "docs", "requirements", "bench", ".ci", ".github", ".buildkite")
 ALSO_FILES = ("README.md", "setup.cfg", "pyproject.toml", "noxfile.py", ".pre-commit-hooks.yaml", ".gitignore")
@@ -36,7 +45,7 @@ MODULES = (
     f"{PACKAGE}/guards/detectors.py",
     f"{PACKAGE}/strict/contract.py",
 )
-FAST = "not slow and not network"
+FAST = "not slow and not network and not engine"
 # The fast tests of the products the mutated modules belong to, and of the rule: mutmut runs, for each mutant, every
 # one of these that reaches its function (the mutation run's and the history's reach the rule too, through
 # discovery, but each takes seconds where these take milliseconds: with them a run takes hours on two cores).
