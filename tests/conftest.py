@@ -23,7 +23,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faults import CleanRun, TreeShape, cli_args, fault_tree, hash_tree, read_verdicts, run
+from faults import (
+    MAKING,
+    CleanRun,
+    RunDirs,
+    TreeShape,
+    cli_args,
+    fault_tree,
+    hash_tree,
+    phases_seconds,
+    read_verdicts,
+    start,
+)
 from records_support import FakeSession
 from toy import make_tree, mutmut_settings
 
@@ -136,13 +147,15 @@ def clean_run(
 ) -> CleanRun:
     """An uninterrupted run of the module's tree in a fresh work directory: the verdicts to get back."""
     base = tmp_path_factory.mktemp("clean")
-    done = run(cli_args(user_tree, base / "report", base / "work", small_viewer), cwd=base)
-    assert done.returncode == 0, done.stdout + done.stderr
+    dirs = RunDirs(user_tree, base / "report", base / "work")
+    started = start(cli_args(user_tree, dirs.out, dirs.work, small_viewer), base, base / "logs")
+    making_s = phases_seconds(MAKING, dirs, started)
+    assert started.wait(timeout=180) == 0, started.out + started.err
     verdicts = read_verdicts(base / "report")
     # Not vacuous: every mutant killed, every site guarded at baseline.
     assert len(verdicts.mutants) == fault_shape.mutants and {v[0] for v in verdicts.mutants.values()} == {"Killed"}
     assert [status for status, _ in verdicts.sites.values()] == ["guarded"] * fault_shape.sites
-    return CleanRun(verdicts, base / "work")
+    return CleanRun(verdicts, base / "work", making_s)
 
 
 @pytest.fixture

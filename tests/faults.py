@@ -40,6 +40,7 @@ from warnonce_guard.mutations.operators import OPERATORS
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ("staging", "generation", "naming", "baseline", "mutants", "report")
+MAKING = ("generation", "naming")  # mutmut makes the mutants (libcst parses the site files), then they are named
 # One site in the toy tree: one mutant per operator that fits its call (from the operator registry).
 MUTANTS = sum(len(apply_operator(name, INTERFACE)) for name in OPERATORS)
 ERROR_PREFIX = "warnonce-guard: error: "
@@ -477,6 +478,16 @@ def wait_until(condition: Callable[[], bool], proc: subprocess.Popen[bytes], tim
     return False
 
 
+def phases_seconds(phases: tuple[str, ...], dirs: RunDirs, started: Started) -> float:
+    """How long the run using `dirs` is seen in one of `phases` (polled as `in_phase` does; 0.0 if never seen)."""
+    seen = lambda: any(in_phase(phase, dirs) for phase in phases)  # noqa: E731
+    if not wait_until(seen, started.proc, timeout=120):
+        return 0.0
+    began = time.monotonic()
+    wait_until(lambda: not seen(), started.proc, timeout=120)
+    return time.monotonic() - began
+
+
 # --- verdicts --------------------------------------------------------------------------------------------
 
 _BASELINE_ROW = re.compile(r"^\| `(?P<site>[^`]+)` \| \d+ \| (?P<status>\w+) \| (?P<detectors>.*) \|$")
@@ -496,6 +507,7 @@ class CleanRun:
 
     verdicts: Verdicts
     work: Path
+    making_s: float  # how long it was seen making and naming the mutants (generation, naming)
 
 
 def read_verdicts(out: Path) -> Verdicts:
