@@ -23,9 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faults import CleanRun, TreeShape, cli_args, fault_tree, hash_tree, read_verdicts, run
-from records_support import FakeSession
-from toy import make_tree, mutmut_settings
+
+from tests.faults import CleanRun, TreeShape, cli_args, fault_tree, hash_tree, read_verdicts, run
+from tests.records_support import FakeSession
+from tests.toy import make_tree, mutmut_settings
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

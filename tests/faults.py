@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toy import make_tree
+from tests.toy import make_tree
 
 # The campaign's pieces, written once in its tool (tools/campaign/runs.py: a tool imports nothing from tests/); the
 # tests import them from here.

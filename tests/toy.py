@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import layout
 import pytest
+
+from tests import layout
 
 # The miniature vLLM's sources, its tree and apply_operator are tools/toy_vllm.py's (the fault campaign builds on
 # them too, and a tool imports nothing from tests/); the tests import them from here.

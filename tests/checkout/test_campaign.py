@@ -10,11 +10,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import layout
 import pytest
 from warnonce_guard.common.errors import ExitCode
 from warnonce_guard.guards.detectors import OWNER_PINNED
 
+from tests import layout
 from tools.campaign.cli import closing, remeasured, row
 from tools.campaign.judge import Observation, Outcome, judge
 from tools.campaign.plan import FAULTS, MAX_GAP_S, Aim, Windows, allowed_exits, draw_moment, plan, trial_rng
