@@ -8,7 +8,7 @@
     nox -s replay                         the guards and the mutation run against vLLM 0.29.0 must fail
     nox -s wheel                          the wheel's tests alone: built, installed in a fresh venv, run there
     nox -s history -- [--from X] [--to Y] [--only X,Y] [--out DIR]   every release on the index, checked
-    nox -s faults -- [--trials N] [--seed S] [--vllm-trials K]   the fault campaign (tests/campaign/)
+    nox -s faults -- [--trials N] [--seed S] [--vllm-trials K]   the fault campaign (tools/campaign/)
     nox -s vllm-tests -- [PATHS]          vLLM's own CPU tests, with and without --warnonce-strict, compared
     nox -s exported -- [--vllm X] [--file FILE]   the exported test in vLLM X's own suite (0.29.0 must fail it)
     nox -s upstream -- [--tests PATH...]  the exported test and vLLM's own tests scored, in one table
@@ -258,7 +258,7 @@ def faults(session: nox.Session) -> None:
     the command and its group, SIGKILL of the mutmut session or of a worker), rerun, and compared with a clean run;
     one row per trial, then `N trials: N ok, N wrong` (`-- --help` for the options)."""
     env = _guard_env(session, PINNED_VLLM)
-    env.run(session, "python", "tests/campaign", *session.posargs)
+    env.run(session, "python", "-m", "tools.campaign", *session.posargs)
 
 
 # What the mutation run needs beside vLLM's CPU test lock (which holds click, pyyaml, rich, filelock and setproctitle),

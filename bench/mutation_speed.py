@@ -59,15 +59,11 @@ sys.exit(pytest.main(sys.argv[2:]))
 
 
 def _toy_logger_source() -> str:
-    """vLLM's logger in miniature, shared with the tests (tests/toy.py, which imports its neighbours)."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    try:
-        spec = importlib.util.spec_from_file_location("toy", ROOT / "tests" / "toy.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "tests"))
+    """vLLM's logger in miniature, shared with the tests and the fault campaign (tools/toy_vllm.py)."""
+    spec = importlib.util.spec_from_file_location("toy_vllm", ROOT / "tools" / "toy_vllm.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return module.LOGGER_SOURCE
 
 

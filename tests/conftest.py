@@ -23,7 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faults import (
+
+from tests.faults import (
     MAKING,
     CleanRun,
     RunDirs,
@@ -35,8 +36,8 @@ from faults import (
     read_verdicts,
     start,
 )
-from records_support import FakeSession
-from toy import make_tree, mutmut_settings
+from tests.records_support import FakeSession
+from tests.toy import make_tree, mutmut_settings
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

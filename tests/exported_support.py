@@ -12,8 +12,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import layout
-from toy import CLI, LOGGER_SOURCE, write
+from tests import layout
+from tests.toy import CLI, LOGGER_SOURCE, write
 
 VLLM_PYPROJECT = layout.DATA / "vllm-0.33.0-pyproject.toml"  # vLLM 0.33.0's pyproject.toml, byte for byte
 COMMITTED = layout.ROOT / "docs" / "upstream" / "test_kernel_import_warnings.py"

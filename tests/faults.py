@@ -16,12 +16,9 @@ A run's phases, as the work directory shows them (one fresh work directory per r
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import pickle
 import pwd
-import re
 import shutil
 import signal
 import subprocess
@@ -35,73 +32,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toy import INTERFACE, apply_operator, make_tree
-from warnonce_guard.mutations.operators import OPERATORS
+from tests.toy import make_tree
+
+# The campaign's pieces, written once in its tool (tools/campaign/runs.py: a tool imports nothing from tests/); the
+# tests import them from here.
+from tools.campaign.runs import MUTANTS, SESSION_MODULE, RunDirs, Started, Verdicts
+from tools.campaign.runs import TreeShape as TreeShape
+from tools.campaign.runs import answers_stop_signals as answers_stop_signals
+from tools.campaign.runs import fault_tree as fault_tree
+from tools.campaign.runs import hash_tree as hash_tree
+from tools.campaign.runs import read_verdicts as read_verdicts
+from tools.campaign.runs import slow_interface as slow_interface
+from tools.campaign.runs import start as start
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ("staging", "generation", "naming", "baseline", "mutants", "report")
 MAKING = ("generation", "naming")  # mutmut makes the mutants (libcst parses the site files), then they are named
-# One site in the toy tree: one mutant per operator that fits its call (from the operator registry).
-MUTANTS = sum(len(apply_operator(name, INTERFACE)) for name in OPERATORS)
 ERROR_PREFIX = "warnonce-guard: error: "
-SESSION_MODULE = "warnonce_guard.mutations.engine.session"  # in the mutmut session's command line
 
 
 # --- trees -----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TreeShape:
-    """How much slower than the plain toy a tree makes each phase, and how many sites it has."""
-
-    filler_files: int = 0  # extra modules: the fingerprint and discovery read them all
-    filler_functions: int = 0  # site-less functions in the site file: mutmut's generation parses them all
-    guard_sleep_s: float = 0.0  # at the top of import_kernels, which each guard calls twice
-    kernels: tuple[str, ...] = ("_C",)  # one site per kernel module, all in import_kernels: each guard runs all
-    platforms: tuple[str, ...] = ()  # more platform modules (cpu.py: class CpuPlatform), each like interface.py
-
-    @property
-    def sites(self) -> int:
-        return len(self.kernels) * (1 + len(self.platforms))
-
-    @property
-    def mutants(self) -> int:
-        return MUTANTS * self.sites
-
-
-_MORE_KERNELS = """        try:
-            import vllm.KERNEL  # noqa: F401
-        except ImportError as e:
-            logger.warning_once("Failed to import from vllm.KERNEL: %s", repr(e))
-"""
-
-
-def slow_interface(shape: TreeShape) -> str:
-    source = INTERFACE.replace("vllm._C", f"vllm.{shape.kernels[0]}")
-    source += "".join(_MORE_KERNELS.replace("KERNEL", kernel) for kernel in shape.kernels[1:])
-    if shape.guard_sleep_s:
-        nap = f"        import time\n\n        time.sleep({shape.guard_sleep_s})\n        try:\n"
-        source = source.replace("        try:\n", nap, 1)
-    fillers = "".join(f"\n\ndef filler_{i}(x):\n    return x + {i}\n" for i in range(shape.filler_functions))
-    return source + fillers
-
-
-def fault_tree(root: Path, shape: TreeShape) -> Path:
-    """A toy vLLM tree (tests/toy.py) shaped by `shape`."""
-    make_tree(root, slow_interface(shape))
-    for name in shape.platforms:
-        source = slow_interface(shape).replace("class Platform", f"class {name.title()}Platform")
-        (root / "vllm" / "platforms" / f"{name}.py").write_text(source)
-    filler = root / "vllm" / "filler"
-    for i in range(shape.filler_files):
-        package = filler / f"p{i // 500}"
-        if i % 500 == 0:
-            package.mkdir(parents=True)
-            (package / "__init__.py").write_text("")
-        (package / f"m{i}.py").write_text(f"VALUE = {i}\n")
-    if shape.filler_files:
-        (filler / "__init__.py").write_text("")
-    return root
 
 
 def big_viewer(path: Path, megabytes: int) -> Path:
@@ -112,25 +62,6 @@ def big_viewer(path: Path, megabytes: int) -> Path:
         for _ in range(megabytes * (1 << 20) // len(chunk)):
             out.write(chunk)
     return path
-
-
-# --- the user's files ------------------------------------------------------------------------------------
-
-
-def hash_tree(*roots: Path) -> dict[str, str]:
-    """Every file, symlink and directory under `roots` (and the roots), with its content hash and mode."""
-    out: dict[str, str] = {}
-    for root in roots:
-        for path in [root, *sorted(root.rglob("*"))] if root.exists() else []:
-            st = path.lstat()
-            if path.is_symlink():
-                what = f"link {os.readlink(path)}"
-            elif path.is_dir():
-                what = "dir"
-            else:
-                what = hashlib.sha256(path.read_bytes()).hexdigest()
-            out[str(path)] = f"{oct(st.st_mode)} {what}"
-    return out
 
 
 # --- disks ----------------------------------------------------------------------------------------------
@@ -278,34 +209,6 @@ def cli_args(tree: Path, out: Path, work: Path, viewer: Path, *extra: str) -> li
     ]  # fmt: skip
 
 
-@dataclass
-class Started:
-    """A CLI run in the background: its own session (so a group signal reaches it like a terminal's Ctrl-C)."""
-
-    proc: subprocess.Popen[bytes]
-    stdout: Path
-    stderr: Path
-
-    def wait(self, timeout: float = 120.0) -> int:
-        return self.proc.wait(timeout=timeout)
-
-    @property
-    def err(self) -> str:
-        return self.stderr.read_text(errors="replace")
-
-    @property
-    def out(self) -> str:
-        return self.stdout.read_text(errors="replace")
-
-
-def start(args: list[str], cwd: Path, logs: Path) -> Started:
-    logs.mkdir(parents=True, exist_ok=True)
-    stdout, stderr = logs / "stdout", logs / "stderr"
-    with stdout.open("wb") as o, stderr.open("wb") as e:
-        proc = subprocess.Popen(args, cwd=cwd, stdout=o, stderr=e, start_new_session=True)
-    return Started(proc, stdout, stderr)
-
-
 def run(args: list[str], cwd: Path, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
@@ -383,17 +286,6 @@ def mutmut_workers(work: Path) -> dict[int, str]:
     return {pid: title.removeprefix("mutmut: ") for pid, title in titles.items() if title.startswith("mutmut: ")}
 
 
-def answers_stop_signals(pid: int) -> bool:
-    """Whether the process catches SIGTERM: Python catches only SIGINT by itself, so this is true from the first
-    instruction of warnonce-guard's own (its entry module installs the handlers) until it ends."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:")).split()[1]
-    return bool(int(caught, 16) & (1 << (signal.SIGTERM - 1)))
-
-
 def session_alive(work: Path) -> bool:
     return any(SESSION_MODULE in cmd for _, cmd in processes_mentioning(str(work)))
 
@@ -409,25 +301,6 @@ def survivors(work: Path, within_s: float = 1.0) -> list[tuple[int, str]]:
 
 
 # --- phases ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunDirs:
-    tree: Path
-    out: Path
-    work: Path
-
-    def workspaces(self) -> list[Path]:
-        return [p for p in self.work.iterdir() if p.is_dir()] if self.work.is_dir() else []
-
-    def glob(self, pattern: str) -> list[Path]:
-        return [path for ws in self.workspaces() for path in ws.glob(pattern)]
-
-    def finished_mutants(self) -> int:
-        return len(self.glob("attribution/mutants/*.json"))
-
-    def building_report(self) -> bool:
-        return any(self.out.parent.glob(f".{self.out.name}.tmp-*"))
 
 
 def in_phase(phase: str, dirs: RunDirs) -> bool:
@@ -490,16 +363,6 @@ def phases_seconds(phases: tuple[str, ...], dirs: RunDirs, started: Started) -> 
 
 # --- verdicts --------------------------------------------------------------------------------------------
 
-_BASELINE_ROW = re.compile(r"^\| `(?P<site>[^`]+)` \| \d+ \| (?P<status>\w+) \| (?P<detectors>.*) \|$")
-
-
-@dataclass(frozen=True)
-class Verdicts:
-    """What a report says, without timings and paths: per mutant id, per site at baseline."""
-
-    mutants: dict[str, tuple[str, str, tuple[str, ...]]]  # id -> (status, operator, killed by)
-    sites: dict[str, tuple[str, str]]  # site id -> (status, detectors)
-
 
 @dataclass(frozen=True)
 class CleanRun:
@@ -508,20 +371,6 @@ class CleanRun:
     verdicts: Verdicts
     work: Path
     making_s: float  # how long it was seen making and naming the mutants (generation, naming)
-
-
-def read_verdicts(out: Path) -> Verdicts:
-    report = json.loads((out / "mutation.json").read_text(encoding="utf-8"))
-    mutants = {
-        m["id"]: (m["status"], m["mutatorName"], tuple(m.get("killedBy") or ()))
-        for file in report["files"].values()
-        for m in file["mutants"]
-    }
-    sites = {}
-    for line in (out / "summary.md").read_text(encoding="utf-8").splitlines():
-        if match := _BASELINE_ROW.match(line):
-            sites[match["site"]] = (match["status"], match["detectors"])
-    return Verdicts(mutants, sites)
 
 
 def fresh_dirs(base: Path, tree: Path, name: str) -> Iterator[RunDirs]:

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from toy import EAGER_CALL, PLATFORM_SOURCE, write_toy
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.history.index import ACCEPT, Dist, Release
 from warnonce_guard.history.records import GuardRun, ReleaseMeta, SiteOutcome
+
+from tests.toy import EAGER_CALL, PLATFORM_SOURCE, write_toy
 
 LIVE_CALL = 'logger.warning_once("Failed to import from PKG._C: %r", e)'
 PLAIN_CALL = 'logger.warning("Failed to import from PKG._C: %r", e)'

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-import layout
+from tests import layout
 
 ROOT = layout.ROOT
 README = (ROOT / "README.md").read_text(encoding="utf-8")

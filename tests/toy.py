@@ -17,81 +17,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import layout
 import pytest
 
-LOGGER_SOURCE = """
-import logging
-from functools import lru_cache
-from types import MethodType
+from tests import layout
 
-
-@lru_cache
-def _print_debug_once(logger, msg, *args):
-    logger.debug(msg, *args, stacklevel=3)
-
-
-@lru_cache
-def _print_info_once(logger, msg, *args):
-    logger.info(msg, *args, stacklevel=3)
-
-
-@lru_cache
-def _print_warning_once(logger, msg, *args):
-    logger.warning(msg, *args, stacklevel=3)
-
-
-@lru_cache
-def _print_error_once(logger, msg, *args):
-    logger.error(msg, *args, stacklevel=3)
-
-
-def _debug_once(self, msg, *args):
-    _print_debug_once(self, msg, *args)
-
-
-def _info_once(self, msg, *args):
-    _print_info_once(self, msg, *args)
-
-
-def _warning_once(self, msg, *args):
-    _print_warning_once(self, msg, *args)
-
-
-def _error_once(self, msg, *args):
-    _print_error_once(self, msg, *args)
-
-
-_METHODS_TO_PATCH = {
-    "debug_once": _debug_once,
-    "info_once": _info_once,
-    "warning_once": _warning_once,
-    "error_once": _error_once,
-}
-
-
-def init_logger(name):
-    logger = logging.getLogger(name)
-    for method_name, method in _METHODS_TO_PATCH.items():
-        setattr(logger, method_name, MethodType(method, logger))
-    return logger
-"""
-
-# A platform module with one kernel-import site; PKG is the package, CALL the handler's logging call.
-PLATFORM_SOURCE = """
-from PKG.logger import init_logger
-
-logger = init_logger(__name__)
-
-
-class Platform:
-    @classmethod
-    def import_kernels(cls) -> None:
-        try:
-            import PKG._C  # noqa: F401
-        except ImportError as e:
-            CALL
-"""
+# The miniature vLLM's sources, its tree and apply_operator are tools/toy_vllm.py's (the fault campaign builds on
+# them too, and a tool imports nothing from tests/); the tests import them from here.
+from tools.toy_vllm import EAGER_CALL as EAGER_CALL
+from tools.toy_vllm import INTERFACE as INTERFACE
+from tools.toy_vllm import LOGGER_SOURCE, apply_operator
+from tools.toy_vllm import PLATFORM_SOURCE as PLATFORM_SOURCE
+from tools.toy_vllm import make_tree as make_tree
 
 # A plugin's module with the bug as vLLM 0.29.0 had it (what the audit reports and the pre-commit hook refuses).
 PLUGIN_LEAK = """\
@@ -106,8 +42,6 @@ def import_kernels():
     except ImportError as e:
         logger.warning_once("Failed to import my_plugin._C: %r", e)
 """
-
-EAGER_CALL = 'logger.warning_once("Failed to import from PKG._C: %s", repr(e))'
 
 # The command line, run in a subprocess as a user runs it.
 CLI = [sys.executable, "-m", "warnonce_guard.cli"]
@@ -141,22 +75,6 @@ def purge(package: str) -> None:
     """Forget every module of `package`, so no later test imports a stale copy."""
     for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
         del sys.modules[name]
-
-
-# The miniature vLLM a mutation run works on (no torch): a logger and one platform module with one eager site.
-INTERFACE = PLATFORM_SOURCE.replace("CALL", EAGER_CALL).replace("PKG", "vllm")
-
-
-def make_tree(root: Path, interface: str = INTERFACE) -> Path:
-    """`root/vllm/` shaped like vLLM: _version.py, logger.py and platforms/interface.py (`interface`)."""
-    package = root / "vllm"
-    (package / "platforms").mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "_version.py").write_text("__version__ = version = '9.9.9'\n__commit_id__ = commit_id = 'gtoy'\n")
-    (package / "logger.py").write_text(LOGGER_SOURCE)
-    (package / "platforms" / "__init__.py").write_text("")
-    (package / "platforms" / "interface.py").write_text(interface)
-    return root
 
 
 # pytest settings of a vLLM checkout, by the file that holds them (pytest reads only the first it finds): an
@@ -229,22 +147,6 @@ def add_odd_files(tree: Path) -> dict[Path, str]:
     (package / "folder.py" / "inside.txt").write_text("a file in a directory named like a module\n")
     os.mkfifo(package / "data.fifo")
     return {package / name: what for name, what in ODD_FILES.items()}
-
-
-def apply_operator(name: str, source: str) -> list[str]:
-    """Every mutant one operator makes of a module, unanchored: the mutated source per mutant, in source order."""
-    import libcst as cst
-    from warnonce_guard.mutations.operators import OPERATORS, mutate_try
-    from warnonce_guard.rule.site_rule import walk
-
-    module = cst.parse_module(source)
-    mutants = []
-    for try_node in (node for node in walk(module) if isinstance(node, cst.Try)):
-        for mutated in mutate_try(OPERATORS[name].function, try_node):
-            replaced = module.deep_replace(try_node, mutated)
-            assert isinstance(replaced, cst.Module)
-            mutants.append(replaced.code)
-    return mutants
 
 
 def fitting_operators(source: str) -> list[str]:

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import jsonschema
-import layout
 import pytest
 from warnonce_guard.audit.baseline import compare
 from warnonce_guard.audit.config import find
@@ -21,6 +20,8 @@ from warnonce_guard.audit.run import Request, audit_files, walk_for
 from warnonce_guard.audit.selection import DEFAULT, EVERY
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import NoPythonFiles
+
+from tests import layout
 
 SCHEMA = layout.SCHEMAS / "sarif-2.1.0-rtm.5.json"
 LEAK = """\

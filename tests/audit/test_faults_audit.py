@@ -13,9 +13,10 @@ import os
 from pathlib import Path
 
 import pytest
-from faults import ERROR_PREFIX, hash_tree, one_line_error
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import ExitCode
+
+from tests.faults import ERROR_PREFIX, hash_tree, one_line_error
 
 LEAK = 'try:\n    import my_plugin._C\nexcept ImportError as e:\n    logger.warning_once("Failed: %s", e)\n'
 FIXED = LEAK.replace(", e)", ", str(e))")

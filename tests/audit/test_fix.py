@@ -15,16 +15,17 @@ import stat
 import sys
 from pathlib import Path
 
-import layout
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from toy import apply_operator
 from warnonce_guard.audit.codemod import fix_source
 from warnonce_guard.audit.scan import findings_in_source
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import ExitCode
 from warnonce_guard.mutations.operators import OPERATORS
+
+from tests import layout
+from tests.toy import apply_operator
 
 
 def in_handler(call: str) -> str:

@@ -13,10 +13,11 @@ import sys
 import venv
 from pathlib import Path
 
-import layout
 import pytest
-from toy import PLUGIN_LEAK as LEAK
 from warnonce_guard.common.errors import ExitCode
+
+from tests import layout
+from tests.toy import PLUGIN_LEAK as LEAK
 
 README = (layout.ROOT / "README.md").read_text(encoding="utf-8")
 PLACEHOLDER = "/path/to/warnonce-guard"

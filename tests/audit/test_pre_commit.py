@@ -8,10 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import layout
 import pytest
 import yaml
-from toy import PLUGIN_LEAK as LEAK
+
+from tests import layout
+from tests.toy import PLUGIN_LEAK as LEAK
 
 ROOT = layout.ROOT
 FIXED = LEAK.replace('%r", e)', '%s", repr(e))')

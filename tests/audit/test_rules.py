@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import layout
 import pytest
 from warnonce_guard.audit import FORMATS
 from warnonce_guard.audit.baseline import compare
@@ -18,6 +17,8 @@ from warnonce_guard.audit.run import audit_files
 from warnonce_guard.audit.scan import findings_in_source
 from warnonce_guard.audit.selection import DEFAULT, EVERY
 from warnonce_guard.cli.main import main
+
+from tests import layout
 
 
 def handler_logging(rule: Rule) -> str:

@@ -1,4 +1,4 @@
-"""The fault campaign's own logic (tests/campaign/): the draw of moments, the exit codes each fault allows, the
+"""The fault campaign's own logic (tools/campaign/): the draw of moments, the exit codes each fault allows, the
 comparison with the clean run, and the summary, on hand-made data; then a tiny seeded campaign run for real."""
 
 from __future__ import annotations
@@ -10,16 +10,17 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import layout
 import pytest
-from campaign.cli import closing, remeasured, row
-from campaign.judge import Observation, Outcome, judge
-from campaign.plan import FAULTS, MAX_GAP_S, Aim, Windows, allowed_exits, draw_moment, plan, trial_rng
-from campaign.targets import Clean
-from campaign.trial import TrialRecord, phase_of
-from faults import RunDirs, Verdicts
 from warnonce_guard.common.errors import ExitCode
 from warnonce_guard.guards.detectors import OWNER_PINNED
+
+from tests import layout
+from tools.campaign.cli import closing, remeasured, row
+from tools.campaign.judge import Observation, Outcome, judge
+from tools.campaign.plan import FAULTS, MAX_GAP_S, Aim, Windows, allowed_exits, draw_moment, plan, trial_rng
+from tools.campaign.runs import RunDirs, Verdicts
+from tools.campaign.targets import Clean
+from tools.campaign.trial import TrialRecord, phase_of
 
 ROOT = layout.ROOT
 OK, INTERRUPTED, TERMINATED = ExitCode.OK, ExitCode.INTERRUPTED, ExitCode.TERMINATED
@@ -272,8 +273,8 @@ def test_a_tiny_seeded_campaign_prints_a_row_per_trial_and_the_count_and_logs_th
     args = ["--trials", "2", "--seed", "4", "--vllm-trials", "0", "--targets", "toy"]
     args += ["--faults", "kill-command,kill-group", "--log", str(log), "--work-dir", str(tmp_path / "work")]
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "campaign"), *args],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        [sys.executable, "-m", "tools.campaign", *args],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
     )  # fmt: skip
     lines = done.stdout.strip().splitlines()
     assert done.returncode == 0, done.stdout + done.stderr

@@ -19,9 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import layout
 import pytest
 from ruamel.yaml import YAML  # check-jsonschema's own YAML parser (YAML 1.2: `on` stays a string)
+
+from tests import layout
 
 ROOT = layout.ROOT
 WORKFLOW = ROOT / ".github" / "workflows" / "mutation-guard.yml"

@@ -12,9 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import layout
 import pytest
 import yaml
+
+from tests import layout
 
 ROOT = layout.ROOT
 VLLM_LOCK = layout.DATA / "vllm-0.33.0-cpu-test-lock.txt"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import tomllib
 
-import layout
-
+from tests import layout
 from tools.dogfood import run
 
 

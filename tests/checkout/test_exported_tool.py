@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import layout
 import pytest
 
+from tests import layout
 from tools.vllm_tests import compare, exported, sources
 
 SITE = "vllm/platforms/cpu.py:670"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import layout
+from tests import layout
 
 ROOT = layout.ROOT
 FOLDERS = layout.PACKAGE_FOLDERS  # warnonce_guard.<folder> -> <folder>

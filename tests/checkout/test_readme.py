@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import layout
 import pytest
-from readme_commands import RUN_BY, SANDBOXED, shown_commands
 
+from tests import layout
+from tests.readme_commands import RUN_BY, SANDBOXED, shown_commands
 from tools import readme
 
 ROOT = layout.ROOT

@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from readme_commands import README, SANDBOXED, shown_commands
-from toy import PLUGIN_LEAK, write
+
+from tests.readme_commands import README, SANDBOXED, shown_commands
+from tests.toy import PLUGIN_LEAK, write
 
 pytestmark = pytest.mark.slow
 

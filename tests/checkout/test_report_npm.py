@@ -11,10 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from records_support import npm_prefix
 from warnonce_guard.common.errors import ExitCode, NpmInstallFailed, ViewerMissing
 from warnonce_guard.mutations.report import viewer
 
+from tests.records_support import npm_prefix
 from tools import npm
 
 

@@ -8,10 +8,10 @@ import re
 import tarfile
 from pathlib import Path
 
-import layout
 import pytest
 from warnonce_guard.common import files
 
+from tests import layout
 from tools.vllm_tests import compare, requirements, sources
 
 LOCK = requirements.parse_lock(requirements.LOCK.read_text(encoding="utf-8"))

@@ -6,9 +6,18 @@ import signal
 import subprocess
 from pathlib import Path
 
-import layout
 import pytest
-from toy import (
+from warnonce_guard.common.errors import (
+    ExitCode,
+    NotAVllmTree,
+    NothingToCheck,
+    SourceDoesNotParse,
+    TargetNotFound,
+    exit_code_rows,
+)
+
+from tests import layout
+from tests.toy import (
     CHECKOUT_RUNS,
     CHECKOUT_SETTINGS,
     CLI,
@@ -17,14 +26,6 @@ from toy import (
     as_checkout,
     guards_on_checkout,
     make_tree,
-)
-from warnonce_guard.common.errors import (
-    ExitCode,
-    NotAVllmTree,
-    NothingToCheck,
-    SourceDoesNotParse,
-    TargetNotFound,
-    exit_code_rows,
 )
 
 pytestmark = pytest.mark.slow  # runs the command line in subprocesses

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from faults import hash_tree
-from toy import make_tree, purge, unique_package
 from warnonce_guard.cli import main as cli
 from warnonce_guard.common.errors import ExitCode, PlatformImportFailed, PlatformNotFound
 from warnonce_guard.rule.platforms import must_not_exit
+
+from tests.faults import hash_tree
+from tests.toy import make_tree, purge, unique_package
 
 # What a module may do to end the process when imported, and how the line names it.
 ENDINGS = {

@@ -18,14 +18,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from faults import hash_tree
-from toy import INTERFACE, make_tree
 from warnonce_guard.cli import main as cli
 from warnonce_guard.common.errors import EngineFailed, ExitCode
 from warnonce_guard.guards.outcome import UNIMPORTED
 from warnonce_guard.rule import platforms
 from warnonce_guard.rule import target as targets
 from warnonce_guard.rule.platforms import RegisteredPlatform
+
+from tests.faults import hash_tree
+from tests.toy import INTERFACE, make_tree
 
 SITE_ID = "vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0"
 PLAIN = INTERFACE.replace("warning_once", "warning")  # a site, but not a cached one: nothing to guard

@@ -5,10 +5,11 @@ from __future__ import annotations
 import configparser
 from pathlib import Path
 
-import layout
 import pytest
 from warnonce_guard.common import fingerprint
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
+
+from tests import layout
 
 
 @pytest.fixture

@@ -11,10 +11,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from faults import cli_args
-from toy import CHECKOUT_RUNS, CLI, as_checkout, guards_on_checkout, make_tree
 from warnonce_guard.common.errors import ExitCode
 from warnonce_guard.rule.sites import discover
+
+from tests.faults import cli_args
+from tests.toy import CHECKOUT_RUNS, CLI, as_checkout, guards_on_checkout, make_tree
 
 SPEC = importlib.util.find_spec("vllm")
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(SPEC is None, reason="vLLM is not installed")]

@@ -8,7 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from faults import (
+from warnonce_guard.common.errors import ExitCode
+
+from tests.faults import (
     CleanRun,
     RunDirs,
     TreeShape,
@@ -21,7 +23,6 @@ from faults import (
     survivors,
     wait_until,
 )
-from warnonce_guard.common.errors import ExitCode
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from faults import ROOT, hash_tree, one_line_error
-from toy import CLI, make_tree
+
+from tests.faults import ROOT, hash_tree, one_line_error
+from tests.toy import CLI, make_tree
 
 pytestmark = pytest.mark.slow
 

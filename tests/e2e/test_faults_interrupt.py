@@ -22,7 +22,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from faults import (
+from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.guards.sessions import mutant_session_path, read_session
+from warnonce_guard.mutations.judge import judge
+from warnonce_guard.mutations.records import KILLED, NOT_RUN
+
+from tests.faults import (
     MAKING,
     PHASES,
     CleanRun,
@@ -49,10 +54,6 @@ from faults import (
     survivors,
     wait_until,
 )
-from warnonce_guard.common.errors import ExitCode
-from warnonce_guard.guards.sessions import mutant_session_path, read_session
-from warnonce_guard.mutations.judge import judge
-from warnonce_guard.mutations.records import KILLED, NOT_RUN
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from faults import (
+from warnonce_guard.cli.main import main
+from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.common.files import Kind, mark
+
+from tests.faults import (
     ROOT,
     CleanRun,
     as_nobody,
@@ -30,10 +34,7 @@ from faults import (
     size_kb,
     small_disk,
 )
-from toy import CLI, make_tree
-from warnonce_guard.cli.main import main
-from warnonce_guard.common.errors import ExitCode
-from warnonce_guard.common.files import Kind, mark
+from tests.toy import CLI, make_tree
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from faults import (
+from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.common.locks import out_lock
+from warnonce_guard.mutations.report import FILES
+
+from tests.faults import (
     CleanRun,
     RunDirs,
     TreeShape,
@@ -30,9 +34,6 @@ from faults import (
     survivors,
     wait_until,
 )
-from warnonce_guard.common.errors import ExitCode
-from warnonce_guard.common.locks import out_lock
-from warnonce_guard.mutations.report import FILES
 
 pytestmark = pytest.mark.slow
 

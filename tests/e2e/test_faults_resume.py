@@ -15,8 +15,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from faults import CleanRun, RunDirs, TreeShape, cli_args, fresh_dirs, read_verdicts, run, start, survivors, wait_until
 from warnonce_guard.rule.sites import Site
+
+from tests.faults import (
+    CleanRun,
+    RunDirs,
+    TreeShape,
+    cli_args,
+    fresh_dirs,
+    read_verdicts,
+    run,
+    start,
+    survivors,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 

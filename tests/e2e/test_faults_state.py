@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from faults import CleanRun, cli_args, read_verdicts, run
+
+from tests.faults import CleanRun, cli_args, read_verdicts, run
 
 pytestmark = pytest.mark.slow
 

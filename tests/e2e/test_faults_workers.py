@@ -18,7 +18,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from faults import (
+from warnonce_guard.common.errors import ExitCode
+
+from tests.faults import (
     CleanRun,
     RunDirs,
     Started,
@@ -37,7 +39,6 @@ from faults import (
     survivors,
     wait_until,
 )
-from warnonce_guard.common.errors import ExitCode
 
 pytestmark = pytest.mark.slow
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from toy import EAGER_CALL, PLATFORM_SOURCE, make_tree, write
 from warnonce_guard.common.errors import ExitCode, NothingToCheck, PlatformImportFailed, UsageError
 from warnonce_guard.mutations.run import mutate
+
+from tests.toy import EAGER_CALL, PLATFORM_SOURCE, make_tree, write
 
 pytestmark = pytest.mark.slow
 
@@ -179,8 +180,9 @@ def test_tests_outside_the_root_are_refused_before_any_work(tmp_path: Path) -> N
 
 
 def test_the_exported_test_kills_every_mutant_of_the_installed_vllm_each_by_its_own_sites_case(tmp_path: Path) -> None:
-    from exported_support import COMMITTED
     from warnonce_guard.upstream.export import listed_cases
+
+    from tests.exported_support import COMMITTED
 
     suite = tmp_path / "suite"
     suite.mkdir()

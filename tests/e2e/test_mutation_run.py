@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
 from warnonce_guard.common.errors import EngineFailed, ExitCode, TargetChanged
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED, WARNING_REPEATED
 from warnonce_guard.mutations import run as run_module
 from warnonce_guard.mutations.run import mutate
+
+from tests.toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
 
 pytestmark = pytest.mark.slow
 

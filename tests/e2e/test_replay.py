@@ -12,11 +12,12 @@ import re
 import subprocess
 from pathlib import Path
 
-import layout
 import pytest
-from toy import CLI
 from warnonce_guard.common.errors import ExitCode
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED, WARNING_REPEATED
+
+from tests import layout
+from tests.toy import CLI
 
 LEAK_DETECTORS = (EXCEPTION_RETAINED, OWNER_PINNED, WARNING_REPEATED)
 

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from toy import INTERFACE, fitting_operators, make_tree
+
+from tests.toy import INTERFACE, fitting_operators, make_tree
 
 pytestmark = pytest.mark.slow
 

@@ -15,10 +15,11 @@ import venv
 import zipfile
 from pathlib import Path
 
-import layout
 import pytest
-from toy import INTERFACE, make_tree
 from warnonce_guard.common.errors import ExitCode
+
+from tests import layout
+from tests.toy import INTERFACE, make_tree
 
 ROOT = layout.ROOT
 CONSTRAINTS = ROOT / "requirements" / "constraints.txt"

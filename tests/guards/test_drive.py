@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from toy import EAGER_CALL, PLATFORM_SOURCE, purge, unique_package, write_toy
 from warnonce_guard.common.errors import PlatformImportFailed
 from warnonce_guard.guards import detectors
 from warnonce_guard.guards.drive import drive, once_caches
@@ -18,6 +17,8 @@ from warnonce_guard.guards.observe import Observation
 from warnonce_guard.guards.outcome import LeakDetected, SiteUnreached, check_site
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.rule.sites import Site, discover
+
+from tests.toy import EAGER_CALL, PLATFORM_SOURCE, purge, unique_package, write_toy
 
 PLATFORM = PLATFORM_SOURCE
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from toy import INTERFACE, make_tree
+
+from tests.toy import INTERFACE, make_tree
 
 
 @pytest.mark.parametrize("option", ["vllm_src", "platform", "sites_file"])

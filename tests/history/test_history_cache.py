@@ -6,11 +6,12 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from history_support import INTERFACE_SITE, LEAKS, META
 from warnonce_guard.history import cache as caching
 from warnonce_guard.history.cache import VerdictCache
 from warnonce_guard.history.index import Dist, Release
 from warnonce_guard.history.records import ReleaseVerdict, SiteOutcome, Verdict
+
+from tests.history_support import INTERFACE_SITE, LEAKS, META
 
 DIST = Dist("vllm-9.9.9.tar.gz", "sdist", "file:///x", "ab" * 32, 10, "2026-01-02T10:00:00Z", None)
 RELEASE = Release("9.9.9", (DIST,))

@@ -7,9 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
-from history_support import http_server, release, sdist_bytes, served, tree_files, vllm_tree, wheel_bytes
 from warnonce_guard.common.files import MARKER
 from warnonce_guard.history.fetch import FetchFailed, fetch_release
+
+from tests.history_support import http_server, release, sdist_bytes, served, tree_files, vllm_tree, wheel_bytes
 
 
 @pytest.fixture

@@ -14,14 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
-from history_support import INTERFACE_SITE, LEAKS, LIVE_CALL, META, PLAIN_CALL, release, vllm_tree
-from toy import EAGER_CALL
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.history.cache import VerdictCache
 from warnonce_guard.history.guard_run import run_guards
 from warnonce_guard.history.records import Verdict
 from warnonce_guard.history.survey import survey
 from warnonce_guard.history.verdict import release_verdict
+
+from tests.history_support import INTERFACE_SITE, LEAKS, LIVE_CALL, META, PLAIN_CALL, release, vllm_tree
+from tests.toy import EAGER_CALL
 
 
 def test_a_leaking_site_comes_back_as_a_leak_with_its_detectors(tmp_path: Path) -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
-import layout
 import pytest
-from history_support import http_server
 from warnonce_guard.common.errors import IndexUnavailable, NoRelease, UsageError
 from warnonce_guard.history.index import ACCEPT, fetch_index, parse_index, select
+
+from tests import layout
+from tests.history_support import http_server
 
 PAGE = layout.DATA / "vllm-simple-index.json"  # saved from pypi.org/simple/vllm/, trimmed
 URL = "https://pypi.org/simple/vllm/"

@@ -6,9 +6,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from history_support import Served, index_server
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import ExitCode
+
+from tests.history_support import Served, index_server
 
 
 @pytest.fixture

@@ -10,8 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import layout
 import pytest
+
+from tests import layout
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 

@@ -7,14 +7,15 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-import layout
 import pytest
-from history_support import INTERFACE_SITE, LEAKS, META
 from warnonce_guard.common import files as atomic
 from warnonce_guard.common.errors import PathRefused, PathUnusable, ReportFailed
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.history.records import HistoryReport, ReleaseVerdict, SiteOutcome, Verdict
 from warnonce_guard.history.render import FILES, check_outputs, row, to_json, to_markdown, write_outputs
+
+from tests import layout
+from tests.history_support import INTERFACE_SITE, LEAKS, META
 
 EXPOSED = ReleaseVerdict(
     META, Verdict.EXPOSED, sites=6, live=6, detectors=LEAKS,

@@ -9,18 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faults import held_by_another_run
-from history_support import (
-    LIVE_CALL,
-    PLAIN_CALL,
-    index_server,
-    release,
-    sdist_bytes,
-    served,
-    tree_files,
-    vllm_tree,
-    wheel_bytes,
-)
 from rich.console import Console
 from warnonce_guard.cli.main import main
 from warnonce_guard.common import locks, ownership
@@ -32,6 +20,19 @@ from warnonce_guard.history.index import Release
 from warnonce_guard.history.records import Verdict
 from warnonce_guard.history.run import Options, Stages, run_history
 from warnonce_guard.history.survey import survey
+
+from tests.faults import held_by_another_run
+from tests.history_support import (
+    LIVE_CALL,
+    PLAIN_CALL,
+    index_server,
+    release,
+    sdist_bytes,
+    served,
+    tree_files,
+    vllm_tree,
+    wheel_bytes,
+)
 
 
 @pytest.fixture

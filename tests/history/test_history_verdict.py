@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from history_support import INTERFACE_SITE, LEAKS, LIVE_CALL, META, PLAIN_CALL, guard_run, platform, vllm_tree
-from toy import EAGER_CALL, write
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.history.records import SiteOutcome, Verdict
 from warnonce_guard.history.survey import survey
 from warnonce_guard.history.verdict import not_checked, release_verdict
+
+from tests.history_support import INTERFACE_SITE, LEAKS, LIVE_CALL, META, PLAIN_CALL, guard_run, platform, vllm_tree
+from tests.toy import EAGER_CALL, write
 
 CPU_SITE = "vllm/platforms/cpu.py::Platform.import_kernels::vllm._C#0"
 MISSING = (

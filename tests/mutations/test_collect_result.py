@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from records_support import guard_test, leaked, meta_document, passed
-from toy import INTERFACE
 from warnonce_guard.common.errors import EngineFailed, MutantsUnaccounted
 from warnonce_guard.guards.detectors import OWNER_PINNED
 from warnonce_guard.guards.sessions import GuardSession, Phase, write_session
@@ -20,6 +18,9 @@ from warnonce_guard.mutations.run import collect_result
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import sites_in_source
 from warnonce_guard.rule.target import Target
+
+from tests.records_support import guard_test, leaked, meta_document, passed
+from tests.toy import INTERFACE
 
 FILE = "vllm/platforms/interface.py"
 (SITE,) = sites_in_source(INTERFACE, FILE, "vllm.platforms.interface")

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from toy import INTERFACE
 from warnonce_guard.mutations.engine import layout, overlay
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import sites_in_source
+
+from tests.toy import INTERFACE
 
 PACKAGE = "overlaid_pkg"  # a name of its own: the test process imports it, and forgets it afterwards
 SITE = f"{PACKAGE}/platforms/interface.py"

@@ -15,8 +15,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from records_support import meta_document
-from toy import INTERFACE
 from warnonce_guard.common import processes, protocol
 from warnonce_guard.common.errors import ExitCode, SeamMismatch
 from warnonce_guard.guards.isolation import isolated
@@ -26,6 +24,9 @@ from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.suite import Suite
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import sites_in_source
+
+from tests.records_support import meta_document
+from tests.toy import INTERFACE
 
 FILE = "vllm/platforms/interface.py"
 HELPER = """

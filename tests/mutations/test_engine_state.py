@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from records_support import generated, meta_document
 from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.mutations.engine import layout, seam, state
 from warnonce_guard.mutations.engine.status import DEFAULT_STATUS, EXIT_CODE_STATUS
 from warnonce_guard.mutations.workspace import Workspace
+
+from tests.records_support import generated, meta_document
 
 FILE = "vllm/platforms/interface.py"
 M1, M2 = "vllm.platforms.interface.xǁPǁf__mutmut_1", "vllm.platforms.interface.xǁPǁf__mutmut_2"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from records_support import CPU_SITE, CUDA_SITE, OPS, every_status_result, guard_id, sample_result, verdict
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
 from warnonce_guard.mutations.records import (
     GUARDED,
@@ -19,6 +18,8 @@ from warnonce_guard.mutations.records import (
     SiteBaseline,
 )
 from warnonce_guard.mutations.run import gate
+
+from tests.records_support import CPU_SITE, CUDA_SITE, OPS, every_status_result, guard_id, sample_result, verdict
 
 
 def guarded_run(*mutants: MutantVerdict) -> RunResult:

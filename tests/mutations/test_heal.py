@@ -7,13 +7,14 @@ import json
 from dataclasses import asdict
 
 import pytest
-from records_support import generated, meta_document
 from warnonce_guard.common.errors import EngineFailed
 from warnonce_guard.guards.sessions import GuardSession, Phase, mutant_session_path, read_session, write_session
 from warnonce_guard.mutations.engine import layout, state
 from warnonce_guard.mutations.identify import NamedMutant
 from warnonce_guard.mutations.run import heal
 from warnonce_guard.mutations.workspace import Workspace
+
+from tests.records_support import generated, meta_document
 
 FILE = "vllm/platforms/interface.py"
 M1, M2 = "vllm.platforms.interface.xǁPǁf__mutmut_1", "vllm.platforms.interface.xǁPǁf__mutmut_2"

@@ -11,7 +11,6 @@ from pathlib import Path
 import libcst as cst
 import pytest
 from libcst.metadata.position_provider import PositionProvidingCodegenState
-from toy import INTERFACE
 from warnonce_guard.common.errors import BadRecord, ExitCode, Interrupted, MutantsUnaccounted
 from warnonce_guard.mutations.engine import naming
 from warnonce_guard.mutations.engine.naming import changed_call
@@ -19,6 +18,8 @@ from warnonce_guard.mutations.identify import MutantIdentity, NamedMutant, attri
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site, sites_in_source
+
+from tests.toy import INTERFACE
 
 pytestmark = pytest.mark.usefixtures("module_mutmut_config")  # mutmut's generator reads a config
 

@@ -6,7 +6,6 @@ import difflib
 
 import libcst as cst
 import pytest
-from toy import apply_operator
 from warnonce_guard.mutations.operators import (
     OPERATORS,
     describe_operators,
@@ -14,6 +13,8 @@ from warnonce_guard.mutations.operators import (
     operator_of,
     operators_for,
 )
+
+from tests.toy import apply_operator
 
 NAMES = list(OPERATORS)
 

@@ -18,9 +18,10 @@ import zlib
 from pathlib import Path
 
 import pytest
-from records_support import CPU, CUDA, RUN, run_result, sample_result
 from warnonce_guard.common.errors import ViewerMissing
 from warnonce_guard.mutations.report import html, viewer, write_report
+
+from tests.records_support import CPU, CUDA, RUN, run_result, sample_result
 
 CHROMIUM = Path("/usr/bin/chromium")
 needs_chromium = pytest.mark.skipif(

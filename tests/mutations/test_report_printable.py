@@ -10,12 +10,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
-from records_support import run_result
 from rich.console import Console
 from warnonce_guard.mutations import report
 from warnonce_guard.mutations.records import RunResult
 from warnonce_guard.mutations.report import print_table, viewer, write_report
 from warnonce_guard.mutations.report.printable import printable_result
+
+from tests.records_support import run_result
 
 TREE = os.fsdecode(b"/src/tree\xff")  # what Python makes of the byte: a lone surrogate, which UTF-8 refuses
 SHOWN = "/src/tree\\xff"

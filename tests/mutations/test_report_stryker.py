@@ -6,7 +6,12 @@ import json
 
 import jsonschema
 import pytest
-from records_support import (
+from warnonce_guard.common.errors import SourceMissing
+from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
+from warnonce_guard.mutations.operators import OPERATORS
+from warnonce_guard.mutations.report import stryker, viewer
+
+from tests.records_support import (
     CPU,
     CPU_SITE,
     CUDA,
@@ -19,10 +24,6 @@ from records_support import (
     run_result,
     sample_result,
 )
-from warnonce_guard.common.errors import SourceMissing
-from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
-from warnonce_guard.mutations.operators import OPERATORS
-from warnonce_guard.mutations.report import stryker, viewer
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from records_support import CPU_SITE, CUDA_SITE, OPS, RERUN, RUN, guard_id, run_result, sample_result
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
 from warnonce_guard.mutations.records import RunResult
 from warnonce_guard.mutations.report import summary
+
+from tests.records_support import CPU_SITE, CUDA_SITE, OPS, RERUN, RUN, guard_id, run_result, sample_result
 
 
 def test_summary_names_the_target_and_the_score() -> None:

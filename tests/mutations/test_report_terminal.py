@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from records_support import CPU_SITE, sample_result
 from rich.console import Console
 from warnonce_guard.guards.detectors import OWNER_PINNED
 from warnonce_guard.mutations.records import RunResult
 from warnonce_guard.mutations.report import print_table, summary
+
+from tests.records_support import CPU_SITE, sample_result
 
 
 def printed(result: RunResult, color: bool = False) -> str:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from records_support import every_status_result, sample_result
 from warnonce_guard.mutations.records import NOT_RUN, UNREACHED, RunResult
 from warnonce_guard.mutations.run import read_result, store_result
 from warnonce_guard.mutations.workspace import Workspace
+
+from tests.records_support import every_status_result, sample_result
 
 
 def test_a_result_round_trips_through_json_unchanged() -> None:

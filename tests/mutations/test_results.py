@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from toy import INTERFACE
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
 from warnonce_guard.guards.sessions import GuardRecord, GuardSession, Phase, RecordKind
 from warnonce_guard.mutations.engine.attempts import STOPPED_CODES
@@ -30,6 +29,8 @@ from warnonce_guard.mutations.records import (
     SiteBaseline,
 )
 from warnonce_guard.rule.sites import sites_in_source
+
+from tests.toy import INTERFACE
 
 SITE_A, SITE_B = "a.py::f::vllm._C#0", "a.py::f::vllm._C#1"
 LEAK = GuardRecord("t[a]", SITE_A, "call", RecordKind.LEAK, (EXCEPTION_RETAINED,), "a: 1 detector(s) fired")

@@ -18,10 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faults import held_by_another_run
-from records_support import KILLED_ONCE, KILLED_TWICE, SURVIVES, UNRECORDED, FakeSession
 from rich.console import Console
-from toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
 from warnonce_guard.cli import main as cli
 from warnonce_guard.common import locks
 from warnonce_guard.common.errors import (
@@ -43,6 +40,10 @@ from warnonce_guard.mutations.records import CRASHED, EXPOSED, KILLED, SKIPPED
 from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.run import mutate, read_result
 from warnonce_guard.mutations.workspace import Workspace
+
+from tests.faults import held_by_another_run
+from tests.records_support import KILLED_ONCE, KILLED_TWICE, SURVIVES, UNRECORDED, FakeSession
+from tests.toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
 
 SITE_FILE = "vllm/platforms/interface.py"
 MUTANTS = len(fitting_operators(INTERFACE))  # one per operator that fits the toy site

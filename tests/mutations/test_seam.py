@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from mutmut.mutation import data, file_mutation, trampoline
 from mutmut.mutation.file_mutation import Mutation
-from toy import apply_operator, mutmut_settings
 from warnonce_guard.common.errors import SeamMismatch
 from warnonce_guard.mutations.engine import naming, seam
 from warnonce_guard.mutations.engine.seam import ENGINE_NAMES, check_seam, our_operators
 from warnonce_guard.mutations.operators import OPERATORS, anchors_of, operator_of
 from warnonce_guard.rule.sites import sites_in_source
+
+from tests.toy import apply_operator, mutmut_settings
 
 # Kernel-import sites per platform file in vLLM 0.33.0, all `"...: %s", repr(e)`: one mutant per site and
 # operator that fits that form.

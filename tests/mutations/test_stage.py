@@ -9,8 +9,6 @@ import os
 from pathlib import Path
 
 import pytest
-from faults import as_nobody, give_to_nobody, no_longer_than, shared_tree
-from toy import INTERFACE, add_odd_files, make_tree
 from warnonce_guard.common import fingerprint
 from warnonce_guard.common.errors import BadRecord, GuardError, StagingFailed
 from warnonce_guard.mutations import stage
@@ -18,6 +16,9 @@ from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import discover
 from warnonce_guard.rule.target import imported_first, source_tree
+
+from tests.faults import as_nobody, give_to_nobody, no_longer_than, shared_tree
+from tests.toy import INTERFACE, add_odd_files, make_tree
 
 SITE_FILE = "vllm/platforms/interface.py"  # the toy's one file with a site
 

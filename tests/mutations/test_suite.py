@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import pytest
-from toy import write
 from warnonce_guard.common.errors import BadRecord, PathUnusable, UsageError
 from warnonce_guard.guards.sessions import GuardRecord, GuardSession, Phase, RecordKind
 from warnonce_guard.mutations.engine import config
@@ -19,6 +18,8 @@ from warnonce_guard.mutations.judge import judge_in_suite, verdicts
 from warnonce_guard.mutations.records import KILLED, NO_TESTS, SURVIVED, SiteBaseline, SiteStatus
 from warnonce_guard.mutations.suite import Suite, SuiteBaseline, read_baseline, read_suite, resolve_suite, signature
 from warnonce_guard.rule.sites import sites_in_source
+
+from tests.toy import write
 
 MUTANT = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1"
 FUNCTION = "vllm.platforms.interface.xǁPlatformǁimport_kernels"

@@ -9,11 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from faults import as_nobody, give_to_nobody, shared_folder
 from warnonce_guard.common.errors import PathUnusable, StagingFailed, WorkDirBusy
 from warnonce_guard.common.files import MARKER, Kind, mark, marked
 from warnonce_guard.common.notes import LOGGER as NOTES
 from warnonce_guard.mutations.workspace import WorkRoot
+
+from tests.faults import as_nobody, give_to_nobody, shared_folder
 
 
 def test_a_second_claim_of_the_same_root_is_refused_while_the_first_holds_it(tmp_path: Path) -> None:

@@ -7,9 +7,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from engine_support import NOTES, TABLE, EngineEnv, Scenarios, TinyModel, build_model, engine_envs, table_lines
 from packaging.version import Version
 
+from tests.real_engine.engine_support import (
+    NOTES,
+    TABLE,
+    EngineEnv,
+    Scenarios,
+    TinyModel,
+    build_model,
+    engine_envs,
+    table_lines,
+)
 from tools.real_engine import expect
 
 

@@ -16,15 +16,15 @@ import time
 import weakref
 from pathlib import Path
 
-import layout
 import pytest
-from engine_support import TableRow, table_lines
 from warnonce_guard.common.processes import child_environment
 from warnonce_guard.guards.blocker import BlockedKernelImport
 from warnonce_guard.mutations.engine import layout as ws_layout
 from warnonce_guard.mutations.operators import OPERATORS
 from warnonce_guard.mutations.workspace import Workspace
 
+from tests import layout
+from tests.real_engine.engine_support import TableRow, table_lines
 from tools.real_engine import expect, lock, model, mutants, runner
 from tools.real_engine.row import PLATFORM_FILE, Row
 from tools.real_engine.scenario import KernelProbe, WarningCounter

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from engine_support import EngineEnv, Scenarios, TinyModel, build_model
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED, WARNING_REPEATED
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.operators import OPERATORS
 from warnonce_guard.mutations.workspace import Workspace
 
+from tests.real_engine.engine_support import EngineEnv, Scenarios, TinyModel, build_model
 from tools.real_engine import expect, mutants, runner
 from tools.real_engine.row import Row
 

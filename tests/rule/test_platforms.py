@@ -12,12 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import layout
 import pytest
-from toy import INTERFACE, fitting_operators, make_tree
 from warnonce_guard.common.errors import ExitCode, NothingToCheck, PlatformNotFound
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
 from warnonce_guard.rule.platforms import load_class
+
+from tests import layout
+from tests.toy import INTERFACE, fitting_operators, make_tree
 
 INHERITS = """
 from vllm.platforms.interface import Platform

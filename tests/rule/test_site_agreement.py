@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from toy import apply_operator
 from warnonce_guard.mutations.engine import naming
 from warnonce_guard.mutations.identify import attribute
 from warnonce_guard.mutations.operators import OPERATORS, anchors_of
 from warnonce_guard.rule.sites import _SiteFinder, sites_in_source
+
+from tests.toy import apply_operator
 
 FILE = "vllm/platforms/gen.py"
 MODULE = "vllm.platforms.gen"

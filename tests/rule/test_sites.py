@@ -9,12 +9,13 @@ from pathlib import Path
 
 import libcst
 import pytest
-from faults import as_nobody, no_longer_than, shared_tree
 from libcst.metadata.position_provider import PositionProvidingCodegenState
-from toy import INTERFACE, add_odd_files, make_tree
 from warnonce_guard.common.errors import ExitCode, Interrupted, SourceDoesNotParse
 from warnonce_guard.rule.site_rule import anchor, resolve_relative
 from warnonce_guard.rule.sites import Condition, Site, discover, might_hold_site, sites_in_source
+
+from tests.faults import as_nobody, no_longer_than, shared_tree
+from tests.toy import INTERFACE, add_odd_files, make_tree
 
 FILE, MODULE = "vllm/platforms/x.py", "vllm.platforms.x"
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from strict_support import make_inner
+
+from tests.strict.strict_support import make_inner
 
 
 @pytest.fixture

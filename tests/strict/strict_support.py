@@ -9,7 +9,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from toy import LOGGER_SOURCE
+
+from tests.toy import LOGGER_SOURCE
 
 # The inner conftest proves the fake is the vllm in use (importing the package does not import vllm.logger).
 FAKE_CONFTEST = "import vllm\n\nassert vllm.FAKE\n"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from strict_support import EAGER, FAKE_CONFTEST, INNER_ADDOPTS, LEAK, line_of, literal
+
+from tests.strict.strict_support import EAGER, FAKE_CONFTEST, INNER_ADDOPTS, LEAK, line_of, literal
 
 pytest_plugins = ["pytester"]
 

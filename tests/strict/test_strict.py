@@ -21,10 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from strict_support import EAGER, FAKE_CONFTEST, LEAK, line_of, literal
-from toy import LOGGER_SOURCE, purge, unique_package, write
 from warnonce_guard.strict.calls import Violation, rendered, wrap
 from warnonce_guard.strict.contract import offence
+
+from tests.strict.strict_support import EAGER, FAKE_CONFTEST, LEAK, line_of, literal
+from tests.toy import LOGGER_SOURCE, purge, unique_package, write
 
 pytest_plugins = ["pytester"]
 

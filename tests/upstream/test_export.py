@@ -9,7 +9,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from exported_support import (
+from warnonce_guard.cli.main import main
+from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.upstream.export import listed_cases
+from warnonce_guard.upstream.render import PATH
+from warnonce_guard.upstream.words import HEADER, LEAKS, MARKER
+
+from tests.exported_support import (
     ALLOWED_IMPORTS,
     COMMITTED,
     TOY_IDS,
@@ -22,12 +28,7 @@ from exported_support import (
     run_exported,
     toy_vllm,
 )
-from toy import write
-from warnonce_guard.cli.main import main
-from warnonce_guard.common.errors import ExitCode
-from warnonce_guard.upstream.export import listed_cases
-from warnonce_guard.upstream.render import PATH
-from warnonce_guard.upstream.words import HEADER, LEAKS, MARKER
+from tests.toy import write
 
 VLLM_IDS = [
     "cpu-CpuPlatform.import_kernels-vllm._C-0",

@@ -9,7 +9,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from exported_support import (
+from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.upstream.export import listed_cases
+from warnonce_guard.upstream.render import PATH
+from warnonce_guard.upstream.words import LEAKS
+
+from tests.exported_support import (
     COMMITTED,
     RUFF,
     add_seventh_site,
@@ -19,10 +24,6 @@ from exported_support import (
     run_exported,
     vllm_copy,
 )
-from warnonce_guard.common.errors import ExitCode
-from warnonce_guard.upstream.export import listed_cases
-from warnonce_guard.upstream.render import PATH
-from warnonce_guard.upstream.words import LEAKS
 
 pytestmark = pytest.mark.slow
 

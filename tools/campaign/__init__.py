@@ -1,6 +1,6 @@
 """The fault campaign: `warnonce-guard mutate` faulted at random moments, rerun, and compared with a clean run.
 
-    python tests/campaign --trials N --seed S [--vllm-trials K]      (`nox -s faults -- ...` runs it)
+    python -m tools.campaign --trials N --seed S [--vllm-trials K]   (`nox -s faults -- ...` runs it)
 
 Each trial picks a target (a toy tree of one of several shapes, or the installed vLLM), a fault (a signal to
 the command, to its process group, SIGKILL to the mutmut session or to one of its workers, two signals in a
@@ -15,6 +15,8 @@ directory unchanged. It prints one row per trial and ends with `N trials: N ok, 
     targets.py   the toy shapes and the installed vLLM, the command line, the clean run measured
     trial.py     one trial run: processes watched, the fault injected, reruns, files hashed
     cli.py       the command line: rows, the closing note, the JSON log
+    runs.py      the toy trees' shapes, a run's folders and process, its verdicts, hashes of files (tests/faults.py
+                 imports them too)
 
-A checkout tool, not part of the package: it reuses tests/faults.py (trees, phases, hashing, verdicts).
+A checkout tool, not part of the package; it imports nothing from tests/: the toy vLLM is tools/toy_vllm.py's.
 """

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from faults import Verdicts
-
-from campaign.plan import Fault, allowed_exits
+from tools.campaign.plan import Fault, allowed_exits
+from tools.campaign.runs import Verdicts
 
 SHOWN = 3  # differences named in a reason; the rest are counted
 

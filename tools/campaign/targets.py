@@ -1,4 +1,4 @@
-"""What a campaign runs on: toy trees of several shapes (tests/faults.py) and the installed vLLM, each with its
+"""What a campaign runs on: toy trees of several shapes (runs.py) and the installed vLLM, each with its
 command line, the files no run may change, and its clean run (verdicts, exit code, when each process lived)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from faults import RunDirs, TreeShape, Verdicts, fault_tree
+from tools.campaign.runs import RunDirs, TreeShape, Verdicts, fault_tree
 
 # Each phase of a different length: the plain toy, slow guards (a long mutant phase), a big tree (long
 # staging and generation), four sites (more mutants, more guards: killed-by has a choice to make).

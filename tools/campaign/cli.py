@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from campaign.plan import FAULTS, Fault, Planned, draw_moment, plan, trial_rng
-from campaign.targets import TOYS, VLLM, Clean, Target, installed_vllm, make_target
-from campaign.trial import TrialRecord, measure, run_trial, windows_of
+from tools.campaign.plan import FAULTS, Fault, Planned, draw_moment, plan, trial_rng
+from tools.campaign.targets import TOYS, VLLM, Clean, Target, installed_vllm, make_target
+from tools.campaign.trial import TrialRecord, measure, run_trial, windows_of
 
 VLLM_SHARE = 0.1  # of the trials, on vLLM, unless --vllm-trials says otherwise
 
@@ -34,7 +34,7 @@ def _names(text: str, known: Sequence[str], what: str) -> list[str]:
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python tests/campaign", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.campaign", description=__doc__)
     parser.add_argument("--trials", type=int, default=40, help="how many trials (default 40)")
     parser.add_argument("--seed", type=int, default=None, help="the draw's seed (default: a random one, printed)")
     parser.add_argument(

@@ -17,11 +17,19 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faults import SESSION_MODULE, RunDirs, Started, Verdicts, answers_stop_signals, hash_tree, read_verdicts, start
-
-from campaign.judge import Observation, Outcome, differences, judge
-from campaign.plan import INTERRUPTED, Aim, Fault, Windows
-from campaign.targets import Clean, Target, user_folder
+from tools.campaign.judge import Observation, Outcome, differences, judge
+from tools.campaign.plan import INTERRUPTED, Aim, Fault, Windows
+from tools.campaign.runs import (
+    SESSION_MODULE,
+    RunDirs,
+    Started,
+    Verdicts,
+    answers_stop_signals,
+    hash_tree,
+    read_verdicts,
+    start,
+)
+from tools.campaign.targets import Clean, Target, user_folder
 
 WORKER_TITLE = "mutmut: "  # mutmut's process title for a worker testing a mutant
 MAX_RERUNS = 3  # reruns while one ends interrupted (130/143)

@@ -1,0 +1,1 @@
+"""The project's own tests, a package: a test module imports the helper modules as `tests.<module>`."""

@@ -1,0 +1,1 @@
+"""Tests of the mutation run (mutations/): operators, staging, the engine, verdicts, the report."""

@@ -1,0 +1,1 @@
+"""Tests of the rule (rule/): sites, liveness, formatting, discovery, the target."""

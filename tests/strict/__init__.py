@@ -1,0 +1,1 @@
+"""Tests of strict mode (strict/): the pytest plugin and its contract table."""

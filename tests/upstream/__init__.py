@@ -1,0 +1,1 @@
+"""Tests of the export (upstream/): the test vLLM can merge."""
