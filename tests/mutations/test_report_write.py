@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,16 @@ def test_report_directory_gets_an_ordinary_mode(tmp_path: Path, viewer: Path) ->
     assert out.stat().st_mode & 0o055  # readable by others (not mkdtemp's 0700) under the usual umask
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt, as in a terminal's process: one a shell that is not interactive started in the
+    background (nohup, `&` in a CI script) inherits SIGINT ignored, and would never see it."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_between_the_two_renames_of_a_swap_leaves_a_whole_report(
     tmp_path: Path, viewer: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
