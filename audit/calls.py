@@ -26,8 +26,8 @@ from warnonce_guard.rule.liveness import (
     ONCE_KEYWORDS,
     ONCE_METHODS,
     argument_kind,
+    dotted_name,
 )
-from warnonce_guard.rule.liveness import dotted_name as dotted
 
 _PARTIALS = frozenset({"partial", "functools.partial"})
 
@@ -49,7 +49,7 @@ def _once_name(name: str) -> bool:
 
 def _getattr_once(node: ast.expr) -> str | None:
     """`getattr(logger, "warning_once")` -> warning_once."""
-    if isinstance(node, ast.Call) and dotted(node.func) == "getattr" and len(node.args) == 2 and not node.keywords:
+    if isinstance(node, ast.Call) and dotted_name(node.func) == "getattr" and len(node.args) == 2 and not node.keywords:
         name = node.args[1]
         if isinstance(name, ast.Constant) and isinstance(name.value, str) and _once_name(name.value):
             return name.value
@@ -57,7 +57,7 @@ def _getattr_once(node: ast.expr) -> str | None:
 
 
 def _is_partial(node: ast.Call) -> bool:
-    return dotted(node.func) in _PARTIALS and bool(node.args) and not isinstance(node.args[0], ast.Starred)
+    return dotted_name(node.func) in _PARTIALS and bool(node.args) and not isinstance(node.args[0], ast.Starred)
 
 
 def reference(node: ast.expr, aliases: Aliases) -> Reference | None:
@@ -66,7 +66,7 @@ def reference(node: ast.expr, aliases: Aliases) -> Reference | None:
         return Reference(node.attr)
     if (level := _getattr_once(node)) is not None:
         return Reference(level)
-    if (name := dotted(node)) is not None and name in aliases:
+    if (name := dotted_name(node)) is not None and name in aliases:
         return aliases[name]
     if isinstance(node, ast.Call) and _is_partial(node) and (inner := reference(node.args[0], aliases)) is not None:
         return Reference(inner.level, inner.bound + len(node.args) - 1)
@@ -83,7 +83,7 @@ def aliases_in(tree: ast.AST, before: Aliases | None = None) -> Aliases:
         if node.value is None or (held := reference(node.value, found)) is None:
             continue
         for target in targets:
-            if (name := dotted(target)) is not None:
+            if (name := dotted_name(target)) is not None:
                 found[name] = held
     return found
 

@@ -29,8 +29,7 @@ from warnonce_guard.audit.scan import PREFILTER, findings_in_source
 from warnonce_guard.audit.selection import ALL, Layer, failing, resolve
 from warnonce_guard.common.errors import ExitCode, PathUnusable, UsageError
 from warnonce_guard.common.files import rewrite
-from warnonce_guard.rule import target as targets
-from warnonce_guard.rule.target import NotPythonText, python_text
+from warnonce_guard.rule.target import NotPythonText, python_text, resolve_target
 
 if TYPE_CHECKING:  # libcst, imported only to fix
     from warnonce_guard.audit.codemod import Change
@@ -155,7 +154,7 @@ def run(request: Request) -> Output:
         accepted = _baseline(request, lambda file: walk.keyed(Path(os.path.abspath(cwd / file))))
         files, described, root = python_files(map(Path, request.paths), walk), ", ".join(request.paths), walk.root
     else:
-        target = targets.resolve(request.vllm_src)
+        target = resolve_target(request.vllm_src)
         accepted = _baseline(request, None)
         files, described, root = tree_files(target.root), target.describe(), target.root
     result = audit_files(files)

@@ -43,9 +43,9 @@ def entry() -> None:
     for sig in SAID:
         _signal.signal(sig, stopped_before_the_command)
     try:
-        from warnonce_guard.cli.main import main as command_line
+        from warnonce_guard.cli.main import main
 
-        code = command_line(exiting=True)
+        code = main(exiting=True)
     except SystemExit as stop:  # argparse's usage errors and --help
         if not isinstance(stop.code, int | None):
             raise

@@ -22,11 +22,10 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from warnonce_guard import guards as guards_package
-from warnonce_guard.audit import FORMATS as AUDIT_FORMATS
+import warnonce_guard.guards
+from warnonce_guard.audit import FORMATS
+from warnonce_guard.cli import export, history
 from warnonce_guard.cli.console import console
-from warnonce_guard.cli.export import add_parser as add_export_parser
-from warnonce_guard.cli.history import add_parser as add_history_parser
 from warnonce_guard.common import notes
 from warnonce_guard.common.console import printable, printable_json
 from warnonce_guard.common.errors import (
@@ -40,12 +39,12 @@ from warnonce_guard.common.errors import (
     exit_code_table,
 )
 from warnonce_guard.guards.isolation import isolated
-from warnonce_guard.rule import target as targets
+from warnonce_guard.rule.target import Target, activate, check_importable, resolve_target
 
 if TYPE_CHECKING:
     from warnonce_guard.rule.sites import Site
 
-GUARDS_DIR = Path(guards_package.__file__).resolve().parent
+GUARDS_DIR = Path(warnonce_guard.guards.__file__).resolve().parent
 # What `pip install 'warnonce-guard[mutation]'` adds; `audit` and strict mode need none of it.
 MUTATION_EXTRA = frozenset({"rich", "libcst", "mutmut", "filelock"})
 
@@ -61,15 +60,15 @@ def _sites_table(sites: list[Site], title: str) -> Any:
     return table
 
 
-def _target_sites(args: argparse.Namespace) -> tuple[targets.Target, list[Site]]:
+def _target_sites(args: argparse.Namespace) -> tuple[Target, list[Site]]:
     """The target, and its sites: all of them, or those a `--platform` class runs."""
     from warnonce_guard.rule.platforms import platform_sites, resolve_platform
     from warnonce_guard.rule.sites import discover
 
-    target = targets.resolve(args.vllm_src)
+    target = resolve_target(args.vllm_src)
     if not getattr(args, "platform", None):
         return target, discover(target.root)
-    targets.activate(target)
+    activate(target)
     return target, platform_sites(resolve_platform(args.platform))
 
 
@@ -119,7 +118,7 @@ def cmd_guards(args: argparse.Namespace) -> int:
     import pytest
 
     target, sites = _target_sites(args)  # bad input and "nothing to check" stop here, before pytest starts
-    targets.check_importable(target)
+    check_importable(target)
     if not any(site.cached for site in sites):
         raise NothingToCheck(
             f"no kernel-import site logs through a *_once call in {target.describe()}; nothing to guard"
@@ -144,7 +143,7 @@ def cmd_guards(args: argparse.Namespace) -> int:
     return verdict
 
 
-def _pytest_args(args: argparse.Namespace, target: targets.Target, sites_file: Path) -> list[str]:
+def _pytest_args(args: argparse.Namespace, target: Target, sites_file: Path) -> list[str]:
     """The guards alone: no settings, conftest.py or path of the target's checkout or of the current directory."""
     pytest_args = [
         str(GUARDS_DIR),
@@ -386,9 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
         "paths", nargs="*", metavar="PATH", help="Python files or package directories (default: the target vLLM)"
     )
     _target_options(audit, platform=False)
-    labels = list(AUDIT_FORMATS.values())
+    labels = list(FORMATS.values())
     formats_help = f"{', '.join(labels[:-1])} or {labels[-1]}"
-    audit.add_argument("--format", choices=tuple(AUDIT_FORMATS), default="text", help=formats_help)
+    audit.add_argument("--format", choices=tuple(FORMATS), default="text", help=formats_help)
     audit.add_argument("--baseline", metavar="FILE", help="JSON file of accepted findings: only new ones fail")
     audit.add_argument("--write-baseline", metavar="FILE", help="accept every finding: write them to FILE, exit 0")
     codes = {"type": comma_list, "action": "extend", "metavar": "CODES"}
@@ -416,8 +415,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.set_defaults(run=cmd_audit)
 
-    add_history_parser(sub)
-    add_export_parser(sub)
+    history.add_parser(sub)
+    export.add_parser(sub)
     return parser
 
 

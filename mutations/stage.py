@@ -29,7 +29,7 @@ from warnonce_guard import guards
 from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.common.files import cannot_write, scratch, sweep, write_atomic
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
-from warnonce_guard.mutations.engine import config as engine_config
+from warnonce_guard.mutations.engine import config
 from warnonce_guard.mutations.suite import Suite
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site
@@ -68,7 +68,7 @@ def fingerprint(target: Target, packages: dict[str, Path], extra: str = "") -> s
     engine's settings, Python, mutmut and the distributions the guards depend on, `extra` settings)."""
     parts = [json.dumps([str(target.package_dir), target.version, target.commit, extra])]
     parts += [json.dumps([name, str(folder), _tree_signature(folder)]) for name, folder in sorted(packages.items())]
-    return tool_fingerprint([*parts, engine_config.section(), sys.version, *distributions(VERDICT_DISTRIBUTIONS)])
+    return tool_fingerprint([*parts, config.section(), sys.version, *distributions(VERDICT_DISTRIBUTIONS)])
 
 
 def listing_digest(folder: Path) -> str:
@@ -199,7 +199,7 @@ def prepare(
             ws.suite_file.unlink(missing_ok=True)
         else:
             write_atomic(ws.suite_file, json.dumps(suite.to_json()))
-        engine_config.write(ws.setup_cfg, files, ws.guard_tests.name, suite)
+        config.write(ws.setup_cfg, files, ws.guard_tests.name, suite)
         write_atomic(ws.sites_file, json.dumps([site.to_json() for site in sites], indent=1))
     except OSError as err:
         raise cannot_write(err, f"cannot stage the target in {ws.dir}") from None

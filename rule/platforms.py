@@ -30,7 +30,7 @@ from warnonce_guard.rule.sites import Site, sites_in_source
 from warnonce_guard.rule.target import PACKAGE
 
 ENTRY_POINT_GROUP = "vllm.platform_plugins"
-METHOD = "import_kernels"
+IMPORT_KERNELS = "import_kernels"
 BASE = (f"{PACKAGE}.platforms.interface", "Platform")  # every vLLM platform class subclasses it (by name: no import)
 
 
@@ -152,9 +152,9 @@ def resolve_platform(spec: str) -> PlatformTarget:
             f"--platform {spec}: {cls.__module__}.{cls.__qualname__} is not a platform class (not a subclass of "
             f"{'.'.join(BASE)}); pass a vLLM platform class, such as `warnonce-guard platforms` lists"
         )
-    definer = next((klass for klass in cls.__mro__ if METHOD in vars(klass)), None)
+    definer = next((klass for klass in cls.__mro__ if IMPORT_KERNELS in vars(klass)), None)
     if definer is None:
-        raise PlatformNotFound(f"--platform {spec}: {cls.__name__} has no {METHOD}; is it a vLLM Platform?")
+        raise PlatformNotFound(f"--platform {spec}: {cls.__name__} has no {IMPORT_KERNELS}; is it a vLLM Platform?")
     source = inspect.getsourcefile(definer)
     module = importlib.import_module(definer.__module__)
     if source is None or module.__file__ is None:
@@ -164,7 +164,7 @@ def resolve_platform(spec: str) -> PlatformTarget:
     return PlatformTarget(
         spec=f"{cls.__module__}:{cls.__qualname__}",
         defining_module=definer.__module__,
-        defining_qualname=f"{definer.__qualname__}.{METHOD}",
+        defining_qualname=f"{definer.__qualname__}.{IMPORT_KERNELS}",
         root=root,
         file=Path(source).resolve().relative_to(root).as_posix(),
     )

@@ -1,6 +1,6 @@
 """The mutmut run itself, in a process of its own inside the workspace.
 
-    python -m mutations.engine.session WORK_DIR RUN_ID [MODULE...]      (started by `start`, told by `go`)
+    python -m mutations.engine.session WORK_DIR RUN_ID [MODULE...]      (started by `start_session`, told by `go`)
 
 mutmut reads setup.cfg from the current directory, changes sys.path, forks workers and calls exit(), so it gets a
 process to itself, in a process group of its own that the parent kills on Ctrl-C or SIGTERM; it and every process
@@ -70,7 +70,7 @@ NOTHING_COLLECTED = int(ExitCode.NOTHING_TO_CHECK)  # a suite that collected no 
 SUITE_BROKEN = 6  # a suite whose collection failed on the unmutated code (pytest's exit status 2, 3 or 4)
 
 
-def start(ws: Workspace, run_id: str, warm_up: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+def start_session(ws: Workspace, run_id: str, warm_up: Sequence[str] = ()) -> subprocess.Popen[bytes]:
     """Start the session in a process group of its own, its output appended to the workspace's log: it imports
     `warm_up` at once, then waits for `go`."""
     with ws.log_file.open("ab") as log:

@@ -70,7 +70,7 @@ def generate(ws: Workspace) -> str:
 def test_the_session_runs_in_a_process_group_of_its_own_and_appends_to_the_workspace_log(ws: Workspace) -> None:
     ws.log_file.write_text("an earlier run's log\n", encoding="utf-8")
     ws.packages_file.unlink()  # it cannot run: it says why in the log and exits session.ENGINE_FAILED
-    proc = session.start(ws, "run1")
+    proc = session.start_session(ws, "run1")
     try:
         assert os.getpgid(proc.pid) == proc.pid  # the run stops it (and its workers) by its group
         session.go(proc, [FILE])
@@ -84,7 +84,7 @@ def test_the_session_runs_in_a_process_group_of_its_own_and_appends_to_the_works
 
 
 def test_a_session_the_run_never_tells_to_go_generates_nothing_and_ends(ws: Workspace) -> None:
-    proc = session.start(ws, "run1")  # the run ended before staging (nothing to check, Ctrl-C): it closes the pipe
+    proc = session.start_session(ws, "run1")  # the run ended before staging (nothing to check, Ctrl-C): closes stdin
     try:
         assert proc.stdin is not None
         proc.stdin.close()
@@ -113,7 +113,7 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
         return "process"
 
     monkeypatch.setattr(subprocess, "Popen", popen)
-    assert session.start(ws, "run1", ["torch"]) == "process"
+    assert session.start_session(ws, "run1", ["torch"]) == "process"
     assert started["argv"] == [
         sys.executable, "-m", "warnonce_guard.mutations.engine.session", str(ws.dir), "run1", "torch"
     ]  # fmt: skip
@@ -148,7 +148,7 @@ def test_the_session_runs_pytest_with_its_own_options_not_the_users(
     monkeypatch.setenv("PYTEST_ADDOPTS", "-x --pdb -k nothing")
     monkeypatch.setenv("PYTEST_PLUGINS", "someones.plugin")
     monkeypatch.setenv("WARNONCE_GUARD_KEPT", "yes")
-    session.start(ws, "run1")
+    session.start_session(ws, "run1")
     env = started["env"]
     assert isinstance(env, dict) and "PYTEST_ADDOPTS" not in env and "PYTEST_PLUGINS" not in env
     assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"  # nor the environment's plugins (hypothesis, xdist here)
