@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from faults import hash_tree
 from toy import make_tree, purge, unique_package
-from warnonce_guard.cli import main as cli
+from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import ExitCode, PlatformImportFailed, PlatformNotFound
 from warnonce_guard.rule.platforms import must_not_exit
 
@@ -71,7 +71,7 @@ def area(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Area]:
 def run(area: Area, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, list[str]]:
     """`cli.main(argv)`: its exit code, stdout and stderr's lines; the user's files as they were, asserted."""
     before = hash_tree(area.home)
-    code = cli.main(argv)
+    code = main(argv)
     captured = capsys.readouterr()
     assert hash_tree(area.home) == before  # nothing created, changed or removed; the symlink still one
     return code, captured.out, captured.err.strip().splitlines()
