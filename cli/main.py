@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import math
 import os
@@ -23,8 +22,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import warnonce_guard.guards
-from warnonce_guard.audit import FORMATS
-from warnonce_guard.cli import export, history
+from warnonce_guard.cli import audit, export, history
 from warnonce_guard.cli.console import console
 from warnonce_guard.common import notes
 from warnonce_guard.common.console import printable, printable_json
@@ -35,7 +33,6 @@ from warnonce_guard.common.errors import (
     NothingToCheck,
     NotInstalled,
     PlatformImportFailed,
-    UsageError,
     exit_code_table,
 )
 from warnonce_guard.guards.isolation import isolated
@@ -185,20 +182,6 @@ def cmd_platforms(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_audit(args: argparse.Namespace) -> int:
-    from warnonce_guard.audit.run import Request, run
-
-    if args.paths and args.vllm_src:
-        raise UsageError("audit: give PATHs or --vllm-src, not both (--vllm-src picks a vLLM tree to audit whole)")
-    # each of the audit's options is the Request field of its name
-    options = {field.name: getattr(args, field.name) for field in dataclasses.fields(Request)}
-    output = run(Request(**options))
-    if output.note:
-        print(output.note, file=sys.stderr)
-    sys.stdout.write(output.text)
-    return output.exit_code
-
-
 def cmd_mutate(args: argparse.Namespace) -> int:
     from warnonce_guard.mutations.run import mutate
 
@@ -301,24 +284,14 @@ EXIT_CODES = "exit codes:\n" + exit_code_table()
 SEE_EXIT_CODES = "exit codes: see `warnonce-guard --help`"
 
 
-def comma_list(text: str) -> list[str]:
-    """A comma-separated option value (`--select WOG001,WOG002`), as ruff takes them; an empty item (`""`, `",,"`,
-    `"WOG001,"`: an unset variable's place) is a usage error, never a selector dropped."""
-    items = [item.strip() for item in text.split(",")]
-    if not all(items):
-        raise argparse.ArgumentTypeError(f"{text!r} has an empty item; give comma-separated values, none empty")
-    return items
-
-
-def _target_options(parser: argparse.ArgumentParser, platform: bool = True) -> None:
-    """`--vllm-src`, and `--platform`: which vLLM a command works on, and which of its platforms."""
+def _target_options(parser: argparse.ArgumentParser) -> None:
+    """`--vllm-src` and `--platform`: which vLLM a command works on, and which of its platforms."""
     parser.add_argument("--vllm-src", metavar="PATH", help="root of a vLLM source tree (default: the installed vLLM)")
-    if platform:
-        parser.add_argument(
-            "--platform",
-            metavar="MODULE:CLASS",
-            help="a platform class (e.g. a plugin's): the sites its import_kernels runs, called through it",
-        )
+    parser.add_argument(
+        "--platform",
+        metavar="MODULE:CLASS",
+        help="a platform class (e.g. a plugin's): the sites its import_kernels runs, called through it",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -375,46 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mutate.set_defaults(run=cmd_mutate)
 
-    audit = sub.add_parser(
-        "audit",
-        help="every *_once call whose arguments can cache a live object",
-        description="Settings come from [tool.warnonce-guard] of the nearest pyproject.toml (select, extend-select,\n"
-        "ignore, exclude, extend-exclude, force-exclude, respect-gitignore); the options below override them.",
-    )
-    audit.add_argument(
-        "paths", nargs="*", metavar="PATH", help="Python files or package directories (default: the target vLLM)"
-    )
-    _target_options(audit, platform=False)
-    labels = list(FORMATS.values())
-    formats_help = f"{', '.join(labels[:-1])} or {labels[-1]}"
-    audit.add_argument("--format", choices=tuple(FORMATS), default="text", help=formats_help)
-    audit.add_argument("--baseline", metavar="FILE", help="JSON file of accepted findings: only new ones fail")
-    audit.add_argument("--write-baseline", metavar="FILE", help="accept every finding: write them to FILE, exit 0")
-    codes = {"type": comma_list, "action": "extend", "metavar": "CODES"}
-    audit.add_argument("--select", **codes, help="rules to report and fail on, replacing the configured selection "
-                       "(codes, prefixes such as WOG0, or ALL; default: the errors)")  # fmt: skip
-    audit.add_argument("--extend-select", **codes, default=[], help="rules to select on top of the configured ones")
-    audit.add_argument("--ignore", **codes, default=[], help="rules not to select")
-    globs = {"type": comma_list, "action": "extend", "metavar": "GLOBS"}
-    audit.add_argument("--exclude", **globs, help="paths not to walk into, replacing the configured and default "
-                       "ones (.git, .venv, venv, build, dist, site-packages, node_modules, ...)")  # fmt: skip
-    audit.add_argument("--extend-exclude", **globs, default=[], help="paths not to walk into, on top of the others")
-    audit.add_argument(
-        "--force-exclude", action="store_true", help="apply the excludes to files given by name too (for pre-commit)"
-    )
-    audit.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings fail")
-    audit.add_argument("--strict", action="store_true", help="select every rule: an alias of --select ALL")
-    audit.add_argument(
-        "--fix",
-        action="store_true",
-        help="format the reported findings' arguments first (the message renders as before), then report the rest "
-        "(needs the mutation extra)",
-    )
-    audit.add_argument(
-        "--diff", action="store_true", help="print those fixes as a unified diff and change nothing: exit 1 if any"
-    )
-    audit.set_defaults(run=cmd_audit)
-
+    audit.add_parser(sub)
     history.add_parser(sub)
     export.add_parser(sub)
     return parser
