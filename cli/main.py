@@ -446,7 +446,7 @@ class ReaderMayLeave:
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
-    def _left(self) -> None:
+    def _discard_the_rest(self) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
             os.dup2(devnull, self.stream.fileno())
@@ -457,14 +457,14 @@ class ReaderMayLeave:
         try:
             return self.stream.write(text)
         except BrokenPipeError:
-            self._left()
+            self._discard_the_rest()
             return len(text)
 
     def flush(self) -> None:
         try:
             self.stream.flush()
         except BrokenPipeError:
-            self._left()
+            self._discard_the_rest()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)

@@ -1,4 +1,4 @@
-"""`warnonce-guard mutate`: check paths -> lock -> discover + stage (the session imports meanwhile) -> heal ->
+"""`warnonce-guard mutate`: check paths -> lock -> discover + stage (the session imports meanwhile) -> repair ->
 mutmut -> verdicts -> report -> gate."""
 
 from __future__ import annotations
@@ -33,7 +33,13 @@ from warnonce_guard.common.processes import stop_group
 from warnonce_guard.guards.sessions import baseline_sessions, mutant_session_path, read_session, unwritable
 from warnonce_guard.mutations import judge, stage
 from warnonce_guard.mutations.engine import attempts, layout, state
-from warnonce_guard.mutations.engine.session import NOTHING_COLLECTED, SUITE_BROKEN, WRITE_REFUSED, go, start_session
+from warnonce_guard.mutations.engine.session import (
+    NOTHING_COLLECTED,
+    SUITE_BROKEN,
+    WRITE_REFUSED,
+    start_session,
+    tell_to_mutate,
+)
 from warnonce_guard.mutations.engine.watch import Watch, stall_limit
 from warnonce_guard.mutations.identify import NamedMutant, read_identities, write_identities
 from warnonce_guard.mutations.operators import OPERATORS
@@ -108,7 +114,7 @@ def run_session(
     while mutmut imports vLLM) and follows the session's progress from the exit codes it records. Its exit code
     (`started_session` stops a session this leaves running)."""
     watch = Watch(session, lambda: stall_limit(ws))  # every wait below ends if the session stops working
-    go(session, files)
+    tell_to_mutate(session, files)
     if _wait_for_generation(ws, run_id, session, watch):
         named = write_identities(ws, sites, packages)
         if progress is not None:
@@ -170,7 +176,7 @@ def _wait_for_generation(ws: Workspace, run_id: str, session: subprocess.Popen[b
     return True
 
 
-def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
+def repair_workspace(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
     """Before a session: discard mutmut state that does not validate, and clear exit codes no record backs."""
     if problem := unwritable(ws.attribution):
         raise StagingFailed(
@@ -515,7 +521,7 @@ def _run(
             f"staged {target.describe()}{via}: {len(guarded)} cached site(s) in {len(files)} file(s), "
             f"{len(OPERATORS)} operators{scored}; work in {ws.dir}"
         )
-        heal(ws, files, say)
+        repair_workspace(ws, files, say)
         session_code = run_session(ws, session, run_id, sites, sorted(packages), files, progress)
     if session_code != 0:  # a disk or folder that refused the session (or its guards) a write: never a verdict
         _refused_the_session(ws, session_code, log_start)

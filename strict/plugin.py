@@ -137,7 +137,7 @@ class StrictMode:
         with self.lock:
             self.outside.setdefault(violation.describe(self.root))
 
-    def take(self) -> list[Violation]:
+    def take_pending(self) -> list[Violation]:
         with self.lock:
             taken, self.pending = self.pending, []
         return taken
@@ -200,7 +200,7 @@ class StrictMode:
             return (yield)
         finally:
             self.running = None
-            for violation in self.take():  # made after the teardown's report
+            for violation in self.take_pending():  # made after the teardown's report
                 self.add_outside(dataclasses.replace(violation, context=f"after {item.nodeid} ended"))
 
     @pytest.hookimpl(tryfirst=True)
@@ -210,7 +210,7 @@ class StrictMode:
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: sees the report after skipping's xfail handling
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
         report = yield
-        violations = self.take()
+        violations = self.take_pending()
         if violations:
             self.charge(report, violations)
         return report

@@ -181,7 +181,7 @@ def test_a_crash_inside_the_session_is_its_own_exit_code_not_mutmuts_clean_guard
     (ws / "sites.json").write_text("[]")  # staged, as packages.json: the session tells the guards its sites first
     done = subprocess.run(
         [sys.executable, "-c", CRASHING_SESSION, str(ws), "run1"],
-        input="[]\n",  # go
+        input="[]\n",  # the files to mutate, as tell_to_mutate writes them
         capture_output=True,
         text=True,
         timeout=60,

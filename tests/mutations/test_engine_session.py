@@ -73,7 +73,7 @@ def test_the_session_runs_in_a_process_group_of_its_own_and_appends_to_the_works
     proc = session.start_session(ws, "run1")
     try:
         assert os.getpgid(proc.pid) == proc.pid  # the run stops it (and its workers) by its group
-        session.go(proc, [FILE])
+        session.tell_to_mutate(proc, [FILE])
         assert proc.wait(timeout=60) == session.ENGINE_FAILED
     finally:
         if proc.poll() is None:
@@ -99,7 +99,7 @@ def test_a_session_the_run_never_tells_to_go_generates_nothing_and_ends(ws: Work
 def test_telling_a_session_that_already_ended_to_go_leaves_its_exit_code_to_say_why(ws: Workspace) -> None:
     proc = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE)
     proc.wait()
-    session.go(proc, [FILE])  # no BrokenPipeError
+    session.tell_to_mutate(proc, [FILE])  # no BrokenPipeError
     assert proc.returncode == 0
 
 
@@ -121,7 +121,7 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
     assert isinstance(env, dict) and env[protocol.PARENT_PID] == str(os.getpid())
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"  # nothing compiles beside the target's sources
     assert started["start_new_session"] is True and started["stderr"] == subprocess.STDOUT
-    assert started["stdin"] == subprocess.PIPE  # `go` only: never the terminal
+    assert started["stdin"] == subprocess.PIPE  # `tell_to_mutate` only: never the terminal
 
 
 def test_the_session_imports_what_it_is_told_to_and_passes_over_what_fails(
@@ -595,7 +595,7 @@ def tested(ws, run_id):
 
 
 session._not_warmed, session._tested = not_warmed, tested
-session.leave(session.main(sys.argv[1:]))
+session.exit_without_teardown(session.main(sys.argv[1:]))
 """
 
 
@@ -614,7 +614,7 @@ def test_mutmut_runs_in_the_warmed_child_once_it_took_over_else_in_the_session_t
 ) -> None:
     done = subprocess.run(
         [sys.executable, "-c", WARMING_SESSION, str(ws.dir), "run1"],
-        input="[]\n",  # go
+        input="[]\n",  # the files to mutate, as tell_to_mutate writes them
         capture_output=True,
         text=True,
         timeout=60,

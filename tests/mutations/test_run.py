@@ -266,7 +266,7 @@ def test_ctrl_c_during_the_session_exits_130_and_its_finished_verdicts_are_kept_
     assert list(fake_session.found[1].values()) == [1] * MUTANTS  # none tested twice
 
 
-@pytest.mark.parametrize("where", ["heal", "write_identities", "store_result"])
+@pytest.mark.parametrize("where", ["repair_workspace", "write_identities", "store_result"])
 def test_a_full_disk_after_staging_is_one_line_naming_the_work_directory(
     where: str, run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -310,7 +310,7 @@ def test_a_full_disk_elsewhere_is_not_blamed_on_the_work_directory(
     def full(*args: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), filename)
 
-    monkeypatch.setattr("warnonce_guard.mutations.run.heal", full)
+    monkeypatch.setattr("warnonce_guard.mutations.run.repair_workspace", full)
     with pytest.raises(OSError) as raised:  # a traceback (70): the message would name the wrong disk
         run()
     assert not isinstance(raised.value, StagingFailed)
@@ -322,7 +322,7 @@ def test_an_os_error_that_is_not_the_disks_keeps_its_traceback(
     def bug(*args: object) -> None:
         raise FileNotFoundError(errno.ENOENT, "a file the run itself should have made", "x")
 
-    monkeypatch.setattr("warnonce_guard.mutations.run.heal", bug)
+    monkeypatch.setattr("warnonce_guard.mutations.run.repair_workspace", bug)
     with pytest.raises(FileNotFoundError):
         run()
 
