@@ -1,14 +1,8 @@
 """What a `*_once` call is, which of its arguments reach the cache, and the finding each one that can keep a
 live object (or make the call raise) makes, of the kind the liveness policy (`rule.liveness`) gives it.
 
-A call is `<receiver>.<name>(...)` whose method name ends in one of vLLM's four (`debug_once`, `info_once`,
-`warning_once`, `error_once`), `getattr(<receiver>, "<name>")(...)`, or a call of a name (or `self.x`) the
-module binds to one of those (`warn = logger.warning_once`, `functools.partial(logger.warning_once, ...)`,
-`getattr(...)`: the module's `Aliases`). A `functools.partial` of one is a call too: the arguments it binds
-reach the cache when it is called. Bare-name calls that are no alias (vLLM's own `_print_warning_once(...)`,
-the cache itself) are not audited. Every positional argument is checked, the message included (a string
-literal is safe anyway), and every keyword: `scope=` is ignored, `msg=` is the message, and any other one
-(`exc_info=`, `extra=`) makes the call raise TypeError.
+A call is a method call, `getattr(<receiver>, "<name>")(...)`, or a call of a name the module binds to one
+(`Aliases`), `functools.partial` included (docs/reference.md, The audit).
 """
 
 from __future__ import annotations

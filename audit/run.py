@@ -1,11 +1,8 @@
 """The audit's one entry point: settle the settings, read the files of a target, scan them, compare with a baseline,
 write the output.
 
-`run` does what `warnonce-guard audit` is asked (a `Request`, the command line's options) with the settings of the
-nearest `[tool.warnonce-guard]` (`config`) under it, and says what to print and how to exit (an `Output`); the
-command line only prints it. `audit_files` is the scan alone. With `fix` it writes the fixes of the findings it would
-report (`audit.codemod`, libcst) and reports what is left; with `diff` it prints them as a unified diff instead and
-changes nothing (exit 1 when there is something to fix, as ruff does).
+`run` does what a `Request` asks and says what to print and how to exit (an `Output`); `audit_files` is the scan
+alone.
 """
 
 from __future__ import annotations

@@ -153,7 +153,9 @@ def _pytest_args(args: argparse.Namespace, target: Target, sites_file: Path) -> 
         # import the guards under their own names: never `guards` as a top-level package of sys.modules
         "--import-mode=importlib",
         *args.pytest_args,
-        f"--sites-file={sites_file}",  # the guards' options as one word each (guards/conftest.py says why)
+        # the guards' options as one word each: pytest reads its command line before it loads the guards' conftest.py,
+        # and would take a separate value for a path to collect from (loading the conftest.py files there)
+        f"--sites-file={sites_file}",
     ]
     if args.vllm_src:
         pytest_args.append(f"--vllm-src={target.root}")

@@ -1,16 +1,7 @@
 """pytest wiring for the guards: which vLLM, one test per discovered site, and killed-by attribution.
 
-Settings come from options (`--vllm-src`, `--platform`, `--sites-file`) or, in the sessions a run starts, from the
-environment (`common.protocol` says what each variable means). Each option is given as one word (`--vllm-src=PATH`):
-pytest reads its command line once before it loads this file, and takes a value of its own word for a path to
-collect from, loading the conftest.py files there.
-
-In the engine's sessions the guards run in a fixed order, those of the sites in the mutated function first, then by
-node id; a mutant's session runs every guard of its function's sites before it stops at a failure (pytest's -x), so
-the guard of the mutant's own site always runs and the same mutant is always killed by the same guard. Such a session
-checks that every site module it finds imported already comes from the workspace's copy, and writes its guards'
-outcomes and the detectors that fired (`guards.sessions`) when it finishes; one whose record cannot be written exits
-with `UNWRITTEN_STATUS`, never as if it had a verdict.
+Settings come from options or, in the sessions a run starts, from the environment (`common.protocol`); in those
+sessions the guards of the mutated function's sites run first (docs/ARCHITECTURE.md, The mutation run).
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """Verdicts from what a mutation run left behind: a status per site at baseline and per mutant.
 
-Inputs, all typed: mutmut's exit code per mutant (`mutations.engine.state`), the finished guard
-sessions (`guards.sessions`) and the named mutants (`mutations.identify`). mutmut records no killed-by;
-the guard sessions are where it comes from.
-
-The rule a verdict must pass (one function, `judge`): a mutant is killed or survived only when mutmut's
-exit code and a finished guard session for it were both written, and agree. Anything else (no code
-yet, an interrupted run, a session that never finished, a code the session contradicts) is NOT_RUN:
-never counted, and tested again by the next run; so is a worker killed from outside or past its time limit
-until `mutations.engine.attempts` says the attempts make a verdict.
+A mutant is killed or survived only when mutmut's exit code and a finished guard session for it were both written,
+and agree (`judge`); anything else is NOT_RUN, tested again by the next run.
 """
 
 from __future__ import annotations

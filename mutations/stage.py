@@ -1,17 +1,7 @@
 """Staging: the site files in a workspace, and the run's settings; the target's own files are only ever read.
 
-What goes where is `mutations.workspace`'s business. A workspace holds copies (not links: nothing the run does, or a
-damaged workspace, can reach the user's files through one) of the files mutmut mutates, the files with a cached
-site, and nothing else of the target: the guards' process reads every other module where it is installed
-(`mutations.engine.overlay`). A package's staged copy becomes visible only when complete: it is built in a
-temporary folder beside it (`common.files.scratch`), renamed into place, and then recorded in `staged.json` with a
-digest of its files' paths, sizes and modification times. A copy whose listing does not match (a run killed
-between the rename and the record, files removed or edited since, other site files) is discarded, with mutmut's
-state made from it, and made again.
-
-The fingerprint (`common.fingerprint`) covers every file of the target (path, size, mtime), this tool's own code,
-the engine's settings and mutmut's version: mutmut caches verdicts by function source only, so a change of
-operators, guards or target gets a fresh workspace and stale verdicts are never reused.
+A staged copy becomes visible only when complete and is used only while its listing matches `staged.json`; the
+`fingerprint` names the workspace, so stale verdicts are never reused.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """Platform plugins: guard any platform class, and list the ones registered with vLLM.
 
-Out-of-tree platforms subclass `vllm.platforms.interface.Platform`. One that does not override
-`import_kernels` runs the base class's site; one that does has sites of its own, in its own package.
-`--platform module:Class` targets the sites of whichever class defines the `import_kernels` the given
-class runs, and the guards call them through the given class.
-
-The platform's module, a plugin's `register()` and the target's modules are code not ours that this process runs;
-`must_not_exit` makes any attempt of theirs to end the process while imported (`SystemExit`, a KeyboardInterrupt
-of their own) an import failure naming them, never a run that ends with 0 having checked nothing.
+`--platform module:Class` targets the sites of whichever class defines the `import_kernels` the given class runs,
+and the guards call them through the given class; code of theirs that tries to end the process is an import failure.
 """
 
 from __future__ import annotations

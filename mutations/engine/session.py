@@ -1,22 +1,6 @@
-"""The mutmut run itself, in a process of its own inside the workspace.
-
-    python -m mutations.engine.session WORK_DIR RUN_ID [MODULE...]    (by `start_session`, told by `tell_to_mutate`)
-
-mutmut reads setup.cfg from the current directory, changes sys.path, forks workers and calls exit(), so it gets a
-process to itself, in a process group of its own that the parent kills on Ctrl-C or SIGTERM; it and every process it
-forks die with the parent even on SIGKILL (PR_SET_PDEATHSIG). The parent starts it before it discovers the sites, so
-that the guards' one import of vLLM overlaps discovery and generation (`_generated`): it imports what mutmut imports
-(never mutmut itself, which reads setup.cfg when imported) and forks a generator, which waits for `tell_to_mutate` and
-makes the mutants (`generate`); then it imports MODULE... (for vLLM, torch) and, in a second child, the target package
-itself, refusing every site and kernel module (`overlay.warm_import`). Then mutmut's `run`, finding the mutants made,
-collects which guard covers which function and runs the clean guards (our baseline), then every mutant in forked
-workers, the target imported through the workspace (`mutations.engine.overlay`): vLLM is imported once. Meanwhile the
-parent names every mutant from the generator's descriptions (mutations.identify).
-
-A worker killed from outside or past its time limit is tested again, once (`mutations.engine.workers`). A disk or
-folder that refuses a write (the guards' records, mutmut's state) ends the session with `WRITE_REFUSED`, which the
-parent reports naming the folder.
-"""
+"""The mutmut run itself, in a process of its own inside the workspace: `python -m mutations.engine.session WORK_DIR
+RUN_ID [MODULE...]`, started by `start_session` and told what to mutate by `tell_to_mutate` (docs/ARCHITECTURE.md,
+The mutation run)."""
 
 from __future__ import annotations
 
