@@ -1,14 +1,8 @@
 """What a `*_once` call is, which of its arguments reach the cache, and the finding each one that can keep a
 live object (or make the call raise) makes, of the kind the liveness policy (`rule.liveness`) gives it.
 
-A call is `<receiver>.<name>(...)` whose method name ends in one of vLLM's four (`debug_once`, `info_once`,
-`warning_once`, `error_once`), `getattr(<receiver>, "<name>")(...)`, or a call of a name (or `self.x`) the
-module binds to one of those (`warn = logger.warning_once`, `functools.partial(logger.warning_once, ...)`,
-`getattr(...)`: the module's `Aliases`). A `functools.partial` of one is a call too: the arguments it binds
-reach the cache when it is called. Bare-name calls that are no alias (vLLM's own `_print_warning_once(...)`,
-the cache itself) are not audited. Every positional argument is checked, the message included (a string
-literal is safe anyway), and every keyword: `scope=` is ignored, `msg=` is the message, and any other one
-(`exc_info=`, `extra=`) makes the call raise TypeError.
+A call is a method call, `getattr(<receiver>, "<name>")(...)`, or a call of a name the module binds to one
+(`Aliases`), `functools.partial` included (docs/reference.md, The audit).
 """
 
 from __future__ import annotations
@@ -26,8 +20,8 @@ from warnonce_guard.rule.liveness import (
     ONCE_KEYWORDS,
     ONCE_METHODS,
     argument_kind,
+    dotted_name,
 )
-from warnonce_guard.rule.liveness import dotted_name as dotted
 
 _PARTIALS = frozenset({"partial", "functools.partial"})
 
@@ -49,7 +43,7 @@ def _once_name(name: str) -> bool:
 
 def _getattr_once(node: ast.expr) -> str | None:
     """`getattr(logger, "warning_once")` -> warning_once."""
-    if isinstance(node, ast.Call) and dotted(node.func) == "getattr" and len(node.args) == 2 and not node.keywords:
+    if isinstance(node, ast.Call) and dotted_name(node.func) == "getattr" and len(node.args) == 2 and not node.keywords:
         name = node.args[1]
         if isinstance(name, ast.Constant) and isinstance(name.value, str) and _once_name(name.value):
             return name.value
@@ -57,7 +51,7 @@ def _getattr_once(node: ast.expr) -> str | None:
 
 
 def _is_partial(node: ast.Call) -> bool:
-    return dotted(node.func) in _PARTIALS and bool(node.args) and not isinstance(node.args[0], ast.Starred)
+    return dotted_name(node.func) in _PARTIALS and bool(node.args) and not isinstance(node.args[0], ast.Starred)
 
 
 def reference(node: ast.expr, aliases: Aliases) -> Reference | None:
@@ -66,7 +60,7 @@ def reference(node: ast.expr, aliases: Aliases) -> Reference | None:
         return Reference(node.attr)
     if (level := _getattr_once(node)) is not None:
         return Reference(level)
-    if (name := dotted(node)) is not None and name in aliases:
+    if (name := dotted_name(node)) is not None and name in aliases:
         return aliases[name]
     if isinstance(node, ast.Call) and _is_partial(node) and (inner := reference(node.args[0], aliases)) is not None:
         return Reference(inner.level, inner.bound + len(node.args) - 1)
@@ -83,7 +77,7 @@ def aliases_in(tree: ast.AST, before: Aliases | None = None) -> Aliases:
         if node.value is None or (held := reference(node.value, found)) is None:
             continue
         for target in targets:
-            if (name := dotted(target)) is not None:
+            if (name := dotted_name(target)) is not None:
                 found[name] = held
     return found
 

@@ -1,20 +1,5 @@
 """The audit's settings: `[tool.warnonce-guard]` of the nearest `pyproject.toml` that has one (as ruff finds its own),
-and the project root that baseline keys are relative to.
-
-From the folder of the first path given (or the current directory) upwards, the first `pyproject.toml` with a
-`[tool.warnonce-guard]` table is read (one without it is passed over, as ruff passes over one without `[tool.ruff]`;
-one that is not TOML stops the search: it might have held the table). The project root is that file's folder, else
-the nearest folder with `.git`, else the current directory.
-
-    [tool.warnonce-guard]
-    select = ["WOG0"]             # replaces the default selection (every rule of severity error)
-    extend-select = ["WOG101"]    # adds to it
-    ignore = ["WOG009"]
-    exclude = [".venv", "build"]  # replaces the default excludes (ruff's)
-    extend-exclude = ["vendored/*", "tests/data"]
-    force-exclude = true          # the excludes apply to files given by name too (pre-commit passes them so)
-    respect-gitignore = false     # default true: inside a git work tree, what git ignores is not walked
-"""
+and the project root that baseline keys are relative to (docs/reference.md, The audit)."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ def help_text(rule: Rule) -> str:
     return f"{rule.summary}. {CACHE_CONTRACT} Documented, with an example and its fix, in {rule.anchor}."
 
 
-def document() -> str:
+def rules_document() -> str:
     """The whole of `docs/rules.md`."""
     table = [
         f"| [{r.code}](#{r.code.lower()}) | {r.name} | {r.severity} | {'yes' if r.fixable else 'no'} | {r.summary} |"

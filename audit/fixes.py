@@ -1,13 +1,7 @@
 """What `--fix` does to a finding: format the argument first, so that the message renders as before.
 
-The inverse of the mutation operators (`mutations.operators`): `"...%r...", e` becomes `"...%s...", repr(e)`,
-`"...%s...", e` becomes `"...%s...", str(e)` (`%a` gives `ascii(e)`), and an exception inside a container or
-a call is formatted with it (`"%s", (e, 1)` -> `"%s", str((e, 1))`): logging renders `msg % args`, and
-`"%r" % (x,) == "%s" % (repr(x),)` for any x, flags, width and precision included. The message itself
-(`warning_once(e)`) becomes `str(e)`, as logging renders it. A fix is offered only where that identity holds:
-a str literal message whose placeholders consume exactly the positional arguments given (no `*args`, no
-`%(key)s`), the argument formatted by an `s`, `r` or `a` placeholder. This module decides; `audit.codemod`
-(libcst, the `mutation` extra) applies the decision to the source.
+The inverse of the mutation operators, offered only where logging renders the message byte for byte as before
+(docs/reference.md, The audit); this module decides, `audit.codemod` (libcst) applies the decision.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The audit's output formats: text (`path:line:col: CODE message`), JSON, GitHub annotations and SARIF 2.1.0.
 
-Each writer reads only the audit's records (an `AuditReport`) and the rule table (`audit.rules`) and
-returns text; the CLI prints it. `WRITERS` has one per name in `audit.FORMATS`. Text, GitHub and
-SARIF show the findings that decide the exit status (new findings of the selected rules: by default the
-errors, with `--strict` every rule); SARIF adds those a baseline or a pragma accepts, marked as such, so
-code scanning can show them closed. JSON holds everything. Text and GitHub show paths relative to the
-current directory; JSON, SARIF and the keys hold them relative to the project root.
+Each writer turns an `AuditReport` into text; `WRITERS` has one per name in `audit.FORMATS`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""What git ignores, by git's rules (gitignore(5)): the `.gitignore` of every folder and `.git/info/exclude`.
-
-One file's patterns apply to the paths below its folder, relative to it; the last pattern that matches decides
-(`!pattern` re-includes); a deeper file's decision overrides a shallower one's, and `.git/info/exclude` comes
-last. A pattern with a slash at its start or in its middle is anchored to the file's folder, one without matches a
-name at any depth; a trailing slash matches folders only; `*` and `?` do not match `/`, and `**` as a whole
-segment matches any number of folders. A folder that is ignored is not walked, so nothing under it comes back
-(as in git: a file cannot be re-included under an excluded folder). The global excludes file
-(`core.excludesFile`) is not read.
-"""
+"""What git ignores, by git's rules (gitignore(5)): the `.gitignore` of every folder and `.git/info/exclude`
+(not the global `core.excludesFile`)."""
 
 from __future__ import annotations
 

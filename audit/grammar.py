@@ -1,14 +1,7 @@
 """Parsing a module whatever Python runs the audit, in bounded memory: its top-level statements as `ast` trees.
 
-`ast.parse` knows the grammar of the Python running it; a file that fails where newer syntax is (3.12's f-strings and
-type parameters, `newer`) is parsed again with that syntax rewritten in place, every finding's line and column kept.
-A file that still fails is one finding, at its error.
-
-A big source is parsed a piece at a time, as `CHUNK` characters or more of top-level statements: ast's nodes take
-some 70 times the source's size, so a 50 MB file parsed whole needs gigabytes. A piece ends before a line that
-starts at column 0 (not `else`, `elif`, `except`, `finally`, a comment, a closing bracket or after a decorator),
-outside strings and brackets as a quick lexer sees them (`cuts`). A piece that does not parse ends at the next
-places instead, then grows (doubling) until it parses; a source with an error fails at it, as a whole parse would.
+A file that fails where newer syntax is parses again rewritten (`newer`); a big one is parsed a piece at a time
+(`CHUNK`, `cuts`): ast's nodes take some 70 times the source's size.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """Newer syntax, made readable by an older Python's `ast` without moving what the audit reports (standard library only).
 
-Python 3.12 added `type X = ...` aliases and type parameters (PEP 695) and f-strings that reuse their quotes, hold
-backslashes, comments and line breaks in their fields (PEP 701); Python 3.11's parser rejects them. `downgraded`
-rewrites them in place: every f-string becomes a plain string literal of the same lines and byte widths (it is a str
-either way, and ast's columns are byte offsets: all else on its lines keeps its column), type parameters `[T]`
-become spaces, and `type X[T] = v` becomes `X = v` (only the name moves). What that loses holds no finding. A small
-lexer finds the strings (nested f-strings of any quotes included) and comments, so nothing inside them is rewritten.
-
-Template strings (3.14's `t"..."`) are not rewritten: unlike an f-string, a template keeps the objects it formats.
+3.12's type parameters and f-strings (PEP 695, 701) are rewritten in place, every line and column kept
+(`downgraded`); 3.14's template strings are not: unlike an f-string, a template keeps the objects it formats.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
 """Which Python files an audit reads, each keyed by its path relative to the project root and shown relative to the
-current directory (as ruff and pre-commit show paths), absolute when outside.
-
-A folder given is walked for `*.py` files, as ruff walks: what `excludes` names, and inside a git work tree what
-git ignores, is pruned; links to folders are not followed. A file given by name is read whatever its name, unless
-`force_exclude` and it (or a folder it is in) is excluded. Nothing is skipped silently: a folder that cannot be
-listed is kept as `unreadable` (the run reports it as not checked); a dangling link, a link loop, a FIFO or device
-named `*.py` and a link to a folder are skipped with a note. A folder named `*.py` is a folder.
-"""
+current directory (as ruff and pre-commit show paths), absolute when outside; folders walked as ruff walks them."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
 """Pragmas: `# noqa` (with ruff's meaning) and `# warnonce: ok[CODES] <reason>` (the audit's own), and the findings
-about pragmas themselves.
-
-- `# noqa` on the line of a finding accepts it; `# noqa: WOG001, WOG002` accepts those codes only (as ruff reads
-  it: whole codes, separated by commas or spaces, text after them ignored; `# noqa:` without a code accepts nothing).
-- `# warnonce: ok <reason>` on any line of a `*_once` call accepts every finding of the call; `# warnonce:
-  ok[WOG002] <reason>` those of the codes named. The reason is required: without one the pragma accepts nothing,
-  and is a finding itself (WOG100).
-- A pragma that accepts nothing is a finding (WOG101): a `# warnonce: ok`, or a WOG code a `# noqa:` names. A bare
-  `# noqa` and other tools' codes serve other linters too, and are never reported.
-
-A pragma's text inside a string is not a pragma: on a call, the call's string literals are checked; elsewhere the
-(rare) file is tokenized.
-"""
+about pragmas themselves (WOG100, WOG101; docs/reference.md, The audit)."""
 
 from __future__ import annotations
 

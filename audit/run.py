@@ -1,11 +1,8 @@
 """The audit's one entry point: settle the settings, read the files of a target, scan them, compare with a baseline,
 write the output.
 
-`run` does what `warnonce-guard audit` is asked (a `Request`, the command line's options) with the settings of the
-nearest `[tool.warnonce-guard]` (`config`) under it, and says what to print and how to exit (an `Output`); the
-command line only prints it. `audit_files` is the scan alone. With `fix` it writes the fixes of the findings it would
-report (`audit.codemod`, libcst) and reports what is left; with `diff` it prints them as a unified diff instead and
-changes nothing (exit 1 when there is something to fix, as ruff does).
+`run` does what a `Request` asks and says what to print and how to exit (an `Output`); `audit_files` is the scan
+alone.
 """
 
 from __future__ import annotations
@@ -29,8 +26,7 @@ from warnonce_guard.audit.scan import PREFILTER, findings_in_source
 from warnonce_guard.audit.selection import ALL, Layer, failing, resolve
 from warnonce_guard.common.errors import ExitCode, PathUnusable, UsageError
 from warnonce_guard.common.files import rewrite
-from warnonce_guard.rule import target as targets
-from warnonce_guard.rule.target import NotPythonText, python_text
+from warnonce_guard.rule.target import NotPythonText, python_text, resolve_target
 
 if TYPE_CHECKING:  # libcst, imported only to fix
     from warnonce_guard.audit.codemod import Change
@@ -155,7 +151,7 @@ def run(request: Request) -> Output:
         accepted = _baseline(request, lambda file: walk.keyed(Path(os.path.abspath(cwd / file))))
         files, described, root = python_files(map(Path, request.paths), walk), ", ".join(request.paths), walk.root
     else:
-        target = targets.resolve(request.vllm_src)
+        target = resolve_target(request.vllm_src)
         accepted = _baseline(request, None)
         files, described, root = tree_files(target.root), target.describe(), target.root
     result = audit_files(files)

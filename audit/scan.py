@@ -1,15 +1,7 @@
 """Scanning one module: every finding of its source text, following which names hold a live exception where.
 
-The liveness policy (`rule.liveness`) says what an argument is, given the names bound to a live
-exception; this module tracks those names through the statements (and, for the whole module, the names
-bound to a `*_once` method: `calls.aliases_in`): a name bound by an enclosing
-`except ... as NAME` (also inside nested functions and lambdas, which close over it) or a name assigned
-from one (`err = e`). A name re-bound to something without the exception (`e = str(e)`) no longer
-counts; a re-binding inside a branch does not clear it after the branch (either path may run).
-
-Every file is a result: one that does not parse (`grammar`) is one finding, WOG000, at its error; one whose
-expressions nest too deeply even for a raised recursion limit is one too. Pragmas (`pragmas`) accept findings,
-and those that accept nothing are findings themselves.
+The liveness policy (`rule.liveness`) says what an argument is, given the names bound to a live exception; this
+module tracks those names through the statements. Every file is a result: one that does not parse is WOG000.
 """
 
 from __future__ import annotations

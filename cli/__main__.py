@@ -1,12 +1,7 @@
 """The process's first module: the `warnonce-guard` script and `python -m warnonce_guard.cli`.
 
-SIGINT and SIGTERM are answered from its first instruction on, before the command line and its libraries
-(libcst, rich: a few hundred milliseconds) are imported, and to its last one: the process ends here with
-`os._exit`, after Python's exit functions, so that no signal meets an interpreter tearing itself down (there,
-Python gives the signals back to the system, and a Ctrl-C is death by SIGINT, -2). Only the interpreter's
-own start-up, before this module runs, is not covered (README, "Interrupted runs").
-
-It imports only modules built into the interpreter or loaded with it (even `typing` would take 5 ms).
+It answers SIGINT and SIGTERM from its first instruction to its last (docs/reference.md, Interrupted runs), so it
+imports only modules built into the interpreter or loaded with it (even `typing` would take 5 ms).
 """
 
 import _signal  # what `signal` wraps, loaded with the interpreter (`signal` itself takes 1.5 ms to import)
@@ -43,9 +38,9 @@ def entry() -> None:
     for sig in SAID:
         _signal.signal(sig, stopped_before_the_command)
     try:
-        from warnonce_guard.cli.main import main as command_line
+        from warnonce_guard.cli.main import main
 
-        code = command_line(exiting=True)
+        code = main(exiting=True)
     except SystemExit as stop:  # argparse's usage errors and --help
         if not isinstance(stop.code, int | None):
             raise

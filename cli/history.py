@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from warnonce_guard.cli.console import console as make_console
+from warnonce_guard.cli.console import console
 from warnonce_guard.common.errors import ExitCode, UsageError
 from warnonce_guard.history.index import DEFAULT_INDEX, parse_version
 from warnonce_guard.history.records import DEFAULT_WORK_DIR, Verdict
@@ -96,7 +96,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from warnonce_guard.history.run import Options, run_history
 
     only = check_options(args)
-    console = make_console()
+    shown = console()
     options = Options(
         start=args.start,
         end=args.end,
@@ -108,10 +108,10 @@ def cmd_history(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         command=command_line(args),
     )
-    report = run_history(options, console)
+    report = run_history(options, shown)
     summary = ", ".join(f"{report.count(v)} {v.value}" for v in Verdict)
     print_line(
-        console,
+        shown,
         f"{len(report.verdicts)} release(s): {summary}; {report.checked} checked, {report.from_cache} from the cache, "
         f"{report.duration_s:.1f} s",
     )

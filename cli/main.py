@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import math
 import os
@@ -22,11 +21,9 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from warnonce_guard import guards as guards_package
-from warnonce_guard.audit import FORMATS as AUDIT_FORMATS
+import warnonce_guard.guards
+from warnonce_guard.cli import audit, export, history
 from warnonce_guard.cli.console import console
-from warnonce_guard.cli.export import add_parser as add_export_parser
-from warnonce_guard.cli.history import add_parser as add_history_parser
 from warnonce_guard.common import notes
 from warnonce_guard.common.console import printable, printable_json
 from warnonce_guard.common.errors import (
@@ -36,16 +33,15 @@ from warnonce_guard.common.errors import (
     NothingToCheck,
     NotInstalled,
     PlatformImportFailed,
-    UsageError,
     exit_code_table,
 )
 from warnonce_guard.guards.isolation import isolated
-from warnonce_guard.rule import target as targets
+from warnonce_guard.rule.target import Target, activate, check_importable, resolve_target
 
 if TYPE_CHECKING:
     from warnonce_guard.rule.sites import Site
 
-GUARDS_DIR = Path(guards_package.__file__).resolve().parent
+GUARDS_DIR = Path(warnonce_guard.guards.__file__).resolve().parent
 # What `pip install 'warnonce-guard[mutation]'` adds; `audit` and strict mode need none of it.
 MUTATION_EXTRA = frozenset({"rich", "libcst", "mutmut", "filelock"})
 
@@ -61,15 +57,15 @@ def _sites_table(sites: list[Site], title: str) -> Any:
     return table
 
 
-def _target_sites(args: argparse.Namespace) -> tuple[targets.Target, list[Site]]:
+def _target_sites(args: argparse.Namespace) -> tuple[Target, list[Site]]:
     """The target, and its sites: all of them, or those a `--platform` class runs."""
     from warnonce_guard.rule.platforms import platform_sites, resolve_platform
     from warnonce_guard.rule.sites import discover
 
-    target = targets.resolve(args.vllm_src)
+    target = resolve_target(args.vllm_src)
     if not getattr(args, "platform", None):
         return target, discover(target.root)
-    targets.activate(target)
+    activate(target)
     return target, platform_sites(resolve_platform(args.platform))
 
 
@@ -119,7 +115,7 @@ def cmd_guards(args: argparse.Namespace) -> int:
     import pytest
 
     target, sites = _target_sites(args)  # bad input and "nothing to check" stop here, before pytest starts
-    targets.check_importable(target)
+    check_importable(target)
     if not any(site.cached for site in sites):
         raise NothingToCheck(
             f"no kernel-import site logs through a *_once call in {target.describe()}; nothing to guard"
@@ -144,7 +140,7 @@ def cmd_guards(args: argparse.Namespace) -> int:
     return verdict
 
 
-def _pytest_args(args: argparse.Namespace, target: targets.Target, sites_file: Path) -> list[str]:
+def _pytest_args(args: argparse.Namespace, target: Target, sites_file: Path) -> list[str]:
     """The guards alone: no settings, conftest.py or path of the target's checkout or of the current directory."""
     pytest_args = [
         str(GUARDS_DIR),
@@ -157,7 +153,9 @@ def _pytest_args(args: argparse.Namespace, target: targets.Target, sites_file: P
         # import the guards under their own names: never `guards` as a top-level package of sys.modules
         "--import-mode=importlib",
         *args.pytest_args,
-        f"--sites-file={sites_file}",  # the guards' options as one word each (guards/conftest.py says why)
+        # the guards' options as one word each: pytest reads its command line before it loads the guards' conftest.py,
+        # and would take a separate value for a path to collect from (loading the conftest.py files there)
+        f"--sites-file={sites_file}",
     ]
     if args.vllm_src:
         pytest_args.append(f"--vllm-src={target.root}")
@@ -184,20 +182,6 @@ def cmd_platforms(args: argparse.Namespace) -> int:
     if ending := next((plugin for plugin in found if plugin.ends_process), None):
         raise PlatformImportFailed(f"platform plugin {ending.name}: {ending.error}")
     return 0
-
-
-def cmd_audit(args: argparse.Namespace) -> int:
-    from warnonce_guard.audit.run import Request, run
-
-    if args.paths and args.vllm_src:
-        raise UsageError("audit: give PATHs or --vllm-src, not both (--vllm-src picks a vLLM tree to audit whole)")
-    # each of the audit's options is the Request field of its name
-    options = {field.name: getattr(args, field.name) for field in dataclasses.fields(Request)}
-    output = run(Request(**options))
-    if output.note:
-        print(output.note, file=sys.stderr)
-    sys.stdout.write(output.text)
-    return output.exit_code
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
@@ -302,24 +286,14 @@ EXIT_CODES = "exit codes:\n" + exit_code_table()
 SEE_EXIT_CODES = "exit codes: see `warnonce-guard --help`"
 
 
-def comma_list(text: str) -> list[str]:
-    """A comma-separated option value (`--select WOG001,WOG002`), as ruff takes them; an empty item (`""`, `",,"`,
-    `"WOG001,"`: an unset variable's place) is a usage error, never a selector dropped."""
-    items = [item.strip() for item in text.split(",")]
-    if not all(items):
-        raise argparse.ArgumentTypeError(f"{text!r} has an empty item; give comma-separated values, none empty")
-    return items
-
-
-def _target_options(parser: argparse.ArgumentParser, platform: bool = True) -> None:
-    """`--vllm-src`, and `--platform`: which vLLM a command works on, and which of its platforms."""
+def _target_options(parser: argparse.ArgumentParser) -> None:
+    """`--vllm-src` and `--platform`: which vLLM a command works on, and which of its platforms."""
     parser.add_argument("--vllm-src", metavar="PATH", help="root of a vLLM source tree (default: the installed vLLM)")
-    if platform:
-        parser.add_argument(
-            "--platform",
-            metavar="MODULE:CLASS",
-            help="a platform class (e.g. a plugin's): the sites its import_kernels runs, called through it",
-        )
+    parser.add_argument(
+        "--platform",
+        metavar="MODULE:CLASS",
+        help="a platform class (e.g. a plugin's): the sites its import_kernels runs, called through it",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -376,48 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mutate.set_defaults(run=cmd_mutate)
 
-    audit = sub.add_parser(
-        "audit",
-        help="every *_once call whose arguments can cache a live object",
-        description="Settings come from [tool.warnonce-guard] of the nearest pyproject.toml (select, extend-select,\n"
-        "ignore, exclude, extend-exclude, force-exclude, respect-gitignore); the options below override them.",
-    )
-    audit.add_argument(
-        "paths", nargs="*", metavar="PATH", help="Python files or package directories (default: the target vLLM)"
-    )
-    _target_options(audit, platform=False)
-    labels = list(AUDIT_FORMATS.values())
-    formats_help = f"{', '.join(labels[:-1])} or {labels[-1]}"
-    audit.add_argument("--format", choices=tuple(AUDIT_FORMATS), default="text", help=formats_help)
-    audit.add_argument("--baseline", metavar="FILE", help="JSON file of accepted findings: only new ones fail")
-    audit.add_argument("--write-baseline", metavar="FILE", help="accept every finding: write them to FILE, exit 0")
-    codes = {"type": comma_list, "action": "extend", "metavar": "CODES"}
-    audit.add_argument("--select", **codes, help="rules to report and fail on, replacing the configured selection "
-                       "(codes, prefixes such as WOG0, or ALL; default: the errors)")  # fmt: skip
-    audit.add_argument("--extend-select", **codes, default=[], help="rules to select on top of the configured ones")
-    audit.add_argument("--ignore", **codes, default=[], help="rules not to select")
-    globs = {"type": comma_list, "action": "extend", "metavar": "GLOBS"}
-    audit.add_argument("--exclude", **globs, help="paths not to walk into, replacing the configured and default "
-                       "ones (.git, .venv, venv, build, dist, site-packages, node_modules, ...)")  # fmt: skip
-    audit.add_argument("--extend-exclude", **globs, default=[], help="paths not to walk into, on top of the others")
-    audit.add_argument(
-        "--force-exclude", action="store_true", help="apply the excludes to files given by name too (for pre-commit)"
-    )
-    audit.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings fail")
-    audit.add_argument("--strict", action="store_true", help="select every rule: an alias of --select ALL")
-    audit.add_argument(
-        "--fix",
-        action="store_true",
-        help="format the reported findings' arguments first (the message renders as before), then report the rest "
-        "(needs the mutation extra)",
-    )
-    audit.add_argument(
-        "--diff", action="store_true", help="print those fixes as a unified diff and change nothing: exit 1 if any"
-    )
-    audit.set_defaults(run=cmd_audit)
-
-    add_history_parser(sub)
-    add_export_parser(sub)
+    audit.add_parser(sub)
+    history.add_parser(sub)
+    export.add_parser(sub)
     return parser
 
 
@@ -513,7 +448,7 @@ class ReaderMayLeave:
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
-    def _left(self) -> None:
+    def _discard_the_rest(self) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
             os.dup2(devnull, self.stream.fileno())
@@ -524,14 +459,14 @@ class ReaderMayLeave:
         try:
             return self.stream.write(text)
         except BrokenPipeError:
-            self._left()
+            self._discard_the_rest()
             return len(text)
 
     def flush(self) -> None:
         try:
             self.stream.flush()
         except BrokenPipeError:
-            self._left()
+            self._discard_the_rest()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)

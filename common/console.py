@@ -1,14 +1,5 @@
-"""What a run says while it works, and text any console or file can take.
-
-On a terminal, a rich progress bar follows the phase in hand, its lines printed above it; anywhere else (a
-CI log), only the lines, each whole, with no carriage returns and no spinner frames. A mutation run stamps
-each line (`warnonce-guard: [ 12.3s] mutants tested: 18 of 18`); the history prints its release lines as they
-are. mutmut's own output goes to the workspace's log, never here.
-
-`printable`: a path byte that is not UTF-8 is shown as `\\xff`, never written raw. Python decodes such a byte
-of a path (`--vllm-src /src/tree\\xff`, a file under it) to a lone surrogate (`os.fsdecode`); UTF-8 output
-refuses it (a traceback at the very end of a run), and XML has no way to write it.
-"""
+"""What a run says while it works (a progress bar on a terminal, whole lines in a CI log), and text any console or
+file can take (`printable`)."""
 
 from __future__ import annotations
 

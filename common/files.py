@@ -1,15 +1,5 @@
 """Own only what you create: the one module that writes files whole, marks directories ours, swaps a directory
-into place, sweeps a dead run's leftovers and removes a directory of ours.
-
-One scheme tells what this tool made:
-- a directory it made carries the marker file `.warnonce-guard`, JSON `{"tool": "warnonce-guard", "kind": ...}`
-  (a kind's own fields beside them: a release tree's archive and digest);
-- a temporary is named by `temporary`: `.<name>.tmp-<pid>-<8 hex>` while written, `.<name>.old-<pid>-<8 hex>`
-  while moved aside; a temporary directory is marked (or empty) from the moment it exists.
-
-`sweep` removes a temporary only when it is provably a dead run's: by its name, and for a directory by its
-marker too, and only while its caller holds the lock every writer of that folder holds (`common.locks`).
-"""
+into place, sweeps a dead run's leftovers and removes a directory of ours (docs/reference.md, Your files)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """The locks a run holds: one on its work directory, one on its report directory (`--out`); filelock, as one.
 
-A lock is taken at once or refused (`WorkDirBusy`, exit 4): a run lasts minutes and a wait would have no bound.
-It is re-entrant within a thread (a run holds `--out` from its path check to its report, and the report's
-writer claims it again). A lock file stays after the run: removing one another run may be opening would let
-two runs hold "the" lock at once.
-
-- a work directory's lock is inside it, `.warnonce-guard.lock`, beside its marker (the claim makes both);
-- `--out`'s is a hidden sibling, `.<name>.warnonce-guard.lock`: it cannot be inside a directory replaced whole.
+A lock is taken at once or refused (`WorkDirBusy`, exit 4), re-entrant within a thread, and its file stays after
+the run (docs/reference.md, One run per work directory).
 """
 
 from __future__ import annotations

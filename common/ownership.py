@@ -1,20 +1,5 @@
-"""Own only what you create: the checks that refuse a path before any work is done.
-
-`warnonce-guard mutate` writes into two places a user names: `--out` (the report directory, replaced
-whole) and `--work-dir` (staged copies, mutmut's state, old runs pruned). Each directory it creates
-gets a marker file saying so (`common.files`). It replaces or deletes only a directory that carries
-its marker (or is missing, or is empty); anything else is refused with one line, before the run starts:
-
-- `--out`: an existing file; a non-empty directory without the report marker; a target package
-  (`vllm/`, a plugin's), a directory inside it or above it; the target's root (a checkout) or above
-  it (a new directory inside a checkout, beside `vllm/`, is fine); the work directory, inside or
-  above it; the current directory or one above it.
-- `--work-dir`: the same, with the report directory in place of the work directory.
-- `--viewer-js`: must be a readable file.
-
-An existing directory either may name must be one this run can fill, empty and replace: writable, and neither
-immutable nor append-only (`chattr +i`, `chattr +a`, which refuse even root).
-"""
+"""Own only what you create: the checks that refuse `--out`, `--work-dir` and `--viewer-js` with one line each,
+before any work is done (docs/reference.md, What it may replace or delete)."""
 
 from __future__ import annotations
 

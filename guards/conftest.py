@@ -1,16 +1,7 @@
 """pytest wiring for the guards: which vLLM, one test per discovered site, and killed-by attribution.
 
-Settings come from options (`--vllm-src`, `--platform`, `--sites-file`) or, in the sessions a run starts, from the
-environment (`common.protocol` says what each variable means). Each option is given as one word (`--vllm-src=PATH`):
-pytest reads its command line once before it loads this file, and takes a value of its own word for a path to
-collect from, loading the conftest.py files there.
-
-In the engine's sessions the guards run in a fixed order, those of the sites in the mutated function first, then by
-node id; a mutant's session runs every guard of its function's sites before it stops at a failure (pytest's -x), so
-the guard of the mutant's own site always runs and the same mutant is always killed by the same guard. Such a session
-checks that every site module it finds imported already comes from the workspace's copy, and writes its guards'
-outcomes and the detectors that fired (`guards.sessions`) when it finishes; one whose record cannot be written exits
-with `UNWRITTEN_STATUS`, never as if it had a verdict.
+Settings come from options or, in the sessions a run starts, from the environment (`common.protocol`); in those
+sessions the guards of the mutated function's sites run first (docs/ARCHITECTURE.md, The mutation run).
 """
 
 from __future__ import annotations
@@ -22,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from warnonce_guard.common import protocol
-from warnonce_guard.common.errors import GuardError, NothingToCheck, UsageError
+from warnonce_guard.common.errors import GuardError, NothingToCheck, TargetNotFound, UsageError
 from warnonce_guard.guards.outcome import GuardFailure
 from warnonce_guard.guards.sessions import (
     UNWRITTEN_STATUS,
@@ -32,11 +23,18 @@ from warnonce_guard.guards.sessions import (
     record_finished,
     session_phase,
 )
-from warnonce_guard.rule import target as targets
 from warnonce_guard.rule.platforms import platform_sites, resolve_platform
 from warnonce_guard.rule.sites import Site, discover
+from warnonce_guard.rule.target import (
+    Target,
+    activate,
+    check_importable,
+    check_imported_from,
+    check_loaded,
+    resolve_target,
+)
 
-_TARGET = pytest.StashKey[targets.Target]()
+_TARGET = pytest.StashKey[Target]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -59,20 +57,16 @@ def pytest_configure(config: pytest.Config) -> None:
     told = protocol.settings()
     try:
         refuse_blank(config.getoption)
-        target = targets.resolve(config.getoption("vllm_src"))
-        targets.check_importable(target)
-        targets.activate(target)
-        targets.check_loaded(target)
+        target = resolve_target(config.getoption("vllm_src"))
+        check_importable(target)
+        activate(target)
+        check_loaded(target)
         if told.expect_vllm and target.package_dir.resolve() != Path(told.expect_vllm).resolve():
-            raise targets.TargetNotFound(
-                f"the guards would import {target.package_dir}, not the target {told.expect_vllm}"
-            )
+            raise TargetNotFound(f"the guards would import {target.package_dir}, not the target {told.expect_vllm}")
         config.stash[_TARGET] = target
         config.stash[_SITES] = guarded_sites(config)
         if told.mutated:  # the engine's sessions: every site module comes from the workspace's copy
-            targets.check_imported_from(
-                {site.module for site in config.stash[_SITES]}, Path(told.mutated), "the workspace's"
-            )
+            check_imported_from({site.module for site in config.stash[_SITES]}, Path(told.mutated), "the workspace's")
     except GuardError as err:
         raise pytest.UsageError(f"warnonce-guard: {err}") from None
     own = mutated_function_sites()
@@ -124,9 +118,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="session")
-def guard_target(request: pytest.FixtureRequest) -> targets.Target:
+def guard_target(request: pytest.FixtureRequest) -> Target:
     target = request.config.stash[_TARGET]
-    targets.check_loaded(target)
+    check_loaded(target)
     return target
 
 

@@ -1,16 +1,7 @@
 """What a guard session leaves for the mutation run: one `GuardSession` file per finished pytest session.
 
-The guards' conftest writes it at the end of a session, atomically (a temporary file renamed into
-place), and only when the session finished (every guard ran: pytest's exit status 0 or 1). A session
-cut short by a signal, a crash or a kill writes nothing, so a verdict can never rest on a partial
-record. The mutation run (`mutations.run`) reads these files back, validating each; one that does not validate is
-treated as absent.
-
-Layout under the attribution directory (the workspace's `attribution/`):
-
-    mutants/<mutant name>.json            the last finished session that tested that mutant
-    baseline/<run id>-<pid>-<n>.json      sessions on the unmutated code (mutmut's stats and clean runs,
-                                          and the complete baseline), several per run
+Written atomically, and only when every guard ran; one that does not validate is treated as absent. Layout under
+the workspace's `attribution/`: docs/ARCHITECTURE.md, Work directories.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Branch steering: make every `if` on the way to a site take the branch the site needs.
 
-Discovery records each enclosing test as source text and the truth value wanted. Steering reads the
-test with `ast` and patches what it calls or reads (`torch.cpu._is_avx512_supported()` -> returns
-False, `Platform.get_cpu_architecture() in (CpuArchEnum.X86,)` -> returns X86 or another member).
-Tests inside the except handler are left to the blocker's message (e.g. vLLM's `ignored_msg` filter);
-whether the site ran is proven separately, so a test it cannot steer makes the guard `unreached`.
-`plan` says what to patch (`Step`s: the guards apply them, `export-test` writes them into its cases).
+`plan` reads each recorded test with `ast` and says what to patch (`Step`s: the guards apply them, `export-test`
+writes them into its cases); a test it cannot steer makes the guard `unreached`.
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
 """A release's `vllm/` tree in the work directory: download, verify against the index's sha256, extract.
 
-Layout under the work directory (nothing is ever written to site-packages):
-
-    downloads/<file>          archives as the index serves them, renamed into place only once verified
-    trees/<version>/vllm/     the release's `vllm/` package: Python sources and data, no compiled modules
-    trees/<version>/.warnonce-guard   its marker (`common.files`, kind release-tree): which archive (name,
-                              sha256) the tree came from, and a digest of its files: a tree edited since (by hand,
-                              by a tool) is extracted again, and so is one whose marker is damaged (one note says
-                              so); a tree without the marker is someone else's and never replaced
-
-Only this tool writes under those names in its (marked) work directory: a directory where an archive goes is
-discarded with a note and the archive downloaded again.
-
-Downloads and extractions are written under temporary names (`common.files`) and renamed into place, so a
-killed run leaves no half-written archive or tree under a real name, and two runs never share a temporary file;
-the next sweep removes what a killed one left (`run.remove_leftovers`).
+Nothing is written to site-packages; the layout is docs/ARCHITECTURE.md's (Work directories). Everything is written
+under a temporary name and renamed into place, so a killed run leaves nothing half-written under a real name.
 """
 
 from __future__ import annotations

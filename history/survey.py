@@ -7,7 +7,7 @@ from pathlib import Path
 
 from warnonce_guard.common.errors import GuardError
 from warnonce_guard.history.records import Survey
-from warnonce_guard.rule.platforms import METHOD as HOOK
+from warnonce_guard.rule.platforms import IMPORT_KERNELS
 from warnonce_guard.rule.sites import discover
 from warnonce_guard.rule.target import PACKAGE
 
@@ -35,7 +35,8 @@ def kernel_hooks(tree: Path) -> tuple[str, ...]:
         relative = path.relative_to(tree).as_posix()
         for node in module.body:
             if isinstance(node, ast.ClassDef) and any(
-                isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == HOOK for item in node.body
+                isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == IMPORT_KERNELS
+                for item in node.body
             ):
                 found.append(f"{relative}::{node.name}")
     return tuple(found)

@@ -9,7 +9,7 @@ from pathlib import PurePosixPath
 from warnonce_guard.guards.detectors import DETECTORS
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.history.records import GuardRun, ReleaseMeta, ReleaseVerdict, SiteOutcome, Survey, Verdict
-from warnonce_guard.rule.platforms import METHOD as HOOK
+from warnonce_guard.rule.platforms import IMPORT_KERNELS
 from warnonce_guard.rule.sites import Site
 
 # The guards' detectors in their registry's order, then what an unreached guard reports
@@ -113,7 +113,7 @@ def _methods(sites: Iterable[Site]) -> str:
 
 def what_instead(survey: Survey) -> str:
     """For a release with no `*_once` kernel-import site: what it does instead, in one line."""
-    in_hook = [s for s in survey.plain if s.function_name == HOOK]
+    in_hook = [s for s in survey.plain if s.function_name == IMPORT_KERNELS]
     elsewhere = [s for s in survey.plain if s not in in_hook]
     if in_hook:
         head = f"import_kernels logs with plain {_methods(in_hook)} (not cached)"

@@ -1,11 +1,6 @@
 """Which site and operator each mutmut mutant is: by the position of the call it changes.
 
-mutmut's own generator, run with the same operators anchored on the same sites, describes every mutant
-mutmut makes, under mutmut's name for it (`mutations.engine.naming`: in the session's generator as it
-makes them, or here for a file it left undescribed). The site is the discovered one whose call starts
-where the mutant's changed call starts (line and column in the pristine file): naming re-derives nothing
-discovery already knew. A mutant whose call is no discovered site's is kept, marked unattributed with the
-reason, and reported as such (the run goes on: it is a bug of the site rule, shown, not an abort).
+A mutant whose call is no discovered site's is kept, marked unattributed with the reason.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """Verdicts from what a mutation run left behind: a status per site at baseline and per mutant.
 
-Inputs, all typed: mutmut's exit code per mutant (`mutations.engine.state`), the finished guard
-sessions (`guards.sessions`) and the named mutants (`mutations.identify`). mutmut records no killed-by;
-the guard sessions are where it comes from.
-
-The rule a verdict must pass (one function, `judge`): a mutant is killed or survived only when mutmut's
-exit code and a finished guard session for it were both written, and agree. Anything else (no code
-yet, an interrupted run, a session that never finished, a code the session contradicts) is NOT_RUN:
-never counted, and tested again by the next run; so is a worker killed from outside or past its time limit
-until `mutations.engine.attempts` says the attempts make a verdict.
+A mutant is killed or survived only when mutmut's exit code and a finished guard session for it were both written,
+and agree (`judge`); anything else is NOT_RUN, tested again by the next run.
 """
 
 from __future__ import annotations
@@ -18,8 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from warnonce_guard.guards.sessions import GuardRecord, GuardSession, RecordKind
-from warnonce_guard.mutations.engine import attempts as engine_attempts
-from warnonce_guard.mutations.engine.attempts import Outcome
+from warnonce_guard.mutations.engine.attempts import REPEATS, Outcome, describe, outcome
 from warnonce_guard.mutations.engine.seam import MUTANT_MARK
 from warnonce_guard.mutations.engine.status import PYTEST_NO_TESTS, EngineStatus, engine_status
 from warnonce_guard.mutations.identify import NamedMutant
@@ -55,24 +47,22 @@ def judge(code: int | None, session: GuardSession | None, attempts: int = 0, sit
     """One mutant's status from mutmut's exit code, the finished guard session that tested it (if any), how
     many attempts in a row ended abnormally (the ledger), and the id of the mutant's own site."""
     engine = engine_status(code)
-    outcome = engine_attempts.outcome(code)
+    kind = outcome(code)
     if code is None:
         return Judgement(NOT_RUN, "not run yet")
-    if outcome is Outcome.STOPPED:
+    if kind is Outcome.STOPPED:
         return Judgement(NOT_RUN, f"its run was interrupted (exit code {code}); tested again next run")
-    if outcome is not Outcome.OWN and attempts < engine_attempts.REPEATS:
-        what = "ran past its time limit" if outcome is Outcome.TIMEOUT else "was killed from outside"
+    if kind is not Outcome.OWN and attempts < REPEATS:
+        what = "ran past its time limit" if kind is Outcome.TIMEOUT else "was killed from outside"
         return Judgement(
             NOT_RUN,
-            f"its worker {what} ({engine_attempts.describe(code)}) on {attempts} of the "
-            f"{engine_attempts.REPEATS} attempts a verdict needs; tested again next run",
+            f"its worker {what} ({describe(code)}) on {attempts} of the "
+            f"{REPEATS} attempts a verdict needs; tested again next run",
         )
-    if outcome is Outcome.TIMEOUT:
+    if kind is Outcome.TIMEOUT:
         return Judgement(TIMEOUT, f"the guards ran past their time limit on {attempts} attempts (exit code {code})")
-    if outcome is Outcome.KILLED:
-        return Judgement(
-            CRASHED, f"its worker was killed ({engine_attempts.describe(code)}) on {attempts} attempts in a row"
-        )
+    if kind is Outcome.KILLED:
+        return Judgement(CRASHED, f"its worker was killed ({describe(code)}) on {attempts} attempts in a row")
     if engine is EngineStatus.NO_TESTS:
         return Judgement(NO_TESTS, "no guard covers the mutated function")
     failed = next((r for r in session.records if r.failed), None) if session else None

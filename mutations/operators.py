@@ -1,12 +1,7 @@
 """Mutation operators that put the warning_once leak back, only at kernel-import sites.
 
-Each operator has mutmut's shape: a function of one libcst node yielding replacement nodes. All anchor
-on `libcst.Try` and change only the `*_once` calls the site rule (`rule.site_rule.site_calls`) says
-belong to that try; each yielded node is the whole Try with exactly one such call changed. In a
-mutation run they are bound to the anchors of the discovered sites (`Anchors`: the digest of each
-site's try, with the package its module imports relative to), so they fire exactly where discovery
-found a site and resolve relative imports as discovery did. Operators carry their own before/after
-examples (cosmic-ray style); one generic test runs them and `describe_operators()` feeds the README table.
+Each yields the site's whole `libcst.Try` with exactly one of its calls changed, bound in a run to the discovered
+sites' anchors (`Anchors`); each carries before/after examples that a generic test runs and the README shows.
 """
 
 from __future__ import annotations

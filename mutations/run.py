@@ -1,4 +1,4 @@
-"""`warnonce-guard mutate`: check paths -> lock -> discover + stage (the session imports meanwhile) -> heal ->
+"""`warnonce-guard mutate`: check paths -> lock -> discover + stage (the session imports meanwhile) -> repair ->
 mutmut -> verdicts -> report -> gate."""
 
 from __future__ import annotations
@@ -30,12 +30,16 @@ from warnonce_guard.common.errors import (
 )
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS, cannot_write, write_atomic
 from warnonce_guard.common.processes import stop_group
-from warnonce_guard.guards.sessions import baseline_sessions as read_baseline_sessions
-from warnonce_guard.guards.sessions import mutant_session_path, read_session, unwritable
-from warnonce_guard.mutations import judge as results
-from warnonce_guard.mutations import stage
+from warnonce_guard.guards.sessions import baseline_sessions, mutant_session_path, read_session, unwritable
+from warnonce_guard.mutations import judge, stage
 from warnonce_guard.mutations.engine import attempts, layout, state
-from warnonce_guard.mutations.engine import session as engine_session
+from warnonce_guard.mutations.engine.session import (
+    NOTHING_COLLECTED,
+    SUITE_BROKEN,
+    WRITE_REFUSED,
+    start_session,
+    tell_to_mutate,
+)
 from warnonce_guard.mutations.engine.watch import Watch, stall_limit
 from warnonce_guard.mutations.identify import NamedMutant, read_identities, write_identities
 from warnonce_guard.mutations.operators import OPERATORS
@@ -53,9 +57,9 @@ from warnonce_guard.mutations.report import print_table, provenance, write_repor
 from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.suite import Suite, SuiteBaseline, read_baseline, resolve_suite, signature
 from warnonce_guard.mutations.workspace import WorkRoot, Workspace
-from warnonce_guard.rule import target as targets
 from warnonce_guard.rule.platforms import platform_sites, resolve_platform
 from warnonce_guard.rule.sites import Site, discover
+from warnonce_guard.rule.target import PACKAGE, Target, activate, check_importable, imported_first, resolve_target
 
 SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
 
@@ -79,7 +83,7 @@ def check_paths(out_dir: Path, work_dir: Path, viewer_js: Path | None, protected
     return Paths(out, WorkRoot(work), viewer)
 
 
-def protected_paths(target: targets.Target, packages: dict[str, Path]) -> list[ownership.Protected]:
+def protected_paths(target: Target, packages: dict[str, Path]) -> list[ownership.Protected]:
     """What --out and --work-dir must keep clear of: each staged package, and the target's root."""
     kept = [ownership.Protected(f"the target package {name}/", folder) for name, folder in packages.items()]
     return [*kept, ownership.Protected("the target tree", target.root, inside_ok=True)]
@@ -89,7 +93,7 @@ def protected_paths(target: targets.Target, packages: dict[str, Path]) -> list[o
 def started_session(ws: Workspace, run_id: str, warm_up: list[str]) -> Iterator[subprocess.Popen[bytes]]:
     """The mutmut session (mutations.engine.session), started now to import `warm_up` while this process discovers
     and stages; stopped with its group if it still runs when the block ends."""
-    session = engine_session.start(ws, run_id, warm_up)
+    session = start_session(ws, run_id, warm_up)
     try:
         yield session
     finally:
@@ -110,7 +114,7 @@ def run_session(
     while mutmut imports vLLM) and follows the session's progress from the exit codes it records. Its exit code
     (`started_session` stops a session this leaves running)."""
     watch = Watch(session, lambda: stall_limit(ws))  # every wait below ends if the session stops working
-    engine_session.go(session, files)
+    tell_to_mutate(session, files)
     if _wait_for_generation(ws, run_id, session, watch):
         named = write_identities(ws, sites, packages)
         if progress is not None:
@@ -172,7 +176,7 @@ def _wait_for_generation(ws: Workspace, run_id: str, session: subprocess.Popen[b
     return True
 
 
-def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
+def repair_workspace(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
     """Before a session: discard mutmut state that does not validate, and clear exit codes no record backs."""
     if problem := unwritable(ws.attribution):
         raise StagingFailed(
@@ -196,7 +200,7 @@ def heal(ws: Workspace, files: list[str], say: Callable[[str], None]) -> None:
     except BadRecord as err:  # validate() left only valid files: a change under our feet
         raise EngineFailed(f"{err}; remove {ws.dir} and run again") from None
     sessions = {name: s for name in codes if (s := read_session(mutant_session_path(ws.attribution, name)))}
-    stale = results.retest(codes, sessions, ledger)
+    stale = judge.retest(codes, sessions, ledger)
     if cleared := state.reset(ws, generated, stale):
         say(f"{cleared} mutant result(s) had no finished guard record behind them (an interrupted run): testing again")
     for name, code in codes.items():  # whatever mutmut tests now must leave a record of its own
@@ -222,7 +226,7 @@ def _identities_problem(ws: Workspace) -> str | None:
 
 def collect_result(
     ws: Workspace,
-    target: targets.Target,
+    target: Target,
     run_id: str,
     sites: list[Site],
     named: list[NamedMutant],
@@ -242,7 +246,7 @@ def collect_result(
         ledger = {}  # a stored code the ledger no longer backs is "not run": tested again by the next run
     site_baselines, suite_baseline = [], _suite_baseline(ws) if suite is not None else None
     if suite is None:
-        site_baselines = results.site_baselines(sites, read_baseline_sessions(ws.attribution, run_id))
+        site_baselines = judge.site_baselines(sites, baseline_sessions(ws.attribution, run_id))
     made, known = set(codes), {m.mutant_id for m in named}
     if made != known:
         raise MutantsUnaccounted(
@@ -255,7 +259,7 @@ def collect_result(
         sources={file: (ws.dir / file).read_text(encoding="utf-8") for file in files},
         operators=[OperatorInfo(name, op.description) for name, op in OPERATORS.items()],
         baselines=site_baselines,
-        mutants=results.verdicts(named, sites, site_baselines, codes, durations, sessions, ledger, suite_baseline),
+        mutants=judge.verdicts(named, sites, site_baselines, codes, durations, sessions, ledger, suite_baseline),
         duration_s=time.monotonic() - started,
         suite=SuiteInfo(suite.describe(), suite_baseline.failures) if suite and suite_baseline else None,
     )
@@ -291,15 +295,15 @@ def gate(result: RunResult, fail_under: float) -> list[str]:
     return problems
 
 
-def plan(target: targets.Target, platform: str | None) -> tuple[dict[str, Path], str, Callable[[], list[Site]]]:
+def plan(target: Target, platform: str | None) -> tuple[dict[str, Path], str, Callable[[], list[Site]]]:
     """What to stage (package name -> directory), what else keys the workspace, and how to find sites."""
-    packages = {targets.PACKAGE: target.package_dir}
+    packages = {PACKAGE: target.package_dir}
     if not platform:
         return packages, "", lambda: discover(target.root)
-    targets.activate(target)
+    activate(target)
     sys.dont_write_bytecode = True  # importing the platform here writes no bytecode beside the user's sources
     chosen = resolve_platform(platform)
-    if chosen.package != targets.PACKAGE:
+    if chosen.package != PACKAGE:
         packages[chosen.package] = chosen.root / chosen.package
     return packages, chosen.spec, lambda: platform_sites(chosen)
 
@@ -328,8 +332,8 @@ def mutate(
     """The whole run; its exit code (`ExitCode.CHECK_FAILED` when the gate fails). `tests` (and `tests_root`): the
     pytest suite that scores the mutants in place of the guards."""
     started, run = time.monotonic(), RunInfo.begin()
-    target = targets.resolve(vllm_src)
-    targets.check_importable(target)
+    target = resolve_target(vllm_src)
+    check_importable(target)
     if tests is None and tests_root is not None:
         raise UsageError("--tests-root names where --tests run: give --tests too")
     suite = resolve_suite(tests, tests_root) if tests is not None else None
@@ -368,9 +372,9 @@ def _suite_session_ended(ws: Workspace, suite: Suite, code: int, said: str) -> N
     """What a suite's session's exit code says, when it is no verdict: raise the error naming it (0 is one)."""
     if code == 0:
         return
-    if code == engine_session.NOTHING_COLLECTED:
+    if code == NOTHING_COLLECTED:
         raise NothingToCheck(f"{suite.describe()} collected no test: nothing was checked")
-    if code == engine_session.SUITE_BROKEN:
+    if code == SUITE_BROKEN:
         raise PlatformImportFailed(
             f"{suite.describe()} could not be run on the unmutated code (errors while pytest collected it){said}; "
             f"run pytest on it there to see them (mutmut's log: {ws.log_file})"
@@ -395,7 +399,7 @@ def _refused_the_session(ws: Workspace, code: int, log_start: int) -> None:
     """Raise `StagingFailed` naming the folder when the work directory refused the session a write: the session
     said so (`WRITE_REFUSED`), or a probe write fails now."""
     problem = unwritable(ws.attribution) or _workspace_unwritable(ws)
-    if problem is None and code != engine_session.WRITE_REFUSED:
+    if problem is None and code != WRITE_REFUSED:
         return
     why = problem or _session_said(ws, log_start) or "a write was refused"
     raise StagingFailed(
@@ -456,7 +460,7 @@ class Key:
     """What keys the run's workspace: the target, its staged packages, other settings (`extra`: the platform) and
     the suite of --tests with every file of it (not the run's own `left_out` folders, which change as it runs)."""
 
-    target: targets.Target
+    target: Target
     packages: dict[str, Path]
     extra: str
     suite: Suite | None
@@ -502,7 +506,7 @@ def _run(
         return replace(stored, duration_s=time.monotonic() - started, run=run, verdicts_from=stored.run)
     run_id = run.run_id  # the session's id is the run's, as the report names it
     log_start = _log_size(ws)
-    with started_session(ws, run_id, targets.imported_first(target)) as session:
+    with started_session(ws, run_id, imported_first(target)) as session:
         sites = _sites(ws, find_sites, say)
         guarded = [site for site in sites if site.cached]
         if not guarded:
@@ -517,7 +521,7 @@ def _run(
             f"staged {target.describe()}{via}: {len(guarded)} cached site(s) in {len(files)} file(s), "
             f"{len(OPERATORS)} operators{scored}; work in {ws.dir}"
         )
-        heal(ws, files, say)
+        repair_workspace(ws, files, say)
         session_code = run_session(ws, session, run_id, sites, sorted(packages), files, progress)
     if session_code != 0:  # a disk or folder that refused the session (or its guards) a write: never a verdict
         _refused_the_session(ws, session_code, log_start)
@@ -534,7 +538,7 @@ def _run(
             f"the mutmut session failed (exit code {session_code}){said}; see {ws.log_file} "
             "(finished verdicts are kept: the next run tests the rest)"
         )
-    if next(read_baseline_sessions(ws.attribution, run_id), None) is None:  # mutmut runs the clean guards first
+    if next(baseline_sessions(ws.attribution, run_id), None) is None:  # mutmut runs the clean guards first
         modules = ", ".join(sorted({site.module for site in guarded}))
         what = "the guards" if suite is None else suite.describe()
         who = "" if suite is None else "a conftest.py or test module of the suite, or "

@@ -1,17 +1,7 @@
 """Staging: the site files in a workspace, and the run's settings; the target's own files are only ever read.
 
-What goes where is `mutations.workspace`'s business. A workspace holds copies (not links: nothing the run does, or a
-damaged workspace, can reach the user's files through one) of the files mutmut mutates, the files with a cached
-site, and nothing else of the target: the guards' process reads every other module where it is installed
-(`mutations.engine.overlay`). A package's staged copy becomes visible only when complete: it is built in a
-temporary folder beside it (`common.files.scratch`), renamed into place, and then recorded in `staged.json` with a
-digest of its files' paths, sizes and modification times. A copy whose listing does not match (a run killed
-between the rename and the record, files removed or edited since, other site files) is discarded, with mutmut's
-state made from it, and made again.
-
-The fingerprint (`common.fingerprint`) covers every file of the target (path, size, mtime), this tool's own code,
-the engine's settings and mutmut's version: mutmut caches verdicts by function source only, so a change of
-operators, guards or target gets a fresh workspace and stale verdicts are never reused.
+A staged copy becomes visible only when complete and is used only while its listing matches `staged.json`; the
+`fingerprint` names the workspace, so stale verdicts are never reused.
 """
 
 from __future__ import annotations
@@ -29,7 +19,7 @@ from warnonce_guard import guards
 from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.common.files import cannot_write, scratch, sweep, write_atomic
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
-from warnonce_guard.mutations.engine import config as engine_config
+from warnonce_guard.mutations.engine import config
 from warnonce_guard.mutations.suite import Suite
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site
@@ -68,7 +58,7 @@ def fingerprint(target: Target, packages: dict[str, Path], extra: str = "") -> s
     engine's settings, Python, mutmut and the distributions the guards depend on, `extra` settings)."""
     parts = [json.dumps([str(target.package_dir), target.version, target.commit, extra])]
     parts += [json.dumps([name, str(folder), _tree_signature(folder)]) for name, folder in sorted(packages.items())]
-    return tool_fingerprint([*parts, engine_config.section(), sys.version, *distributions(VERDICT_DISTRIBUTIONS)])
+    return tool_fingerprint([*parts, config.section(), sys.version, *distributions(VERDICT_DISTRIBUTIONS)])
 
 
 def listing_digest(folder: Path) -> str:
@@ -199,7 +189,7 @@ def prepare(
             ws.suite_file.unlink(missing_ok=True)
         else:
             write_atomic(ws.suite_file, json.dumps(suite.to_json()))
-        engine_config.write(ws.setup_cfg, files, ws.guard_tests.name, suite)
+        config.write(ws.setup_cfg, files, ws.guard_tests.name, suite)
         write_atomic(ws.sites_file, json.dumps([site.to_json() for site in sites], indent=1))
     except OSError as err:
         raise cannot_write(err, f"cannot stage the target in {ws.dir}") from None

@@ -1,30 +1,7 @@
 """Where a mutation run keeps its state: a work root the user names, one workspace per fingerprint inside it.
 
-    <work root>/                  --work-dir (default .warnonce-work), marked as ours
-        .warnonce-guard           the marker (common.files)
-        .warnonce-guard.lock      held by the one run using this root (common.locks); a second run is refused
-        <fingerprint>/            one Workspace, marked; old ones are pruned, but only marked ones
-            <package>/            the staged copy of a package (vllm, a plugin's): its files with a cached site,
-                                  which mutmut reads, and nothing else of the target
-            staged.json           manifest of the staged copies: a copy is used only if it matches
-            mutants/              mutmut's copies of the site files (the mutants: what the guards import of the
-                                  target from here, `engine.overlay`; every other module is read where it lies)
-                                  and mutmut's state (mutations.engine.layout)
-            packages.json         each staged package and the directory it is imported from, vllm first
-            guard_tests/          the guard tests, copied from the guards package (not for a suite of --tests)
-            suite.json            the suite of --tests: its root and paths (none when the guards score the mutants)
-            suite-baseline.json   the suite's tests that fail on the unmutated code, and the functions no test runs
-            setup.cfg             mutmut's settings for this run
-            sites.json            the sites discovered in the target
-            generation.json       written by the session once mutmut has generated every mutant
-            made/<file>.json      each mutant of one site file as the generator made it (engine.naming)
-            identities.json       site and operator of every mutant (mutations.identify)
-            attribution/          one file per finished guard session (guards.records)
-            attempts.json         mutants whose worker was killed or timed out, and how often (engine.attempts)
-            mutmut.log            mutmut's own output
-            result.json           the verdicts of the last complete run (a rerun with nothing changed reuses them)
-
-`Workspace` is the only place that knows this layout; every other module asks it for a path.
+`Workspace` is the only place that knows the layout (docs/ARCHITECTURE.md, Work directories); every other module
+asks it for a path.
 """
 
 from __future__ import annotations

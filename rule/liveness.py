@@ -1,34 +1,7 @@
 """One liveness policy: what an argument to a `*_once` call can keep alive in its lru_cache.
 
-Both site discovery (`rule.sites`: is a site `live` or `eager`?) and the audit (`audit.scan`: which
-arguments are findings, of which kind?) ask `argument_kind`; neither decides on its own. The answer for
-one argument expression (an `ast.expr`), given the names that hold a live exception there:
-
-- None: provably an immutable primitive (a literal, an f-string, a call of a builtin that returns one, or
-  operators, comparisons and tuples of those): nothing can be kept alive through it.
-- `unhashable`: provably a list, dict, set or bytearray (a display, a comprehension, a builtin that returns
-  one, a slice of or an operator on one, a tuple holding one, or a name, or an attribute of `self`, that the
-  function binds only to such values: `unhashable_names`): the lru_cache cannot hash it, so the call raises
-  TypeError (whenever it logs) and keeps nothing. It comes before `exception`: `[e]` raises, it does not
-  cache `e`. A name bound once to a list and once to anything else, or a parameter, cannot be known: `name`.
-- `exception`: the exception object itself (and with it its traceback, every frame on it and their locals)
-  can reach the cache: `e`, `foo(e)`, an attribute of it that is not its data, and the exception being
-  handled as `sys` gives it, named or not (`sys.exc_info()`, `sys.exception()`, `sys.last_value`, ...).
-- any other kind (`name`, `attribute`, `call`, ...): not provably primitive, but it carries no live
-  exception: `x`, `e.args` (its data: `EXCEPTION_DATA`), `type(e)` (its class), `sys.exc_info()[0]`.
-
-Conservative: a false "safe" would hide a leak, a false finding costs a look. So `x.__name__` and
-`x.__class__.__name__` are not safe (an attribute can be a property returning anything; `type(x)` cannot be
-overridden), and any attribute of an exception outside `EXCEPTION_DATA` (`e.__cause__`, `e.request`, a
-property) is assumed to carry it. Shadowed builtins (`str = ...`) are not detected, nor `sys` imported under
-another name or `from sys import exc_info`.
-
-What the `*_once` methods accept is vLLM's (`vllm/logger.py`, 0.33.0): `debug_once/info_once/warning_once/
-error_once(msg, *args, scope=...)` pass `msg` and `args` to an lru_cache'd `_print_*_once(logger, msg, *args)`;
-any other keyword (`exc_info=`, `extra=`, `stack_info=`, `stacklevel=`) raises TypeError before anything is
-logged (`ONCE_KEYWORDS`).
-
-`EXAMPLES` is the policy as a table; one test checks every row, and the README shows it.
+Site discovery (is a site `live`?) and the audit (which arguments are findings, of which kind?) both ask
+`argument_kind`; `EXAMPLES` is the policy as a table (docs/reference.md, The audit, shows it and its order).
 """
 
 from __future__ import annotations
@@ -328,7 +301,7 @@ def carries(node: ast.AST, live: frozenset[str] | set[str]) -> bool:
 def argument_kind(
     node: ast.expr, live: frozenset[str] | set[str] = frozenset(), unhashable: frozenset[str] = frozenset()
 ) -> str | None:
-    """None for a safe argument, else its kind (`unhashable`, then `exception` first: see the module docstring);
+    """None for a safe argument, else its kind (`unhashable`, then `exception` first: docs/reference.md, The audit);
     `unhashable` names what the function binds only to values that cannot be hashed (`unhashable_names`)."""
     if is_safe(node):
         return None

@@ -1,13 +1,7 @@
 """Platform plugins: guard any platform class, and list the ones registered with vLLM.
 
-Out-of-tree platforms subclass `vllm.platforms.interface.Platform`. One that does not override
-`import_kernels` runs the base class's site; one that does has sites of its own, in its own package.
-`--platform module:Class` targets the sites of whichever class defines the `import_kernels` the given
-class runs, and the guards call them through the given class.
-
-The platform's module, a plugin's `register()` and the target's modules are code not ours that this process runs;
-`must_not_exit` makes any attempt of theirs to end the process while imported (`SystemExit`, a KeyboardInterrupt
-of their own) an import failure naming them, never a run that ends with 0 having checked nothing.
+`--platform module:Class` targets the sites of whichever class defines the `import_kernels` the given class runs,
+and the guards call them through the given class; code of theirs that tries to end the process is an import failure.
 """
 
 from __future__ import annotations
@@ -30,7 +24,7 @@ from warnonce_guard.rule.sites import Site, sites_in_source
 from warnonce_guard.rule.target import PACKAGE
 
 ENTRY_POINT_GROUP = "vllm.platform_plugins"
-METHOD = "import_kernels"
+IMPORT_KERNELS = "import_kernels"
 BASE = (f"{PACKAGE}.platforms.interface", "Platform")  # every vLLM platform class subclasses it (by name: no import)
 
 
@@ -152,9 +146,9 @@ def resolve_platform(spec: str) -> PlatformTarget:
             f"--platform {spec}: {cls.__module__}.{cls.__qualname__} is not a platform class (not a subclass of "
             f"{'.'.join(BASE)}); pass a vLLM platform class, such as `warnonce-guard platforms` lists"
         )
-    definer = next((klass for klass in cls.__mro__ if METHOD in vars(klass)), None)
+    definer = next((klass for klass in cls.__mro__ if IMPORT_KERNELS in vars(klass)), None)
     if definer is None:
-        raise PlatformNotFound(f"--platform {spec}: {cls.__name__} has no {METHOD}; is it a vLLM Platform?")
+        raise PlatformNotFound(f"--platform {spec}: {cls.__name__} has no {IMPORT_KERNELS}; is it a vLLM Platform?")
     source = inspect.getsourcefile(definer)
     module = importlib.import_module(definer.__module__)
     if source is None or module.__file__ is None:
@@ -164,7 +158,7 @@ def resolve_platform(spec: str) -> PlatformTarget:
     return PlatformTarget(
         spec=f"{cls.__module__}:{cls.__qualname__}",
         defining_module=definer.__module__,
-        defining_qualname=f"{definer.__qualname__}.{METHOD}",
+        defining_qualname=f"{definer.__qualname__}.{IMPORT_KERNELS}",
         root=root,
         file=Path(source).resolve().relative_to(root).as_posix(),
     )

@@ -1,21 +1,7 @@
-"""The site rule: the one place that says what a kernel-import site is.
+"""The site rule: the one place that says what a kernel-import site is (docs/ARCHITECTURE.md, Site discovery).
 
-A kernel-import site is a logger call `<receiver>.<method>(...)` (a `*_once` method, cached; or a plain
-one, listed as not cached) that
-
-1. passes the exception NAME in one of the arguments that reach the logger (any positional argument,
-   the message included, and any keyword but `scope=`), and
-2. stands directly in the body of a handler `except <ImportError or a base of it> as NAME:` (not inside
-   a function, lambda or class defined there, which the handler does not run), of
-3. a `try:` whose body imports a kernel module of the package (`import vllm._C`, `from vllm import _C`,
-   `from .. import _C`, `importlib.import_module("vllm._C")`): a module inside the package whose last
-   component matches the kernel pattern (`_C`, `_C_AVX2`, `_moe_C_stable_libtorch`); the try's kernel
-   module is the first one its body imports.
-
-Each call belongs to one site only: when handlers nest, to the innermost one whose NAME it passes.
-Discovery (`rule.sites`), the mutation operators (`mutations.operators`) and mutant naming
-(`mutations.identify`) all ask `site_calls`; whether a site is live is the liveness policy's answer
-(`rule.liveness`).
+A logger call (`*_once`: cached; a plain one: not cached) that passes NAME and stands directly in a handler
+`except ImportError as NAME:` of a `try:` whose body imports a kernel module of the package (`site_calls`).
 """
 
 from __future__ import annotations

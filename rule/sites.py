@@ -1,12 +1,7 @@
 """Site discovery: every kernel-import site of a target, found by parsing its source with libcst.
 
-What a site is, is `rule.site_rule`'s to say (a logger call passing NAME in the handler
-`except ImportError as NAME:` of a `try:` that imports a kernel module); this module walks a file for
-them and records what the guards need: where each is, the `if` tests on the way to it, its message
-and arguments. `*_once` calls are cached (and guarded); plain `warning` & co. are listed as not cached.
-A site is `live` when the liveness policy (`rule.liveness`, shared with the audit) says an argument
-carries the exception itself, else `eager`. The frozen `Site` record is the vocabulary everything
-downstream speaks.
+What a site is, is `rule.site_rule`'s to say; this module walks a file for them and records what the guards need in
+the frozen `Site`, the vocabulary everything downstream speaks.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ def source_tree(path: str | Path, origin: str = "source tree") -> Target:
     return Target(root, origin, *_version_info(root / PACKAGE))
 
 
-def resolve(vllm_src: str | Path | None) -> Target:
+def resolve_target(vllm_src: str | Path | None) -> Target:
     """The target named on the command line: a source tree if given, else the installed vLLM."""
     return source_tree(vllm_src) if vllm_src else installed()
 

@@ -1,17 +1,7 @@
 """The checked `_print_*_once`: what stands in `vllm.logger` while strict mode is on, and what it records.
 
-- Nothing is raised inside vLLM's code path (the code under test could swallow it): a refused argument is
-  recorded as a `Violation` and the call goes on, formatted first: the message is rendered exactly as
-  logging would have rendered the call (`msg % args`), and that string is what the cache keeps. The record
-  reads as it would have, and strict mode itself pins nothing.
-- The wrapper looks like the lru_cache it wraps: `cache_info()`, `cache_clear()`, `cache_parameters()` are
-  the real cache's, and `__wrapped__` is, as on the lru_cache, the uncached function, checked too. So a
-  fixture that swaps in `.__wrapped__` to switch the cache off (vLLM's `disable_log_dedup`) switches it
-  off exactly as without strict mode, and strict checking stays on inside it.
-- Records keep the caller's file and line: vLLM's printers log with `stacklevel=3`, counted from their
-  own frame, and the wrapper is one frame more; so the printer is handed, in place of the logger, a
-  stand-in (one per logger, so cache keys stay stable) whose `debug/info/warning/error` add the two
-  frames (the wrapper's and the stand-in's) to `stacklevel`.
+A refused argument is recorded as a `Violation`, never raised; the call goes on formatted first, so strict mode
+pins nothing (docs/ARCHITECTURE.md, How strict mode works).
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""What strict mode lets into a `*_once` cache: one table of kinds, the first that matches decides.
+"""What strict mode lets into a `*_once` cache: one table of kinds, `KINDS`, the first that matches decides.
 
-An `lru_cache` keeps its arguments for the life of the process. A value may go in when the cache adds no
-lifetime to anything: an immutable primitive, or an object that its module (or its enum class, or
-`sys.modules`) holds by name for as long as the module lives anyway. Everything that can carry a frame, a
-traceback or a large object is refused, and so is whatever this table cannot tell apart from one.
-
-Each choice is a row of KINDS (README's strict-mode table is generated from it, with its examples): exact
-primitives, and tuples and frozensets of passing values, pass; so do enum members, classes, functions and
-modules their module (or `sys.modules`) holds by name. Exceptions, frames, bound methods, partials, anything made
-anew at run time and instances of subclasses are refused with a reason of their own; anything else is refused too.
+A value may go in when the cache adds no lifetime to anything; the reference page's table is generated from it.
 """
 
 from __future__ import annotations

@@ -1,26 +1,7 @@
 """Strict mode: a pytest plugin that checks the `*_once` cache contract of `vllm.logger` at run time.
 
-`logger.warning_once(msg, *args)` (and `debug_once`, `info_once`, `error_once`) hands its arguments to an
-`functools.lru_cache`, which keeps them for the life of the process. With `pytest --warnonce-strict` (or the
-ini option `warnonce_strict = true`) this plugin wraps `vllm.logger._print_{debug,info,warning,error}_once`
-for the whole session (strict/calls.py) and fails every test that passes what strict/contract.py refuses,
-naming the call site, the argument's position, its type and why. Off by default: loading the plugin (entry
-point, `-p warnonce_guard.strict.plugin`) does nothing; on, it says so in pytest's header.
-
-Choices (after `_pytest/stepwise.py`: options here, a class registered at configure only when on, its state
-in `config.stash`):
-- A violation is charged to the test that was running in the thread that made it: the report of that
-  phase (setup, call, teardown) fails, also when it had skipped or xfailed (the skip or xfail is named in
-  the failure); a report that had already failed gets a "warnonce strict" section. A thread started by a
-  test is that test's (strict/threads.py). A call no running test owns (at collection, in a thread whose
-  test is over, or one of unknown origin) fails the session, and the summary lists it with the thread's name
-  and origin; it is never charged to another test.
-- The terminal summary lists every violation, on the xdist controller too: a report carries its
-  violations as text (`report.warnonce_strict`), and a worker sends the session's others in its
-  `workeroutput`; the controller lists those once each (every worker imports the same modules).
-- vLLM may be imported at any time: the functions are wrapped at configure time if `vllm.logger` is
-  already imported, by an import hook as soon as it is, and again at each test's setup if they are not
-  (after a fixture put back what it had replaced). The originals are put back at unconfigure.
+Off by default (`pytest --warnonce-strict`, or `warnonce_strict = true`): when on, every test that passes what
+`strict.contract` refuses fails (docs/ARCHITECTURE.md, How strict mode works).
 """
 
 from __future__ import annotations
@@ -137,7 +118,7 @@ class StrictMode:
         with self.lock:
             self.outside.setdefault(violation.describe(self.root))
 
-    def take(self) -> list[Violation]:
+    def take_pending(self) -> list[Violation]:
         with self.lock:
             taken, self.pending = self.pending, []
         return taken
@@ -200,7 +181,7 @@ class StrictMode:
             return (yield)
         finally:
             self.running = None
-            for violation in self.take():  # made after the teardown's report
+            for violation in self.take_pending():  # made after the teardown's report
                 self.add_outside(dataclasses.replace(violation, context=f"after {item.nodeid} ended"))
 
     @pytest.hookimpl(tryfirst=True)
@@ -210,7 +191,7 @@ class StrictMode:
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: sees the report after skipping's xfail handling
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
         report = yield
-        violations = self.take()
+        violations = self.take_pending()
         if violations:
             self.charge(report, violations)
         return report

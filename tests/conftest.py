@@ -116,10 +116,10 @@ def toy_tree(tmp_path: Path) -> Path:
 @pytest.fixture
 def fake_session(monkeypatch: pytest.MonkeyPatch) -> FakeSession:
     """The engine's session, replaced for the test by one that writes what it would (no mutmut, no pytest)."""
-    from warnonce_guard.mutations.engine import session
+    from warnonce_guard.mutations import run
 
     fake = FakeSession()
-    monkeypatch.setattr(session, "start", fake.start)
+    monkeypatch.setattr(run, "start_session", fake.start)
     return fake
 
 

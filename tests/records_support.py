@@ -257,12 +257,12 @@ KILLED_TWICE = "killed twice"  # its worker SIGKILLed on two attempts in a row: 
 
 @dataclass
 class FakeSession:
-    """Stands in for `mutations.engine.session.start`: the session's effects on the workspace, without mutmut.
+    """Stands in for `mutations.engine.session.start_session`: the session's effects on the workspace, without mutmut.
 
-    Like the real session it waits for `go` (the files to mutate), reads the staged workspace (sites.json,
+    Like the real session it waits for `tell_to_mutate` (the files to mutate), reads the staged workspace (sites.json,
     packages.json, the staged site files) and names the mutants with mutmut's generator and our operators
-    (`engine.naming`). Its process has generated when first polled after `go`: mutmut's mutants file and `.meta`
-    per site file, then `generation.json`. When waited for, it writes the guards' baseline session, then tests
+    (`engine.naming`). Its process has generated when first polled after `tell_to_mutate`: mutmut's mutants file and
+    `.meta` per site file, then `generation.json`. When waited for, it writes the guards' baseline session, then tests
     every mutant without an exit code (as mutmut does: one already tested keeps its code), writing its exit code
     and guard session, and exits as mutmut would: 1 when the clean guards fail, else 0.
     """
@@ -346,7 +346,7 @@ def _save_meta(ws: Workspace, file: str, codes: dict[str, int | None]) -> None:
 
 
 class FakePipe:
-    """The session's stdin: what `go` writes (the files to mutate, as JSON)."""
+    """The session's stdin: what `tell_to_mutate` writes (the files to mutate, as JSON)."""
 
     def __init__(self, told: Callable[[], None]) -> None:
         self.data = b""
@@ -364,9 +364,9 @@ class FakePipe:
 
 
 class FakeProcess:
-    """The session's process: when first polled after `go` it has generated and still runs; once waited for (or
-    polled again) it has tested the mutants and ended. Polled before `go`, it has ended, as the real one does when
-    the run closes its stdin without `go`.
+    """The session's process: when first polled after `tell_to_mutate` it has generated and still runs; once waited
+    for (or polled again) it has tested the mutants and ended. Polled before `tell_to_mutate`, it has ended, as the real
+    one does when the run closes its stdin without `tell_to_mutate`.
 
     It has no `pid`: nothing may signal it (it has always ended by the time the run could stop it).
     """

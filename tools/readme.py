@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from warnonce_guard.audit.docs import document as rules_document
+from warnonce_guard.audit.docs import rules_document
 from warnonce_guard.audit.rules import DOCS
 from warnonce_guard.common.errors import exit_code_rows
 from warnonce_guard.guards.detectors import DETECTORS, example_leak

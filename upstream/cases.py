@@ -23,11 +23,10 @@ from warnonce_guard.common.errors import NothingToCheck
 from warnonce_guard.common.notes import note
 from warnonce_guard.guards.drive import import_platform_module, rendered_text
 from warnonce_guard.guards.steering import CannotSteer, Step, plan
-from warnonce_guard.rule import target as targets
 from warnonce_guard.rule.platforms import PlatformTarget, platform_sites, resolve_platform
 from warnonce_guard.rule.site_rule import imported_modules, is_kernel_module
 from warnonce_guard.rule.sites import Site, current_package_of, discover
-from warnonce_guard.rule.target import PACKAGE, read_source
+from warnonce_guard.rule.target import PACKAGE, activate, check_loaded, read_source, resolve_target
 from warnonce_guard.upstream.words import BLOCKED_CLASS, BLOCKED_MESSAGE, LOGGER
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -244,8 +243,8 @@ def collect(vllm_src: str | None, platform: str | None) -> Export:
     """The export of a target: vLLM's own cached sites, or those `platform` (module:Class) runs.
 
     The target goes first on sys.path (a source tree), so the modules steering imports are the target's."""
-    target = targets.resolve(vllm_src)
-    targets.activate(target)
+    target = resolve_target(vllm_src)
+    activate(target)
     if platform:
         resolved: PlatformTarget = resolve_platform(platform)
         sites, root = platform_sites(resolved), resolved.root
@@ -255,7 +254,7 @@ def collect(vllm_src: str | None, platform: str | None) -> Export:
         first_party, source = PACKAGE, target.describe()
     found = cases_of(sites, tuple(dict.fromkeys((PACKAGE, first_party))))
     if target.origin != "installed":
-        targets.check_loaded(target)
+        check_loaded(target)
     if not found:
         raise NothingToCheck(f"no cached kernel-import site of {source} can be exported")
     by_id = {replace(site, driver=None).test_id: site for site in sites}

@@ -1,19 +1,7 @@
-"""What a worker's exit code says about the mutant, and the ledger of attempts that did not finish.
+"""What a worker's exit code says about the mutant (`outcome`), and the ledger of attempts that did not finish.
 
-mutmut forks one worker per mutant and keeps its exit code. Some codes are what the mutant did (the guards
-passed, failed, or the worker crashed on its own: a segfault, an abort); others are what happened to the
-worker (`outcome`):
-
-- STOPPED: a stop signal (SIGHUP, SIGINT, SIGQUIT, SIGTERM) or pytest's "interrupted": the run, or someone,
-  stopped it. Never a verdict, never an attempt: the mutant is tested again.
-- KILLED: any other signal the worker did not raise itself (SIGKILL from the kernel's OOM killer, SIGUSR1, ...).
-- TIMEOUT: mutmut's time limit (SIGXCPU, and its codes for it): a loaded machine, or a mutant that hangs.
-
-A KILLED or TIMEOUT attempt is tested again, in the same run and then in the next one if the run ends
-first; it becomes the mutant's verdict ("crashed", "timeout") only when `REPEATS` attempts in a row ended
-that way with no finished guard record. The session keeps those attempts in the workspace's ledger,
-`attempts.json`, written atomically and validated when read back: per mutant, the exit codes of its
-abnormal attempts since its last normal one.
+A worker killed from outside or past its time limit is tested again; `REPEATS` such attempts in a row make the
+verdict (docs/reference.md, A worker that dies). The ledger is the workspace's `attempts.json`.
 """
 
 from __future__ import annotations

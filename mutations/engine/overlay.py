@@ -1,13 +1,7 @@
 """How the guards' process imports the target: the site files from the workspace, everything else where it lies.
 
-The workspace holds only the files mutmut mutates (`mutants/<file>`: mutmut's copy, with every mutant). mutmut
-puts `mutants/` first on `sys.path`, which works for a project copied there whole; here `Overlay`, first on
-`sys.meta_path`, imports each staged package (vLLM, a platform plugin's) from where it is installed or checked
-out, except the site modules: those come from `mutants/` only, and a site file missing there is an ImportError,
-never the installed one. Nothing is written beside the installed sources: the session runs with
-`PYTHONDONTWRITEBYTECODE` (`BYTECODE_OFF`), so nothing compiles into a `__pycache__` of the user's.
-`warm_import` imports the target package early, before the site files are staged, refusing its site and kernel
-modules (which the guards stub, then block).
+`Overlay`, first on `sys.meta_path`, takes each site module from `mutants/` only, and writes no bytecode
+(`BYTECODE_OFF`); `warm_import` imports the target package early, refusing its site and kernel modules.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
 """Every change the engine makes to mutmut 3.8.1, in one place, and the check that every mutmut internal it relies
-on is still there (`check_seam`).
-
-Our operators: `mutmut.mutation.file_mutation.create_mutations` reads the module global `mutation_operators` on
-every call; swapping that one attribute for our list turns every stock operator off and ours on (`our_operators`),
-and forked generation workers inherit it. Besides: what each generation made (`each_generation`), where a suite's
-pytest sessions run (`tests_run_in`), the trampolines' hits (`mutmut_hits`), and the session's own patches of
-`mutmut.__main__` (`patched_main`: atomic `.meta` files, a generation pool that notices a dead worker, generation
-recorded, each worker's result decided by the engine).
-"""
+on is still there (`check_seam`)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
-"""The mutmut run itself, in a process of its own inside the workspace.
-
-    python -m mutations.engine.session WORK_DIR RUN_ID [MODULE...]      (started by `start`, told by `go`)
-
-mutmut reads setup.cfg from the current directory, changes sys.path, forks workers and calls exit(), so it gets a
-process to itself, in a process group of its own that the parent kills on Ctrl-C or SIGTERM; it and every process
-it forks die with the parent even on SIGKILL (PR_SET_PDEATHSIG). The parent starts it before it discovers the
-sites, so that the guards' one import of vLLM overlaps discovery and generation (`_generated`): it imports what
-mutmut imports (never mutmut itself, which reads setup.cfg when imported) and forks a generator, which waits for
-`go` and makes the mutants (`generate`); then it imports MODULE... (for vLLM, torch) and, in a second child, the
-target package itself, refusing every site and kernel module (`overlay.warm_import`). Then mutmut's `run`, finding
-the mutants made, collects which guard covers which function and runs the clean guards (our baseline), then every
-mutant in forked workers, the target imported through the workspace (`mutations.engine.overlay`): vLLM is imported
-once. Meanwhile the parent names every mutant from the generator's descriptions (mutations.identify).
-
-A worker killed from outside or past its time limit is tested again, once (`mutations.engine.workers`). A disk or
-folder that refuses a write (the guards' records, mutmut's state) ends the session with `WRITE_REFUSED`, which the
-parent reports naming the folder.
-"""
+"""The mutmut run itself, in a process of its own inside the workspace: `python -m mutations.engine.session WORK_DIR
+RUN_ID [MODULE...]`, started by `start_session` and told what to mutate by `tell_to_mutate` (docs/ARCHITECTURE.md,
+The mutation run)."""
 
 from __future__ import annotations
 
@@ -70,13 +54,13 @@ NOTHING_COLLECTED = int(ExitCode.NOTHING_TO_CHECK)  # a suite that collected no 
 SUITE_BROKEN = 6  # a suite whose collection failed on the unmutated code (pytest's exit status 2, 3 or 4)
 
 
-def start(ws: Workspace, run_id: str, warm_up: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+def start_session(ws: Workspace, run_id: str, warm_up: Sequence[str] = ()) -> subprocess.Popen[bytes]:
     """Start the session in a process group of its own, its output appended to the workspace's log: it imports
-    `warm_up` at once, then waits for `go`."""
+    `warm_up` at once, then waits for `tell_to_mutate`."""
     with ws.log_file.open("ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", __name__, str(ws.dir), run_id, *warm_up],
-            stdin=subprocess.PIPE,  # `go`, and nothing else: a stray prompt must not wait on the terminal
+            stdin=subprocess.PIPE,  # `tell_to_mutate`, and nothing else: a stray prompt must not wait on the terminal
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -84,7 +68,7 @@ def start(ws: Workspace, run_id: str, warm_up: Sequence[str] = ()) -> subprocess
         )
 
 
-def go(session: subprocess.Popen[bytes], files: Sequence[str]) -> None:
+def tell_to_mutate(session: subprocess.Popen[bytes], files: Sequence[str]) -> None:
     """Tell the session the workspace is staged: mutmut runs now, mutating `files`. A session that already ended
     says why by its exit code."""
     assert session.stdin is not None
@@ -93,8 +77,9 @@ def go(session: subprocess.Popen[bytes], files: Sequence[str]) -> None:
         session.stdin.close()
 
 
-def _told_to_go() -> list[str] | None:
-    """The files `go` names; None when the parent closed the pipe without it (the run ended before staging)."""
+def _files_to_mutate() -> list[str] | None:
+    """The files `tell_to_mutate` names; None when the parent closed the pipe without them (the run ended before
+    staging)."""
     line = sys.stdin.buffer.readline()
     return json.loads(line) if line.strip() else None
 
@@ -243,7 +228,7 @@ def complete_baseline(ws: Workspace) -> int:
         os.chdir(ws.dir)
 
 
-def leave(code: int) -> None:
+def exit_without_teardown(code: int) -> None:
     """Exit with `code` once the output is flushed, without tearing down what the guards imported: unloading vLLM
     and torch takes about a second, the last of the run's critical path, and every file is written by now."""
     for stream in (sys.stdout, sys.stderr):
@@ -253,19 +238,19 @@ def leave(code: int) -> None:
 
 
 def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
-    """Generate the mutants in a child, which waits for `go`, while this process imports `warm_up` and then, in a
-    second child, the target package itself; the generator's exit code (0: generated). The child is forked once what
-    mutmut imports is imported, before the rest. Returns in the process that runs mutmut next: the second child once
-    it took over (it imported the target without reaching a site or kernel module, and said so), and this process
+    """Generate the mutants in a child, which waits for `tell_to_mutate`, while this process imports `warm_up` and then,
+    in a second child, the target package itself; the generator's exit code (0: generated). The child is forked once
+    what mutmut imports is imported, before the rest. Returns in the process that runs mutmut next: the second child
+    once it took over (it imported the target without reaching a site or kernel module, and said so), and this process
     then ends as that child does; else this process, which never imported the target."""
     _warm_up(ENGINE_IMPORTS)
     pid = _fork()
     if pid == 0:
-        files = _told_to_go()
+        files = _files_to_mutate()
         code = int(ExitCode.INTERRUPTED)
         if files is not None:
             code = _checked(ws, lambda: generate(ws, run_id, staged_packages(ws), files))
-        leave(code)
+        exit_without_teardown(code)
     _warm_up(warm_up)
     (told, tell), (took_over, take_over) = os.pipe(), os.pipe()
     warmer = _fork()
@@ -278,7 +263,8 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
         except BaseException:  # whatever stopped it (a signal, SystemExit), this process may hold part of an import
             why = "the import was stopped"
         if why:
-            leave(0)  # the parent goes on without this process (it reads only whether this one took over)
+            # the parent goes on without this process (it reads only whether this one took over)
+            exit_without_teardown(0)
         os.write(take_over, b"1")
         os.close(take_over)
         with os.fdopen(told, "rb") as pipe:
@@ -288,7 +274,7 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
     os.close(take_over)
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     if code < 0:
-        code = _say(f"the process generating mutants died (signal {-code}); run again", ENGINE_FAILED)
+        code = _print_error(f"the process generating mutants died (signal {-code}); run again", ENGINE_FAILED)
     with contextlib.suppress(BrokenPipeError), os.fdopen(tell, "wb") as pipe:
         pipe.write(f"{code}\n".encode())
     ended = os.waitstatus_to_exitcode(os.waitpid(warmer, 0)[1])
@@ -299,7 +285,7 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
         with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP keep their default
             signal.signal(-ended, signal.SIG_DFL)
         os.kill(os.getpid(), -ended)
-    leave(ended if ended >= 0 else ENGINE_FAILED)
+    exit_without_teardown(ended if ended >= 0 else ENGINE_FAILED)
 
 
 def _fork() -> int:
@@ -370,21 +356,21 @@ def _checked(ws: Workspace, work: Callable[[], int | None]) -> int:
     try:
         return work() or 0
     except StagingFailed as err:  # the guards' records refused (RecordsUnwritten)
-        return _say(str(err), WRITE_REFUSED)
+        return _print_error(str(err), WRITE_REFUSED)
     except GuardError as err:  # e.g. the operator seam moved in a new mutmut
-        return _say(str(err), err.exit_code)
+        return _print_error(str(err), err.exit_code)
     except OSError as err:
         if err.errno not in REFUSED_WRITES:
             traceback.print_exc()
             return ENGINE_FAILED
         where = os.fsdecode(err.filename) if isinstance(err.filename, (str, bytes)) else f"in {ws.dir}"
-        return _say(f"cannot write {where} ({err.strerror})", WRITE_REFUSED)
+        return _print_error(f"cannot write {where} ({err.strerror})", WRITE_REFUSED)
     except Exception:  # mutmut crashed: Python's own exit status (1) would read as "the clean guards failed"
         traceback.print_exc()
         return ENGINE_FAILED
 
 
-def _say(message: str, code: int) -> int:
+def _print_error(message: str, code: int) -> int:
     """The session's one line (into its log); the disk may refuse even that."""
     with contextlib.suppress(OSError):
         print(f"warnonce-guard: error: {message}", file=sys.stderr, flush=True)
@@ -392,4 +378,4 @@ def _say(message: str, code: int) -> int:
 
 
 if __name__ == "__main__":
-    leave(main(sys.argv[1:]))
+    exit_without_teardown(main(sys.argv[1:]))

@@ -1,11 +1,7 @@
 """mutmut's state in a workspace, read back with suspicion: validated, and discarded when it does not validate.
 
-mutmut 3.8.1 keeps, per mutated file, `mutants/<file>` (the mutants) and `mutants/<file>.meta` (JSON: an
-exit code per mutant, and more), and `mutants/mutmut-stats.json`. It writes them in place, so a run
-killed at the wrong moment leaves a truncated file that breaks every later run. So the session writes `.meta`
-files atomically and, once mutmut has generated every mutant, a `generation.json` manifest (per site file, the
-hash of mutmut's mutated file and the names of its mutants); before a session starts, `validate` discards what
-does not match it, so mutmut regenerates it, and `reset` clears the exit codes no finished guard record backs.
+mutmut writes its `.meta` files in place; the session writes them atomically, and a `generation.json` manifest
+once every mutant is made; `validate` discards what does not match it, `reset` clears exit codes no record backs.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """The pytest plugin of a suite's sessions (`mutate --tests`): what each test did, for the verdicts.
 
-mutmut loads it (`-p`) into every pytest session it starts for the suite. Each finished session records its
-tests' outcomes as the guards record theirs (`guards.sessions`, a failed test as `RecordKind.FAILED`). mutmut's
-stats session, the first on the unmutated code, runs the whole suite: there, every test runs (no stop at the
-first failure), and a test that fails is written to the suite's baseline (`SUITE_BASELINE`), credited with no
-function, and left out of every later session: it is listed in the report, never counted as a kill. That
-session then ends as passed for mutmut, which would stop otherwise; its record keeps the real status. A mutated
-function that runs outside any test (while the suite is collected: at import) is credited to no test either,
-and the baseline names it: mutmut's forked workers never import it again, so no test can see its mutants.
+mutmut loads it (`-p`) into every pytest session it starts for the suite (docs/reference.md, Scoring a suite).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Whether the mutmut session still works: the CPU time its process group uses.
 
-A session that makes progress uses CPU: it generates, imports, runs guards, and so do its workers, however
-loaded the machine. What may leave the whole group idle is a worker waiting on something (a sleeping guard)
-until mutmut's own time limit ends it: (estimated time of its guards + timeout_constant) * timeout_multiplier,
-the estimate being the guards' durations mutmut measured. A group that used no CPU for twice the longest such
-limit (and never less than `STALL_FLOOR_S`) waits on something that will not come: a lost child, a deadlock.
-No wall-clock limit is put on a session that works, however slowly.
+A group that used no CPU for twice mutmut's longest time limit (never less than `STALL_FLOOR_S`) waits on
+something that will not come; a session that works is never given a wall-clock limit.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
 """What the session does with each mutmut worker's exit code: keep it as the mutant's result, or test again.
 
-Installed over mutmut's `_register_mutant_result` (the one place mutmut stores a worker's exit code in
-its `.meta`), `Registrar.wrap` decides per result, by the rule in `mutations.engine.attempts`:
-
-- the guards' record says the pytest session finished (the worker died after it): its exit status is kept;
-- the mutant's own outcome (0, 1, a segfault, ...) is kept, and its ledger entry dropped;
-- a stopped worker is not kept: the mutant is tested again;
-- a worker killed from outside or past the time limit is an attempt, added to the ledger before anything else:
-  its code is kept only at the `REPEATS`-th attempt in a row, else the mutant is tested again.
-
-A mutant tested again keeps no exit code (mutmut's None) until then, so a run that ends first leaves it
-"not run" and the next run tests it. `again` lists those the session re-tests before it ends.
-A guard session that could not write its record (`guards.sessions.UNWRITTEN_STATUS`) stops the run: the
-attribution folder cannot be written, and no verdict may be taken without it.
+`Registrar.wrap`, over mutmut's `_register_mutant_result`, decides per result by the rule of
+`mutations.engine.attempts`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """`index.html`: the mutation-testing-elements viewer with its JS bundle and the report inlined.
 
-The page needs no network: the bundle and the report sit in `<script>` elements. Inside the report
-JSON every `<`, `>` and `&` becomes a `\\u00XX` escape (still the same JSON and JS value), so no source
-text can close the script element or open an HTML comment. The bundle is inlined as it is when it
-holds no `<script` or `</script` (true of 3.9.0, as of Stryker's own HTML reporter); otherwise it goes
-in as a base64 `data:` URL, which no content can break out of.
-
-When the viewer's score differs from the run's (see `RunResult.score_note`), a banner above the viewer
-says both numbers and why.
+The page needs no network, and no source text in the report can close its `<script>` element (`script_json`).
 """
 
 from __future__ import annotations

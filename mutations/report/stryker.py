@@ -1,12 +1,6 @@
 """The run as a Stryker mutation-testing report (schemaVersion 2), the JSON the HTML viewer reads.
 
-The viewer scores by Stryker's rule, not `RunResult.score`'s (`RunResult.viewer_score`; the reports say when the
-two differ). Sites that are exposed or unreached at baseline had no mutant run. Each becomes one extra mutant with
-status Ignored and mutatorName "baseline" at the site's logging call, its statusReason naming the baseline status
-and detectors. Ignored is the only honest status for it: Survived or NoCoverage would claim a mutant ran (and move
-the score), Killed would claim a guard caught a mutant. Ignored leaves the score alone but still shows in the file
-table's "Ignored" column and in the source view. The run's own skipped mutants for those sites stay as they are
-(also Ignored).
+A site exposed or unreached at baseline becomes one Ignored "baseline" mutant (docs/ARCHITECTURE.md, The report).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import pytest
 from warnonce_guard.common.errors import ExitCode
 
 from tests import layout
-from tests.toy import PLUGIN_LEAK as LEAK
+from tests.toy import PLUGIN_LEAK
 
 README = (layout.ROOT / "README.md").read_text(encoding="utf-8")
 PLACEHOLDER = "/path/to/warnonce-guard"
@@ -79,7 +79,7 @@ def project(tmp_path: Path) -> Path:
     """A plugin checkout (a git repository) with one leaking call."""
     root = tmp_path / "plugin"
     (root / "my_plugin").mkdir(parents=True)
-    (root / "my_plugin" / "platform.py").write_text(LEAK)
+    (root / "my_plugin" / "platform.py").write_text(PLUGIN_LEAK)
     for args in (["init", "-q"], ["add", "."]):
         subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
     return root

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from tests import layout
-from tests.toy import PLUGIN_LEAK as LEAK
+from tests.toy import PLUGIN_LEAK
 
 ROOT = layout.ROOT
-FIXED = LEAK.replace('%r", e)', '%s", repr(e))')
+FIXED = PLUGIN_LEAK.replace('%r", e)', '%s", repr(e))')
 
 pytestmark = [
     pytest.mark.slow,
@@ -54,7 +54,7 @@ def test_try_repo_fails_on_a_leak_and_passes_on_its_fix(tmp_path: Path) -> None:
     project = tmp_path / "plugin"
     (project / "my_plugin").mkdir(parents=True)
     source = project / "my_plugin" / "platform.py"
-    source.write_text(LEAK)
+    source.write_text(PLUGIN_LEAK)
     git("init", "-q", cwd=project)
     git("add", ".", cwd=project)
 
@@ -73,7 +73,7 @@ def test_try_repo_leaves_a_file_the_settings_exclude_alone_as_ruffs_hook_does(tm
     project = tmp_path / "plugin"
     (project / "vendored").mkdir(parents=True)
     (project / "pyproject.toml").write_text('[tool.warnonce-guard]\nextend-exclude = ["vendored"]\n')
-    (project / "vendored" / "platform.py").write_text(LEAK)  # pre-commit passes it: the hook must not check it
+    (project / "vendored" / "platform.py").write_text(PLUGIN_LEAK)  # pre-commit passes it: the hook must not check it
     git("init", "-q", cwd=project)
     git("add", ".", cwd=project)
 

@@ -172,12 +172,12 @@ def test_a_second_signal_while_an_interrupted_run_ends_exits_at_once_with_130(
     # (as on a library's thread): the signal must neither kill it with -2 nor be lost.
     script = (
         "import os, signal, sys, time\n"
-        "from warnonce_guard.cli import main as cli\n"
+        "from warnonce_guard.cli import main\n"
         "def interrupted(args):\n"
         "    os.kill(os.getpid(), signal.SIGINT)\n"
         "    time.sleep(5)\n"
-        "cli.cmd_platforms = interrupted\n"
-        "code = cli.main(['platforms'], exiting=True)\n"
+        "main.cmd_platforms = interrupted\n"
+        "code = main.main(['platforms'], exiting=True)\n"
         f"os.kill(os.getpid(), {int(again)})\n"
         "time.sleep(60)\n"
         "sys.exit(code)\n"

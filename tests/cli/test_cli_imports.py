@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from warnonce_guard.cli import main as cli
+from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import ExitCode, PlatformImportFailed, PlatformNotFound
 from warnonce_guard.rule.platforms import must_not_exit
 
@@ -72,7 +72,7 @@ def area(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Area]:
 def run(area: Area, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, list[str]]:
     """`cli.main(argv)`: its exit code, stdout and stderr's lines; the user's files as they were, asserted."""
     before = hash_tree(area.home)
-    code = cli.main(argv)
+    code = main(argv)
     captured = capsys.readouterr()
     assert hash_tree(area.home) == before  # nothing created, changed or removed; the symlink still one
     return code, captured.out, captured.err.strip().splitlines()

@@ -18,12 +18,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from warnonce_guard.cli import main as cli
+from warnonce_guard.cli.main import GUARDS_DIR, ReaderMayLeave, _pytest_args, build_parser, main
 from warnonce_guard.common.errors import EngineFailed, ExitCode
 from warnonce_guard.guards.outcome import UNIMPORTED
 from warnonce_guard.rule import platforms
-from warnonce_guard.rule import target as targets
 from warnonce_guard.rule.platforms import RegisteredPlatform
+from warnonce_guard.rule.target import source_tree
 
 from tests.faults import hash_tree
 from tests.toy import INTERFACE, make_tree
@@ -37,7 +37,7 @@ def stderr_lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
 
 
 def test_sites_prints_a_table_of_the_sites_and_counts_them(toy_tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["sites", "--vllm-src", str(toy_tree)]) == ExitCode.OK
+    assert main(["sites", "--vllm-src", str(toy_tree)]) == ExitCode.OK
     shown = capsys.readouterr().out
     assert "vLLM 9.9.9 (gtoy), source tree at" in shown and "Platform.import_kernels" in shown
     assert "1 cached site(s): 1 eager, 0 live; 0 not cached" in shown
@@ -47,12 +47,12 @@ def test_sites_counts_a_site_that_passes_the_exception_itself_as_live(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tree = make_tree(tmp_path / "tree", INTERFACE.replace('%s", repr(e)', '%r", e'))
-    assert cli.main(["sites", "--vllm-src", str(tree)]) == ExitCode.OK
+    assert main(["sites", "--vllm-src", str(tree)]) == ExitCode.OK
     assert "1 cached site(s): 0 eager, 1 live; 0 not cached" in capsys.readouterr().out
 
 
 def test_sites_json_is_the_target_and_its_site_records(toy_tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["sites", "--vllm-src", str(toy_tree), "--json"]) == ExitCode.OK
+    assert main(["sites", "--vllm-src", str(toy_tree), "--json"]) == ExitCode.OK
     shown = json.loads(capsys.readouterr().out)
     assert shown["target"] == f"vLLM 9.9.9 (gtoy), source tree at {toy_tree.resolve() / 'vllm'}"
     assert [(s["id"], s["cached"], s["form"]) for s in shown["sites"]] == [(SITE_ID, True, "eager")]
@@ -62,7 +62,7 @@ def test_sites_of_a_tree_without_a_cached_site_are_listed_then_fail_as_nothing_t
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tree = make_tree(tmp_path / "tree", PLAIN)
-    assert cli.main(["sites", "--vllm-src", str(tree), "--json"]) == ExitCode.NOTHING_TO_CHECK
+    assert main(["sites", "--vllm-src", str(tree), "--json"]) == ExitCode.NOTHING_TO_CHECK
     captured = capsys.readouterr()
     assert [s["cached"] for s in json.loads(captured.out)["sites"]] == [False]
     assert captured.err.startswith("warnonce-guard: error: no kernel-import site logs through a *_once call")
@@ -71,7 +71,7 @@ def test_sites_of_a_tree_without_a_cached_site_are_listed_then_fail_as_nothing_t
 def test_bad_input_is_one_line_naming_the_problem_and_its_own_exit_code(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["sites", "--vllm-src", str(tmp_path / "nope")]) == ExitCode.BAD_INPUT
+    assert main(["sites", "--vllm-src", str(tmp_path / "nope")]) == ExitCode.BAD_INPUT
     (line,) = stderr_lines(capsys)
     assert line.startswith("warnonce-guard: error: --vllm-src ") and "no such directory" in line
 
@@ -97,7 +97,7 @@ def test_a_torch_importing_tree_under_a_path_that_is_not_utf8_is_refused_up_fron
     before = hash_tree(home)
     out = ["--out", str(home / "report"), "--work-dir", str(home / "work")] if command == "mutate" else []
 
-    assert cli.main([command, "--vllm-src", str(non_utf8_tree), *out]) == ExitCode.BAD_INPUT
+    assert main([command, "--vllm-src", str(non_utf8_tree), *out]) == ExitCode.BAD_INPUT
 
     shown = f"{home}/tree\\xff"
     assert stderr_lines(capsys) == [
@@ -114,10 +114,10 @@ def test_sites_lists_a_tree_under_a_path_that_is_not_utf8_showing_the_byte_as_an
     """Reading the tree needs no import: `sites` works, and printed the raw byte (`\\377`) where the reports
     show `\\xff`."""
     shown = f"source tree at {non_utf8_tree.parent}/tree\\xff/vllm"
-    assert cli.main(["sites", "--vllm-src", str(non_utf8_tree)]) == ExitCode.OK
+    assert main(["sites", "--vllm-src", str(non_utf8_tree)]) == ExitCode.OK
     table = capsys.readouterr().out
     assert "".join(shown.split()) in "".join(table.split()) and "\udcff" not in table  # the title may wrap
-    assert cli.main(["sites", "--vllm-src", str(non_utf8_tree), "--json"]) == ExitCode.OK
+    assert main(["sites", "--vllm-src", str(non_utf8_tree), "--json"]) == ExitCode.OK
     assert json.loads(capsys.readouterr().out)["target"] == f"vLLM 9.9.9 (gtoy), {shown}"
 
 
@@ -126,7 +126,7 @@ def test_sites_lists_a_tree_under_a_path_that_is_not_utf8_showing_the_byte_as_an
 
 def test_help_starts_with_what_the_tool_does(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stop:
-        cli.main(["--help"])
+        main(["--help"])
     usage, description, *_ = capsys.readouterr().out.split("\n\n")
     assert stop.value.code == 0 and usage.startswith("usage: warnonce-guard [-h] [--version]")
     assert " ".join(description.split()) == metadata.metadata("warnonce-guard")["Summary"]  # setup.cfg's description
@@ -135,13 +135,13 @@ def test_help_starts_with_what_the_tool_does(capsys: pytest.CaptureFixture[str])
 
 def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stop:
-        cli.main(["--version"])
+        main(["--version"])
     assert stop.value.code == 0 and capsys.readouterr().out == f"warnonce-guard {metadata.version('warnonce-guard')}\n"
 
 
 def test_an_unknown_option_is_a_usage_error_pointing_at_help(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stop:
-        cli.main(["sites", "--bogus"])
+        main(["sites", "--bogus"])
     assert stop.value.code == ExitCode.USAGE
     assert stderr_lines(capsys) == [
         "warnonce-guard: error: unrecognized arguments: --bogus (see `warnonce-guard --help`)"
@@ -160,7 +160,7 @@ def test_an_unknown_option_is_a_usage_error_pointing_at_help(capsys: pytest.Capt
 )
 def test_fail_under_must_be_a_percentage(value: str, why: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stop:
-        cli.main(["mutate", "--fail-under", value])
+        main(["mutate", "--fail-under", value])
     assert stop.value.code == ExitCode.USAGE
     (line,) = stderr_lines(capsys)
     assert line.startswith("warnonce-guard: error: ") and why in line
@@ -168,11 +168,11 @@ def test_fail_under_must_be_a_percentage(value: str, why: str, capsys: pytest.Ca
 
 @pytest.mark.parametrize(("value", "parsed"), [("0", 0.0), ("99.5", 99.5), ("100", 100.0)])
 def test_fail_under_takes_any_percentage_from_0_to_100(value: str, parsed: float) -> None:
-    assert cli.build_parser().parse_args(["mutate", "--fail-under", value]).fail_under == parsed
+    assert build_parser().parse_args(["mutate", "--fail-under", value]).fail_under == parsed
 
 
 def test_mutate_defaults_to_a_perfect_score_and_the_default_directories() -> None:
-    args = cli.build_parser().parse_args(["mutate"])
+    args = build_parser().parse_args(["mutate"])
     assert (args.fail_under, args.out, args.work_dir, args.viewer_js) == (
         100.0, "mutation-report", ".warnonce-work", None
     )  # fmt: skip
@@ -180,13 +180,13 @@ def test_mutate_defaults_to_a_perfect_score_and_the_default_directories() -> Non
 
 def test_mutate_help_states_the_fail_under_default(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        cli.main(["mutate", "--help"])
+        main(["mutate", "--help"])
     assert "--fail-under PERCENT minimum score, 0-100 (default: 100)" in " ".join(capsys.readouterr().out.split())
 
 
 def valued_arguments() -> list[tuple[str, str]]:
     """(command, argument) for every argument of every command that takes a value: options and positionals."""
-    parser = cli.build_parser()
+    parser = build_parser()
     (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     return [
         (name, (action.option_strings or [action.metavar or action.dest])[0])
@@ -216,7 +216,7 @@ def test_an_empty_or_blank_value_is_a_usage_error_naming_the_argument_never_its_
     off. Every argument that takes a value refuses an empty one, before any work."""
     given = [blank] if argument == "PATH" else [argument, blank]
     with pytest.raises(SystemExit) as stop:
-        cli.main([command, *given])
+        main([command, *given])
     assert stop.value.code == ExitCode.USAGE
     (line,) = stderr_lines(capsys)
     label = "an empty value" if not blank else f"a blank value {blank!r}"
@@ -227,9 +227,9 @@ def test_an_empty_or_blank_value_is_a_usage_error_naming_the_argument_never_its_
 
 
 def test_a_value_with_words_is_taken_as_given() -> None:
-    args = cli.build_parser().parse_args(["sites", "--vllm-src", " my tree ", "--platform", "p:P"])
+    args = build_parser().parse_args(["sites", "--vllm-src", " my tree ", "--platform", "p:P"])
     assert (args.vllm_src, args.platform) == (" my tree ", "p:P")
-    assert cli.build_parser().parse_args(["mutate", "--fail-under", "90"]).fail_under == 90.0  # converted after
+    assert build_parser().parse_args(["mutate", "--fail-under", "90"]).fail_under == 90.0  # converted after
 
 
 def test_an_abbreviated_option_is_unrecognized_never_taken_for_a_longer_one(
@@ -237,7 +237,7 @@ def test_an_abbreviated_option_is_unrecognized_never_taken_for_a_longer_one(
 ) -> None:
     """`--vllm` is nox's option; argparse's prefix matching took `sites --vllm 0.29.0` for `--vllm-src 0.29.0`."""
     with pytest.raises(SystemExit) as stop:
-        cli.main(["sites", "--vllm", "0.29.0"])
+        main(["sites", "--vllm", "0.29.0"])
     assert stop.value.code == ExitCode.USAGE
     assert stderr_lines(capsys) == [
         "warnonce-guard: error: unrecognized arguments: --vllm 0.29.0 (see `warnonce-guard --help`)"
@@ -273,10 +273,10 @@ def test_guards_hand_pytest_the_discovered_sites_the_tree_and_every_option_they_
     fake = FakePytest()
     monkeypatch.setattr(pytest, "main", fake)
 
-    assert cli.main(["guards", "-q", "-k", "cpu", "--vllm-src", str(toy_tree)]) == ExitCode.OK
+    assert main(["guards", "-q", "-k", "cpu", "--vllm-src", str(toy_tree)]) == ExitCode.OK
 
     assert [site["id"] for site in fake.sites] == [SITE_ID]
-    assert fake.args[0] == str(cli.GUARDS_DIR) and "--import-mode=importlib" in fake.args
+    assert fake.args[0] == str(GUARDS_DIR) and "--import-mode=importlib" in fake.args
     at = fake.args.index("-q")
     assert fake.args[at : at + 3] == ["-q", "-k", "cpu"]
     assert fake.args[-1] == f"--vllm-src={toy_tree.resolve()}"
@@ -287,8 +287,8 @@ def test_guards_give_pytest_no_path_but_the_guards_and_no_settings_or_conftest_a
     toy_tree: Path, tmp_path: Path
 ) -> None:
     argv = ["guards", "-q", "--vllm-src", str(toy_tree), "--platform", "vllm.platforms.interface:Platform"]
-    args, args.pytest_args = cli.build_parser().parse_known_args(argv)
-    given = cli._pytest_args(args, targets.source_tree(toy_tree), tmp_path / "sites.json")
+    args, args.pytest_args = build_parser().parse_known_args(argv)
+    given = _pytest_args(args, source_tree(toy_tree), tmp_path / "sites.json")
 
     # pytest reads its command line before it knows the guards' options: a value of its own word is a path to it
     ours = [arg for arg in given if arg.startswith(("--vllm-src", "--sites-file", "--platform"))]
@@ -300,8 +300,8 @@ def test_guards_give_pytest_no_path_but_the_guards_and_no_settings_or_conftest_a
     at = given.index("-c")
     assert given[at + 1] == os.devnull  # no pytest.ini, pyproject.toml, setup.cfg or tox.ini is read
     del given[at : at + 2]
-    assert [arg for arg in given if not arg.startswith("-") and Path(arg).exists()] == [str(cli.GUARDS_DIR)]
-    assert {f"--rootdir={cli.GUARDS_DIR}", f"--confcutdir={cli.GUARDS_DIR}", "-q"} <= set(given)
+    assert [arg for arg in given if not arg.startswith("-") and Path(arg).exists()] == [str(GUARDS_DIR)]
+    assert {f"--rootdir={GUARDS_DIR}", f"--confcutdir={GUARDS_DIR}", "-q"} <= set(given)
 
 
 def test_guards_whose_platform_module_did_not_import_exit_7_with_one_line_naming_it(
@@ -310,12 +310,12 @@ def test_guards_whose_platform_module_did_not_import_exit_7_with_one_line_naming
     failed = ["importing vllm.platforms.cpu failed: no module named 'numa'; install it"] * 2
     monkeypatch.setattr(pytest, "main", FakePytest(pytest.ExitCode.TESTS_FAILED, failed))
 
-    assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.ENVIRONMENT
+    assert main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.ENVIRONMENT
     assert stderr_lines(capsys) == [f"warnonce-guard: error: {failed[0]} (2 guards could not run)"]
 
     # Not vacuous: a failed run whose guards all imported their platform module is a failed check.
     monkeypatch.setattr(pytest, "main", FakePytest(pytest.ExitCode.TESTS_FAILED, []))
-    assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.CHECK_FAILED
+    assert main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.CHECK_FAILED
 
 
 @pytest.mark.parametrize(
@@ -334,7 +334,7 @@ def test_guards_exit_with_pytests_status_as_a_row_of_our_table(
     toy_tree: Path, monkeypatch: pytest.MonkeyPatch, pytest_code: int, ours: ExitCode
 ) -> None:
     monkeypatch.setattr(pytest, "main", FakePytest(pytest_code))
-    assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ours
+    assert main(["guards", "--vllm-src", str(toy_tree)]) == ours
 
 
 def test_guards_that_fail_to_collect_are_our_bug_in_one_line_never_an_interrupt(
@@ -342,7 +342,7 @@ def test_guards_that_fail_to_collect_are_our_bug_in_one_line_never_an_interrupt(
 ) -> None:
     """pytest says "interrupted" (2) for errors during collection too; no signal came, so it is not 130."""
     monkeypatch.setattr(pytest, "main", FakePytest(pytest.ExitCode.INTERRUPTED))
-    assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.INTERNAL_ERROR
+    assert main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.INTERNAL_ERROR
     lines = stderr_lines(capsys)
     assert "RuntimeError: the guards' pytest session ended with status 2" in "\n".join(lines)
     assert lines[-1].startswith("warnonce-guard: internal error:")
@@ -352,7 +352,7 @@ def test_guards_on_a_tree_without_a_cached_site_stop_before_pytest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(pytest, "main", lambda args: pytest.fail("pytest ran"))
-    assert cli.main(["guards", "--vllm-src", str(make_tree(tmp_path / "tree", PLAIN))]) == ExitCode.NOTHING_TO_CHECK
+    assert main(["guards", "--vllm-src", str(make_tree(tmp_path / "tree", PLAIN))]) == ExitCode.NOTHING_TO_CHECK
 
 
 def test_guards_stopped_by_sigterm_exit_143_not_pytests_interrupted(
@@ -367,7 +367,7 @@ def test_guards_stopped_by_sigterm_exit_143_not_pytests_interrupted(
         pytest.fail("SIGTERM did not interrupt")
 
     monkeypatch.setattr(pytest, "main", terminated_pytest)
-    assert cli.main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.TERMINATED
+    assert main(["guards", "--vllm-src", str(toy_tree)]) == ExitCode.TERMINATED
     assert stderr_lines(capsys) == ["warnonce-guard: terminated"]
 
 
@@ -383,7 +383,7 @@ def test_platforms_lists_each_registered_plugin_with_its_class_or_why_it_is_not_
     ]
     monkeypatch.setattr(platforms, "registered_platforms", lambda: found)
 
-    assert cli.main(["platforms"]) == ExitCode.OK
+    assert main(["platforms"]) == ExitCode.OK
 
     shown = capsys.readouterr().out
     assert "npu_plugin.platform.NPUPlatform" in shown and "ImportError: no module named torch_npu" in shown
@@ -397,7 +397,7 @@ def test_a_command_that_needs_the_mutation_extra_names_it_and_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setitem(sys.modules, "rich.table", None)  # as if rich were not installed
-    assert cli.main(["platforms"]) == ExitCode.ENVIRONMENT
+    assert main(["platforms"]) == ExitCode.ENVIRONMENT
     assert stderr_lines(capsys) == [
         "warnonce-guard: error: `warnonce-guard platforms` needs rich, part of the mutation extra: "
         "pip install 'warnonce-guard[mutation]'"
@@ -416,16 +416,18 @@ def failing_command(error: BaseException) -> Callable[[object], int]:
 def test_a_missing_module_outside_the_extra_is_a_bug_with_its_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "cmd_platforms", failing_command(ModuleNotFoundError("no numpy", name="numpy")))
-    assert cli.main(["platforms"]) == ExitCode.INTERNAL_ERROR
+    monkeypatch.setattr(
+        "warnonce_guard.cli.main.cmd_platforms", failing_command(ModuleNotFoundError("no numpy", name="numpy"))
+    )
+    assert main(["platforms"]) == ExitCode.INTERNAL_ERROR
     assert "ModuleNotFoundError: no numpy" in capsys.readouterr().err
 
 
 def test_a_bug_of_ours_keeps_its_traceback_and_exits_70(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "cmd_platforms", failing_command(RuntimeError("an invariant broke")))
-    assert cli.main(["platforms"]) == ExitCode.INTERNAL_ERROR
+    monkeypatch.setattr("warnonce_guard.cli.main.cmd_platforms", failing_command(RuntimeError("an invariant broke")))
+    assert main(["platforms"]) == ExitCode.INTERNAL_ERROR
     said = stderr_lines(capsys)
     assert said[0] == "Traceback (most recent call last):" and "RuntimeError: an invariant broke" in said
     assert said[-1].startswith("warnonce-guard: internal error: the traceback above is a bug in warnonce-guard")
@@ -436,8 +438,8 @@ def test_a_system_exit_through_a_command_is_a_bug_with_its_traceback_never_its_o
     code: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Code a command runs that ends it where no guard of ours stood: `SystemExit(0)` was exit 0 with nothing said."""
-    monkeypatch.setattr(cli, "cmd_platforms", failing_command(SystemExit(code)))
-    assert cli.main(["platforms"]) == ExitCode.INTERNAL_ERROR
+    monkeypatch.setattr("warnonce_guard.cli.main.cmd_platforms", failing_command(SystemExit(code)))
+    assert main(["platforms"]) == ExitCode.INTERNAL_ERROR
     said = stderr_lines(capsys)
     assert said[0] == "Traceback (most recent call last):" and said[-2].startswith("SystemExit")
     assert said[-1].startswith("warnonce-guard: internal error: the traceback above is a bug in warnonce-guard")
@@ -463,9 +465,9 @@ def test_a_signal_during_a_command_is_one_line_and_its_exit_code_and_the_handler
 
     previous = signal.signal(sig, callers_handler)
     try:
-        monkeypatch.setattr(cli, "cmd_platforms", signalled)
+        monkeypatch.setattr("warnonce_guard.cli.main.cmd_platforms", signalled)
 
-        assert cli.main(["platforms"]) == code
+        assert main(["platforms"]) == code
         assert stderr_lines(capsys) == [line]
         assert signal.getsignal(sig) is callers_handler
     finally:
@@ -512,8 +514,8 @@ def test_once_a_signal_reached_a_command_its_code_is_the_exit_whatever_surfaces_
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """libcst turned a Ctrl-C into a KeyError: exit 70 with megabytes of traceback."""
-    monkeypatch.setattr(cli, "cmd_platforms", signalled_then(sig, then))
-    assert cli.main(["platforms"]) == code
+    monkeypatch.setattr("warnonce_guard.cli.main.cmd_platforms", signalled_then(sig, then))
+    assert main(["platforms"]) == code
     assert stderr_lines(capsys) == [f"warnonce-guard: {code.name.lower()}"]
 
 
@@ -536,9 +538,9 @@ def test_a_later_signal_does_not_raise_into_the_cleanup_the_first_one_started(
         cleaned.append("the cleanup ran to its end")
         raise stop
 
-    monkeypatch.setattr(cli, "cmd_platforms", signalled_then(first, again))
+    monkeypatch.setattr("warnonce_guard.cli.main.cmd_platforms", signalled_then(first, again))
     code = CODES[first]
-    assert cli.main(["platforms"]) == code
+    assert main(["platforms"]) == code
     assert cleaned == ["the cleanup ran to its end"]
     assert stderr_lines(capsys) == [f"warnonce-guard: {code.name.lower()}"]
 
@@ -571,9 +573,9 @@ def test_the_first_of_two_signals_that_land_during_one_long_c_call_decides(
         time.sleep(5)
         return pytest.fail("the signals did not stop the command")
 
-    monkeypatch.setattr(cli, "cmd_platforms", long_c_call)
+    monkeypatch.setattr("warnonce_guard.cli.main.cmd_platforms", long_c_call)
     code = CODES[order[0]]
-    assert cli.main(["platforms"]) == code
+    assert main(["platforms"]) == code
     assert stderr_lines(capsys) == [f"warnonce-guard: {code.name.lower()}"]
 
 
@@ -596,9 +598,9 @@ def test_a_process_ends_at_once_with_the_first_code_and_one_line_on_a_later_sign
     previous = {sig: signal.getsignal(sig) for sig in CODES}
     try:
         monkeypatch.setattr(os, "_exit", exits.append)  # the process would end here
-        monkeypatch.setattr(cli, "cmd_platforms", signalled_then(first, again))
+        monkeypatch.setattr("warnonce_guard.cli.main.cmd_platforms", signalled_then(first, again))
         code = CODES[first]
-        assert cli.main(["platforms"], exiting=True) == code
+        assert main(["platforms"], exiting=True) == code
         assert exits == [code]
         assert capfd.readouterr().err.splitlines() == [f"warnonce-guard: {code.name.lower()}"]
     finally:
@@ -609,8 +611,8 @@ def test_a_process_ends_at_once_with_the_first_code_and_one_line_on_a_later_sign
 def test_a_keyboard_interrupt_from_anywhere_is_an_interrupt_not_a_bug(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "cmd_platforms", failing_command(KeyboardInterrupt()))
-    assert cli.main(["platforms"]) == ExitCode.INTERRUPTED
+    monkeypatch.setattr("warnonce_guard.cli.main.cmd_platforms", failing_command(KeyboardInterrupt()))
+    assert main(["platforms"]) == ExitCode.INTERRUPTED
     assert stderr_lines(capsys) == ["warnonce-guard: interrupted"]
 
 
@@ -618,7 +620,7 @@ def test_output_to_a_pipe_whose_reader_left_goes_to_devnull_without_an_error() -
     read_end, write_end = os.pipe()
     os.close(read_end)
     with os.fdopen(write_end, "w") as stream:
-        out = cli.ReaderMayLeave(stream)
+        out = ReaderMayLeave(stream)
         assert out.write("a line\n") == len("a line\n")  # still in the buffer
         assert not os.path.samestat(os.fstat(write_end), os.stat(os.devnull))
         out.flush()  # EPIPE: the reader has left
@@ -640,8 +642,8 @@ def test_a_process_stopped_by_a_signal_exits_at_once_with_its_code_on_a_second_o
 
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        monkeypatch.setattr(cli, "cmd_platforms", interrupted)
-        assert cli.main(["platforms"], exiting=True) == ExitCode.INTERRUPTED
+        monkeypatch.setattr("warnonce_guard.cli.main.cmd_platforms", interrupted)
+        assert main(["platforms"], exiting=True) == ExitCode.INTERRUPTED
         assert stderr_lines(capsys) == ["warnonce-guard: interrupted"]
         # Ctrl-C pressed again, or SIGTERM, while the process ends: it exits now, still 130 (not -2, not a hang)
         monkeypatch.setattr(os, "_exit", exit_now)
@@ -657,7 +659,7 @@ def test_a_process_stopped_by_a_signal_exits_at_once_with_its_code_on_a_second_o
 
 
 def test_a_process_that_ran_to_its_end_keeps_its_signal_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "cmd_platforms", lambda args: ExitCode.OK)
+    monkeypatch.setattr("warnonce_guard.cli.main.cmd_platforms", lambda args: ExitCode.OK)
     before = signal.getsignal(signal.SIGINT)
-    assert cli.main(["platforms"], exiting=True) == ExitCode.OK
+    assert main(["platforms"], exiting=True) == ExitCode.OK
     assert signal.getsignal(signal.SIGINT) is before  # only a stopped process stops listening

@@ -12,8 +12,7 @@ import pytest
 from rich.console import Console
 from warnonce_guard.common.errors import EngineFailed, ExitCode, TargetChanged
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED, WARNING_REPEATED
-from warnonce_guard.mutations import run as run_module
-from warnonce_guard.mutations.run import mutate
+from warnonce_guard.mutations.run import mutate, run_session
 
 from tests.toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
 
@@ -139,7 +138,7 @@ def test_mutmut_results_and_show_work_on_the_run(tmp_path: Path) -> None:
 def test_a_session_that_dies_before_generating_is_an_error_not_a_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(run_module, "run_session", lambda *args: 7)
+    monkeypatch.setattr("warnonce_guard.mutations.run.run_session", lambda *args: 7)
     with pytest.raises(EngineFailed, match=r"exit code 7\) before generating its mutants; see .*mutmut\.log"):
         run(make_tree(tmp_path / "tree"), tmp_path)
     assert not (tmp_path / "report").exists()
@@ -148,13 +147,13 @@ def test_a_session_that_dies_before_generating_is_an_error_not_a_report(
 def test_a_session_that_fails_after_generating_is_an_error_not_a_report_of_unreached_sites(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = run_module.run_session
+    real = run_session
 
     def crashed(*args: object) -> int:
         real(*args)  # generates, and records what it can
         return int(ExitCode.ENVIRONMENT)  # as the session reports a crash of mutmut's
 
-    monkeypatch.setattr(run_module, "run_session", crashed)
+    monkeypatch.setattr("warnonce_guard.mutations.run.run_session", crashed)
     failed = rf"the mutmut session failed \(exit code {ExitCode.ENVIRONMENT:d}\); see .*mutmut\.log"
     with pytest.raises(EngineFailed, match=failed):
         run(make_tree(tmp_path / "tree"), tmp_path)
@@ -183,7 +182,7 @@ def test_a_crash_inside_the_session_is_its_own_exit_code_not_mutmuts_clean_guard
     (ws / "sites.json").write_text("[]")  # staged, as packages.json: the session tells the guards its sites first
     done = subprocess.run(
         [sys.executable, "-c", CRASHING_SESSION, str(ws), "run1"],
-        input="[]\n",  # go
+        input="[]\n",  # the files to mutate, as tell_to_mutate writes them
         capture_output=True,
         text=True,
         timeout=60,
@@ -196,14 +195,14 @@ def test_a_target_edited_during_the_run_keeps_no_verdicts_and_is_staged_afresh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tree = make_tree(tmp_path / "tree")
-    real_session = run_module.run_session
+    real_session = run_session
 
     def session_then_an_edit(*args: object, **kwargs: object) -> int:
         code = real_session(*args, **kwargs)  # type: ignore[arg-type]
         (tree / "vllm" / "logger.py").write_text(LOGGER_SOURCE + "\n# edited while the guards ran\n")
         return code
 
-    monkeypatch.setattr(run_module, "run_session", session_then_an_edit)
+    monkeypatch.setattr("warnonce_guard.mutations.run.run_session", session_then_an_edit)
     with pytest.raises(TargetChanged, match="changed while this run tested it"):
         run(tree, tmp_path)
     ws = workspace_of(tmp_path / "work")

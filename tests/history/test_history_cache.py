@@ -6,8 +6,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from warnonce_guard.history import cache as caching
-from warnonce_guard.history.cache import VerdictCache
+from warnonce_guard.history.cache import SCHEMA, VerdictCache
 from warnonce_guard.history.index import Dist, Release
 from warnonce_guard.history.records import ReleaseVerdict, SiteOutcome, Verdict
 
@@ -51,10 +50,10 @@ def test_a_damaged_cache_file_is_a_miss_not_a_crash(tmp_path: Path) -> None:
     kept.path("9.9.9").write_text('{"schema": "warnonce-guard/history-cache/1", "files": [', encoding="utf-8")
     assert kept.get(RELEASE) is None
     files = sorted(f.sha256 for f in RELEASE.files)
-    stale = {"schema": caching.SCHEMA, "files": files, "verdict": {"meta": {}}}
+    stale = {"schema": SCHEMA, "files": files, "verdict": {"meta": {}}}
     kept.path("9.9.9").write_text(json.dumps(stale), encoding="utf-8")
     assert kept.get(RELEASE) is None
-    good = json.loads(json.dumps({"schema": caching.SCHEMA, "files": files, "verdict": VERDICT.to_json()}))
+    good = json.loads(json.dumps({"schema": SCHEMA, "files": files, "verdict": VERDICT.to_json()}))
     good["verdict"]["site_outcomes"] = [["not", "an", "object"]]
     for damaged in ("[]", '"text"', "1", "null", json.dumps(good)):
         kept.path("9.9.9").write_text(damaged, encoding="utf-8")

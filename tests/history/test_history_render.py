@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from warnonce_guard.common import files as atomic
+from warnonce_guard.common import files
 from warnonce_guard.common.errors import PathRefused, PathUnusable, ReportFailed
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.history.records import HistoryReport, ReleaseVerdict, SiteOutcome, Verdict
@@ -101,7 +101,7 @@ def test_a_write_that_fails_halfway_leaves_the_old_file_whole(tmp_path: Path, mo
     def no_space(src: object, dst: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(atomic.os, "replace", no_space)
+    monkeypatch.setattr(files.os, "replace", no_space)
     with pytest.raises(ReportFailed, match=r"cannot write history\.json \(No space left on device\)"):
         write_outputs(report(EXPOSED), out)
     monkeypatch.undo()

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import warnonce_guard.mutations.report as report
 from warnonce_guard.common import locks
 from warnonce_guard.common.errors import ExitCode, PathRefused, WorkDirBusy
 from warnonce_guard.common.files import MARKER, Kind, marked, sweep
+from warnonce_guard.mutations import report
 from warnonce_guard.mutations.report import junit, write_report
 
 from tests.records_support import sample_result

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from warnonce_guard.cli import main as cli
+from warnonce_guard.cli.main import main
 from warnonce_guard.common import locks
 from warnonce_guard.common.errors import (
     EngineFailed,
@@ -35,7 +35,7 @@ from warnonce_guard.guards.detectors import EXCEPTION_RETAINED
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.mutations import report
 from warnonce_guard.mutations.engine import layout
-from warnonce_guard.mutations.engine import session as engine_session
+from warnonce_guard.mutations.engine.session import ENGINE_FAILED, WRITE_REFUSED
 from warnonce_guard.mutations.records import CRASHED, EXPOSED, KILLED, SKIPPED
 from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.run import mutate, read_result
@@ -170,7 +170,7 @@ def test_a_session_that_dies_before_generating_is_an_engine_failure_not_a_report
 def test_a_session_that_fails_after_generating_is_an_engine_failure_and_its_verdicts_are_kept(
     run: Run, fake_session: FakeSession
 ) -> None:
-    fake_session.exit_code = engine_session.ENGINE_FAILED  # as the session reports a crash of mutmut's
+    fake_session.exit_code = ENGINE_FAILED  # as the session reports a crash of mutmut's
     failed = rf"the mutmut session failed \(exit code {ExitCode.ENVIRONMENT:d}\); see .*mutmut\.log"
     with pytest.raises(EngineFailed, match=failed):
         run()
@@ -254,7 +254,7 @@ def test_ctrl_c_during_the_session_exits_130_and_its_finished_verdicts_are_kept_
 
     fake_session.then = ctrl_c
     argv = ["mutate", "--vllm-src", str(run.tree), "--out", str(run.out), "--work-dir", str(run.work)]
-    code = cli.main([*argv, "--viewer-js", str(run.viewer)])
+    code = main([*argv, "--viewer-js", str(run.viewer)])
 
     assert code == ExitCode.INTERRUPTED
     said = capsys.readouterr().err.strip().splitlines()
@@ -267,16 +267,14 @@ def test_ctrl_c_during_the_session_exits_130_and_its_finished_verdicts_are_kept_
     assert list(fake_session.found[1].values()) == [1] * MUTANTS  # none tested twice
 
 
-@pytest.mark.parametrize("where", ["heal", "write_identities", "store_result"])
+@pytest.mark.parametrize("where", ["repair_workspace", "write_identities", "store_result"])
 def test_a_full_disk_after_staging_is_one_line_naming_the_work_directory(
     where: str, run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from warnonce_guard.mutations import run as run_module
-
     def full(ws: Workspace, *args: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(ws.dir / "identities.json.1.partial"))
 
-    monkeypatch.setattr(run_module, where, full)
+    monkeypatch.setattr(f"warnonce_guard.mutations.run.{where}", full)
     with pytest.raises(StagingFailed) as raised:
         run()
     said = str(raised.value)
@@ -310,12 +308,10 @@ def test_a_full_disk_refusing_a_write_that_names_no_file_is_still_the_work_direc
 def test_a_full_disk_elsewhere_is_not_blamed_on_the_work_directory(
     filename: str | None, run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from warnonce_guard.mutations import run as run_module
-
     def full(*args: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), filename)
 
-    monkeypatch.setattr(run_module, "heal", full)
+    monkeypatch.setattr("warnonce_guard.mutations.run.repair_workspace", full)
     with pytest.raises(OSError) as raised:  # a traceback (70): the message would name the wrong disk
         run()
     assert not isinstance(raised.value, StagingFailed)
@@ -324,12 +320,10 @@ def test_a_full_disk_elsewhere_is_not_blamed_on_the_work_directory(
 def test_an_os_error_that_is_not_the_disks_keeps_its_traceback(
     run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from warnonce_guard.mutations import run as run_module
-
     def bug(*args: object) -> None:
         raise FileNotFoundError(errno.ENOENT, "a file the run itself should have made", "x")
 
-    monkeypatch.setattr(run_module, "heal", bug)
+    monkeypatch.setattr("warnonce_guard.mutations.run.repair_workspace", bug)
     with pytest.raises(FileNotFoundError):
         run()
 
@@ -384,7 +378,7 @@ def test_ctrl_c_says_that_out_still_holds_the_earlier_report_of_another_target_a
 
     fake_session.then = ctrl_c
     argv = ["mutate", "--vllm-src", str(other), "--out", str(run.out), "--work-dir", str(run.work)]
-    assert cli.main([*argv, "--viewer-js", str(run.viewer)]) == ExitCode.INTERRUPTED
+    assert main([*argv, "--viewer-js", str(run.viewer)]) == ExitCode.INTERRUPTED
 
     (said,) = capsys.readouterr().err.strip().splitlines()
     assert said.startswith("warnonce-guard: interrupted; finished verdicts are kept in ")
@@ -402,7 +396,7 @@ def test_a_run_with_its_own_work_directory_is_refused_in_one_line_while_another_
     before = {p.name: p.read_bytes() for p in run.out.iterdir()}
     with held_by_another_run(locks.out_dir(run.out)):  # as a run holds it, from its path check to its last rename
         argv = ["mutate", "--vllm-src", str(run.tree), "--out", str(run.out), "--work-dir", str(tmp_path / "work2")]
-        code = cli.main([*argv, "--viewer-js", str(run.viewer)])
+        code = main([*argv, "--viewer-js", str(run.viewer)])
 
     assert code == ExitCode.ENVIRONMENT
     assert capsys.readouterr().err.strip().splitlines() == [
@@ -479,7 +473,7 @@ def test_a_ledger_that_does_not_validate_is_discarded_in_one_line_and_its_crashe
 def test_a_session_that_could_not_write_is_one_line_naming_the_work_directory_never_a_score(
     run: Run, fake_session: FakeSession
 ) -> None:
-    fake_session.exit_code = engine_session.WRITE_REFUSED  # the session's guards or mutmut's state were refused
+    fake_session.exit_code = WRITE_REFUSED  # the session's guards or mutmut's state were refused
 
     with pytest.raises(StagingFailed) as raised:
         run()
@@ -523,7 +517,7 @@ def test_a_failed_session_is_named_by_its_own_line_in_its_log_never_by_an_earlie
     run()
     run.ws.result_file.unlink()
     run.ws.log_file.write_text("warnonce-guard: error: an earlier session's problem\n", encoding="utf-8")
-    fake_session.exit_code = engine_session.ENGINE_FAILED
+    fake_session.exit_code = ENGINE_FAILED
     with pytest.raises(EngineFailed) as failed:
         run()
     assert "earlier" not in str(failed.value)

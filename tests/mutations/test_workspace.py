@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from warnonce_guard.common.errors import PathUnusable, StagingFailed, WorkDirBusy
 from warnonce_guard.common.files import MARKER, Kind, mark, marked
-from warnonce_guard.common.notes import LOGGER as NOTES
+from warnonce_guard.common.notes import LOGGER
 from warnonce_guard.mutations.workspace import WorkRoot
 
 from tests.faults import as_nobody, give_to_nobody, shared_folder
@@ -130,7 +130,7 @@ def test_pruning_leaves_another_users_workspaces_with_a_note_and_never_fails() -
             noted: list[str] = []
             handler = logging.Handler()
             handler.emit = lambda record: noted.append(record.getMessage())  # type: ignore[method-assign]
-            NOTES.addHandler(handler)
+            LOGGER.addHandler(handler)
             return root.prune(current), noted
 
         removed, noted = as_nobody(prune)

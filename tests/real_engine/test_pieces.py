@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from warnonce_guard.common.processes import child_environment
 from warnonce_guard.guards.blocker import BlockedKernelImport
-from warnonce_guard.mutations.engine import layout as ws_layout
+from warnonce_guard.mutations.engine.layout import mutated
 from warnonce_guard.mutations.operators import OPERATORS
 from warnonce_guard.mutations.workspace import Workspace
 
@@ -297,7 +297,7 @@ def test_each_operator_stages_its_mutant_of_the_fixed_platform_file(tmp_path: Pa
     installed.write_bytes(FIXED_CPU.read_bytes())
     made = mutants.stage(installed, "vllm._C_AVX2", operator, tmp_path / "ws")
     assert made is not None and made.after == after
-    staged = ws_layout.mutated(Workspace(tmp_path / "ws"), PLATFORM_FILE).read_text(encoding="utf-8")
+    staged = mutated(Workspace(tmp_path / "ws"), PLATFORM_FILE).read_text(encoding="utf-8")
     assert mutants.changed_lines(FIXED_CPU.read_text(encoding="utf-8"), staged) == (made.before, made.after)
     assert installed.read_bytes() == FIXED_CPU.read_bytes()  # the installed file is never written
 

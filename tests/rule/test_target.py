@@ -15,7 +15,7 @@ from warnonce_guard.rule.target import (
     check_importable,
     check_loaded,
     not_a_file,
-    resolve,
+    resolve_target,
     source_tree,
 )
 
@@ -108,7 +108,7 @@ def test_version_file_without_commit_has_no_commit(tmp_path: Path) -> None:
 
 
 def test_resolve_takes_the_given_path(tmp_path: Path) -> None:
-    assert resolve(fake_tree(tmp_path)).origin == "source tree"
+    assert resolve_target(fake_tree(tmp_path)).origin == "source tree"
 
 
 def test_activate_puts_a_source_tree_first_on_sys_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,6 @@
-"""Before a session, the run discards what an earlier run left that does not check out (mutations.run.heal):
-mutmut state that does not validate, names of other mutants, and exit codes no finished guard record backs."""
+"""Before a session, the run discards what an earlier run left that does not check out
+(mutations.run.repair_workspace): mutmut state that does not validate, names of other mutants, and exit codes no
+finished guard record backs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from warnonce_guard.common.errors import EngineFailed
 from warnonce_guard.guards.sessions import GuardSession, Phase, mutant_session_path, read_session, write_session
 from warnonce_guard.mutations.engine import layout, state
 from warnonce_guard.mutations.identify import NamedMutant
-from warnonce_guard.mutations.run import heal
+from warnonce_guard.mutations.run import repair_workspace
 from warnonce_guard.mutations.workspace import Workspace
 
 from tests.records_support import generated, meta_document
@@ -34,7 +35,7 @@ def ws(ws: Workspace) -> Workspace:
 
 def test_names_of_the_mutants_mutmut_made_are_kept(ws: Workspace) -> None:
     said: list[str] = []
-    heal(ws, [FILE], said.append)
+    repair_workspace(ws, [FILE], said.append)
     assert said == [] and ws.identities_file.exists()
 
 
@@ -42,7 +43,7 @@ def test_names_of_the_mutants_mutmut_made_are_kept(ws: Workspace) -> None:
 def test_names_of_other_mutants_than_mutmut_made_are_named_again(ws: Workspace, kept: list[str]) -> None:
     ws.identities_file.write_text(json.dumps([named(m) for m in kept]))  # else: MutantsUnaccounted on every later run
     said: list[str] = []
-    heal(ws, [FILE], said.append)
+    repair_workspace(ws, [FILE], said.append)
     assert not ws.identities_file.exists()
     assert said == [f"discarded {ws.identities_file} (its mutants are not the ones mutmut generated); "
                     "the mutants are named again"]  # fmt: skip
@@ -52,7 +53,7 @@ def test_names_without_a_finished_generation_are_named_again(ws: Workspace) -> N
     for path in (ws.generation_file, layout.meta(ws, FILE), layout.mutated(ws, FILE)):
         path.unlink()  # mutmut's state gone (a user cleaned mutants/): nothing to check the names against
     said: list[str] = []
-    heal(ws, [FILE], said.append)
+    repair_workspace(ws, [FILE], said.append)
     assert not ws.identities_file.exists() and "no finished generation" in said[0]
 
 
@@ -66,14 +67,14 @@ def left_by_a_session(ws: Workspace, codes: dict[str, int | None], sessions: dic
 def test_an_exit_code_without_a_finished_guard_record_is_cleared_so_mutmut_tests_it_again(ws: Workspace) -> None:
     left_by_a_session(ws, {M1: 1, M2: 1}, {M1: 1})  # M2's session was killed before it wrote its record
     said: list[str] = []
-    heal(ws, [FILE], said.append)
+    repair_workspace(ws, [FILE], said.append)
     assert state.read_exit_codes(ws, [FILE])[0] == {M1: 1, M2: None}
     assert said == ["1 mutant result(s) had no finished guard record behind them (an interrupted run): testing again"]
 
 
 def test_an_exit_code_its_guard_record_contradicts_is_cleared_with_the_record(ws: Workspace) -> None:
     left_by_a_session(ws, {M1: 1, M2: 0}, {M1: 1, M2: 1})  # Ctrl-C: mutmut stored 0 for a mutant whose guards failed
-    heal(ws, [FILE], lambda line: None)
+    repair_workspace(ws, [FILE], lambda line: None)
     assert state.read_exit_codes(ws, [FILE])[0] == {M1: 1, M2: None}
     assert read_session(mutant_session_path(ws.attribution, M1)) is not None
     assert not mutant_session_path(ws.attribution, M2).exists()  # the retest must leave a record of its own
@@ -81,7 +82,7 @@ def test_an_exit_code_its_guard_record_contradicts_is_cleared_with_the_record(ws
 
 def test_a_guard_record_of_an_untested_mutant_is_removed(ws: Workspace) -> None:
     left_by_a_session(ws, {M1: None, M2: 1}, {M1: 1, M2: 1})  # M1's record from a run whose exit code was lost
-    heal(ws, [FILE], lambda line: None)
+    repair_workspace(ws, [FILE], lambda line: None)
     assert not mutant_session_path(ws.attribution, M1).exists()
     assert mutant_session_path(ws.attribution, M2).exists()
 
@@ -89,7 +90,7 @@ def test_a_guard_record_of_an_untested_mutant_is_removed(ws: Workspace) -> None:
 def test_mutmut_state_that_does_not_validate_is_discarded_and_said(ws: Workspace) -> None:
     layout.meta(ws, FILE).write_text('{"exit_code_by_key": {')  # truncated
     said: list[str] = []
-    heal(ws, [FILE], said.append)
+    repair_workspace(ws, [FILE], said.append)
     assert said[0].startswith(f"discarded {layout.meta(ws, FILE)} (not valid JSON") and said[0].endswith("made again")
     assert not layout.meta(ws, FILE).exists() and not ws.identities_file.exists()
 
@@ -100,4 +101,4 @@ def test_state_that_changes_after_validation_is_an_engine_failure_naming_the_dir
     monkeypatch.setattr(state, "validate", lambda ws, files: [])  # the .meta broke after it was checked
     layout.meta(ws, FILE).write_text("")
     with pytest.raises(EngineFailed, match=f"remove {ws.dir} and run again"):
-        heal(ws, [FILE], lambda line: None)
+        repair_workspace(ws, [FILE], lambda line: None)
