@@ -113,9 +113,12 @@ class Unimported:
 
 def cmd_guards(args: argparse.Namespace) -> int:
     import pytest
+    from warnonce_guard.rule.platforms import refuse_ending_plugins, registered_platforms
 
     target, sites = _target_sites(args)  # bad input and "nothing to check" stop here, before pytest starts
     check_importable(target)
+    activate(target)  # a plugin that imports vLLM imports the target, as in the guards
+    refuse_ending_plugins(registered_platforms())  # vLLM loads them when a guard first logs, and would end with them
     if not any(site.cached for site in sites):
         raise NothingToCheck(
             f"no kernel-import site logs through a *_once call in {target.describe()}; nothing to guard"
@@ -168,7 +171,7 @@ def cmd_platforms(args: argparse.Namespace) -> int:
     """The table of registered plugins; `PlatformImportFailed` after it when loading one would end the process."""
     from rich.table import Table
     from rich.text import Text
-    from warnonce_guard.rule.platforms import ENTRY_POINT_GROUP, registered_platforms
+    from warnonce_guard.rule.platforms import ENTRY_POINT_GROUP, refuse_ending_plugins, registered_platforms
 
     found = registered_platforms()
     columns = ("name", "entry point", "platform class (use with --platform)")
@@ -179,8 +182,7 @@ def cmd_platforms(args: argparse.Namespace) -> int:
     shown = console()
     shown.print(table)
     shown.print(f"{len(found)} registered platform plugin(s)")
-    if ending := next((plugin for plugin in found if plugin.ends_process), None):
-        raise PlatformImportFailed(f"platform plugin {ending.name}: {ending.error}")
+    refuse_ending_plugins(found)
     return 0
 
 

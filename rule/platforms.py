@@ -10,8 +10,10 @@ import contextlib
 import importlib
 import importlib.metadata
 import inspect
+import os
 import reprlib
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -59,23 +61,48 @@ def _dotted(name: str) -> bool:
     return all(part.isidentifier() for part in name.split("."))
 
 
+class OsExitCalled(BaseException):
+    """`os._exit(code)` called by code in a `must_not_exit` block: raised in its place, so the process lives on."""
+
+    def __init__(self, code: int, where: str) -> None:
+        super().__init__(code)
+        self.code, self.where = code, where  # where: the caller's file:line
+
+
 @contextlib.contextmanager
 def must_not_exit(doing: str, fix: str) -> Iterator[None]:
     """Run the block: code not ours that this process imports or calls (`doing`: "importing x"). A SystemExit it
-    raises (any code, 0 too), or a KeyboardInterrupt no SIGINT caused (the code's own `raise`), would end the
-    process, a pass with nothing checked: it is `PlatformImportFailed` naming `doing` and where it was raised,
-    with `fix`. A real Ctrl-C (or SIGTERM) while the block runs stays the interrupt it is."""
-    with _sigint_noted() as signalled:
+    raises (any code, 0 too), an `os._exit` it calls, or a KeyboardInterrupt no SIGINT caused (the code's own
+    `raise`) would end the process, a pass with nothing checked: it is `PlatformImportFailed` naming `doing` and
+    where it was raised, with `fix`. A real Ctrl-C (or SIGTERM) while the block runs stays the interrupt it is."""
+    with _sigint_noted() as signalled, _os_exit_raises():
         try:
             yield
-        except (SystemExit, KeyboardInterrupt) as err:
+        except (SystemExit, KeyboardInterrupt, OsExitCalled) as err:
             if isinstance(err, Interrupted) or (isinstance(err, KeyboardInterrupt) and signalled()):
                 raise
             raise PlatformImportFailed(f"{doing} would end the process ({_raised(err)}); {fix}") from None
 
 
+@contextlib.contextmanager
+def _os_exit_raises() -> Iterator[None]:
+    """For the block, `os._exit` raises `OsExitCalled` (it would end the process at once, saying nothing)."""
+
+    def raising(code: int) -> None:
+        caller = sys._getframe(1)
+        raise OsExitCalled(code, f"{caller.f_code.co_filename}:{caller.f_lineno}")
+
+    real, os._exit = os._exit, raising  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real
+
+
 def _raised(err: BaseException) -> str:
     """`SystemExit(0) at file:line`: what was raised and the line of the code that raised it."""
+    if isinstance(err, OsExitCalled):
+        return f"os._exit({err.code!r}) at {err.where}"
     what = f"SystemExit({err.code!r})" if isinstance(err, SystemExit) else type(err).__name__
     frame = err.__traceback__
     while frame is not None and frame.tb_next is not None:
@@ -192,6 +219,13 @@ def registered_platforms() -> list[RegisteredPlatform]:
     """Platforms registered under vLLM's `vllm.platform_plugins` entry points, with what each resolves to."""
     found = [_registered(entry) for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
     return sorted(found, key=lambda p: p.name)
+
+
+def refuse_ending_plugins(found: list[RegisteredPlatform]) -> None:
+    """`PlatformImportFailed` for the first plugin whose loading would end the process: vLLM loads every plugin
+    when it resolves its platform, so the guards (in this process or a mutation run's) would end with it."""
+    if ending := next((plugin for plugin in found if plugin.ends_process), None):
+        raise PlatformImportFailed(f"platform plugin {ending.name}: {ending.error}")
 
 
 def _registered(entry: importlib.metadata.EntryPoint) -> RegisteredPlatform:

@@ -1,8 +1,9 @@
 """Code the command line imports that is not ours: a `--platform` module, a `vllm.platform_plugins` entry point's
 `register()`, the target itself. Whatever it does to end the process while it is imported (`SystemExit` with any
-code, a `KeyboardInterrupt` it raises itself) is one line naming it and exit 4, never the exit 0 of a run that
-checked nothing; a real Ctrl-C or SIGTERM meanwhile stays the interrupt it is. A class that is not a platform, and a
-`--platform` that is no module:Class, are one line and exit 3. Every user file is as it was after each.
+code, `os._exit`, a `KeyboardInterrupt` it raises itself) is one line naming it and exit 4, never the exit 0 of a
+run that checked nothing; a real Ctrl-C or SIGTERM meanwhile stays the interrupt it is. A class that is not a
+platform, and a `--platform` that is no module:Class, are one line and exit 3. Every user file is as it was after
+each.
 
 In process (`cli.main`); the same through a real process, and `os._exit` in the mutmut session, are
 tests/e2e/test_faults_imports.py (slow tier).
@@ -33,6 +34,7 @@ ENDINGS = {
     "exit-3": ("raise SystemExit(3)", "SystemExit(3)"),
     "exit-none": ("raise SystemExit", "SystemExit(None)"),
     "keyboard-interrupt": ("raise KeyboardInterrupt", "KeyboardInterrupt"),
+    "os-exit": ("__import__('os')._exit(0)", "os._exit(0)"),  # ended the process at once, exit 0 and no word
 }
 
 
@@ -145,6 +147,27 @@ def test_a_plugin_whose_register_would_end_the_process_is_listed_then_one_line_a
     assert code == ExitCode.ENVIRONMENT
     assert lines == [f"warnonce-guard: error: platform plugin {module}: {why}"]
     assert module in out and "registered platform plugin(s)" in out  # the table was printed first
+
+
+@pytest.mark.parametrize("command", ["guards", "mutate"])
+@pytest.mark.parametrize("ending", ["exit-0", "keyboard-interrupt", "os-exit"])
+def test_a_plugin_whose_register_would_end_the_process_stops_the_guards_and_the_mutation_run_up_front(
+    command: str, ending: str, area: Area, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vLLM calls every plugin's `register()` when a guard first logs: `guards` ended with 6 tracebacks and exit 1
+    (SystemExit), exit 70 and a traceback (KeyboardInterrupt) or a silent 0 (os._exit); `mutate` said only that each
+    site was unreached. Both load the plugins first now, as `platforms` does."""
+    statement, raised = ENDINGS[ending]
+    module = plugin_entry_point(area, statement)
+
+    code, _, lines = run(area, target_options(command, area), capsys)
+
+    assert code == ExitCode.ENVIRONMENT
+    assert lines == [
+        f"warnonce-guard: error: platform plugin {module}: loading {module}:register would end the process "
+        f"({raised} at {area.plugins / module}.py:2); a plugin must not exit while vLLM loads it"
+    ]
+    assert not (area.home / "report").exists() and not (area.home / "work").exists()
 
 
 def test_a_plugin_whose_register_returns_no_class_path_is_listed_as_not_usable(

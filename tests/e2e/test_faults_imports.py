@@ -2,10 +2,10 @@
 
 A `--platform` module or a plugin's `register()` raising `SystemExit(0)` made `sites`, `guards`, `mutate` and
 `platforms` exit 0 with no output and no report. In a real process each is now one line naming the module and exit 4.
-The mutmut session imports the target in a process of its own: a target that ends that process with `os._exit(0)`
-while the guards import it is one line and exit 4, no report; one that raises `SystemExit(0)` there leaves its site
-unreached, the gate naming the module (exit 1). The user's files (the tree, the plugins) are as they were after each.
-The same cases in process are tests/cli/test_cli_imports.py.
+The mutmut session imports the target in a process of its own: a target that would end that process while the
+guards import it (`SystemExit(0)`, `os._exit(0)`) leaves its site unreached, the gate naming the module (exit 1); a
+suite that ends it as pytest collects it is one line and exit 4, no report. The user's files (the tree, the
+plugins) are as they were after each. The same cases in process are tests/cli/test_cli_imports.py.
 """
 
 from __future__ import annotations
@@ -24,14 +24,16 @@ pytestmark = pytest.mark.slow
 REGISTERS = "[vllm.platform_plugins]\nexiting = exiting_plugin:register\n"
 
 
-def users_area(home: Path) -> Path:
-    """A toy vLLM tree, and plugins: `exiting_platform` (raises SystemExit(0) when imported) and an installed
-    `exiting_plugin` whose `register()` does the same."""
+def users_area(home: Path, registered: bool = False) -> Path:
+    """A toy vLLM tree, and plugins: `exiting_platform` (raises SystemExit(0) when imported) and `exiting_plugin`
+    whose `register()` does the same, installed (registered as vLLM's platform plugin) if `registered`."""
     make_tree(home / "tree")
     plugins = home / "plugins"
     plugins.mkdir()
     (plugins / "exiting_platform.py").write_text("raise SystemExit(0)\n")
     (plugins / "exiting_plugin.py").write_text("def register():\n    raise SystemExit(0)\n")
+    if not registered:
+        return home
     dist = plugins / "exiting_plugin-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: exiting-plugin\nVersion: 0.1\n")
@@ -68,40 +70,27 @@ def test_a_platform_module_raising_system_exit_0_is_exit_4_and_one_line_in_a_rea
     assert hash_tree(home) == before  # no report, no work directory, nothing of the user's changed
 
 
-def test_a_plugin_whose_register_raises_system_exit_0_is_listed_then_exit_4_in_a_real_process(tmp_path: Path) -> None:
-    home = users_area(tmp_path / "home")
+@pytest.mark.parametrize("command", ["platforms", "guards", "mutate"])
+def test_a_plugin_whose_register_raises_system_exit_0_is_exit_4_in_a_real_process(command: str, tmp_path: Path) -> None:
+    """`guards` ended with six tracebacks and exit 1 (vLLM loads the plugins when a guard first logs), `mutate` said
+    each site was unreached: both load the plugins first now, as `platforms` does."""
+    home = users_area(tmp_path / "home", registered=True)
     before = hash_tree(home)
+    args = {
+        "platforms": ("platforms",),
+        "guards": ("guards", "--vllm-src", "tree"),
+        "mutate": (*MUTATE, "--vllm-src", "tree"),
+    }
 
-    done = command_line(home, "platforms")
+    done = command_line(home, *args[command])
 
     assert done.returncode == 4, done.stdout + done.stderr
-    assert one_line_error(done.stderr).startswith(
+    assert one_line_error(done.stderr) == (
         "warnonce-guard: error: platform plugin exiting: loading exiting_plugin:register would end the process "
-        "(SystemExit(0) at "
+        f"(SystemExit(0) at {home / 'plugins' / 'exiting_plugin.py'}:2); a plugin must not exit while vLLM loads it"
     )
-    assert "exiting" in done.stdout
+    assert ("exiting" in done.stdout) == (command == "platforms")  # the table, printed first
     assert hash_tree(home) == before
-
-
-def test_a_target_that_ends_the_sessions_process_with_os_exit_0_is_one_line_and_exit_4_no_report(
-    tmp_path: Path,
-) -> None:
-    """The mutmut session (a process of its own) imports the target for the guards: `os._exit(0)` there ended it
-    with 0, and the run reported its site unreached as if the guards had run."""
-    home = users_area(tmp_path / "home")
-    (home / "tree" / "vllm" / "__init__.py").write_text("import os\n\nos._exit(0)\n")
-    before = hash_tree(home / "tree", home / "plugins")
-
-    done = command_line(home, *MUTATE, "--vllm-src", "tree")
-
-    assert done.returncode == 4, done.stdout + done.stderr
-    line = one_line_error(done.stderr)
-    assert line.startswith(
-        "warnonce-guard: error: the mutmut session ended (exit code 0) before the guards ran on the unmutated code: "
-        "importing the target (vllm.platforms.interface) may end the process (sys.exit, os._exit); see "
-    )
-    assert not (home / "report").exists()
-    assert hash_tree(home / "tree", home / "plugins") == before
 
 
 @pytest.mark.parametrize(
@@ -128,12 +117,19 @@ def test_a_suite_that_ends_the_process_as_pytest_collects_it_is_exit_4_and_one_l
     assert hash_tree(home / "tree", home / "suite") == before
 
 
-def test_a_target_raising_system_exit_0_in_the_session_leaves_its_site_unreached_naming_the_module(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("source", "raised"),
+    [("raise SystemExit(0)\n", "SystemExit(0) at {init}:1"), ("import os\n\nos._exit(0)\n", "os._exit(0) at {init}:3")],
+    ids=["system-exit-0", "os-exit-0"],
+)
+def test_a_target_that_would_end_the_sessions_process_leaves_its_site_unreached_naming_the_module(
+    source: str, raised: str, tmp_path: Path
 ) -> None:
+    """The mutmut session (a process of its own) imports the target for the guards: `os._exit(0)` there ended it
+    with 0 (then one line, exit 4, no report); now the guards' import stops it as it stops a SystemExit."""
     home = users_area(tmp_path / "home")
     init = home / "tree" / "vllm" / "__init__.py"
-    init.write_text("raise SystemExit(0)\n")
+    init.write_text(source)
     before = hash_tree(home / "tree", home / "plugins")
 
     done = command_line(home, *MUTATE, "--vllm-src", "tree")
@@ -142,7 +138,7 @@ def test_a_target_raising_system_exit_0_in_the_session_leaves_its_site_unreached
     gate = [line for line in done.stdout.splitlines() if line.startswith("gate: ")]
     assert gate[0] == (
         "gate: vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0 is unreached: Failed: importing "
-        f"vllm.platforms.interface would end the process (SystemExit(0) at {init}:1); a module of the target must "
+        f"vllm.platforms.interface would end the process ({raised.format(init=init)}); a module of the target must "
         "not exit when imported"
     )
     assert hash_tree(home / "tree", home / "plugins") == before
