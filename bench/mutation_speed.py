@@ -3,7 +3,7 @@
     python bench/mutation_speed.py [--pairs 5] [--naive-sample N] [--sites 100] [--nox PATH] [--only-d]
                                    [--only-suites] [--suite-root DIR --suite PATH...]
 
-Run it inside the guard environment (`.nox/guard-0.33.0/bin/python bench/mutation_speed.py`), where vLLM is installed,
+Run it inside the guard environment (`.nox/guard/bin/python bench/mutation_speed.py`), where vLLM is installed,
 on a quiet machine (it prints the load average before and after: another busy process on two cores skews it):
 (a) one cold `python -c "import vllm.platforms.cpu"`, the yardstick;
 (b) the full mutation run against the installed vLLM in a fresh work directory, right after its (a): --pairs
@@ -190,7 +190,7 @@ def nox_overhead(nox: str, base: Path) -> tuple[float, float]:
     with_nox, done = timed([nox, "-s", "mutation", *session])
     if done.returncode != 0:
         sys.exit(f"nox -s mutation failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    venv_bin = ROOT / ".nox" / "guard-0.33.0" / "bin"  # the environment nox -s mutation shares (noxfile.py)
+    venv_bin = ROOT / ".nox" / "guard" / "bin"  # the environment nox -s mutation shares (noxfile.py)
     bare, _ = timed([str(venv_bin / "warnonce-guard"), "mutate", "--work-dir", str(work), "--out", str(out)])
     return with_nox, bare
 
