@@ -20,6 +20,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 from warnonce_guard.audit.findings import Finding
 from warnonce_guard.audit.fixes import Span
+from warnonce_guard.audit.formats import one_line
 from warnonce_guard.rule.literals import retarget_placeholder
 
 _LINES = re.compile(r"\r\n|\r|\n")  # how ast (and libcst) count lines
@@ -46,8 +47,8 @@ class Change:
         lines = difflib.unified_diff(
             self.before.splitlines(keepends=True),
             self.after.splitlines(keepends=True),
-            f"a/{self.shown}",
-            f"b/{self.shown}",
+            f"a/{one_line(self.shown)}",  # a file name holding a newline keeps the header on its line
+            f"b/{one_line(self.shown)}",
         )
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
@@ -140,16 +141,22 @@ def fix_source(source: str, findings: Iterable[Finding]) -> tuple[str, list[Find
 def changes(files: Iterable[tuple[Path, str]], findings: Iterable[Finding], shown: Mapping[str, str]) -> list[Change]:
     """The change each file (path, key path) with a fixable finding gets, named as `shown` shows its key.
 
-    A file that is not UTF-8 (a BOM is kept) is not rewritten.
+    A file that is not UTF-8 (a BOM is kept) is not rewritten; a file given under two names (hard or symbolic links)
+    is changed once, under the first.
     """
     by_file: dict[str, list[Finding]] = {}
     for finding in findings:
         if finding.fix is not None:
             by_file.setdefault(finding.file, []).append(finding)
     found = []
+    changed: set[tuple[int, int]] = set()
     for path, key in files:
         if key not in by_file:
             continue
+        status = path.stat()  # through symbolic links: the file itself
+        if (status.st_dev, status.st_ino) in changed:
+            continue  # fixed under another name: a second write would find it changed
+        changed.add((status.st_dev, status.st_ino))
         name = shown.get(key, key)
         data = path.read_bytes()
         bom = data.startswith(codecs.BOM_UTF8)

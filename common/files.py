@@ -81,7 +81,7 @@ def rewrite(path: Path, data: bytes, before: bytes) -> None:
     try:
         current = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
         if current != before:
-            raise TargetChanged(f"{path}: changed since it was read; nothing was written, run again")
+            raise TargetChanged(f"{path}: changed since it was read; nothing was written to it, run again")
         if len(data) > len(before):
             try:
                 os.posix_fallocate(fd, 0, len(data))

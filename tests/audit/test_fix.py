@@ -196,6 +196,15 @@ def test_diff_prints_the_fix_and_changes_nothing(plugin: Path, capsys: pytest.Ca
     assert (plugin / "platform.py").read_text() == LEAK
 
 
+def test_diff_headers_keep_a_file_name_holding_a_newline_on_their_lines(
+    plugin: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (plugin / "platform.py").rename(plugin / "plat\nform.py")
+    code, out, _ = audit(capsys, "my_plugin", "--diff")
+    assert code == ExitCode.CHECK_FAILED
+    assert out.splitlines()[:2] == ["--- a/my_plugin/plat\\nform.py", "+++ b/my_plugin/plat\\nform.py"]
+
+
 def test_fix_writes_the_fix_keeps_the_file_mode_and_reports_what_is_left(
     plugin: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -208,6 +217,20 @@ def test_fix_writes_the_fix_keeps_the_file_mode_and_reports_what_is_left(
     assert out.startswith("0 failing finding(s); 1 finding(s) in all, 0 live exception(s)")
     assert audit(capsys, "my_plugin", "--diff")[0] == ExitCode.OK  # nothing left to fix
     assert (plugin / "helpers.py").read_text() == NOISE
+
+
+def test_a_file_under_two_names_is_fixed_once(plugin: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two hard links to one file in the folder: the second write found the file changed and said "nothing was
+    written" (exit 4) after the first had written it."""
+    (plugin / "again.py").hardlink_to(plugin / "platform.py")
+    inode = (plugin / "platform.py").stat().st_ino
+
+    code, _, err = audit(capsys, "my_plugin", "--fix")
+
+    assert (code, err) == (ExitCode.OK, "fixed 1 finding(s) in 1 file(s)\n")
+    fixed = LEAK.replace('%r", e)', '%s", repr(e))')
+    assert (plugin / "platform.py").read_text() == (plugin / "again.py").read_text() == fixed
+    assert (plugin / "again.py").stat().st_ino == inode
 
 
 def test_strict_selects_the_warnings_for_fixing_too(plugin: Path, capsys: pytest.CaptureFixture[str]) -> None:
