@@ -123,7 +123,7 @@ def cmd_guards(args: argparse.Namespace) -> int:
         raise NothingToCheck(
             f"no kernel-import site logs through a *_once call in {target.describe()}; nothing to guard"
         )
-    print(f"guarding {target.describe()}", flush=True)
+    print(f"guarding {printable(target.describe())}", flush=True)  # a path byte that is not UTF-8 as \xNN
     unimported = Unimported()
     with tempfile.TemporaryDirectory(prefix="warnonce-guard-") as folder:
         sites_file = Path(folder) / "sites.json"

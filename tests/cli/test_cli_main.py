@@ -283,6 +283,18 @@ def test_guards_hand_pytest_the_discovered_sites_the_tree_and_every_option_they_
     assert capsys.readouterr().out.startswith("guarding vLLM 9.9.9 (gtoy)")
 
 
+def test_guards_name_a_tree_whose_path_is_not_utf8_with_the_byte_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The header printed the raw byte, where every other line and report shows it as \\xff."""
+    tree = make_tree(Path(os.fsdecode(bytes(tmp_path) + b"/tree\xff")))
+    monkeypatch.setattr(pytest, "main", FakePytest())
+
+    assert main(["guards", "-q", "--vllm-src", str(tree)]) == ExitCode.OK
+
+    assert capsys.readouterr().out.startswith(f"guarding vLLM 9.9.9 (gtoy), source tree at {tmp_path}/tree\\xff")
+
+
 def test_guards_give_pytest_no_path_but_the_guards_and_no_settings_or_conftest_around_them(
     toy_tree: Path, tmp_path: Path
 ) -> None:
