@@ -84,6 +84,10 @@ def mutmut_section() -> str:
         "also_copy": [*ALSO, *ALSO_FILES],
         "pytest_add_cli_args_test_selection": [*TESTS, "-m", FAST],
         "pytest_add_cli_args": ["-p", "no:xdist", *(f"--deselect={test}" for test in LAYOUT_TESTS)],
+        # mutmut stops a mutant after (its tests' time + 1 s) x this x 2 of CPU: its default 15 made a mutant that
+        # loops forever in a function hundreds of tests reach (liveness.unhashable_names: 121 s of tests) run an
+        # hour before its timeout; 1.5 gives three times the tests' own time
+        "timeout_multiplier": ["1.5"],
     }
     body = "".join(f"{key} =\n" + "".join(f"    {value}\n" for value in values) for key, values in lines.items())
     return f"\n[mutmut]\n{body}"
