@@ -59,7 +59,15 @@ from warnonce_guard.mutations.suite import Suite, SuiteBaseline, read_baseline, 
 from warnonce_guard.mutations.workspace import WorkRoot, Workspace
 from warnonce_guard.rule.platforms import platform_sites, refuse_ending_plugins, registered_platforms, resolve_platform
 from warnonce_guard.rule.sites import Site, discover
-from warnonce_guard.rule.target import PACKAGE, Target, activate, check_importable, imported_first, resolve_target
+from warnonce_guard.rule.target import (
+    PACKAGE,
+    Target,
+    activate,
+    activated,
+    check_importable,
+    imported_first,
+    resolve_target,
+)
 
 SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
 
@@ -338,8 +346,8 @@ def mutate(
         raise UsageError("--tests-root names where --tests run: give --tests too")
     suite = resolve_suite(tests, tests_root) if tests is not None else None
     packages, extra, find_sites = plan(target, platform)
-    activate(target)  # a plugin that imports vLLM imports the target, as in the guards
-    refuse_ending_plugins(registered_platforms())  # each guard (or test) would load them, and end with them
+    with activated(target):  # a plugin that imports vLLM imports the target, as in the guards
+        refuse_ending_plugins(registered_platforms())  # each guard (or test) would load them, and end with them
     paths = check_paths(out_dir, work_dir, viewer_js, protected_paths(target, packages))
     # the run's own outputs are no file of a suite: they change as it runs
     key = Key(target, packages, extra, suite, [paths.out, paths.work_root.dir, locks.out_lock(paths.out)])

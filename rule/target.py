@@ -9,6 +9,7 @@ file that cannot be read, or decoded as Python reads it, is exit 3 naming it.
 from __future__ import annotations
 
 import ast
+import contextlib
 import errno
 import importlib.util
 import io
@@ -126,6 +127,29 @@ def activate(target: Target) -> None:
     root = str(target.root)
     if target.origin != "installed" and sys.path[:1] != [root]:
         sys.path.insert(0, root)
+
+
+@contextlib.contextmanager
+def activated(target: Target) -> Iterator[None]:
+    """`activate` for a block: after it, the root it put on sys.path is gone, and so is every module of the
+    target's package it imported (a later `import vllm` in this process finds what it found before)."""
+    root = str(target.root)
+    inserted = target.origin != "installed" and sys.path[:1] != [root]
+    activate(target)
+    try:
+        yield
+    finally:
+        if inserted:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(root)
+            for name in [n for n in sys.modules if n == PACKAGE or n.startswith(f"{PACKAGE}.")]:
+                if _loaded_from(sys.modules[name], target.root):
+                    del sys.modules[name]
+
+
+def _loaded_from(module: object, folder: Path) -> bool:
+    file = getattr(module, "__file__", None)
+    return file is not None and Path(file).resolve().is_relative_to(folder.resolve())
 
 
 def check_loaded(target: Target) -> None:

@@ -8,6 +8,7 @@ reaches it). A fourth test fails on the unmutated code: it is listed, left out, 
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -167,9 +168,11 @@ def test_a_suite_that_cannot_be_collected_is_one_line_naming_it(tmp_path: Path) 
     tree, suite = make_suite_tree(tmp_path)
     write(suite, "broken/conftest.py", "import a_module_nobody_installed  # noqa: F401\n")
     write(suite, "broken/test_x.py", "def test_x():\n    pass\n")
+    path = list(sys.path)
     with pytest.raises(PlatformImportFailed, match="could not be run on the unmutated code") as raised:
         run(tree, tmp_path, str(suite / "broken"), root=suite)
     assert "\n" not in str(raised.value) and not (tmp_path / "report").exists()
+    assert sys.path == path  # the tree is not left first on it: a later `import vllm` here finds the installed one
 
 
 def test_tests_outside_the_root_are_refused_before_any_work(tmp_path: Path) -> None:

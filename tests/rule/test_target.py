@@ -12,6 +12,7 @@ from warnonce_guard.common import errors
 from warnonce_guard.rule.target import (
     Target,
     activate,
+    activated,
     check_importable,
     check_loaded,
     not_a_file,
@@ -127,6 +128,39 @@ def test_activate_leaves_sys_path_alone_for_the_installed_vllm(tmp_path: Path, m
     before = list(sys.path)
 
     activate(Target(tmp_path, "installed", "0.33.0", None))
+
+    assert sys.path == before
+
+
+def test_activated_leaves_sys_path_and_the_imported_modules_as_it_found_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for name in [n for n in sys.modules if n == "vllm" or n.startswith("vllm.")]:
+        monkeypatch.delitem(sys.modules, name)  # the installed vLLM, if a test imported it: back after this test
+    elsewhere = fake_vllm(str(tmp_path / "installed" / "vllm" / "extra.py"))
+    monkeypatch.setitem(sys.modules, "vllm.extra", elsewhere)  # a module of another copy: kept
+    before = list(sys.path)
+    target = source_tree(fake_tree(tmp_path / "tree"))
+    (target.package_dir / "platforms" / "__init__.py").write_text("", encoding="utf-8")
+
+    with activated(target):
+        import vllm.platforms  # noqa: F401 (imported from the tree)
+
+        assert Path(sys.modules["vllm"].__file__ or "").parent == target.package_dir
+        assert sys.path[0] == str(target.root)
+
+    assert sys.path == before
+    assert {n for n in sys.modules if n == "vllm" or n.startswith("vllm.")} == {"vllm.extra"}
+
+
+def test_activated_keeps_a_root_that_was_first_already(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = source_tree(fake_tree(tmp_path))
+    monkeypatch.setattr(sys, "path", [str(target.root), *sys.path])
+    before = list(sys.path)
+
+    with activated(target):
+        pass
 
     assert sys.path == before
 
