@@ -142,6 +142,17 @@ def test_keywords_are_checked_except_scope() -> None:
     assert kinds(source) == [("msg=text", "name"), ("**kw", "starred")]
 
 
+@pytest.mark.parametrize(("keyword", "kind"), [("stacklevel=2", "keyword"), ("**kw", "starred"), ("msg=e", "keyword")])
+def test_a_keyword_after_scope_is_still_checked(keyword: str, kind: str) -> None:
+    assert kinds(logged(f"repr(e), scope='local', {keyword}")) == [(keyword, kind)]
+
+
+@pytest.mark.parametrize("kwargs", ["**{'error': e}", "**dict(error=e)"])
+def test_double_star_keywords_that_carry_the_exception_are_the_exception(kwargs: str) -> None:
+    (finding,) = find(logged(f"repr(e), {kwargs}"))
+    assert (finding.argument, finding.kind, finding.code, finding.line) == (kwargs, "exception", "WOG001", 5)
+
+
 @pytest.mark.parametrize("keyword", ["exc_info=True", "extra={'a': e}", "stack_info=True", "stacklevel=2"])
 def test_a_keyword_the_once_methods_do_not_take_makes_the_call_raise(keyword: str) -> None:
     (finding,) = find(logged(f"repr(e), {keyword}"))
@@ -258,6 +269,17 @@ def test_an_alias_bound_in_one_piece_of_a_big_file_is_known_in_a_later_one(monke
     assert len(source) > 4 * grammar.CHUNK and len(list(grammar.modules(source))) > 1
     (finding,) = findings_in_source(source, FILE)
     assert (finding.line, finding.level, finding.kind) == (source.count("\n"), "warning_once", "exception")
+
+
+def test_an_attribute_of_what_a_call_returns_is_never_an_alias() -> None:
+    source = """\
+        make().warn = logger.warning_once
+        try:
+            pass
+        except ImportError as e:
+            other().warn("Failed: %r", e)
+    """
+    assert find(source) == []
 
 
 def test_a_module_without_an_alias_is_not_searched_for_one() -> None:
@@ -634,11 +656,52 @@ def test_a_module_level_list_is_unhashable() -> None:
         'def f():\n    global x\n    x = [1]\n    logger.info_once("%s", x)\n',
         'x = [1]\ndef f():\n    logger.info_once("%s", x)\n',  # another scope's
         'def f(self):\n    self = other\n    self.x = []\n    logger.info_once("%s", self.x)\n',
+        'def f(ys):\n    x = [1]\n    for x in ys:\n        pass\n    logger.info_once("%s", x)\n',
+        'def f(path):\n    x = []\n    with open(path) as x:\n        logger.info_once("%s", x)\n',
+        'def f():\n    os = []\n    import os.path\n    logger.info_once("%s", os)\n',  # binds os
+        'def f(m):\n    rest = {}\n    match m:\n        case {"k": 1, **rest}:\n            pass\n'
+        '    logger.info_once("%s", rest)\n',
+        'def f(m):\n    match m:\n        case {**rest}:\n            logger.info_once("%s", rest)\n',
     ],
-    ids=["parameter", "list or str", "re-bound in a branch", "comprehension", "lambda", "global", "outer", "self"],
+    ids=[
+        "parameter",
+        "list or str",
+        "re-bound in a branch",
+        "comprehension",
+        "lambda",
+        "global",
+        "outer",
+        "self",
+        "loop target",
+        "with target",
+        "import a.b",
+        "mapping pattern's rest",
+        "only a mapping pattern's rest",
+    ],
 )
 def test_a_name_that_may_be_anything_stays_unknown(source: str) -> None:
     assert [kind for _, kind in kinds(source)] in (["name"], ["attribute"])
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'def f():\n    x: list = [1]\n    logger.info_once("%s", x)\n',
+        'def f(y):\n    if (x := [y]):\n        logger.info_once("%s", x)\n',
+        'def f():\n    x = [1]\n    x: list\n    logger.info_once("%s", x)\n',  # an annotation alone binds nothing
+        'def f():\n    x = [1]\n    def g():\n        x = 2\n    logger.info_once("%s", x)\n',  # g's own x
+        'def f():\n    y = [1]\n    x = y\n    logger.info_once("%s", x)\n',
+    ],
+    ids=["annotated", "walrus", "annotation alone", "nested function", "another such name"],
+)
+def test_a_name_bound_only_to_what_cannot_be_hashed_is_unhashable_however_bound(source: str) -> None:
+    assert kinds(source) == [("x", "unhashable")]
+
+
+@pytest.mark.parametrize("argument", ["pad[:n]", "pad * n", "n * pad", "ys + pad"])
+def test_a_slice_or_a_sum_or_product_of_a_list_name_is_unhashable(argument: str) -> None:
+    source = f'def f(n, ys):\n    pad = [0]\n    logger.info_once("%s", {argument})\n'
+    assert kinds(source) == [(argument, "unhashable")]
 
 
 @pytest.mark.parametrize(

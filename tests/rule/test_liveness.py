@@ -97,3 +97,18 @@ def test_what_cannot_be_hashed_raises_before_anything_is_cached(argument: str) -
 def test_formatting_a_list_is_a_str_not_a_list() -> None:
     assert argument_kind_of_source('"%s" % [x]', set()) is None
     assert argument_kind_of_source("fmt % [x]", set()) == "expression"
+
+
+@pytest.mark.parametrize("argument", ['str(e) or "unknown"', "len(e.args) > 1", "e is None", "e in errors"])
+def test_a_boolean_operation_or_a_comparison_of_safe_values_is_safe(argument: str) -> None:
+    assert argument_kind_of_source(argument, {"e"}) is None
+
+
+@pytest.mark.parametrize("argument", ['e or "unknown"', "e == other"])  # `==` returns what `__eq__` returns
+def test_a_boolean_operation_or_an_equality_can_be_its_operand(argument: str) -> None:
+    assert argument_kind_of_source(argument, {"e"}) == EXCEPTION
+
+
+@pytest.mark.parametrize("argument", ["str(fmt) % e", "chr(10).join(lines)"])
+def test_formatting_with_or_joining_by_a_builtins_str_is_a_str(argument: str) -> None:
+    assert argument_kind_of_source(argument, {"e"}) is None
