@@ -14,6 +14,7 @@ from warnonce_guard.rule.liveness import (
     LivenessExample,
     argument_kind,
     argument_kind_of_source,
+    dotted_name,
     unhashable_names,
 )
 from warnonce_guard.rule.sites import sites_in_source
@@ -112,3 +113,12 @@ def test_a_boolean_operation_or_an_equality_can_be_its_operand(argument: str) ->
 @pytest.mark.parametrize("argument", ["str(fmt) % e", "chr(10).join(lines)"])
 def test_formatting_with_or_joining_by_a_builtins_str_is_a_str(argument: str) -> None:
     assert argument_kind_of_source(argument, {"e"}) is None
+
+
+@pytest.mark.parametrize(("source", "name"), [("a.b.c", "a.b.c"), ("f().b", None), ("a[0].b", None), ("1", None)])
+def test_a_dotted_name_is_a_chain_of_names_only(source: str, name: str | None) -> None:
+    assert dotted_name(ast.parse(source, mode="eval").body) == name
+
+
+def test_an_f_string_formatted_with_percent_is_a_str() -> None:
+    assert argument_kind_of_source('f"{x}: %s" % e', {"e"}) is None

@@ -11,7 +11,7 @@ import libcst
 import pytest
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 from warnonce_guard.common.errors import ExitCode, Interrupted, SourceDoesNotParse
-from warnonce_guard.rule.site_rule import anchor, resolve_relative
+from warnonce_guard.rule.site_rule import anchor, dotted, imported_modules, names_a_kernel, resolve_relative
 from warnonce_guard.rule.sites import Condition, Site, discover, might_hold_site, sites_in_source
 
 from tests.faults import as_nobody, no_longer_than, shared_tree
@@ -573,6 +573,33 @@ def test_a_relative_import_resolves_in_its_package_or_not_at_all(
     dots: int, base: str, package: str, resolved: str | None
 ) -> None:
     assert resolve_relative(dots, base, package) == resolved
+
+
+@pytest.mark.parametrize(
+    ("statement", "imported"),
+    [
+        ("from ._C import ops", ["vllm.platforms._C", "vllm.platforms._C.ops"]),
+        ("from .. import _C", ["vllm", "vllm._C"]),
+        ("if x:\n    from .... import a\n    import vllm._C\n", ["vllm._C"]),  # one climbs above the top: the next
+        ("get().import_module('vllm._C')", []),  # not a dotted name: nothing known is called
+        ("importlib.import_module('vllm._C')", ["vllm._C"]),
+    ],
+)
+def test_what_a_statement_imports(statement: str, imported: list[str]) -> None:
+    assert list(imported_modules(libcst.parse_statement(statement), "vllm.platforms")) == imported
+
+
+@pytest.mark.parametrize(("source", "name"), [("a.b.c", "a.b.c"), ("f().b", None), ("a[0].b", None), ("1", None)])
+def test_a_dotted_name_is_a_chain_of_names_only(source: str, name: str | None) -> None:
+    assert dotted(libcst.parse_expression(source)) == name
+
+
+@pytest.mark.parametrize(
+    ("module", "kernel"),
+    [("vllm._C", True), ("vllm._moe_C", True), ("vllm.C_x._C", True), ("vllm._C_x.ops", False)],
+)
+def test_only_the_last_part_of_a_module_name_names_a_kernel(module: str, kernel: bool) -> None:
+    assert names_a_kernel(module) is kernel
 
 
 NESTED = """\
