@@ -104,8 +104,9 @@ def test_a_pragma_finding_spans_the_pragma_in_bytes_as_every_finding_does(before
     assert finding.end_column == start + len("# warnonce: ok")
 
 
-def test_a_pragma_on_the_line_after_a_call_does_not_accept_it() -> None:
-    source = logged('logger.warning_once("%s", e)\nx = 1  # warnonce: ok[WOG001] not this call')
+@pytest.mark.parametrize("comment", ["", "  # a comment of its own"])
+def test_a_pragma_on_the_line_after_a_call_does_not_accept_it(comment: str) -> None:
+    source = logged(f'logger.warning_once("%s", e){comment}\nx = 1  # warnonce: ok[WOG001] not this call')
     assert codes(source) == [("WOG001", None), ("WOG101", None)]
 
 
