@@ -41,6 +41,7 @@ from tools.campaign.runs import TreeShape as TreeShape
 from tools.campaign.runs import answers_stop_signals as answers_stop_signals
 from tools.campaign.runs import fault_tree as fault_tree
 from tools.campaign.runs import hash_tree as hash_tree
+from tools.campaign.runs import held as held
 from tools.campaign.runs import read_verdicts as read_verdicts
 from tools.campaign.runs import slow_interface as slow_interface
 from tools.campaign.runs import start as start

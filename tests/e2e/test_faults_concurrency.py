@@ -15,7 +15,7 @@ from tests.faults import (
     RunDirs,
     TreeShape,
     cli_args,
-    in_phase,
+    held,
     one_line_error,
     read_verdicts,
     run,
@@ -31,7 +31,7 @@ BUSY = "another warnonce-guard run is using it"
 
 @pytest.fixture(scope="module")
 def fault_shape() -> TreeShape:
-    return TreeShape(guard_sleep_s=0.3)  # runs long enough to overlap
+    return TreeShape(guard_sleep_s=0.3, holdable=True)  # runs long enough to overlap; or held as long as needed
 
 
 def finished_sessions(dirs: RunDirs) -> dict[Path, int]:
@@ -75,17 +75,21 @@ def test_a_run_started_while_another_tests_mutants_is_refused_at_once(
     record_property: Callable[[str, object], None],
 ) -> None:
     dirs = RunDirs(untouched_user_tree, tmp_path / "report", tmp_path / "work")
-    first = start(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), tmp_path, tmp_path / "logs1")
-    if not wait_until(lambda: in_phase("mutants", dirs), first.proc):
-        pytest.skip(f"the first run ended (exit {first.wait()}) before its mutants were seen")
+    hold = tmp_path / "hold"  # the first run's mutants' guards wait while it exists: it tests mutants meanwhile
+    args = cli_args(dirs.tree, dirs.out, dirs.work, small_viewer)
+    first = start(args, tmp_path, tmp_path / "logs1", env=held(hold))
+    try:
+        assert wait_until(hold.with_name("hold.held").exists, first.proc), f"the first run ended: {first.err}"
 
-    began = time.monotonic()
-    second = run(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), cwd=tmp_path)
-    refused_after = time.monotonic() - began
+        began = time.monotonic()
+        second = run(args, cwd=tmp_path)
+        refused_after = time.monotonic() - began
+        assert first.proc.poll() is None, "the first run ended before the second was refused: not a real overlap"
+    finally:
+        hold.unlink()
 
     assert second.returncode == ExitCode.ENVIRONMENT, second.stdout + second.stderr
     assert BUSY in one_line_error(second.stderr)
-    assert first.proc.poll() is None, "the first run ended before the second was refused: not a real overlap"
     assert refused_after < 5.0  # at once, not after waiting for the lock
     assert first.wait() == 0, first.err
     record_property("outcome", f"second exit {second.returncode} after {refused_after:.2f} s; first exit 0")

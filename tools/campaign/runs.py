@@ -20,6 +20,8 @@ from tools.toy_vllm import INTERFACE, apply_operator, make_tree
 # One site in the toy tree: one mutant per operator that fits its call (from the operator registry).
 MUTANTS = sum(len(apply_operator(name, INTERFACE)) for name in OPERATORS)
 SESSION_MODULE = "warnonce_guard.mutations.engine.session"  # in the mutmut session's command line
+# A holdable tree's guard of a mutant waits while the file this variable names exists, having made `<it>.held`.
+HOLD_VARIABLE = "WARNONCE_TOY_HOLD"
 
 
 # --- trees -----------------------------------------------------------------------------------------------
@@ -34,6 +36,7 @@ class TreeShape:
     guard_sleep_s: float = 0.0  # at the top of import_kernels, which each guard calls twice
     kernels: tuple[str, ...] = ("_C",)  # one site per kernel module, all in import_kernels: each guard runs all
     platforms: tuple[str, ...] = ()  # more platform modules (cpu.py: class CpuPlatform), each like interface.py
+    holdable: bool = False  # a run in its mutants phase for as long as a test needs: see `held`
 
     @property
     def sites(self) -> int:
@@ -57,8 +60,29 @@ def slow_interface(shape: TreeShape) -> str:
     if shape.guard_sleep_s:
         nap = f"        import time\n\n        time.sleep({shape.guard_sleep_s})\n        try:\n"
         source = source.replace("        try:\n", nap, 1)
+    if shape.holdable:
+        source = source.replace("        try:\n", _HOLD, 1)
     fillers = "".join(f"\n\ndef filler_{i}(x):\n    return x + {i}\n" for i in range(shape.filler_functions))
     return source + fillers
+
+
+_HOLD = f"""        import os
+        import time
+
+        hold = os.environ.get("{HOLD_VARIABLE}")
+        if hold and "__mutmut_" in os.environ.get("MUTANT_UNDER_TEST", ""):  # a mutant's guard, not the clean run's
+            open(hold + ".held", "w").close()
+            while os.path.exists(hold):
+                time.sleep(0.01)
+        try:
+"""
+
+
+def held(hold: Path) -> dict[str, str]:
+    """The environment of a run of a holdable tree whose mutants' guards wait while `hold` exists (each makes
+    `hold.held` first): the run holds its lock in its mutants phase until the test removes `hold`."""
+    hold.touch()
+    return {**os.environ, HOLD_VARIABLE: str(hold)}
 
 
 def fault_tree(root: Path, shape: TreeShape) -> Path:
@@ -121,11 +145,11 @@ class Started:
         return self.stdout.read_text(errors="replace")
 
 
-def start(args: list[str], cwd: Path, logs: Path) -> Started:
+def start(args: list[str], cwd: Path, logs: Path, env: dict[str, str] | None = None) -> Started:
     logs.mkdir(parents=True, exist_ok=True)
     stdout, stderr = logs / "stdout", logs / "stderr"
     with stdout.open("wb") as o, stderr.open("wb") as e:
-        proc = subprocess.Popen(args, cwd=cwd, stdout=o, stderr=e, start_new_session=True)
+        proc = subprocess.Popen(args, cwd=cwd, stdout=o, stderr=e, env=env, start_new_session=True)
     return Started(proc, stdout, stderr)
 
 
