@@ -29,6 +29,7 @@ from tests.faults import (
     CleanRun,
     RunDirs,
     TreeShape,
+    big_viewer,
     cli_args,
     fault_tree,
     hash_tree,
@@ -140,6 +141,14 @@ def small_viewer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("viewer") / "viewer.js"
     path.write_text("/* stand-in for mutation-test-elements.js */\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="module")
+def report_viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A 200 MB viewer bundle: writing it into index.html keeps the report phase open for about a second."""
+    path = big_viewer(tmp_path_factory.mktemp("big-viewer") / "viewer.js", 200)
+    yield path
+    path.unlink()
 
 
 @pytest.fixture(scope="module")

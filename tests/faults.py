@@ -382,3 +382,30 @@ def fresh_dirs(base: Path, tree: Path, name: str) -> Iterator[RunDirs]:
         folder = base / f"{name}-{attempt}"
         folder.mkdir(parents=True)
         yield RunDirs(tree, folder / "report", folder / "work")
+
+
+# --- a run stopped by signals ---------------------------------------------------------------------------
+
+ATTEMPTS = 3  # a signal that missed its moment is sent again to a fresh run this often, then the case says so
+EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -signal.SIGKILL}
+SAYS = {signal.SIGINT: "warnonce-guard: interrupted", signal.SIGTERM: "warnonce-guard: terminated"}
+# Each phase long enough to poll for: 3000 files to stage, 400 functions to generate from, slow guards.
+BIG_TREE = TreeShape(filler_files=3000, filler_functions=400, guard_sleep_s=0.3)
+
+
+def started_run(dirs: RunDirs, viewer: Path) -> Started:
+    return start(cli_args(dirs.tree, dirs.out, dirs.work, viewer), dirs.work.parent, dirs.work.parent / "logs")
+
+
+def ended_with_one_line(started: Started, sig: signal.Signals, dirs: RunDirs) -> int:
+    """Wait for the run; assert it ended with `sig`'s code and line alone, leaving no process behind."""
+    try:
+        code = started.wait(timeout=120)
+    finally:
+        if started.proc.poll() is None:
+            started.proc.kill()
+    assert survivors(dirs.work, within_s=1.0) == []
+    assert "Traceback" not in started.err + started.out, started.err
+    assert code == EXIT[sig], f"exit {code}: {started.err}"
+    assert started.err.splitlines() == [started.err.strip()] and started.err.startswith(SAYS[sig]), started.err
+    return code

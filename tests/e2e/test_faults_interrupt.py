@@ -17,8 +17,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,14 +27,15 @@ from warnonce_guard.mutations.judge import judge
 from warnonce_guard.mutations.records import KILLED, NOT_RUN
 
 from tests.faults import (
-    MAKING,
+    ATTEMPTS,
+    BIG_TREE,
+    EXIT,
     PHASES,
+    SAYS,
     CleanRun,
     RunDirs,
     Started,
     TreeShape,
-    answers_stop_signals,
-    big_viewer,
     children_of,
     cli_args,
     fault_tree,
@@ -57,24 +57,12 @@ from tests.faults import (
 
 pytestmark = pytest.mark.slow
 
-ATTEMPTS = 3
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
-EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -signal.SIGKILL}
-SAYS = {signal.SIGINT: "warnonce-guard: interrupted", signal.SIGTERM: "warnonce-guard: terminated"}
 
 
 @pytest.fixture(scope="module")
 def fault_shape() -> TreeShape:
-    """Each phase long enough to poll for: 3000 files to stage, 400 functions to generate from, slow guards."""
-    return TreeShape(filler_files=3000, filler_functions=400, guard_sleep_s=0.3)
-
-
-@pytest.fixture(scope="module")
-def report_viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A 200 MB viewer bundle: writing it into index.html keeps the report phase open for about a second."""
-    path = big_viewer(tmp_path_factory.mktemp("big-viewer") / "viewer.js", 200)
-    yield path
-    path.unlink()
+    return BIG_TREE
 
 
 def interrupt(phase: str, sig: signal.Signals, dirs: RunDirs, viewer: Path) -> tuple[Started, str | None]:
@@ -225,130 +213,3 @@ def test_the_session_killed_alone_is_one_line_then_a_rerun_gives_the_clean_verdi
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert read_verdicts(dirs.out) == clean_run.verdicts
     record_property("outcome", f"exit {code}: {started.err.strip()}; rerun exit {rerun.returncode}")
-
-
-# --- signals at any instant, and more than one ------------------------------------------------------------
-
-
-def started_run(dirs: RunDirs, viewer: Path) -> Started:
-    return start(cli_args(dirs.tree, dirs.out, dirs.work, viewer), dirs.work.parent, dirs.work.parent / "logs")
-
-
-def ended_with_one_line(started: Started, sig: signal.Signals, dirs: RunDirs) -> int:
-    """Wait for the run; assert it ended with `sig`'s code and line alone, leaving no process behind."""
-    try:
-        code = started.wait(timeout=120)
-    finally:
-        if started.proc.poll() is None:
-            started.proc.kill()
-    assert survivors(dirs.work, within_s=1.0) == []
-    assert "Traceback" not in started.err + started.out, started.err
-    assert code == EXIT[sig], f"exit {code}: {started.err}"
-    assert started.err.splitlines() == [started.err.strip()] and started.err.startswith(SAYS[sig]), started.err
-    return code
-
-
-@pytest.mark.parametrize("delay_s", [0.0, 0.002, 0.01, 0.03, 0.1, 0.3, 0.6, 1.0])
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
-def test_a_signal_from_the_first_instruction_on_is_its_exit_code_and_one_line(
-    sig: signal.Signals,
-    delay_s: float,
-    untouched_user_tree: Path,
-    small_viewer: Path,
-    tmp_path: Path,
-    record_property: Callable[[str, object], None],
-) -> None:
-    """The first tenth of a second (the command line's imports) was a KeyboardInterrupt traceback with -2 or 1,
-    and SIGTERM a silent -15. The interpreter's own start-up, before the entry module catches SIGTERM, is not
-    ours to answer (README): the delay counts from then."""
-    dirs = next(fresh_dirs(tmp_path, untouched_user_tree, f"{sig.name}-{delay_s}"))
-    started = started_run(dirs, small_viewer)
-    assert wait_until(lambda: answers_stop_signals(started.proc.pid), started.proc, timeout=30)
-    time.sleep(delay_s)
-    send(started, sig)
-    ended_with_one_line(started, sig, dirs)
-    record_property("outcome", started.err.strip())
-
-
-@pytest.mark.parametrize(
-    ("sig", "fraction"),
-    [(signal.SIGINT, f) for f in (0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9)]
-    + [(signal.SIGTERM, f) for f in (0.2, 0.5, 0.8)],
-    ids=lambda v: v.name if isinstance(v, signal.Signals) else f"{v:.0%}",
-)
-def test_a_signal_at_any_moment_of_making_the_mutants_is_one_line(
-    sig: signal.Signals,
-    fraction: float,
-    untouched_user_tree: Path,
-    small_viewer: Path,
-    clean_run: CleanRun,
-    tmp_path: Path,
-    record_property: Callable[[str, object], None],
-) -> None:
-    """Making the mutants parses the site files with libcst, whose position recording turned the interrupt into a
-    KeyError: exit 70 and megabytes of traceback. Several moments of it, not just its start: each a fraction of how
-    long the clean run was seen making and naming them, so that a faster machine moves the moments with it; a signal
-    that landed after naming is retried, and never passes as a hit."""
-    window = clean_run.making_s
-    assert window > 0.5, f"making and naming the mutants was seen for {window:.2f} s only: too short to aim at"
-    misses = []
-    for dirs in fresh_dirs(tmp_path, untouched_user_tree, "making"):
-        started = started_run(dirs, small_viewer)
-        assert wait_until(lambda dirs=dirs: in_phase(MAKING[0], dirs), started.proc, timeout=120)
-        time.sleep(fraction * window)
-        send(started, sig)
-        ended_with_one_line(started, sig, dirs)
-        if any(stopped_in(phase, dirs) for phase in MAKING):
-            break
-        misses.append(f"landed after naming ({fraction:.0%} of {window:.2f} s)")
-        if len(misses) == ATTEMPTS:
-            pytest.fail(f"could not land {sig.name} while the mutants were made in {ATTEMPTS} attempts: {misses}")
-    record_property("outcome", f"{started.err.strip()}; attempts {len(misses) + 1}")
-
-
-ORDERS = [(signal.SIGINT, signal.SIGINT), (signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM)]
-
-
-@pytest.mark.parametrize("gap_s", [0.02, 0.4])
-@pytest.mark.parametrize("moment", ["imports", "staging", "naming", "mutants", "report"])
-@pytest.mark.parametrize("order", ORDERS, ids=lambda o: "-".join(s.name for s in o))
-def test_a_second_signal_at_any_moment_ends_the_run_with_the_first_ones_code_and_one_line(
-    order: tuple[signal.Signals, signal.Signals],
-    moment: str,
-    gap_s: float,
-    untouched_user_tree: Path,
-    small_viewer: Path,
-    report_viewer: Path,
-    clean_run: CleanRun,
-    tmp_path: Path,
-    record_property: Callable[[str, object], None],
-) -> None:
-    """A second Ctrl-C as "interrupted" was printed ended with -2 (17 of 20) or exit 1 and a traceback; TERM then
-    INT said 130. A later signal now ends the process at once with the first one's code (the mutmut session dies
-    with it), or finds it already ending: either way one line, the first code, and a rerun that finds the clean
-    run's verdicts."""
-    first, second = order
-    viewer = report_viewer if moment == "report" else small_viewer
-    misses = []
-    for dirs in fresh_dirs(tmp_path, untouched_user_tree, moment):
-        started = started_run(dirs, viewer)
-        if moment == "imports":
-            reached = wait_until(lambda pid=started.proc.pid: answers_stop_signals(pid), started.proc, timeout=30)
-        else:
-            reached = wait_until(lambda dirs=dirs: in_phase(moment, dirs), started.proc)
-        if reached:
-            send(started, first)
-            time.sleep(gap_s)
-            send(started, second)
-            break
-        started.wait()
-        misses.append(f"exit {started.proc.returncode} before {moment} was seen")
-        if len(misses) == ATTEMPTS:
-            pytest.skip(f"could not reach {moment} in {ATTEMPTS} attempts: {'; '.join(misses)}")
-    ended_with_one_line(started, first, dirs)
-    record_property("outcome", started.err.strip())
-    if moment in ("imports", "staging"):
-        return  # nothing kept yet: the rerun is a clean run
-    rerun = run(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), cwd=dirs.work.parent)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert read_verdicts(dirs.out) == clean_run.verdicts
