@@ -3,9 +3,11 @@ function, fails the tests as it fails `nox -s lint`."""
 
 from __future__ import annotations
 
+import configparser
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from tests import layout
@@ -16,6 +18,7 @@ FOLDERS = layout.PACKAGE_FOLDERS  # warnonce_guard.<folder> -> <folder>
 # map warnonce_guard.<folder> to the checkout, are taken out first).
 LINT = """
 import sys
+import tomllib
 sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
 sys.path_hooks[:] = [h for h in sys.path_hooks if "__editable__" not in getattr(h, "__module__", "")]
 sys.path_importer_cache.clear()
@@ -59,3 +62,22 @@ def test_a_module_that_imports_back_inside_a_function_breaks_the_no_cycle_contra
     done = lint_imports(tmp_path, ("mutations/engine/seam.py", back))  # session imports seam
     assert done.returncode == 1
     assert "No cycles are allowed in warnonce_guard.mutations.engine" in done.stdout
+
+
+def test_every_tools_list_of_the_folders_is_setup_cfgs_package_dir() -> None:
+    """setuptools, import-linter, coverage and ruff each read a list of their own from a static file: each must name
+    exactly the folders package_dir maps (a folder added to one and not the others would go unchecked)."""
+    setup = configparser.ConfigParser()
+    setup.read(ROOT / "setup.cfg")
+    top = {name for name in setup["options"]["packages"].split() if name.count(".") == 1}
+    layers = {
+        name.strip()
+        for line in setup["importlinter:contract:layers"]["layers"].splitlines()
+        for name in line.split("|")
+    }
+    banned = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
+    assert top == set(FOLDERS)
+    assert set(setup["importlinter"]["root_packages"].split()) == set(FOLDERS)
+    assert layers - {""} == set(FOLDERS)
+    assert {s.strip() for s in setup["coverage:run"]["source"].split(",")} == set(FOLDERS.values())
+    assert set(banned["flake8-tidy-imports"]["banned-api"]) == set(FOLDERS.values())
