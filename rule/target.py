@@ -148,6 +148,7 @@ def activated(target: Target) -> Iterator[None]:
 
 
 def _loaded_from(module: object, folder: Path) -> bool:
+    """Whether `module` was loaded from a file inside `folder` (a module without a file was not)."""
     file = getattr(module, "__file__", None)
     return file is not None and Path(file).resolve().is_relative_to(folder.resolve())
 
@@ -160,10 +161,9 @@ def check_loaded(target: Target) -> None:
 def check_imported_from(modules: Iterable[str], folder: Path, whose: str) -> None:
     """`TargetNotFound` if a module of `modules` is imported already, and not from a file in `folder` (`whose`
     folder it is, for the message): the guards would run another copy than the one they were told to."""
-    inside = folder.resolve()
     for module in sorted(set(modules) & sys.modules.keys()):
-        file = getattr(sys.modules[module], "__file__", None)
-        if file is None or not Path(file).resolve().is_relative_to(inside):
+        if not _loaded_from(sys.modules[module], folder):
+            file = getattr(sys.modules[module], "__file__", None)
             raise TargetNotFound(
                 f"the guards would run {module} from {file}, not {whose} {folder}; run the guards in a fresh process"
             )
