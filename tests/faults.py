@@ -397,13 +397,18 @@ def started_run(dirs: RunDirs, viewer: Path) -> Started:
     return start(cli_args(dirs.tree, dirs.out, dirs.work, viewer), dirs.work.parent, dirs.work.parent / "logs")
 
 
-def ended_with_one_line(started: Started, sig: signal.Signals, dirs: RunDirs) -> int:
-    """Wait for the run; assert it ended with `sig`'s code and line alone, leaving no process behind."""
+def waited(started: Started) -> int:
+    """The run's exit code, waited for two minutes at most; a run still going then is killed."""
     try:
-        code = started.wait(timeout=120)
+        return started.wait(timeout=120)
     finally:
         if started.proc.poll() is None:
             started.proc.kill()
+
+
+def ended_with_one_line(started: Started, sig: signal.Signals, dirs: RunDirs) -> int:
+    """Wait for the run; assert it ended with `sig`'s code and line alone, leaving no process behind."""
+    code = waited(started)
     assert survivors(dirs.work, within_s=1.0) == []
     assert "Traceback" not in started.err + started.out, started.err
     assert code == EXIT[sig], f"exit {code}: {started.err}"

@@ -50,9 +50,11 @@ from tests.faults import (
     session_pids,
     slow_interface,
     start,
+    started_run,
     stopped_in,
     survivors,
     wait_until,
+    waited,
 )
 
 pytestmark = pytest.mark.slow
@@ -67,15 +69,11 @@ def fault_shape() -> TreeShape:
 
 def interrupt(phase: str, sig: signal.Signals, dirs: RunDirs, viewer: Path) -> tuple[Started, str | None]:
     """Start a run, send `sig` once it is in `phase`; returns the run and why it missed the phase (None: hit)."""
-    started = start(cli_args(dirs.tree, dirs.out, dirs.work, viewer), dirs.work.parent, dirs.work.parent / "logs")
+    started = started_run(dirs, viewer)
     reached = wait_until(lambda: in_phase(phase, dirs), started.proc)
     if reached:
         send(started, sig)
-    try:
-        code = started.wait(timeout=120)
-    finally:
-        if started.proc.poll() is None:
-            started.proc.kill()
+    code = waited(started)
     left = survivors(dirs.work, within_s=1.0)
     assert left == [], f"alive 1 s after the run ended ({sig.name} in {phase}): {left}"
     if not reached:
