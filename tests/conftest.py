@@ -36,6 +36,7 @@ from tests.faults import (
     phases_seconds,
     read_verdicts,
     start,
+    unhurried,
 )
 from tests.records_support import FakeSession
 from tests.toy import make_tree, mutmut_settings
@@ -158,7 +159,7 @@ def clean_run(
     """An uninterrupted run of the module's tree in a fresh work directory: the verdicts to get back."""
     base = tmp_path_factory.mktemp("clean")
     dirs = RunDirs(user_tree, base / "report", base / "work")
-    started = start(cli_args(user_tree, dirs.out, dirs.work, small_viewer), base, base / "logs")
+    started = start(cli_args(user_tree, dirs.out, dirs.work, small_viewer), base, base / "logs", env=unhurried())
     making_s = phases_seconds(MAKING, dirs, started)
     assert started.wait(timeout=180) == 0, started.out + started.err
     verdicts = read_verdicts(base / "report")

@@ -45,6 +45,7 @@ from tools.campaign.runs import held as held
 from tools.campaign.runs import read_verdicts as read_verdicts
 from tools.campaign.runs import slow_interface as slow_interface
 from tools.campaign.runs import start as start
+from tools.campaign.runs import unhurried as unhurried
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ("staging", "generation", "naming", "baseline", "mutants", "report")
@@ -210,8 +211,15 @@ def cli_args(tree: Path, out: Path, work: Path, viewer: Path, *extra: str) -> li
     ]  # fmt: skip
 
 
-def run(args: list[str], cwd: Path, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+def run(
+    args: list[str], cwd: Path, timeout: float = 180.0, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def rerun_of(dirs: RunDirs, viewer: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The run again in the same work directory, without the tree's naps: it only has to end."""
+    return run(cli_args(dirs.tree, dirs.out, dirs.work, viewer), cwd=cwd or dirs.work.parent, env=unhurried())
 
 
 def send(started: Started, sig: signal.Signals) -> None:

@@ -45,7 +45,7 @@ from tests.faults import (
     one_line_error,
     processes_mentioning,
     read_verdicts,
-    run,
+    rerun_of,
     send,
     session_pids,
     slow_interface,
@@ -131,7 +131,7 @@ def test_interrupt_then_rerun(
     assert not (dirs.out / "mutation.json").exists()
 
     # The rerun in the same work directory: the clean run's verdicts, nothing left beside --out.
-    rerun = run(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), cwd=dirs.work.parent)
+    rerun = rerun_of(dirs, small_viewer)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert "Traceback" not in rerun.stdout + rerun.stderr
     assert read_verdicts(dirs.out) == clean_run.verdicts
@@ -207,7 +207,7 @@ def test_the_session_killed_alone_is_one_line_then_a_rerun_gives_the_clean_verdi
     assert code == ExitCode.ENVIRONMENT, started.out + started.err
     assert "mutmut.log" in one_line_error(started.err)
     assert not dirs.out.exists()
-    rerun = run(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), cwd=tmp_path)
+    rerun = rerun_of(dirs, small_viewer, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert read_verdicts(dirs.out) == clean_run.verdicts
     record_property("outcome", f"exit {code}: {started.err.strip()}; rerun exit {rerun.returncode}")

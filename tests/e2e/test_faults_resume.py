@@ -24,7 +24,7 @@ from tests.faults import (
     cli_args,
     fresh_dirs,
     read_verdicts,
-    run,
+    rerun_of,
     start,
     survivors,
     wait_until,
@@ -87,7 +87,7 @@ def test_a_resumed_run_credits_every_mutant_to_the_same_guard_as_a_clean_run(
             pytest.skip(f"could not interrupt the mutants phase: {'; '.join(misses)}")
 
     swap_measured_durations(dirs)
-    resumed = run(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), cwd=tmp_path)
+    resumed = rerun_of(dirs, small_viewer, cwd=tmp_path)
 
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert read_verdicts(dirs.out) == clean_run.verdicts  # status, operator and killed-by of every mutant

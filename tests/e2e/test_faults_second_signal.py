@@ -16,12 +16,11 @@ from tests.faults import (
     CleanRun,
     TreeShape,
     answers_stop_signals,
-    cli_args,
     ended_with_one_line,
     fresh_dirs,
     in_phase,
     read_verdicts,
-    run,
+    rerun_of,
     send,
     started_run,
     wait_until,
@@ -78,6 +77,6 @@ def test_a_second_signal_at_any_moment_ends_the_run_with_the_first_ones_code_and
     record_property("outcome", started.err.strip())
     if moment in ("imports", "staging"):
         return  # nothing kept yet: the rerun is a clean run
-    rerun = run(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), cwd=dirs.work.parent)
+    rerun = rerun_of(dirs, small_viewer)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert read_verdicts(dirs.out) == clean_run.verdicts

@@ -33,6 +33,7 @@ from tests.faults import (
     mutmut_workers,
     one_line_error,
     read_verdicts,
+    rerun_of,
     run,
     session_pid,
     start,
@@ -150,7 +151,7 @@ def test_a_worker_killed_on_both_attempts_is_a_crash_kept_for_good(
     assert {s for m, s in statuses.items() if m != killed} == {"Killed"}
     ledger = json.loads((workspace(dirs) / "attempts.json").read_text())["mutants"]
     assert ledger == {killed: [-signal.SIGKILL, -signal.SIGKILL]}
-    rerun = run(cli_args(dirs.tree, dirs.out, dirs.work, small_viewer), cwd=dirs.work.parent)
+    rerun = rerun_of(dirs, small_viewer)
     assert rerun.returncode == ExitCode.CHECK_FAILED and "verdicts stand" in rerun.stdout  # a verdict it earned
 
 

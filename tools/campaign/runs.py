@@ -22,6 +22,8 @@ MUTANTS = sum(len(apply_operator(name, INTERFACE)) for name in OPERATORS)
 SESSION_MODULE = "warnonce_guard.mutations.engine.session"  # in the mutmut session's command line
 # A holdable tree's guard of a mutant waits while the file this variable names exists, having made `<it>.held`.
 HOLD_VARIABLE = "WARNONCE_TOY_HOLD"
+# A run whose environment sets this skips the guards' naps (`unhurried`): a clean run or a rerun that only has to end.
+NO_NAP_VARIABLE = "WARNONCE_TOY_NO_NAP"
 
 
 # --- trees -----------------------------------------------------------------------------------------------
@@ -33,7 +35,7 @@ class TreeShape:
 
     filler_files: int = 0  # extra modules: the fingerprint and discovery read them all
     filler_functions: int = 0  # site-less functions in the site file: mutmut's generation parses them all
-    guard_sleep_s: float = 0.0  # at the top of import_kernels, which each guard calls twice
+    guard_sleep_s: float = 0.0  # at the top of import_kernels, which each guard calls twice (not in `unhurried`)
     kernels: tuple[str, ...] = ("_C",)  # one site per kernel module, all in import_kernels: each guard runs all
     platforms: tuple[str, ...] = ()  # more platform modules (cpu.py: class CpuPlatform), each like interface.py
     holdable: bool = False  # a run in its mutants phase for as long as a test needs: see `held`
@@ -58,7 +60,13 @@ def slow_interface(shape: TreeShape) -> str:
     source = INTERFACE.replace("vllm._C", f"vllm.{shape.kernels[0]}")
     source += "".join(_MORE_KERNELS.replace("KERNEL", kernel) for kernel in shape.kernels[1:])
     if shape.guard_sleep_s:
-        nap = f"        import time\n\n        time.sleep({shape.guard_sleep_s})\n        try:\n"
+        nap = f"""        import os
+        import time
+
+        if not os.environ.get("{NO_NAP_VARIABLE}"):
+            time.sleep({shape.guard_sleep_s})
+        try:
+"""
         source = source.replace("        try:\n", nap, 1)
     if shape.holdable:
         source = source.replace("        try:\n", _HOLD, 1)
@@ -83,6 +91,12 @@ def held(hold: Path) -> dict[str, str]:
     `hold.held` first): the run holds its lock in its mutants phase until the test removes `hold`."""
     hold.touch()
     return {**os.environ, HOLD_VARIABLE: str(hold)}
+
+
+def unhurried() -> dict[str, str]:
+    """The environment of a run whose guards skip the tree's naps: the phases a test aims at last as long as
+    `guard_sleep_s` makes them only in the runs it interrupts."""
+    return {**os.environ, NO_NAP_VARIABLE: "1"}
 
 
 def fault_tree(root: Path, shape: TreeShape) -> Path:
