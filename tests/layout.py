@@ -19,3 +19,5 @@ def _package_folders() -> dict[str, str]:
 
 
 PACKAGE_FOLDERS = _package_folders()  # warnonce_guard.<folder> -> <folder> (setup.cfg's package_dir)
+# For a test's pip: modules are not compiled at install (a few seconds an install; Python compiles those it imports).
+QUICK_PIP = {"PIP_COMPILE": "0"}

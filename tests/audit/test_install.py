@@ -24,6 +24,7 @@ PLACEHOLDER = "/path/to/warnonce-guard"
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.long,
     pytest.mark.skipif(shutil.which("git") is None, reason="a checkout is a git clone"),
 ]
 
@@ -58,6 +59,7 @@ def test_the_readme_shows_the_commands_this_module_runs() -> None:
 def shell(command: str, cwd: Path, bin_dir: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run one command line as a user would, with `bin_dir` (a venv's) first on PATH."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")}
+    env.update(layout.QUICK_PIP)
     path = [str(bin_dir)] if bin_dir else []
     env["PATH"] = os.pathsep.join([*path, str(Path(sys.executable).parent), env.get("PATH", "")])
     done = subprocess.run(command, shell=True, cwd=cwd, env=env, capture_output=True, text=True, check=False)

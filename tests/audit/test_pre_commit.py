@@ -38,7 +38,7 @@ def git(*args: str, cwd: Path) -> None:
 
 
 def try_repo(project: Path, file: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PRE_COMMIT_HOME=str(home))
+    env = dict(os.environ, PRE_COMMIT_HOME=str(home), **layout.QUICK_PIP)
     env.pop("PYTHONPATH", None)
     return subprocess.run(
         [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "warnonce-audit", "--files", file],
