@@ -14,7 +14,7 @@ import pytest
 from tests.readme_commands import README, SANDBOXED, shown_commands
 from tests.toy import PLUGIN_LEAK, write
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 MY_PLATFORM = """\
 from vllm.platforms.interface import Platform

@@ -57,7 +57,7 @@ from tests.faults import (
     waited,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
 

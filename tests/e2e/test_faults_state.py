@@ -17,7 +17,7 @@ import pytest
 
 from tests.faults import CleanRun, cli_args, read_verdicts, run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 MUTANT = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_2"
 STATE_FILES = {  # in the workspace

@@ -147,6 +147,7 @@ def test_discovery_operators_and_naming_agree(variant: Variant) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.usefixtures("module_mutmut_config")
 @pytest.mark.parametrize("imports", sorted(IMPORTS))
 @pytest.mark.parametrize("handler", sorted(HANDLERS))
@@ -156,6 +157,7 @@ def test_every_import_form_handler_and_call_agrees_in_a_method(imports: str, han
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.usefixtures("module_mutmut_config")
 @pytest.mark.parametrize("place", PLACES)
 def test_every_call_agrees_in_every_place(place: str) -> None:

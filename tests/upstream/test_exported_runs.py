@@ -25,7 +25,7 @@ from tests.exported_support import (
     vllm_copy,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 TEXT = COMMITTED.read_text(encoding="utf-8")
 KERNELS = (
