@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,6 +80,15 @@ def _current_directory_kept() -> Iterator[None]:
     before = os.getcwd()
     yield
     assert os.getcwd() == before, f"the test left the current directory at {os.getcwd()}"
+
+
+@pytest.fixture(autouse=True)
+def _import_path_kept() -> Iterator[None]:
+    """Every test leaves sys.path as it found it: a toy tree left first on it is the `vllm` every later test of the
+    worker imports (the guards and mutation runs in process included), whatever vLLM it was told to check."""
+    before = list(sys.path)
+    yield
+    assert sys.path == before, f"the test left sys.path changed: {sorted(set(sys.path) ^ set(before))}"
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
