@@ -49,6 +49,7 @@ from tools.campaign.runs import unhurried as unhurried
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ("staging", "generation", "naming", "baseline", "mutants", "report")
+NAPPING = ("baseline", "mutants")  # the phases a tree's guard naps make long (TreeShape.guard_sleep_s)
 MAKING = ("generation", "naming")  # mutmut makes the mutants (libcst parses the site files), then they are named
 ERROR_PREFIX = "warnonce-guard: error: "
 
@@ -401,8 +402,11 @@ SAYS = {signal.SIGINT: "warnonce-guard: interrupted", signal.SIGTERM: "warnonce-
 BIG_TREE = TreeShape(filler_files=3000, filler_functions=400, guard_sleep_s=0.3)
 
 
-def started_run(dirs: RunDirs, viewer: Path) -> Started:
-    return start(cli_args(dirs.tree, dirs.out, dirs.work, viewer), dirs.work.parent, dirs.work.parent / "logs")
+def started_run(dirs: RunDirs, viewer: Path, naps: bool = True) -> Started:
+    """The run, in the background; its guards nap as the tree says unless `naps` is False (a test that aims at a
+    phase the naps do not make long: `NAPPING`)."""
+    env = None if naps else unhurried()
+    return start(cli_args(dirs.tree, dirs.out, dirs.work, viewer), dirs.work.parent, dirs.work.parent / "logs", env)
 
 
 def waited(started: Started) -> int:

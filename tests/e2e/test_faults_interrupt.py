@@ -30,6 +30,7 @@ from tests.faults import (
     ATTEMPTS,
     BIG_TREE,
     EXIT,
+    NAPPING,
     PHASES,
     SAYS,
     CleanRun,
@@ -69,7 +70,7 @@ def fault_shape() -> TreeShape:
 
 def interrupt(phase: str, sig: signal.Signals, dirs: RunDirs, viewer: Path) -> tuple[Started, str | None]:
     """Start a run, send `sig` once it is in `phase`; returns the run and why it missed the phase (None: hit)."""
-    started = started_run(dirs, viewer)
+    started = started_run(dirs, viewer, naps=phase in NAPPING)
     reached = wait_until(lambda: in_phase(phase, dirs), started.proc)
     if reached:
         send(started, sig)

@@ -13,6 +13,7 @@ import pytest
 from tests.faults import (
     ATTEMPTS,
     BIG_TREE,
+    NAPPING,
     CleanRun,
     TreeShape,
     answers_stop_signals,
@@ -59,7 +60,7 @@ def test_a_second_signal_at_any_moment_ends_the_run_with_the_first_ones_code_and
     viewer = report_viewer if moment == "report" else small_viewer
     misses = []
     for dirs in fresh_dirs(tmp_path, untouched_user_tree, moment):
-        started = started_run(dirs, viewer)
+        started = started_run(dirs, viewer, naps=moment in NAPPING)
         if moment == "imports":
             reached = wait_until(lambda pid=started.proc.pid: answers_stop_signals(pid), started.proc, timeout=30)
         else:
