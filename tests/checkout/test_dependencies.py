@@ -59,15 +59,21 @@ def test_the_base_install_is_pytest_alone_at_vllms_locked_versions(tmp_path: Pat
     assert all(resolved[name] == locked(name) for name in PYTEST_DEPENDENCIES - {"warnonce-guard"})
 
 
-def test_the_mutation_extra_resolves_beside_vllms_lock_without_moving_a_pin(tmp_path: Path) -> None:
-    resolved = resolve(f"{ROOT}[mutation]", tmp_path)
+@pytest.fixture(scope="module")
+def with_the_extra(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """What pip would install for the mutation extra beside vLLM's lock (resolved once: two tests read it)."""
+    return resolve(f"{ROOT}[mutation]", tmp_path_factory.mktemp("extra"))
+
+
+def test_the_mutation_extra_resolves_beside_vllms_lock_without_moving_a_pin(with_the_extra: dict[str, str]) -> None:
+    resolved = with_the_extra
     for name in ("pytest", "pluggy", "rich", "filelock", "coverage"):
         assert resolved[name] == locked(name), name
     assert resolved["mutmut"] == "3.8.1"
 
 
-def test_the_buildkite_steps_install_exactly_what_the_extra_adds_to_vllms_lock(tmp_path: Path) -> None:
-    resolved = resolve(f"{ROOT}[mutation]", tmp_path)
+def test_the_buildkite_steps_install_exactly_what_the_extra_adds_to_vllms_lock(with_the_extra: dict[str, str]) -> None:
+    resolved = with_the_extra
     pinned = lock()
     added = {f"{name}=={version}" for name, version in resolved.items() if pinned.get(name) != version}
     steps = yaml.safe_load(BUILDKITE.read_text(encoding="utf-8"))["steps"]
