@@ -177,11 +177,9 @@ def _guard_env(session: nox.Session, vllm_version: str) -> SharedEnv:
         session,
         "guard",
         key,
-        # Nothing is compiled at install but vLLM (torch's thousands of modules alone take a minute on two cores):
-        # Python compiles the modules it imports, once. vLLM is, as pip leaves it: importing it writes nothing there.
-        ("--no-compile", "-c", CONSTRAINTS, "-r", "requirements/guard-env.txt"),
+        ("-c", CONSTRAINTS, "-r", "requirements/guard-env.txt"),
         ("--no-deps", f"vllm=={PINNED_VLLM}"),
-        ("--no-compile", "-c", CONSTRAINTS, "-e", ".[mutation,dev]"),
+        ("-c", CONSTRAINTS, "-e", ".[mutation,dev]"),
     )
     if vllm_version == PINNED_VLLM:
         return env

@@ -53,7 +53,7 @@ def full(wheel: Path, tmp_path_factory: pytest.TempPathFactory, vllm_release: st
     """A venv with the guard environment, vLLM (no deps) and the wheel with its mutation extra."""
     bin_dir = fresh_venv(tmp_path_factory.mktemp("full") / "venv")
     pip = [bin_dir / "python", "-m", "pip", "install", "-q", "-c", CONSTRAINTS]
-    run(*pip, "--no-compile", "-r", ROOT / "requirements" / "guard-env.txt", cwd=ROOT)  # as noxfile.py installs it
+    run(*pip, "-r", ROOT / "requirements" / "guard-env.txt", cwd=ROOT)
     run(bin_dir / "python", "-m", "pip", "install", "-q", "--no-deps", f"vllm=={vllm_release}", cwd=ROOT)
     run(*pip, f"{wheel}[mutation]", cwd=ROOT)
     return bin_dir
