@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,14 +126,14 @@ def hash_tree(*roots: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for root in roots:
         for path in [root, *sorted(root.rglob("*"))] if root.exists() else []:
-            st = path.lstat()
-            if path.is_symlink():
+            mode = path.lstat().st_mode  # one call: the type from it too (a big toy tree is hashed around every test)
+            if stat.S_ISLNK(mode):
                 what = f"link {os.readlink(path)}"
-            elif path.is_dir():
+            elif stat.S_ISDIR(mode):
                 what = "dir"
             else:
                 what = hashlib.sha256(path.read_bytes()).hexdigest()
-            out[str(path)] = f"{oct(st.st_mode)} {what}"
+            out[str(path)] = f"{oct(mode)} {what}"
     return out
 
 
