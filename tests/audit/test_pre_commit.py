@@ -19,6 +19,7 @@ FIXED = PLUGIN_LEAK.replace('%r", e)', '%s", repr(e))')
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.long,
     pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git"),
 ]
 

@@ -349,6 +349,7 @@ def test_an_earlier_work_dir_prunes_only_its_own_workspaces_and_keeps_the_users_
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_a_work_directory_on_a_full_disk_is_one_line_and_exit_12_whatever_write_the_disk_refuses(
     untouched_user_tree: Path,
     small_viewer: Path,

@@ -35,7 +35,7 @@ from tests.faults import (
     wait_until,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 WRITING_THERE = "another warnonce-guard run is writing its report there"
 

@@ -41,7 +41,7 @@ from tests.faults import (
     wait_until,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 ATTEMPTS = 3
 

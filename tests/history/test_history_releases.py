@@ -14,7 +14,7 @@ import pytest
 
 from tests import layout
 
-pytestmark = [pytest.mark.slow, pytest.mark.network]
+pytestmark = [pytest.mark.slow, pytest.mark.long, pytest.mark.network]
 
 ROOT = layout.ROOT
 RELEASES = "0.27.0,0.29.0,0.30.0"
