@@ -274,7 +274,7 @@ def children_of(pid: int) -> list[int]:
 def session_pids(work: Path) -> list[int]:
     """The mutmut session of the run using `work` and its forks (the generator, the warmed child that runs mutmut
     once it took over): every live process with the session's command line, oldest (lowest pid) first."""
-    return sorted(pid for pid, cmd in processes_mentioning(str(work)) if SESSION_MODULE in cmd)
+    return sorted(pid for pid, cmd in processes_mentioning(str(work)) if _is_session_of(cmd, work))
 
 
 def session_pid(work: Path) -> int | None:

@@ -18,6 +18,7 @@ from tests.faults import (
     held,
     one_line_error,
     read_verdicts,
+    rerun_of,
     run,
     start,
     survivors,
@@ -40,7 +41,7 @@ def finished_sessions(dirs: RunDirs) -> dict[Path, int]:
 
 def then_a_rerun_retests_nothing(dirs: RunDirs, viewer: Path, clean: CleanRun) -> None:
     tested = finished_sessions(dirs)
-    again = run(cli_args(dirs.tree, dirs.out, dirs.work, viewer), cwd=dirs.work.parent)
+    again = rerun_of(dirs, viewer)
     assert again.returncode == 0, again.stdout + again.stderr
     assert read_verdicts(dirs.out) == clean.verdicts
     assert finished_sessions(dirs) == tested and len(tested) == len(clean.verdicts.mutants)

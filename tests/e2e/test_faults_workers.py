@@ -34,7 +34,6 @@ from tests.faults import (
     one_line_error,
     read_verdicts,
     rerun_of,
-    run,
     session_pid,
     start,
     survivors,
@@ -92,7 +91,7 @@ def kill_worker(
 
 
 def rerun_gives(dirs: RunDirs, viewer: Path, clean: CleanRun) -> subprocess.CompletedProcess[str]:
-    again = run(cli_args(dirs.tree, dirs.out, dirs.work, viewer), cwd=dirs.work.parent)
+    again = rerun_of(dirs, viewer)
     assert again.returncode == 0, again.stdout + again.stderr
     assert read_verdicts(dirs.out) == clean.verdicts
     return again
