@@ -141,6 +141,31 @@ def test_the_session_imports_what_it_is_told_to_and_passes_over_what_fails(
     assert "mutmut" not in str(session.ENGINE_IMPORTS)  # never mutmut: it reads setup.cfg when imported
 
 
+WHAT_MUTMUT_ADDS = """
+import importlib, json, sys
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+before = set(sys.modules)
+import mutmut.__main__
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_after_the_warm_up_mutmut_imports_little_but_its_own_modules(tmp_path: Path) -> None:
+    """Both children of the session import mutmut.__main__ (the generator and the runner): what that import spends
+    its time on is imported once before the fork. What is left: mutmut's modules, the standard library's, and two
+    small ones (the libcst parser's native binding and setproctitle)."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "setup.cfg").write_text("[mutmut]\nsource_paths = src\n")
+    command = [sys.executable, "-c", WHAT_MUTMUT_ADDS, *session.ENGINE_IMPORTS]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
+    added = {name for name in json.loads(done.stdout) if name.split(".")[0] not in sys.stdlib_module_names}
+    assert any(name.startswith("mutmut.") for name in added)  # it did import mutmut here, not before
+    assert {name for name in added if name.split(".")[0] != "mutmut"} <= {
+        "libcst.native", "setproctitle", "setproctitle._setproctitle"
+    }  # fmt: skip
+
+
 def test_the_session_runs_pytest_with_its_own_options_not_the_users(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
