@@ -282,6 +282,11 @@ def params(args: ast.arguments) -> set[str]:
 def carries(node: ast.AST, live: frozenset[str] | set[str]) -> bool:
     """Whether a live exception (one named in `live`, or the one being handled) can reach the expression's value
     (not through a safe part)."""
+    # An operation is safe when it formats a str or both its operands are: it carries through an operand that
+    # carries, so its own `is_safe` (which walks its operands down) is not asked again at every level of
+    # `a + b + ... + e` (quadratic in the chain's length).
+    if isinstance(node, ast.BinOp):
+        return not is_str(node) and (carries(node.left, live) or carries(node.right, live))
     if isinstance(node, ast.expr) and is_safe(node):
         return False
     handled = handled_exception(node)
