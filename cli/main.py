@@ -36,7 +36,14 @@ from warnonce_guard.common.errors import (
     exit_code_table,
 )
 from warnonce_guard.guards.isolation import isolated
-from warnonce_guard.rule.target import Target, activate, activated, check_importable, resolve_target
+from warnonce_guard.rule.target import (
+    Target,
+    activate,
+    activated,
+    check_importable,
+    import_state_kept,
+    resolve_target,
+)
 
 if TYPE_CHECKING:
     from warnonce_guard.rule.sites import Site
@@ -521,9 +528,11 @@ def _main(argv: Sequence[str] | None, exiting: bool) -> int:
 
 
 def _command(args: argparse.Namespace, stops: Stops) -> int:
-    """Run the command (a first stop signal raises into it until it ends)."""
+    """Run the command (a first stop signal raises into it until it ends), this process's imports kept as they were
+    (a target or a platform's tree it put first on sys.path is gone after it)."""
     try:
-        return int(args.run(args))
+        with import_state_kept():
+            return int(args.run(args))
     except ModuleNotFoundError as err:
         missing = (err.name or "").split(".")[0]
         if missing not in MUTATION_EXTRA:

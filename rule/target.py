@@ -131,20 +131,28 @@ def activate(target: Target) -> None:
 
 @contextlib.contextmanager
 def activated(target: Target) -> Iterator[None]:
-    """`activate` for a block: after it, the root it put on sys.path is gone, and so is every module of the
-    target's package it imported (a later `import vllm` in this process finds what it found before)."""
-    root = str(target.root)
-    inserted = target.origin != "installed" and sys.path[:1] != [root]
-    activate(target)
+    """`activate` for a block, undone after it (`import_state_kept`)."""
+    with import_state_kept():
+        activate(target)
+        yield
+
+
+@contextlib.contextmanager
+def import_state_kept() -> Iterator[None]:
+    """A block that may `activate` targets, leaving this process's imports as it found them: sys.path and
+    sys.dont_write_bytecode as they were, and no module of the target's package loaded from a folder the block put
+    on sys.path (a later `import vllm` in this process finds what it found before: `cli.main` run in a process
+    that goes on, such as the tests)."""
+    path, bytecode = list(sys.path), sys.dont_write_bytecode
     try:
         yield
     finally:
-        if inserted:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(root)
-            for name in [n for n in sys.modules if n == PACKAGE or n.startswith(f"{PACKAGE}.")]:
-                if _loaded_from(sys.modules[name], target.root):
-                    del sys.modules[name]
+        added = [Path(folder) for folder in dict.fromkeys(sys.path) if folder not in path]
+        sys.path[:] = path
+        sys.dont_write_bytecode = bytecode
+        for name in [n for n in sys.modules if n == PACKAGE or n.startswith(f"{PACKAGE}.")]:
+            if any(_loaded_from(sys.modules[name], folder) for folder in added):
+                del sys.modules[name]
 
 
 def _loaded_from(module: object, folder: Path) -> bool:

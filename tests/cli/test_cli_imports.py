@@ -72,11 +72,13 @@ def area(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Area]:
 
 
 def run(area: Area, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, list[str]]:
-    """`cli.main(argv)`: its exit code, stdout and stderr's lines; the user's files as they were, asserted."""
-    before = hash_tree(area.home)
+    """`cli.main(argv)`: its exit code, stdout and stderr's lines; the user's files and sys.path as they were,
+    asserted."""
+    before, path = hash_tree(area.home), list(sys.path)
     code = main(argv)
     captured = capsys.readouterr()
     assert hash_tree(area.home) == before  # nothing created, changed or removed; the symlink still one
+    assert sys.path == path  # the tree it put first is gone: a later `import vllm` here finds what it found before
     return code, captured.out, captured.err.strip().splitlines()
 
 

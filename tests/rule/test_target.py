@@ -15,6 +15,7 @@ from warnonce_guard.rule.target import (
     activated,
     check_importable,
     check_loaded,
+    import_state_kept,
     not_a_file,
     resolve_target,
     source_tree,
@@ -163,6 +164,27 @@ def test_activated_keeps_a_root_that_was_first_already(tmp_path: Path, monkeypat
         pass
 
     assert sys.path == before
+
+
+def test_a_command_that_activates_a_target_and_stops_writing_bytecode_leaves_both_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `cli.main` runs each command in: `sites --platform` and `mutate --platform` activated the target for
+    good, and `mutate` left this process writing no bytecode."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    for name in [n for n in sys.modules if n == "vllm" or n.startswith("vllm.")]:
+        monkeypatch.delitem(sys.modules, name)
+    before = list(sys.path)
+    target = source_tree(fake_tree(tmp_path / "tree"))
+
+    with import_state_kept():
+        activate(target)
+        sys.dont_write_bytecode = True
+        import vllm  # noqa: F401 (imported from the tree)
+
+    assert sys.path == before and sys.dont_write_bytecode is False
+    assert "vllm" not in sys.modules
 
 
 def test_check_loaded_accepts_the_targets_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
