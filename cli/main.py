@@ -39,7 +39,6 @@ from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.rule.target import (
     Target,
     activate,
-    activated,
     check_importable,
     import_state_kept,
     resolve_target,
@@ -124,20 +123,18 @@ def cmd_guards(args: argparse.Namespace) -> int:
 
     target, sites = _target_sites(args)  # bad input and "nothing to check" stop here, before pytest starts
     check_importable(target)
-    # A plugin that imports vLLM imports the target, as in the guards; after them, `import vllm` in this process
-    # finds what it found before (main() run in a process that goes on: the tests)
-    with activated(target):
-        refuse_ending_plugins(registered_platforms())  # vLLM loads them when a guard first logs: they would end it
-        if not any(site.cached for site in sites):
-            raise NothingToCheck(
-                f"no kernel-import site logs through a *_once call in {target.describe()}; nothing to guard"
-            )
-        print(f"guarding {printable(target.describe())}", flush=True)  # a path byte that is not UTF-8 as \xNN
-        unimported = Unimported()
-        with tempfile.TemporaryDirectory(prefix="warnonce-guard-") as folder:
-            sites_file = Path(folder) / "sites.json"
-            sites_file.write_text(json.dumps([site.to_json() for site in sites]), encoding="utf-8")
-            code = pytest.main(_pytest_args(args, target, sites_file), plugins=[unimported])
+    activate(target)  # a plugin that imports vLLM imports the target, as in the guards (undone after: `_command`)
+    refuse_ending_plugins(registered_platforms())  # vLLM loads them when a guard first logs, and would end with them
+    if not any(site.cached for site in sites):
+        raise NothingToCheck(
+            f"no kernel-import site logs through a *_once call in {target.describe()}; nothing to guard"
+        )
+    print(f"guarding {printable(target.describe())}", flush=True)  # a path byte that is not UTF-8 as \xNN
+    unimported = Unimported()
+    with tempfile.TemporaryDirectory(prefix="warnonce-guard-") as folder:
+        sites_file = Path(folder) / "sites.json"
+        sites_file.write_text(json.dumps([site.to_json() for site in sites]), encoding="utf-8")
+        code = pytest.main(_pytest_args(args, target, sites_file), plugins=[unimported])
     # A guard that could not import its platform module checked nothing: the run is the environment's failure (7),
     # whatever the other guards found (pytest's report above lists them).
     if int(code) == pytest.ExitCode.TESTS_FAILED and unimported.lines:
