@@ -36,6 +36,7 @@ from tests.faults import (
     rerun_of,
     session_pid,
     start,
+    started_run,
     survivors,
     wait_until,
 )
@@ -49,10 +50,6 @@ ATTEMPTS = 3
 def fault_shape() -> TreeShape:
     """Each guard sleeps 0.5 s twice: a worker lives about a second, long enough to be found and killed."""
     return TreeShape(guard_sleep_s=0.5)
-
-
-def started_run(dirs: RunDirs, viewer: Path) -> Started:
-    return start(cli_args(dirs.tree, dirs.out, dirs.work, viewer), dirs.work.parent, dirs.work.parent / "logs")
 
 
 def finish(started: Started, work: Path, timeout: float = 240.0) -> int:
