@@ -195,7 +195,8 @@ def _guard_env(session: nox.Session, vllm_version: str) -> SharedEnv:
         ("--no-deps", f"vllm=={PINNED_VLLM}"),
         ("-c", CONSTRAINTS, "-e", ".[mutation,dev]"),
     )
-    _byte_compile(session, env.venv / "bin" / "python", *CHECKOUT)
+    python = env.venv / "bin" / "python"
+    _byte_compile(session, python, *CHECKOUT)
     if vllm_version == PINNED_VLLM:
         return env
     overlay = SHARED_ENVS / f"vllm-{vllm_version}"
@@ -205,7 +206,6 @@ def _guard_env(session: nox.Session, vllm_version: str) -> SharedEnv:
         if not stamp.is_file():
             if overlay.exists():  # an install that did not finish
                 shutil.rmtree(overlay)
-            python = env.venv / "bin" / "python"
             pip = (str(python), "-m", "pip", "install", "--quiet", "--no-compile", "--no-deps", "--target")
             session.run_install(*pip, str(overlay), f"vllm=={vllm_version}", external=True)
             _byte_compile(session, python, overlay)
