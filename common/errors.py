@@ -26,7 +26,7 @@ class ExitCode(enum.IntEnum):
         1,
         (
             "the check ran and failed: a score below --fail-under, an exposed or unreached site, a failed guard, a new "
-            "audit finding, a release not checked, an exported test out of date"
+            "audit finding, a release not checked, an exported test out of date, an expected site not found"
         ),
     )
     USAGE = 2, "the command line is wrong: an unknown option, an empty or out-of-range value"
@@ -179,6 +179,14 @@ class ReportFailed(GuardError, exit_code=ExitCode.ENVIRONMENT):
 
 class BadBaseline(GuardError, exit_code=ExitCode.BAD_INPUT):
     """The audit's baseline file is missing, unreadable, not JSON or not a baseline; or it cannot be written."""
+
+
+class BadSitesRecord(GuardError, exit_code=ExitCode.BAD_INPUT):
+    """An --expect-sites file is not JSON, not a sites record, or of another version."""
+
+
+class ExpectedSitesMissing(GuardError, exit_code=ExitCode.CHECK_FAILED):
+    """A site --expect-sites records was not found: its guard would have vanished without a word."""
 
 
 class NpmInstallFailed(GuardError, exit_code=ExitCode.ENVIRONMENT):

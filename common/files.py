@@ -11,6 +11,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
@@ -35,6 +36,27 @@ class Kind(StrEnum):
     HISTORY = "history"  # a `history --work-dir` directory (downloads, release trees, kept verdicts)
     RELEASE_TREE = "release-tree"  # a release's vllm/ tree in it (with its archive's name, sha256 and a digest)
     SCRATCH = "scratch"  # a temporary directory, removed when its block ends
+
+
+def destination(path: Path) -> Path:
+    """Where writing `path` lands: the final target of a symlink (of a chain of them), else `path`."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def regular_file(path: Path, option: str) -> bool:
+    """Whether `path`, given as `option`, is a regular file (False: nothing there); `PathUnusable` for anything
+    else (a directory, a FIFO, a path that cannot be looked at)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as err:
+        raise PathUnusable(f"{option} {path}: {err.strerror or err}; pass another path") from None
+    if stat.S_ISDIR(mode):
+        raise PathUnusable(f"{option} {path}: a directory; pass the path of the file to write")
+    if not stat.S_ISREG(mode):
+        raise PathUnusable(f"{option} {path}: not a regular file; pass the path of a file")
+    return True
 
 
 def temporary(path: Path, suffix: str = "tmp") -> Path:

@@ -113,7 +113,7 @@ def expected_text(site: Site) -> tuple[str | None, str]:
     """
     error = BlockedKernelImport(BLOCK_MESSAGE.format(name=site.kernel_module), name=site.kernel_module)
     try:
-        return rendered_text(site, error), str(error)
+        return rendered_text(site, error), str(error) if site.logs_exception else ""
     finally:
         del error
 
@@ -122,6 +122,8 @@ def rendered_text(site: Site, error: BaseException) -> str | None:
     """The text the site logs with `error` bound to its exception name; None when its message or arguments use
     more than the exception and the formatting builtins, or the format does not apply."""
     namespace: dict[str, Any] = {"__builtins__": _FORMATTING_BUILTINS, site.exc_name: error}
+    if not site.message_source:  # a helper's message: it stands in the helper, not in the handler
+        return None
     try:
         message = eval(site.message_source, namespace)  # the target's own source, as the guard imports it
         values = tuple(eval(arg, namespace) for arg in site.args)
@@ -183,12 +185,25 @@ def holders(obj: Any, depth: int = 9, rank: Callable[[Any], Any] = _callables_fi
     return chain
 
 
-@contextmanager
-def _spied_logger(module: types.ModuleType, site: Site) -> Iterator[tuple[LoggerSpy, RecordCapture]]:
+def _logger_of(module: types.ModuleType, site: Site) -> tuple[logging.Logger, str]:
+    """The logger a site's call reaches, and the module attribute to swap for the spy: the receiver (`logger`), or
+    for a site that calls a partial or alias of a `*_once` method, that name (its logger is the method's own)."""
+    if site.via and not site.via_function:
+        held = getattr(module, site.via, None) if site.via.isidentifier() else None
+        logger = getattr(getattr(held, "func", held), "__self__", None)
+        if not isinstance(logger, logging.Logger):
+            raise CannotDrive(f"the site calls `{site.via}`, which is not a module-level partial of a logger's method")
+        return logger, site.via
     real = getattr(module, site.receiver, None) if site.receiver.isidentifier() else None
     if not isinstance(real, logging.Logger):
         raise CannotDrive(f"the site logs through `{site.receiver}`, which is not a module-level logger")
-    spy = LoggerSpy(real, site.kernel_module, site.function_name)
+    return real, site.receiver
+
+
+@contextmanager
+def _spied_logger(module: types.ModuleType, site: Site) -> Iterator[tuple[LoggerSpy, RecordCapture]]:
+    real, swapped = _logger_of(module, site)
+    spy = LoggerSpy(real, site.kernel_module, (site.function_name, site.via_function), after=site.place == "after")
     capture = RecordCapture(spy)
     level, propagate = real.level, real.propagate
     real.setLevel(logging.DEBUG)
@@ -196,11 +211,12 @@ def _spied_logger(module: types.ModuleType, site: Site) -> Iterator[tuple[Logger
     # Records stop here: a handler further up (pytest's log capture on the root logger) keeps records,
     # and with them their arguments, alive for the test's duration, which would look like retention.
     real.propagate = False
-    setattr(module, site.receiver, spy)
+    original = getattr(module, swapped)
+    setattr(module, swapped, spy.wrapping(original) if swapped != site.receiver else spy)
     try:
         yield spy, capture
     finally:
-        setattr(module, site.receiver, real)
+        setattr(module, swapped, original)
         real.removeHandler(capture)
         real.setLevel(level)
         real.propagate = propagate

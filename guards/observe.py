@@ -37,25 +37,37 @@ class Observation:
 
 
 class LoggerSpy:
-    """Stands in for a module's `logger`: counts the calls made while a blocked kernel import is handled.
+    """Stands in for a module's `logger` (or wraps the partial a site calls): counts the calls made for the site.
 
-    A call counts for the site when the exception being handled is the blocker's for the site's
-    kernel module and the caller is the site's function (mutmut's mangled copies included).
+    A call counts for the site when the exception being handled is the blocker's for the site's kernel module (or,
+    for a call after the handler, `after`, whatever is handled) and the caller is the site's function or the helper
+    it calls (mutmut's mangled copies included).
     """
 
-    def __init__(self, real: logging.Logger, kernel_module: str, function_name: str):
+    def __init__(
+        self, real: logging.Logger, kernel_module: str, function_names: tuple[str, ...], after: bool = False
+    ) -> None:
         self._real = real
         self._kernel_module = kernel_module
-        self._function_name = function_name
+        self._function_names = tuple(name for name in function_names if name)
+        self._after = after
         self.calls = 0
         self.in_site_call = False
 
     def _is_site_call(self) -> bool:
         handled = sys.exc_info()[1]
-        if not isinstance(handled, BlockedKernelImport) or handled.name != self._kernel_module:
+        if not self._after and (not isinstance(handled, BlockedKernelImport) or handled.name != self._kernel_module):
             return False
         caller = sys._getframe(2).f_code.co_name
-        return self._function_name in caller
+        return any(name in caller for name in self._function_names)
+
+    def _counted(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        self.in_site_call = True
+        try:
+            return call(*args, **kwargs)
+        finally:
+            self.in_site_call = False
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._real, name)
@@ -63,12 +75,17 @@ class LoggerSpy:
             return attr
 
         def spy(msg: Any = "", *args: Any, **kwargs: Any) -> Any:
-            self.calls += 1
-            self.in_site_call = True
-            try:
-                return attr(msg, *args, **kwargs)
-            finally:
-                self.in_site_call = False
+            return self._counted(attr, msg, *args, **kwargs)
+
+        return spy
+
+    def wrapping(self, call: Any) -> Any:
+        """`call` (a partial of a `*_once` method, or the method itself, bound to the real logger), counted."""
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            if not self._is_site_call():
+                return call(*args, **kwargs)
+            return self._counted(call, *args, **kwargs)
 
         return spy
 

@@ -33,6 +33,7 @@ from warnonce_guard.mutations.records import (
     SiteBaseline,
 )
 from warnonce_guard.mutations.suite import SuiteBaseline
+from warnonce_guard.rule.liveness import LIVE
 from warnonce_guard.rule.sites import Site
 
 
@@ -108,8 +109,12 @@ def retest(
     return out
 
 
+LIVE_BUT_PASSED = "its call passes the live exception (form live), though its guard saw no leak"
+
+
 def site_baselines(sites: Iterable[Site], sessions: Iterable[GuardSession]) -> list[SiteBaseline]:
-    """Each site's guard on the unmutated code: guarded, exposed or unreached (a failure anywhere wins)."""
+    """Each site's guard on the unmutated code: guarded, exposed or unreached (a failure anywhere wins); a site whose
+    form is live is exposed whatever its guard says."""
     by_site: dict[str, list[GuardRecord]] = defaultdict(list)
     for session in sessions:
         for record in session.records:
@@ -122,6 +127,8 @@ def site_baselines(sites: Iterable[Site], sessions: Iterable[GuardSession]) -> l
         guard = seen[0].test if seen else ""
         if not seen:
             out.append(SiteBaseline(site, UNREACHED, guard, (), "the guard did not run on the unmutated code"))
+        elif failed is None and site.form == LIVE:  # the source says it leaks: a passing guard does not outvote it
+            out.append(SiteBaseline(site, EXPOSED, guard, (), LIVE_BUT_PASSED))
         elif failed is None:
             out.append(SiteBaseline(site, GUARDED, guard))
         elif failed.kind is RecordKind.LEAK:

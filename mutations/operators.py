@@ -35,6 +35,7 @@ class Operator(NamedTuple):
     function: CallRewrite
     description: str
     examples: tuple[OperatorExample, ...]
+    needs: str  # what a site's call must have for the operator to make a mutant of it (reports say it where not)
 
 
 # ---- where the operators may fire -----------------------------------------------------------------
@@ -59,9 +60,9 @@ def once_calls(try_node: cst.Try, package: str, anchors: Anchors | None = None) 
     current = current_package_for(try_node, package) if anchors is None else anchors.get(anchor(try_node))
     if current is None:
         return
-    for call, _, name in site_calls(try_node, package, current):
-        if log_method(call) in ONCE_METHODS:
-            yield call, name
+    for found in site_calls(try_node, package, current):
+        if log_method(found.call) in ONCE_METHODS:
+            yield found.call, found.name
 
 
 def anchors_of(sites: Iterable[Site]) -> dict[str, str]:
@@ -201,6 +202,7 @@ OPERATORS: dict[str, Operator] = {
             OperatorExample(_SIMPLE.replace("repr(e)", "str(e)"), None),
             OperatorExample(_PLAIN_WARNING, None),
         ),
+        "a `repr(NAME)` argument formatted by a `%s` of a literal message",
     ),
     "live-arg": Operator(
         live_arg,
@@ -211,6 +213,7 @@ OPERATORS: dict[str, Operator] = {
             OperatorExample(_SIMPLE.replace("repr(e)", "str(e)"), _SIMPLE.replace("repr(e)", "e")),
             OperatorExample(_PLAIN_WARNING, None),
         ),
+        "a `repr(NAME)` or `str(NAME)` argument",
     ),
     "once-dropped": Operator(
         once_dropped,
@@ -221,6 +224,7 @@ OPERATORS: dict[str, Operator] = {
             OperatorExample(_SIMPLE.replace("warning_once", "info_once"), _SIMPLE.replace("warning_once", "info")),
             OperatorExample(_PLAIN_WARNING, None),
         ),
+        "a `*_once` method called on a logger",
     ),
     "fstring-revert": Operator(
         fstring_revert,
@@ -234,8 +238,24 @@ OPERATORS: dict[str, Operator] = {
             OperatorExample(_FSTRING.replace("{e!r}", "{e!r:>10}"), None),
             OperatorExample(_SIMPLE, None),
         ),
+        "a plain f-string message that formats NAME",
     ),
 }
+
+
+def not_applied(site: Site, made: Iterable[str]) -> dict[str, str]:
+    """The operators that made no mutant at a site (`made`: those that did), each with why: what it needs of the
+    call, or that the call stands where no operator rewrites one (after the handler, or through a helper)."""
+    where = {"after": "the call is after the handler", "handler": ""}.get(site.place, site.place)
+    if site.via:
+        where = f"the call goes through `{site.via}`"
+    return {
+        name: f"{where}: no operator rewrites it there"
+        if where
+        else f"needs {op.needs.replace('NAME', site.exc_name or 'e')}"
+        for name, op in OPERATORS.items()
+        if name not in set(made)
+    }
 
 
 def operators_for(package: str = PACKAGE, anchors: Anchors | None = None) -> list[tuple[type, Callable]]:

@@ -147,6 +147,8 @@ class RunResult:
     run: RunInfo | None = None  # the run that wrote this result (for reused verdicts: the run reusing them)
     verdicts_from: RunInfo | None = None  # the earlier run whose verdicts these are, when they were reused
     suite: SuiteInfo | None = None  # the suite of --tests that scored the mutants; None: the guards
+    # site id -> operator -> why it made no mutant there (what it needs of the call): never skipped in silence
+    not_applied: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def scored_by(self) -> str:
@@ -219,7 +221,16 @@ class RunResult:
         fields = {k: data[k] for k in ("vllm_version", "vllm_commit", "target", "sources", "duration_s")}
         runs = {k: RunInfo.from_json(data.get(k)) for k in ("run", "verdicts_from")}
         suite = SuiteInfo.from_json(data.get("suite"))
-        return cls(**fields, operators=operators, baselines=baselines, mutants=mutants, **runs, suite=suite)
+        not_applied = {str(k): {str(o): str(w) for o, w in v.items()} for k, v in data.get("not_applied", {}).items()}
+        return cls(
+            **fields,
+            operators=operators,
+            baselines=baselines,
+            mutants=mutants,
+            **runs,
+            suite=suite,
+            not_applied=not_applied,
+        )
 
     @property
     def viewer_score(self) -> float | None:

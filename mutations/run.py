@@ -20,6 +20,7 @@ from warnonce_guard.common.errors import (
     BadRecord,
     EngineFailed,
     ExitCode,
+    ExpectedSitesMissing,
     Interrupted,
     MutantsUnaccounted,
     NothingToCheck,
@@ -42,7 +43,7 @@ from warnonce_guard.mutations.engine.session import (
 )
 from warnonce_guard.mutations.engine.watch import Watch, stall_limit
 from warnonce_guard.mutations.identify import NamedMutant, read_identities, write_identities
-from warnonce_guard.mutations.operators import OPERATORS
+from warnonce_guard.mutations.operators import OPERATORS, not_applied
 from warnonce_guard.mutations.records import (
     GUARDED,
     NOT_RUN,
@@ -57,6 +58,7 @@ from warnonce_guard.mutations.report import print_table, provenance, write_repor
 from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.suite import Suite, SuiteBaseline, read_baseline, resolve_suite, signature
 from warnonce_guard.mutations.workspace import WorkRoot, Workspace
+from warnonce_guard.rule import expected
 from warnonce_guard.rule.platforms import platform_sites, refuse_ending_plugins, registered_platforms, resolve_platform
 from warnonce_guard.rule.sites import Site, discover
 from warnonce_guard.rule.target import (
@@ -270,7 +272,17 @@ def collect_result(
         mutants=judge.verdicts(named, sites, site_baselines, codes, durations, sessions, ledger, suite_baseline),
         duration_s=time.monotonic() - started,
         suite=SuiteInfo(suite.describe(), suite_baseline.failures) if suite and suite_baseline else None,
+        not_applied=_not_applied(sites, named),
     )
+
+
+def _not_applied(sites: list[Site], named: list[NamedMutant]) -> dict[str, dict[str, str]]:
+    """Per mutable site, the operators that made no mutant of it and why (none: the site is left out)."""
+    made: dict[str, set[str]] = {}
+    for mutant in named:
+        made.setdefault(mutant.site_id, set()).add(mutant.operator)
+    found = {site.id: not_applied(site, made.get(site.id, ())) for site in sites if site.mutable}
+    return {site_id: why for site_id, why in found.items() if why}
 
 
 def _suite_baseline(ws: Workspace) -> SuiteBaseline:
@@ -336,10 +348,12 @@ def mutate(
     platform: str | None = None,
     tests: list[str] | None = None,
     tests_root: str | None = None,
+    expect_sites: Path | None = None,
 ) -> int:
     """The whole run; its exit code (`ExitCode.CHECK_FAILED` when the gate fails). `tests` (and `tests_root`): the
-    pytest suite that scores the mutants in place of the guards."""
+    pytest suite that scores the mutants in place of the guards; `expect_sites`: the sites it must find."""
     started, run = time.monotonic(), RunInfo.begin()
+    recorded = expected.read(expect_sites) if expect_sites is not None else None
     target = resolve_target(vllm_src)
     check_importable(target)
     if tests is None and tests_root is not None:
@@ -373,9 +387,25 @@ def mutate(
     print_table(result, console)
     print_line(console, f"report: {paths.out}; mutmut's log: {ws.log_file}")
     problems = gate(result, fail_under)
+    if recorded is not None and expect_sites is not None:
+        problems += _sites_not_found(
+            expect_sites, recorded, _sites(ws, find_sites, lambda line: print_line(console, line)), console
+        )
     for problem in problems:
         console.print(f"[red]gate:[/] {printable(problem)}", soft_wrap=True)
     return ExitCode.CHECK_FAILED if problems else ExitCode.OK
+
+
+def _sites_not_found(path: Path, recorded: list[expected.Expected], sites: list[Site], console: Console) -> list[str]:
+    """The gate's line for the sites `path` records that this run did not find (none: no line); a note for new ones."""
+    comparison = expected.compare(recorded, sites)
+    if (line := comparison.new_line(path)) is not None:
+        console.print(f"note: {printable(line)}", soft_wrap=True, markup=False)
+    try:
+        comparison.check(path)
+    except ExpectedSitesMissing as err:
+        return [str(err)]
+    return []
 
 
 def _suite_session_ended(ws: Workspace, suite: Suite, code: int, said: str) -> None:

@@ -10,6 +10,9 @@ import ast
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+# A kernel-import site's form, what its call passes the cache: formatted before the call, the exception itself, or
+# what cannot be known from the source (`rule.site_rule.form_of`).
+EAGER, LIVE, UNKNOWN = FORMS = ("eager", "live", "unknown")
 EXCEPTION = "exception"
 UNHASHABLE = "unhashable"
 KEYWORD = "keyword"  # not an argument's kind but the call's: a keyword the `*_once` methods do not take
@@ -256,6 +259,24 @@ def unhashable_names(body: Sequence[ast.stmt], args: ast.arguments | None = None
         known = more
 
 
+def safe_names(body: Sequence[ast.stmt]) -> frozenset[str]:
+    """The names a scope's statements bind only to values that are safe (`is_safe`: `msg = repr(e)`, a string on
+    every branch): such a name carries nothing live into the cache. A name bound by anything else (a loop, an
+    unpacking, a `global`, a parameter, which is bound nowhere here) is not known to be safe."""
+    found: Bindings = {}
+    for node, own in _walk(body):
+        if own:
+            _bindings(node, found)
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                found.setdefault(name, []).append(None)
+    return frozenset(
+        name
+        for name, values in found.items()
+        if "." not in name and all(value is not None and is_safe(value) for value in values)
+    )
+
+
 def _is_sys(node: ast.expr, names: frozenset[str]) -> bool:
     return isinstance(node, ast.Attribute) and node.attr in names and dotted_name(node.value) == "sys"
 
@@ -301,6 +322,69 @@ def carries(node: ast.AST, live: frozenset[str] | set[str]) -> bool:
     if isinstance(node, ast.Lambda):
         return carries(node.body, set(live) - params(node.args))
     return any(carries(child, live) for child in ast.iter_child_nodes(node))
+
+
+def _bound_pairs(stmt: ast.stmt) -> list[tuple[ast.AST, ast.expr | None]]:
+    """(target, value) for each binding a statement makes; value None for one that binds what is not known here
+    (a `del`, an import)."""
+    if isinstance(stmt, ast.Assign):
+        return [(target, stmt.value) for target in stmt.targets]
+    if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and stmt.value is not None:
+        return [(stmt.target, stmt.value)]
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return [(stmt.target, stmt.iter)]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [(item.optional_vars, item.context_expr) for item in stmt.items if item.optional_vars]
+    if isinstance(stmt, ast.Delete):
+        return [(target, None) for target in stmt.targets]
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [(ast.Name((alias.asname or alias.name).split(".")[0]), None) for alias in stmt.names]
+    return []
+
+
+def rebind(stmt: ast.stmt, live: set[str], may_carry: bool = True) -> None:
+    """What one statement does to the names holding a live exception (in place): a name it binds to a value that
+    carries one is live, a name it binds to anything else is not (an augmented assignment adds, never clears).
+    `may_carry` False says no value can carry one (no live name, no `sys` in the file): only clearing is left."""
+    for target, value in _bound_pairs(stmt):
+        bound = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        if value is not None and may_carry and carries(value, live):
+            live |= bound
+        elif not isinstance(stmt, ast.AugAssign):
+            live -= bound
+
+
+def flow(body: Sequence[ast.stmt], live: set[str]) -> None:
+    """The names holding a live exception after `body` runs (in place), as the audit follows them: statements in
+    order (`rebind`); a block that may or may not run (a branch, a loop's body, a `with`'s body, a `try`'s) adds
+    what it binds and clears nothing outside it; a handler's name is live inside it and unbound after it; a
+    nested function or class binds its own name only."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            live.discard(stmt.name)
+        elif isinstance(stmt, (ast.Try, ast.TryStar)):
+            live |= branch(stmt.body, live)
+            for handler in stmt.handlers:
+                inner = live | ({handler.name} if handler.name else set())
+                flow(handler.body, inner)
+                live |= inner
+                if handler.name:
+                    live.discard(handler.name)
+            live |= branch(stmt.orelse, live)
+            flow(stmt.finalbody, live)
+        else:
+            rebind(stmt, live)
+            bodies = [case.body for case in stmt.cases] if isinstance(stmt, ast.Match) else []
+            bodies += [block for attr in ("body", "orelse") if isinstance(block := getattr(stmt, attr, None), list)]
+            for block in bodies:
+                live |= branch(block, live)
+
+
+def branch(body: Sequence[ast.stmt], live: set[str]) -> set[str]:
+    """The live names after a block that may or may not run: those of `live` and what it binds (`flow`)."""
+    inner = set(live)
+    flow(body, inner)
+    return inner
 
 
 def argument_kind(

@@ -1,18 +1,33 @@
 """The site rule: the one place that says what a kernel-import site is (docs/ARCHITECTURE.md, Site discovery).
 
-A logger call (`*_once`: cached; a plain one: not cached) that passes NAME and stands directly in a handler
-`except ImportError as NAME:` of a `try:` whose body imports a kernel module of the package (`site_calls`).
+Every logging call (`*_once`: cached; a plain one: not cached) that a handler `except ImportError [as NAME]:` of a
+`try:` importing a kernel module of the package runs, whatever its arguments (`site_calls`): a method call, or a
+call of a callable that reaches a `*_once` method (`Reach`: a helper function, an alias, a partial). What its
+arguments carry (the site's form) is the liveness policy's to say (`form_of`), never a filter.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import libcst as cst
-from warnonce_guard.rule.liveness import EXCEPTION, IGNORED_KEYWORDS, ONCE_METHODS, argument_kind_of_source
+from warnonce_guard.rule.liveness import (
+    EAGER,
+    EXCEPTION,
+    IGNORED_KEYWORDS,
+    LIVE,
+    ONCE_METHODS,
+    UNKNOWN,
+    argument_kind,
+    dotted_name,
+    flow,
+    rebind,
+    safe_names,
+)
 
 PLAIN_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -21,12 +36,27 @@ KERNEL_PATTERN = re.compile(r"(?:^|_)C(?:_|$)")
 _NOT_RUN_BY_THE_HANDLER = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
 
+class Reach(NamedTuple):
+    """A callable that reaches a `*_once` method when called: a helper function of the module (or of the class, as
+    `cls.name`, `self.name`), or a name the module binds to the method or to a `functools.partial` of it."""
+
+    method: str  # the *_once method at the end, e.g. warning_once
+    receiver: str  # the logger expression it is called on there, e.g. logger
+    function: str = ""  # the helper function that makes the call (its name, as a frame sees it); "" for an alias
+    form: str = LIVE  # a helper's: eager when it formats whatever it is given; live when it passes a parameter on
+
+
+Reaching = dict[str, Reach]  # callee as written in the handler (`warn`, `cls._log_failure`) -> what it reaches
+
+
 class SiteCall(NamedTuple):
-    """One site's logging call, with the handler it stands in and the exception name it logs."""
+    """One site's logging call, with the handler it stands in and the exception name it logs ("" for a handler
+    without `as NAME`); `via` is the callable it reaches a `*_once` method through, for a call that is none."""
 
     call: cst.Call
     handler: cst.ExceptHandler
     name: str
+    via: Reach | None = None
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -119,13 +149,19 @@ def log_method(call: cst.Call) -> str | None:
     return None
 
 
+def reached(call: cst.Call, reaching: Reaching) -> Reach | None:
+    """The `Reach` of a call of a callable that reaches a `*_once` method, or None."""
+    callee = dotted(call.func)
+    return reaching.get(callee) if callee is not None else None
+
+
 def checked_arguments(call: cst.Call) -> list[cst.Arg]:
     """The arguments that reach a logger method (and a `*_once` cache): all positionals and keywords but `scope=`."""
     return [arg for arg in call.args if not (arg.keyword is not None and arg.keyword.value in IGNORED_KEYWORDS)]
 
 
 def references(node: cst.CSTNode, name: str) -> bool:
-    return any(isinstance(n, cst.Name) and n.value == name for n in walk(node))
+    return bool(name) and any(isinstance(n, cst.Name) and n.value == name for n in walk(node))
 
 
 def passes(call: cst.Call, name: str) -> bool:
@@ -133,43 +169,139 @@ def passes(call: cst.Call, name: str) -> bool:
     return any(references(arg.value, name) for arg in checked_arguments(call))
 
 
-def is_live(call: cst.Call, name: str) -> bool:
-    """The liveness policy: an argument carries the exception `name` itself into the call."""
-    render = cst.Module([]).code_for_node
-    return any(argument_kind_of_source(render(arg.value), {name}) == EXCEPTION for arg in checked_arguments(call))
+_RENDER = cst.Module([]).code_for_node
+
+
+def parsed(node: cst.CSTNode) -> list[ast.stmt]:
+    """A statement (or an expression, as one) as the standard library parses it: what the liveness policy reads."""
+    return ast.parse(_RENDER(node).strip() if isinstance(node, cst.BaseExpression) else _RENDER(node)).body
+
+
+def holds(node: cst.CSTNode, target: cst.CSTNode) -> bool:
+    return any(found is target for found in walk(node))
+
+
+def live_names(body: Sequence[cst.CSTNode], call: cst.CSTNode) -> set[str]:
+    """The names holding a live exception where `call` runs, `body` (a function's or module's statements) followed
+    from its start as the audit follows it (`liveness.flow`): a handler's name inside its handler, and what is
+    bound to a value carrying one, in the handler and after it."""
+    live: set[str] = set()
+    _flow_to(body, call, live)
+    return live
+
+
+def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> bool:
+    """Follow `body` up to the statement holding `call` (in place); True once it is found."""
+    for stmt in body:
+        if not holds(stmt, call):
+            flow(parsed(stmt), live)
+            continue
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if holds(small, call):
+                    return True
+                for parsed_small in parsed(cst.SimpleStatementLine([small])):
+                    rebind(parsed_small, live)
+            return True
+        holder = next((h for h in stmt.handlers if holds(h, call)), None) if isinstance(stmt, cst.Try) else None
+        if isinstance(stmt, cst.Try) and holder is not None:  # the body ran (or part of it), then this handler alone
+            live |= _branch(stmt.body.body, live)
+            inner = live | ({name} if (name := handler_name(holder)) else set())
+            _flow_to(holder.body.body, call, inner)
+            live |= inner
+            return True
+        for block in _blocks(stmt):
+            if holds(block, call):
+                inner = set(live)
+                _flow_to(block.body, call, inner)  # type: ignore[attr-defined]
+                live |= inner
+                break
+        return True
+    return False
+
+
+def _branch(body: Sequence[cst.CSTNode], live: set[str]) -> set[str]:
+    inner = set(live)
+    for stmt in body:
+        flow(parsed(stmt), inner)
+    return inner
+
+
+def _blocks(stmt: cst.CSTNode) -> list[cst.CSTNode]:
+    """The blocks of a compound statement that hold statements: its body, `else`, `elif`s, `finally`, cases."""
+    found: list[cst.CSTNode] = []
+    for child in stmt.children:
+        if isinstance(child, cst.IndentedBlock):
+            found.append(child)
+        elif isinstance(child, cst.If):
+            found += _blocks(child)
+        elif isinstance(child, (cst.Else, cst.Finally, cst.MatchCase)):
+            found.append(child.body)
+    return found
+
+
+def form_of(site: SiteCall, body: Sequence[cst.CSTNode]) -> str:
+    """What the site's call passes the cache, as the liveness policy says with the names `live_names` follows through
+    `body` (the enclosing function's): `live` when an argument carries a live exception, `eager` when every argument
+    is safe, else `unknown`. A helper that formats whatever it is given is eager whatever it is given."""
+    helper = site.via.form if site.via is not None and site.via.function else LIVE
+    if helper == EAGER:
+        return EAGER
+    names = live_names(body, site.call)
+    values = [parsed(arg.value)[0].value for arg in checked_arguments(site.call)]  # type: ignore[attr-defined]
+    safe = safe_names([tree for stmt in body for tree in parsed(stmt)]) - names
+    kinds = [None if isinstance(v, ast.Name) and v.id in safe else argument_kind(v, names) for v in values]
+    if EXCEPTION in kinds:
+        return LIVE
+    if helper == UNKNOWN:  # a helper that logs what the source cannot tell, whatever it is given
+        return UNKNOWN
+    # what is neither safe nor the exception, but only the exception's data (`e.msg`, `type(e)`): eager too
+    data = [any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)) for value in values]
+    return EAGER if all(kind is None or of_it for kind, of_it in zip(kinds, data, strict=True)) else UNKNOWN
 
 
 def _site_handlers(try_node: cst.Try, package: str, current_package: str) -> list[tuple[cst.ExceptHandler, str]]:
+    """The handlers of a kernel-import `try` that catch ImportError, with their names ("" for none)."""
     if kernel_import(try_node, package, current_package) is None:
         return []
-    return [(h, n) for h in try_node.handlers if (n := handler_name(h)) is not None and catches_import_error(h)]
+    return [(h, handler_name(h) or "") for h in try_node.handlers if catches_import_error(h)]
+
+
+def is_site_try(try_node: cst.Try, package: str, current_package: str) -> bool:
+    """A `try` that imports a kernel module and catches ImportError: whatever it logs, and where, is looked at."""
+    return bool(_site_handlers(try_node, package, current_package))
 
 
 def _calls_in(
-    node: cst.CSTNode, name: str, handler: cst.ExceptHandler, package: str, current_package: str
+    node: cst.CSTNode,
+    name: str,
+    handler: cst.ExceptHandler,
+    package: str,
+    current_package: str,
+    reaching: Reaching,
 ) -> Iterator[SiteCall]:
-    """Logging calls under `node` that the handler runs and that pass `name`, unless a nested site handler owns them."""
+    """Logging calls under `node` that the handler runs, but those a nested site handler runs (they are its own)."""
     if isinstance(node, _NOT_RUN_BY_THE_HANDLER):
         return
-    if isinstance(node, cst.Call) and log_method(node) is not None and passes(node, name):
-        yield SiteCall(node, handler, name)
-    if isinstance(node, cst.Try):
-        inner = _site_handlers(node, package, current_package)
-        for child in node.children:
-            owner = next(((h, n) for h, n in inner if child is h), None)
-            for found in _calls_in(child, name, handler, package, current_package):
-                if owner is None or not passes(found.call, owner[1]):
-                    yield found
-        return
+    if isinstance(node, cst.Call):
+        if log_method(node) is not None:
+            yield SiteCall(node, handler, name)
+        elif (via := reached(node, reaching)) is not None:
+            yield SiteCall(node, handler, name, via)
+    inner = {id(h) for h, _ in _site_handlers(node, package, current_package)} if isinstance(node, cst.Try) else set()
     for child in node.children:
-        yield from _calls_in(child, name, handler, package, current_package)
+        if id(child) not in inner:
+            yield from _calls_in(child, name, handler, package, current_package, reaching)
 
 
-def site_calls(try_node: cst.Try, package: str, current_package: str) -> list[SiteCall]:
-    """Every site call that belongs to this `try` (none unless it imports a kernel module), in source order."""
+def site_calls(
+    try_node: cst.Try, package: str, current_package: str, reaching: Reaching | None = None
+) -> list[SiteCall]:
+    """Every site call that belongs to this `try` (none unless it imports a kernel module), in source order:
+    every logging call its ImportError handlers run, and every call of a callable in `reaching` they run."""
     found: list[SiteCall] = []
     for handler, name in _site_handlers(try_node, package, current_package):
-        found += _calls_in(handler.body, name, handler, package, current_package)
+        found += _calls_in(handler.body, name, handler, package, current_package, reaching or {})
     return found
 
 
@@ -183,3 +315,89 @@ def anchor(try_node: cst.Try) -> str:
     code = [i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")]
     text = "\n".join(lines[code[0] : code[-1] + 1])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# ---- callables that reach a *_once method (helpers, aliases, partials), found over a whole file ---------------
+
+_PARTIALS = frozenset({"partial", "functools.partial"})
+
+
+def _once_reference(node: ast.expr) -> tuple[str, str] | None:
+    """(method, receiver) for `<receiver>.<once method>` or a `functools.partial` of one, else None."""
+    if isinstance(node, ast.Call) and dotted_name(node.func) in _PARTIALS and node.args:
+        return _once_reference(node.args[0])
+    if isinstance(node, ast.Attribute) and node.attr in ONCE_METHODS:
+        return node.attr, ast.unparse(node.value)
+    return None
+
+
+def _own_calls(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Call]:
+    """The calls a function's body makes itself (not in a function, lambda or class defined in it), in order."""
+    todo: list[ast.AST] = list(reversed(function.body))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Call):
+            yield node
+        todo.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _helper_form(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, method: bool) -> str:
+    """How a helper's `*_once` call treats what it is given: eager when every argument is safe whatever its
+    parameters hold, live when one passes a parameter on."""
+    args = function.args
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+    if method and [*args.posonlyargs, *args.args]:
+        names.discard([*args.posonlyargs, *args.args][0].arg)  # self or cls: the object, not what it was given
+    values = [*call.args, *(k.value for k in call.keywords if k.arg not in IGNORED_KEYWORDS)]
+    kinds = [argument_kind(value, names) for value in values]
+    if EXCEPTION in kinds:
+        return LIVE
+    return EAGER if all(kind is None for kind in kinds) else UNKNOWN
+
+
+def reaching_callables(tree: ast.Module) -> dict[str, Reaching]:
+    """Per class name ("" for the module's own), the callables that reach a `*_once` method when called: a
+    module-level name bound to the method or a partial of it, a function of the module or a method of the class
+    whose own body calls one (or calls such a callable: followed until nothing changes). Keys are the callee as a
+    handler writes it: `warn`, `_log_failure`, `cls._log_failure`, `self._log_failure`, `Platform._log_failure`."""
+    scopes: dict[str, dict[str, ast.FunctionDef | ast.AsyncFunctionDef]] = {"": {}}
+    found: dict[str, Reaching] = {"": {}}
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scopes[""][stmt.name] = stmt
+        elif isinstance(stmt, ast.Assign) and (held := _once_reference(stmt.value)) is not None:
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    found[""][target.id] = Reach(*held)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            scopes[node.name] = {s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            found.setdefault(node.name, {})
+    changed = True
+    while changed:
+        changed = False
+        for scope, functions in scopes.items():
+            visible = found[""] | found[scope]
+            for name, function in functions.items():
+                keys = [name] if not scope else [f"cls.{name}", f"self.{name}", f"{scope}.{name}"]
+                if keys[0] in found[scope]:
+                    continue
+                reach = _reach_of(function, visible, method=bool(scope))
+                if reach is not None:
+                    found[scope].update(dict.fromkeys(keys, reach))
+                    changed = True
+    return found
+
+
+def _reach_of(function: ast.FunctionDef | ast.AsyncFunctionDef, visible: Reaching, method: bool) -> Reach | None:
+    """What a function reaches through its first `*_once` call, direct or through a callable in `visible`."""
+    for call in _own_calls(function):
+        if isinstance(call.func, ast.Attribute) and call.func.attr in ONCE_METHODS:
+            form = _helper_form(function, call, method)
+            return Reach(call.func.attr, ast.unparse(call.func.value), function.name, form)
+        callee = dotted_name(call.func)
+        if callee is not None and (inner := visible.get(callee)) is not None:
+            return inner if inner.function else Reach(inner.method, inner.receiver, function.name, LIVE)
+    return None

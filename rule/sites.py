@@ -16,13 +16,22 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from warnonce_guard.common.errors import SourceDoesNotParse
+from warnonce_guard.rule.liveness import handled_exception
 from warnonce_guard.rule.site_rule import (
     ONCE_METHODS,
+    Reaching,
+    SiteCall,
     anchor,
-    is_live,
+    checked_arguments,
+    form_of,
+    handler_name,
+    is_site_try,
     kernel_import,
     log_method,
     names_a_kernel,
+    parsed,
+    reached,
+    reaching_callables,
     references,
     site_calls,
     walk,
@@ -53,9 +62,9 @@ class Site:
     column: int  # 0-based column where the call starts
     end_column: int  # 0-based column just past the call's end
     import_line: int
-    log_method: str  # warning_once, info_once, ..., or a plain warning
-    form: str  # "eager" (formatted before the call) or "live" (the exception reaches the call)
-    exc_name: str
+    log_method: str  # warning_once, info_once, ..., or a plain warning (through `via`'s, when it is set)
+    form: str  # "eager" (formatted before the call), "live" (the exception reaches the call) or "unknown"
+    exc_name: str  # the handler's name ("" for `except ImportError:`)
     message: str | None  # the format string, when it is a literal
     message_source: str  # the source of the first argument (a literal, an f-string, a name, ...)
     args: tuple[str, ...]  # source of the positional arguments after the message
@@ -64,6 +73,10 @@ class Site:
     anchor: str = ""  # digest of the enclosing `try` statement's source (`site_rule.anchor`)
     conditions: tuple[Condition, ...] = field(default=())
     driver: str | None = None  # `module:Class` whose import_kernels the guard calls (a platform plugin)
+    place: str = "handler"  # where the call stands: in the handler, or "after" it (logging a name it bound)
+    via: str = ""  # the callable the call reaches the logger through: a helper function or a partial, as written
+    via_function: str = ""  # the helper function that makes the *_once call (a frame's name), "" for a partial
+    logs_exception: bool = True  # an argument of the call is made of the exception (its text must be in the record)
 
     @property
     def id(self) -> str:
@@ -123,6 +136,19 @@ def current_package_of(file: str, module: str) -> str:
 class _Scope:
     names: tuple[str, ...] = ()
     conditions: tuple[Condition, ...] = ()
+    body: Sequence[cst.CSTNode] = ()  # the statements of the function (or region) the scope is in, for the flow
+
+
+@dataclass(frozen=True)
+class _After:
+    """A site handler whose names may be logged after its `try`: the names it binds to what the exception made."""
+
+    kernel: str
+    import_line: int
+    anchor: str
+    handler: cst.ExceptHandler
+    name: str
+    derived: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -139,13 +165,23 @@ _WRAPPER = "class _:\n"  # a one-line block for an indented region: columns and 
 
 
 class _SiteFinder:
-    def __init__(self, wrapper: MetadataWrapper, file: str, module: str, package: str, line_offset: int = 0):
+    def __init__(
+        self,
+        wrapper: MetadataWrapper,
+        file: str,
+        module: str,
+        package: str,
+        line_offset: int = 0,
+        reaching: dict[str, Reaching] | None = None,
+    ):
         self.module_node = wrapper.module
         self.positions = positions(wrapper)
         self.file, self.module, self.package = file, module, package
         self.current_package = current_package_of(file, module)
         self.line_offset = line_offset  # the region's place in its file
+        self.reaching = reaching or {}  # per class name ("" the module's): what reaches a *_once method
         self.sites: list[Site] = []
+        self.after: list[_After] = []  # site handlers of this function whose names later calls may log
 
     @classmethod
     def run(cls, source: str, file: str, module: str, package: str) -> list[Site]:
@@ -154,25 +190,26 @@ class _SiteFinder:
         same: branch conditions never cross a `def` or `class`, columns and whitespace are kept, lines are
         offset."""
         lines = source.splitlines(keepends=True)
-        regions = _regions(source, lines, package, current_package_of(file, module))
-        if regions is None:
+        found = _regions(source, lines, package, current_package_of(file, module))
+        if found is None:
             return cls._whole(source, file, module, package)
+        regions, reaching = found
         sites: list[Site] = []
         for region in regions:
             try:
-                parsed, top = _parsed_region(lines[region.start - 1 : region.end], region.indented)
+                module_node, top = _parsed_region(lines[region.start - 1 : region.end], region.indented)
             except cst.ParserSyntaxError:
                 return cls._whole(source, file, module, package)  # which names the line
             offset = region.start - 1 - (1 if region.indented else 0)
-            finder = cls(MetadataWrapper(parsed, unsafe_skip_copy=True), file, module, package, offset)
-            finder.walk(top, _Scope(region.outer))
+            finder = cls(MetadataWrapper(module_node, unsafe_skip_copy=True), file, module, package, offset, reaching)
+            finder.walk(top, _Scope(region.outer, body=top))
             sites += finder.sites
         return _renumbered(sites)
 
     @classmethod
     def _whole(cls, source: str, file: str, module: str, package: str) -> list[Site]:
         finder = cls(_parsed_file(source, file), file, module, package)
-        finder.walk(finder.module_node.body, _Scope())
+        finder.walk(finder.module_node.body, _Scope(body=finder.module_node.body))
         return _renumbered(finder.sites)
 
     def line(self, node: cst.CSTNode, end: bool = False) -> int:
@@ -188,8 +225,11 @@ class _SiteFinder:
 
     def visit(self, stmt: cst.CSTNode, scope: _Scope) -> None:
         if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
-            inner = _Scope((*scope.names, stmt.name.value), ())  # a new def starts a new branch path
+            # a new def starts a new branch path, and a flow of its own
+            inner = _Scope((*scope.names, stmt.name.value), (), stmt.body.body)
+            outer, self.after = self.after, []
             self.walk(stmt.body.body, inner)
+            self.after = outer
         elif isinstance(stmt, cst.If):
             self.visit_if(stmt, scope, in_handler=False)
         elif isinstance(stmt, cst.Try):
@@ -197,17 +237,24 @@ class _SiteFinder:
             for block in (stmt, *stmt.handlers, stmt.orelse, stmt.finalbody):
                 if block is not None:
                     self.walk(block.body.body, scope)
+            self.after += self.handlers_logged_after(stmt)
         elif isinstance(stmt, (cst.With, cst.For, cst.While)):
             self.walk(stmt.body.body, scope)
+        elif isinstance(stmt, cst.SimpleStatementLine) and self.after:
+            self.visit_after(stmt, scope)
 
     def visit_if(self, stmt: cst.If, scope: _Scope, in_handler: bool) -> None:
         test = self.code(stmt.test)
-        self.walk(stmt.body.body, _Scope(scope.names, (*scope.conditions, Condition(test, True, in_handler))))
-        negated = _Scope(scope.names, (*scope.conditions, Condition(test, False, in_handler)))
+        unsteered = in_handler or self.reads_handler_names(stmt.test)  # reads what a handler bound: not steered
+        self.walk(stmt.body.body, replace(scope, conditions=(*scope.conditions, Condition(test, True, unsteered))))
+        negated = replace(scope, conditions=(*scope.conditions, Condition(test, False, unsteered)))
         if isinstance(stmt.orelse, cst.If):
             self.visit_if(stmt.orelse, negated, in_handler)
         elif isinstance(stmt.orelse, cst.Else):
             self.walk(stmt.orelse.body.body, negated)
+
+    def reads_handler_names(self, node: cst.CSTNode) -> bool:
+        return any(references(node, name) for after in self.after for name in after.derived)
 
     def visit_try(self, stmt: cst.Try, scope: _Scope) -> None:
         kernel = kernel_import(stmt, self.package, self.current_package)
@@ -215,18 +262,63 @@ class _SiteFinder:
             return
         import_line = self.line(stmt.body.body[0])
         digest = anchor(stmt)
-        for call, handler, name in site_calls(stmt, self.package, self.current_package):
-            self.sites.append(replace(self.site(call, kernel, import_line, name, scope, handler), anchor=digest))
+        for found in site_calls(stmt, self.package, self.current_package, self.reaching_in(scope)):
+            site = self.site(found, kernel, import_line, scope, self.handler_conditions(found.handler, found.call))
+            self.sites.append(replace(site, anchor=digest))
+
+    def reaching_in(self, scope: _Scope) -> Reaching:
+        """What reaches a *_once method from code in this scope: the module's callables, its classes' methods."""
+        found = dict(self.reaching.get("", {}))
+        for name in scope.names:
+            found |= self.reaching.get(name, {})
+        return found
+
+    def handlers_logged_after(self, stmt: cst.Try) -> list[_After]:
+        """The site handlers of a kernel-import `try` that bind names to what their exception made (`err = e`,
+        `msg = repr(e)`): a call after the `try` that logs one of them is a site of that handler."""
+        kernel = kernel_import(stmt, self.package, self.current_package)
+        if kernel is None or not is_site_try(stmt, self.package, self.current_package):
+            return []
+        out = []
+        for handler in stmt.handlers:
+            name = handler_name(handler) or ""
+            derived = _derived_names(handler, name)
+            if derived:
+                import_line, digest = self.line(stmt.body.body[0]), anchor(stmt)
+                out.append(_After(kernel, import_line, digest, handler, name, frozenset(derived)))
+        return out
+
+    def visit_after(self, stmt: cst.SimpleStatementLine, scope: _Scope) -> None:
+        """Logging calls of a statement after a site `try` that log a name one of its handlers bound."""
+        reaching = self.reaching_in(scope)
+        for node in walk(stmt):
+            if not isinstance(node, cst.Call) or (log_method(node) is None and reached(node, reaching) is None):
+                continue
+            after = next((a for a in reversed(self.after) if any(_passes(node, n) for n in a.derived)), None)
+            if after is not None:
+                found = SiteCall(node, after.handler, after.name, reached(node, reaching))
+                site = self.site(found, after.kernel, after.import_line, scope, (), place="after")
+                self.sites.append(replace(site, anchor=after.anchor))
 
     def site(
-        self, call: cst.Call, kernel: str, import_line: int, name: str, scope: _Scope, handler: cst.ExceptHandler
+        self,
+        found: SiteCall,
+        kernel: str,
+        import_line: int,
+        scope: _Scope,
+        in_handler: tuple[Condition, ...],
+        place: str = "handler",
     ) -> Site:
         """The site of one call; its `occurrence` is counted over the whole file afterwards (`_renumbered`)."""
+        call, name, via = found.call, found.name, found.via
         first = call.args[0].value if call.args else None
         literal = getattr(first, "evaluated_value", None)  # a str or bytes literal's value; None for an f-string
         message = literal if isinstance(literal, str) else None
         rest = [arg.value for arg in call.args[1:] if arg.keyword is None]
         exc_index = next((i for i, arg in enumerate(rest) if references(arg, name)), -1)
+        made_of = {name} | _derived_names(found.handler, name) if name else set()
+        logs = any(any(references(arg.value, n) for n in made_of) for arg in checked_arguments(call))
+        logs = logs or any(references(arg.value, "sys") for arg in checked_arguments(call))
         return Site(
             file=self.file,
             module=self.module,
@@ -238,15 +330,23 @@ class _SiteFinder:
             column=self.positions[call].start.column,
             end_column=self.positions[call].end.column,
             import_line=import_line,
-            log_method=log_method(call) or "",
-            form="live" if is_live(call, name) else "eager",
+            log_method=via.method if via is not None else log_method(call) or "",
+            form=form_of(found, scope.body),
             exc_name=name,
-            message=message,
-            message_source=self.code(first) if first is not None else "",
+            message=message if via is None else None,  # through a helper or a partial: its message is elsewhere
+            message_source=self.code(first) if first is not None and via is None else "",
             args=tuple(self.code(arg) for arg in rest),
             exc_arg_index=exc_index,
-            receiver=self.code(call.func.value) if isinstance(call.func, cst.Attribute) else "",
-            conditions=scope.conditions + self.handler_conditions(handler, call),
+            receiver=via.receiver
+            if via is not None
+            else self.code(call.func.value)
+            if isinstance(call.func, cst.Attribute)
+            else "",
+            conditions=scope.conditions + in_handler,
+            place=place,
+            via=self.code(call.func) if via is not None else "",
+            via_function=via.function if via is not None else "",
+            logs_exception=logs,
         )
 
     def handler_conditions(self, handler: cst.ExceptHandler, call: cst.Call) -> tuple[Condition, ...]:
@@ -271,6 +371,34 @@ class _SiteFinder:
             return within(stmt.orelse.body.body, negated) if stmt.orelse is not None else None
 
         return within(handler.body.body, ()) or ()
+
+
+def _passes(call: cst.Call, name: str) -> bool:
+    return any(references(arg.value, name) for arg in checked_arguments(call))
+
+
+_BINDINGS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)
+
+
+def _derived_names(handler: cst.ExceptHandler, name: str) -> set[str]:
+    """The names a handler binds to values made of its exception (`err = e`, `msg = repr(e)`, `pair = (e, 1)`,
+    `info = sys.exc_info()`, and so on from those), in its own statements: what a call after it can log of it."""
+    made_of = {name} if name else set()
+
+    def made(value: ast.AST) -> bool:
+        return any(
+            (isinstance(n, ast.Name) and n.id in made_of) or handled_exception(n) is not None for n in ast.walk(value)
+        )
+
+    for stmt in handler.body.body:
+        for tree in parsed(stmt):
+            nodes = [n for n in ast.walk(tree) if isinstance(n, _BINDINGS)]
+            for node in sorted(nodes, key=lambda n: (n.lineno, n.col_offset)):
+                if node.value is None or not made(node.value):
+                    continue
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                made_of |= {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return made_of - {name}
 
 
 @contextlib.contextmanager
@@ -358,9 +486,10 @@ def _parsed_region(lines: list[str], indented: bool) -> tuple[cst.Module, Sequen
 
 
 def _holds_site(stmt: ast.stmt, lines: list[str], package: str, current_package: str) -> bool:
-    """Whether the site rule accepts a `try` in `stmt`. The stdlib parser (far faster than libcst) finds the
-    tries; each whose text might hold a site is parsed alone with libcst and asked `site_calls`. A try libcst
-    cannot parse counts: the parse of its region says where."""
+    """Whether `stmt` holds a `try` the site rule looks into (it imports a kernel module and catches ImportError:
+    whatever its handlers log, or leave for later, is decided on the statement's libcst parse). The stdlib parser
+    (far faster than libcst) finds the tries; each whose text might hold a site is parsed alone with libcst. A try
+    libcst cannot parse counts: the parse of its region says where."""
     for node in _tries(stmt):
         try_lines = lines[node.lineno - 1 : node.end_lineno]
         if not might_hold_site("".join(try_lines)):
@@ -369,14 +498,17 @@ def _holds_site(stmt: ast.stmt, lines: list[str], package: str, current_package:
             _, (try_node, *_) = _parsed_region(try_lines, indented=node.col_offset > 0)
         except cst.ParserSyntaxError:
             return True
-        if site_calls(try_node, package, current_package):  # type: ignore[arg-type]
+        if is_site_try(try_node, package, current_package):  # type: ignore[arg-type]
             return True
     return False
 
 
-def _regions(source: str, lines: list[str], package: str, current_package: str) -> list[_Region] | None:
+def _regions(
+    source: str, lines: list[str], package: str, current_package: str
+) -> tuple[list[_Region], dict[str, Reaching]] | None:
     """The statements of the module's and its classes' bodies (a function, a method, a `try` or `if` at module
-    level) that hold a site, in source order; None when `ast` cannot parse the file (libcst then says where)."""
+    level) that hold a site, in source order, and the callables of the file that reach a `*_once` method; None when
+    `ast` cannot parse the file (libcst then says where)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -393,7 +525,7 @@ def _regions(source: str, lines: list[str], package: str, current_package: str) 
                 found.append(_Region(start, stmt.end_lineno or stmt.lineno, stmt.col_offset > 0, outer))
 
     visit(tree.body, ())
-    return found
+    return found, reaching_callables(tree) if found else {}
 
 
 def _renumbered(sites: list[Site]) -> list[Site]:

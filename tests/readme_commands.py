@@ -36,6 +36,9 @@ SANDBOXED: dict[str, tuple[int, str, str]] = {
     "cd ~/vllm && warnonce-guard mutate --tests tests/platforms tests/test_logger.py --tests-root .": (
         0, "Mutation score: 100.00% (18 killed of 18 run)", "home/vllm/mutation-report/summary.md"
     ),
+    "cd ~/vllm && warnonce-guard sites --write .buildkite/warnonce_guard_sites.json": (
+        0, ".buildkite/warnonce_guard_sites.json: 6 site(s) recorded", "home/vllm/.buildkite/warnonce_guard_sites.json"
+    ),
     "warnonce-guard audit vllm_ascend/": (1, "WOG001 logger.warning_once(...) passes `e`", ""),
     "warnonce-guard audit vllm_ascend/ --diff": (1, "+        logger.warning_once(", ""),
     "warnonce-guard audit --write-baseline accepted.json && warnonce-guard audit --baseline accepted.json": (

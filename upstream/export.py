@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from warnonce_guard.common.errors import PathRefused, PathUnusable
-from warnonce_guard.common.files import write_atomic
+from warnonce_guard.common.files import destination, regular_file, write_atomic
 from warnonce_guard.upstream.words import MARKER
 
 if TYPE_CHECKING:
@@ -24,11 +24,6 @@ if TYPE_CHECKING:
 
 _HEAD_LINES = 8  # the marker is within a file's (or a patch's) first lines
 _HEAD_BYTES = 4096
-
-
-def destination(path: Path) -> Path:
-    """Where writing `path` lands: the final target of a symlink (of a chain of them), else `path`."""
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def _head(path: Path) -> str:
@@ -41,26 +36,11 @@ def is_export(head: str) -> bool:
     return any(line.removeprefix("+").startswith(MARKER) for line in head.splitlines()[:_HEAD_LINES])
 
 
-def _regular_file(path: Path, option: str) -> bool:
-    """Whether `path` is a regular file (False: nothing there); `PathUnusable` for anything else."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return False
-    except OSError as err:
-        raise PathUnusable(f"{option} {path}: {err.strerror or err}; pass another path") from None
-    if stat.S_ISDIR(mode):
-        raise PathUnusable(f"{option} {path}: a directory; pass the path of the file to write")
-    if not stat.S_ISREG(mode):
-        raise PathUnusable(f"{option} {path}: not a regular file; pass the path of a file")
-    return True
-
-
 def check_out(out: Path) -> Path:
     """The file `--out` writes (a symlink's target), refused before any work unless it is new or ours."""
     target = destination(out)
     shown = f"{out} (-> {target})" if target != out else str(out)
-    if _regular_file(target, "--out"):
+    if regular_file(target, "--out"):
         try:
             ours = is_export(_head(target))
         except OSError as err:
@@ -90,7 +70,7 @@ def write(target: Path, text: str) -> None:
 def read_check(path: Path) -> str:
     """The text of a `--check` FILE: an earlier export (`PathUnusable` for a missing file or another's)."""
     target = destination(path)
-    if not _regular_file(target, "--check"):
+    if not regular_file(target, "--check"):
         raise PathUnusable(f"--check {path}: no such file; pass an exported module")
     try:
         text = target.read_text(encoding="utf-8")

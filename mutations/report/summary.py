@@ -83,13 +83,15 @@ def _sites_at_baseline(result: RunResult) -> list[str]:
     counts = ", ".join(f"{len(result.sites_with(s))} {s}" for s in SiteStatus)
     out = ["", "## Sites at baseline", "", f"{len(result.baselines)} sites: {counts}.", ""]
     return out + table(
-        ["Site", "Line", "Status", "Detectors"],
+        ["Site", "Line", "Form", "Status", "Detectors", "Operators without a mutant"],
         (
             (
                 code(b.site.id),
                 str(b.site.line),
+                b.site.form if b.site.form == "eager" else f"**{b.site.form}**",
                 b.status if b.status == GUARDED else f"**{b.status}**",
-                cell(", ".join(b.detectors)) if b.status != UNREACHED else cell(b.reason),
+                cell(", ".join(b.detectors) or b.detail) if b.status != UNREACHED else cell(b.reason),
+                cell("; ".join(f"{op} ({why})" for op, why in result.not_applied.get(b.site.id, {}).items())),
             )
             for b in result.baselines
         ),

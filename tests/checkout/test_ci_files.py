@@ -183,3 +183,23 @@ def test_workflow_pins_every_action_by_commit_with_its_version_in_a_comment() ->
     for action, comment in uses:
         assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", action), action
         assert re.fullmatch(r" # v\d+\.\d+\.\d+", comment), (action, comment)
+
+
+def test_buildkite_steps_fail_on_a_site_their_record_lists_and_discovery_no_longer_finds() -> None:
+    guards, nightly = load(BUILDKITE)["steps"]
+    for step in (guards, nightly):
+        (run,) = [c for c in step["commands"] if c.startswith("warnonce-guard ")]
+        assert "--expect-sites .buildkite/warnonce_guard_sites.json" in run
+
+
+def test_the_pinned_vllms_committed_sites_record_is_what_sites_write_records_today(tmp_path: Path) -> None:
+    """The record `nox -s mutation` and `nox -s guards` pass as --expect-sites for the pinned vLLM (noxfile.py
+    `_expected_sites`): written by the tool from the installed vLLM, so it can never list a site the tool does not
+    find (a run would fail) nor miss one it finds (a vanished site would go unnoticed)."""
+    from warnonce_guard.cli.main import main
+
+    committed = ROOT / "expected-sites" / f"vllm-{pinned_vllm()}.json"
+    fresh = tmp_path / "sites.json"
+    assert main(["sites", "--write", str(fresh)]) == 0
+    assert committed.read_text(encoding="utf-8") == fresh.read_text(encoding="utf-8")
+    assert 'EXPECTED_SITES = ROOT / "expected-sites"' in NOXFILE.read_text(encoding="utf-8")

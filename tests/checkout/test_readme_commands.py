@@ -39,6 +39,7 @@ def make_sandbox(root: Path) -> Path:
     a platform plugin."""
     write(root, "home/vllm/tests/test_logger.py", "def test_the_logger_is_there():\n    import vllm.logger\n")
     (root / "home" / "vllm" / "tests" / "platforms").mkdir()
+    (root / "home" / "vllm" / ".buildkite").mkdir()  # where vLLM keeps its CI's files
     write(root, "work/vllm_ascend/__init__.py", "")
     write(root, "work/vllm_ascend/platform.py", PLUGIN_LEAK.replace("my_plugin", "vllm_ascend"))
     write(root, "work/test_strict.py", STRICT_TEST)

@@ -40,7 +40,7 @@ def test_sites_prints_a_table_of_the_sites_and_counts_them(toy_tree: Path, capsy
     assert main(["sites", "--vllm-src", str(toy_tree)]) == ExitCode.OK
     shown = capsys.readouterr().out
     assert "vLLM 9.9.9 (gtoy), source tree at" in shown and "Platform.import_kernels" in shown
-    assert "1 cached site(s): 1 eager, 0 live; 0 not cached" in shown
+    assert "1 cached site(s): 1 eager, 0 live, 0 unknown; 0 not cached" in shown
 
 
 def test_sites_counts_a_site_that_passes_the_exception_itself_as_live(
@@ -48,7 +48,7 @@ def test_sites_counts_a_site_that_passes_the_exception_itself_as_live(
 ) -> None:
     tree = make_tree(tmp_path / "tree", INTERFACE.replace('%s", repr(e)', '%r", e'))
     assert main(["sites", "--vllm-src", str(tree)]) == ExitCode.OK
-    assert "1 cached site(s): 0 eager, 1 live; 0 not cached" in capsys.readouterr().out
+    assert "1 cached site(s): 0 eager, 1 live, 0 unknown; 0 not cached" in capsys.readouterr().out
 
 
 def test_sites_json_is_the_target_and_its_site_records(toy_tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -675,3 +675,79 @@ def test_a_process_that_ran_to_its_end_keeps_its_signal_handlers(monkeypatch: py
     before = signal.getsignal(signal.SIGINT)
     assert main(["platforms"], exiting=True) == ExitCode.OK
     assert signal.getsignal(signal.SIGINT) is before  # only a stopped process stops listening
+
+
+# --- the sites a target must have: sites --write, --expect-sites ------------------------------------------
+
+
+def test_sites_write_records_them_and_expect_sites_passes_on_the_same_tree(
+    toy_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = tmp_path / "expected.json"
+    assert main(["sites", "--vllm-src", str(toy_tree), "--write", str(record)]) == ExitCode.OK
+    assert f"{record}: 1 site(s) recorded" in capsys.readouterr().out
+    assert [row["id"] for row in json.loads(record.read_text(encoding="utf-8"))["sites"]] == [SITE_ID]
+
+    assert main(["sites", "--vllm-src", str(toy_tree), "--expect-sites", str(record)]) == ExitCode.OK
+
+
+@pytest.mark.parametrize("command", ["sites", "guards"])
+@pytest.mark.parametrize("left", ["another site", "no site"])
+def test_a_site_gone_from_the_tree_fails_expect_sites_naming_it(
+    command: str, left: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = tmp_path / "expected.json"
+    before = make_tree(tmp_path / "before")
+    (before / "vllm" / "platforms" / "second.py").write_text(INTERFACE, encoding="utf-8")
+    assert main(["sites", "--vllm-src", str(before), "--write", str(record)]) == ExitCode.OK
+    # interface.py's handler catches something else now: its site, and its guard, are gone
+    after = make_tree(tmp_path / "after", INTERFACE.replace("except ImportError as e:", "except ValueError as e:"))
+    if left == "another site":
+        (after / "vllm" / "platforms" / "second.py").write_text(INTERFACE, encoding="utf-8")
+    monkeypatch.setattr(pytest, "main", FakePytest())
+    capsys.readouterr()
+
+    assert main([command, "--vllm-src", str(after), "--expect-sites", str(record)]) == ExitCode.CHECK_FAILED
+
+    said = stderr_lines(capsys)[-1]
+    gone = 1 if left == "another site" else 2  # second.py's too
+    assert said.startswith(f"warnonce-guard: error: {gone} expected site(s) of {record} not found, so not guarded: ")
+    assert f"{SITE_ID} (line " in said
+
+
+def test_a_new_site_is_noted_on_stderr_and_guarded_all_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = tmp_path / "expected.json"
+    assert main(["sites", "--vllm-src", str(make_tree(tmp_path / "before")), "--write", str(record)]) == ExitCode.OK
+    tree = make_tree(tmp_path / "after", INTERFACE)
+    (tree / "vllm" / "platforms" / "second.py").write_text(INTERFACE, encoding="utf-8")
+    fake = FakePytest()
+    monkeypatch.setattr(pytest, "main", fake)
+    capsys.readouterr()
+
+    assert main(["guards", "--vllm-src", str(tree), "--expect-sites", str(record)]) == ExitCode.OK
+
+    assert len(fake.sites) == 2
+    (note,) = [line for line in stderr_lines(capsys) if line.startswith("warnonce-guard: note:")]
+    assert "1 site(s) found that it does not record: vllm/platforms/second.py::Platform.import_kernels" in note
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sites", "--write", "a.json", "--expect-sites", "b.json"],
+        ["sites", "--write", ""],
+        ["guards", "--expect-sites", " "],
+    ],
+    ids=["write-and-expect", "empty-write", "blank-expect"],
+)
+def test_write_and_expect_sites_refuse_each_other_and_an_empty_value(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        code = main(argv)
+    except SystemExit as parser_said:  # the parser's refusal of an empty value ends the process as a command line's
+        code = parser_said.code
+    assert code == ExitCode.USAGE
+    assert len(stderr_lines(capsys)) == 1

@@ -54,7 +54,7 @@ def test_every_user_facing_error_is_defined_in_common_errors() -> None:
 # the engine or the index is (fix or retry the environment). The message says the rest.
 BAD_INPUT = {
     "TargetNotFound", "NotAVllmTree", "SourceDoesNotParse", "PlatformNotFound", "PathRefused", "PathUnusable",
-    "BadBaseline",
+    "BadBaseline", "BadSitesRecord",
 }  # fmt: skip
 ENVIRONMENT = {
     "PlatformImportFailed", "WorkDirBusy", "StagingFailed", "TargetChanged", "IndexUnavailable", "EngineFailed",
@@ -62,11 +62,12 @@ ENVIRONMENT = {
 }  # fmt: skip
 
 
-def test_every_error_class_is_bad_input_the_environment_usage_or_nothing_to_check() -> None:
+def test_every_error_class_is_a_failed_check_bad_input_the_environment_usage_or_nothing_to_check() -> None:
     by_code: dict[ExitCode, set[str]] = {}
     for cls in every_error_class():
         by_code.setdefault(cls.exit_code, set()).add(cls.__name__)
     assert by_code == {
+        ExitCode.CHECK_FAILED: {"ExpectedSitesMissing"},
         ExitCode.USAGE: {"UsageError"},
         ExitCode.BAD_INPUT: BAD_INPUT,
         ExitCode.ENVIRONMENT: ENVIRONMENT,

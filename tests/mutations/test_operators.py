@@ -123,11 +123,9 @@ ABSENT = {
     "plain warning": kernel_try('logger.warning("Failed to import from vllm._C: %s", repr(e))'),
     "non-kernel import": kernel_try('logger.warning_once("x: %s", repr(e))', imports="import vllm.envs"),
     "kernel of another package": kernel_try('logger.warning_once("x: %s", repr(e))', imports="import torch._C"),
-    "handler without a name": kernel_try('logger.warning_once("x: %s", repr(err))', handler="except ImportError:"),
     "handler not catching ImportError": kernel_try(
         'logger.warning_once("x: %s", repr(e))', handler="except ValueError as e:"
     ),
-    "another name formatted": kernel_try('logger.debug_once("x: %s", repr(other_var))'),
     "outside any try": 'import vllm._C\ne = ImportError("x")\nlogger.warning_once("x: %s", repr(e))\n',
     "in the try body, not the handler": (
         'try:\n    import vllm._C\n    logger.warning_once("x: %s", repr(e))\nexcept ImportError as e:\n    pass\n'
@@ -141,13 +139,35 @@ def test_no_mutant_where_the_pattern_is_absent(name: str, case: str) -> None:
     assert apply_operator(name, ABSENT[case]) == []
 
 
-def test_a_handler_logging_the_exception_and_another_name_mutates_only_the_exception_call() -> None:
+def test_a_handler_logging_the_exception_and_another_name_reverts_only_the_exception_call() -> None:
     source = kernel_try('logger.debug_once("x: %s", repr(other_var))\nlogger.warning_once("y: %s", repr(e))')
-    fitting = [name for name in NAMES if apply_operator(name, source)]
+    fitting = [name for name in NAMES if apply_operator(name, source) and name != "once-dropped"]
     assert fitting
     for name in fitting:
         diff = changed_lines(source, only_mutant(name, source))
         assert len(diff) == 2 and "other_var" not in "".join(diff), (name, diff)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        kernel_try('logger.warning_once("x: %s", repr(err))', handler="except ImportError:"),
+        kernel_try('logger.debug_once("x: %s", repr(other_var))'),
+        kernel_try('logger.warning_once("kernels missing")'),
+    ],
+    ids=["handler-without-a-name", "another-name-formatted", "no-argument"],
+)
+def test_every_once_call_of_a_kernel_import_handler_gets_the_once_dropped_mutant_and_no_revert(source: str) -> None:
+    assert {name: len(apply_operator(name, source)) for name in NAMES} == {
+        name: int(name == "once-dropped") for name in NAMES
+    }
+
+
+def test_each_once_call_of_one_handler_is_dropped_in_a_mutant_of_its_own() -> None:
+    source = kernel_try('logger.debug_once("x: %s", repr(other_var))\nlogger.warning_once("y: %s", repr(e))')
+    mutants = apply_operator("once-dropped", source)
+    assert len(mutants) == 2
+    assert all(len(changed_lines(source, mutant)) == 2 for mutant in mutants)
 
 
 def test_str_of_the_exception_is_not_the_repr_revert_pattern_but_is_a_live_arg() -> None:

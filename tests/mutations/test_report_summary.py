@@ -40,8 +40,9 @@ def test_summary_counts_every_status() -> None:
 
 def test_summary_tables_sites_at_baseline_with_detectors() -> None:
     text = summary.render(sample_result())
-    assert f"| `{CUDA_SITE.id}` | {CUDA_SITE.line} | **exposed** | {EXCEPTION_RETAINED}, {OWNER_PINNED} |" in text
-    assert f"| `{CPU_SITE.id}` | {CPU_SITE.line} | guarded | – |" in text
+    detectors = f"{EXCEPTION_RETAINED}, {OWNER_PINNED}"
+    assert f"| `{CUDA_SITE.id}` | {CUDA_SITE.line} | {CUDA_SITE.form} | **exposed** | {detectors} |" in text
+    assert f"| `{CPU_SITE.id}` | {CPU_SITE.line} | {CPU_SITE.form} | guarded | – |" in text
 
 
 def test_summary_has_one_mutant_table_per_site() -> None:

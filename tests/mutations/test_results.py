@@ -157,8 +157,9 @@ def test_retest_lists_codes_no_verdict_stands_on_and_leaves_the_rest() -> None:
 
 
 class FakeSite:
-    def __init__(self, id: str) -> None:
+    def __init__(self, id: str, form: str = "eager") -> None:
         self.id = id
+        self.form = form
 
 
 def test_baselines_guarded_exposed_and_unreached() -> None:

@@ -16,6 +16,8 @@ from warnonce_guard.rule.liveness import (
     argument_kind,
     argument_kind_of_source,
     dotted_name,
+    flow,
+    safe_names,
     unhashable_names,
 )
 from warnonce_guard.rule.sites import sites_in_source
@@ -142,3 +144,18 @@ def test_a_long_chain_of_operations_is_judged_in_one_walk() -> None:
         patch.setattr(liveness, "is_safe", lambda node: asked.append(node) or real(node))
         assert liveness.carries(deep, {"e"})
     assert len(asked) <= 2 * 400  # about once per term, where it was once per term and level (80 000)
+
+
+def test_flow_follows_an_alias_of_the_handled_exception_and_forgets_a_name_bound_again() -> None:
+
+    live: set[str] = set()
+    flow(ast.parse("try:\n    pass\nexcept ImportError as e:\n    err = e\n    msg = repr(e)\n").body, live)
+    assert live == {"err"}  # the handler's name is unbound after it; what it bound to the exception is not
+    flow(ast.parse("err = None\n").body, live)
+    assert live == set()
+
+
+def test_a_name_bound_only_to_safe_values_is_safe_and_one_bound_once_to_anything_else_is_not() -> None:
+
+    body = ast.parse("msg = repr(e)\nif x:\n    text = 'a'\nelse:\n    text = str(e)\nmixed = 'a'\nmixed = e\n").body
+    assert safe_names(body) == {"msg", "text"}

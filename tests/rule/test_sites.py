@@ -367,10 +367,7 @@ def test_one_live_argument_makes_the_site_live() -> None:
         guarded("import vllm._custom_ops  # noqa: F401"),
         guarded("import numpy  # noqa: F401"),
         guarded("import other._C  # noqa: F401"),
-        guarded("import vllm._C").replace("except ImportError as e:", "except ImportError:"),
         guarded("import vllm._C").replace("except ImportError", "except ValueError"),
-        guarded("import vllm._C", 'logger.warning_once("Failed to import vllm._C")'),
-        guarded("import vllm._C", 'logger.warning_once("Failed: %s", other)'),
         guarded("import vllm._C", 'print("Failed: %s" % e)'),
         "import vllm._C\nlogger.warning_once('%r', e)\n",
         "def f():\n    import vllm._C\n    logger.warning_once('%r', e)\n",
@@ -379,10 +376,7 @@ def test_one_live_argument_makes_the_site_live() -> None:
         "custom-ops",
         "numpy",
         "other-package",
-        "handler-without-as",
         "catches-value-error",
-        "no-exception-argument",
-        "other-name",
         "not-a-logger-call",
         "module-level-outside-try",
         "function-outside-try",
@@ -390,6 +384,29 @@ def test_one_live_argument_makes_the_site_live() -> None:
 )
 def test_not_a_site(source: str) -> None:
     assert find(source) == []
+
+
+@pytest.mark.parametrize(
+    ("handler", "form", "logs_exception"),
+    [
+        ('logger.warning_once("Failed to import vllm._C")', "eager", False),
+        ('logger.warning_once("Failed: %s", other)', "unknown", False),
+        ('logger.warning_once("Failed: %r", sys.exc_info()[1])', "live", True),
+        ('logger.warning_once("Failed: %s", repr(e))', "eager", True),
+    ],
+    ids=["no-exception-argument", "another-name", "sys-exc-info", "formatted"],
+)
+def test_every_once_call_a_kernel_import_handler_runs_is_a_site_whatever_it_passes(
+    handler: str, form: str, logs_exception: bool
+) -> None:
+    site = only(guarded("import vllm._C", handler))
+    assert (site.form, site.logs_exception, site.cached) == (form, logs_exception, True)
+
+
+def test_a_handler_without_a_name_has_sites_too() -> None:
+    source = guarded("import vllm._C", 'logger.warning_once("Failed: %r", sys.exc_info()[1])')
+    site = only(source.replace("except ImportError as e:", "except ImportError:"))
+    assert (site.exc_name, site.form) == ("", "live")
 
 
 @pytest.mark.parametrize(
@@ -620,13 +637,13 @@ def import_kernels():
 """
 
 
-def test_each_call_of_nested_handlers_belongs_to_the_innermost_site_whose_name_it_passes() -> None:
+def test_each_call_of_nested_handlers_belongs_to_the_innermost_site_handler_that_runs_it() -> None:
     sites = sites_in_source(NESTED, FILE, MODULE)
-    assert [(s.exc_name, s.line, s.kernel_module) for s in sites] == [
-        ("e", 6, "vllm._C"),  # in a nested try's body, still the outer handler's
-        ("inner", 9, "vllm.platforms._C_AVX2"),  # passes both names: the inner site's (a relative import)
-        ("e", 10, "vllm._C"),
-        ("deepest", 14, "vllm.platforms._C_AVX512"),  # three levels down, relative again
+    assert [(s.exc_name, s.line, s.kernel_module, s.form) for s in sites] == [
+        ("e", 6, "vllm._C", "live"),  # in a nested try's body, still the outer handler's
+        ("inner", 9, "vllm.platforms._C_AVX2", "live"),  # the inner site's (a relative import)
+        ("inner", 10, "vllm.platforms._C_AVX2", "live"),  # logs the outer exception, which is live there too
+        ("deepest", 14, "vllm.platforms._C_AVX512", "live"),  # three levels down, relative again
     ]
 
 
@@ -643,7 +660,7 @@ def test_an_import_error_named_through_its_module_is_caught(caught: str) -> None
     assert [s.exc_name for s in sites_in_source(source, FILE, MODULE)] == ["e"]
 
 
-def test_a_nested_relative_site_under_a_branch_owns_the_calls_passing_its_name() -> None:
+def test_a_nested_relative_site_under_a_branch_owns_the_calls_it_runs() -> None:
     source = textwrap.dedent(
         """\
         try:
