@@ -468,7 +468,8 @@ def store_result(ws: Workspace, result: RunResult) -> None:
 @dataclass(frozen=True)
 class Key:
     """What keys the run's workspace: the target, its staged packages, other settings (`extra`: the platform) and
-    the suite of --tests with every file of it (not the run's own `left_out` folders, which change as it runs)."""
+    the suite of --tests with its sources and settings (not the run's own `left_out` folders, which change as it
+    runs)."""
 
     target: Target
     packages: dict[str, Path]
