@@ -354,7 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     mutate.add_argument(
         "--tests-root",
         metavar="DIR",
-        help="the folder pytest runs --tests in, whose settings and conftest.py files apply (default: here)",
+        help="the folder pytest runs --tests in, whose settings and conftest.py files apply (default: the paths' "
+        "nearest common folder)",
     )
     mutate.set_defaults(run=cmd_mutate)
 

@@ -162,6 +162,15 @@ class RunResult:
         return [m for m in self.mutants if m.status not in (SKIPPED, NOT_RUN, UNATTRIBUTED)]
 
     @property
+    def counts(self) -> str:
+        """The score's counts as every report says them: `5 killed of 15 reached, 3 not reached`; a mutant no test
+        reaches counts against the score, and is counted apart from those a test ran."""
+        not_reached = self.count(NO_TESTS)
+        reached = len(self.scored) - not_reached
+        apart = f", {not_reached} not reached" if not_reached else ""
+        return f"{self.count(KILLED)} killed of {reached} reached{apart}"
+
+    @property
     def score(self) -> float | None:
         """Killed / scored, in percent; None when there is nothing to score (never a vacuous 100%)."""
         scored = self.scored

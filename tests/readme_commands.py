@@ -34,7 +34,7 @@ SANDBOXED: dict[str, tuple[int, str, str]] = {
         0, "", "home/vllm/tests/platforms/test_kernel_import_warnings.py"
     ),
     "cd ~/vllm && warnonce-guard mutate --tests tests/platforms tests/test_logger.py --tests-root .": (
-        0, "Mutation score: 100.00% (18 killed of 18 run)", "home/vllm/mutation-report/summary.md"
+        0, "Mutation score: 100.00% (18 killed of 18 reached)", "home/vllm/mutation-report/summary.md"
     ),
     "warnonce-guard audit vllm_ascend/": (1, "WOG001 logger.warning_once(...) passes `e`", ""),
     "warnonce-guard audit vllm_ascend/ --diff": (1, "+        logger.warning_once(", ""),

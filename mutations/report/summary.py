@@ -35,7 +35,6 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 
 def render(result: RunResult) -> str:
     commit = f" at commit `{result.vllm_commit}`" if result.vllm_commit else ""
-    scored = len(result.scored)
     out = [f"# {provenance.headline(result)}", ""]  # the first line names the target and the run that wrote it
     if reused := provenance.reuse_note(result):
         out += [f"> {reused}", ""]
@@ -44,7 +43,7 @@ def render(result: RunResult) -> str:
         "",
         f"**Scored by:** {cell(result.scored_by)}",
         "",
-        f"**Mutation score:** {percent(result.score)} ({result.count(KILLED)} killed of {scored} mutants run)",
+        f"**Mutation score:** {percent(result.score)} ({result.counts})",
         "",
     ]
     if result.suite is not None and (failing := sorted(result.suite.failing.items())):

@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from warnonce_guard.mutations.records import EXPOSED, KILLED, UNREACHED, RunResult, percent
+from warnonce_guard.mutations.records import EXPOSED, UNREACHED, RunResult, percent
 from warnonce_guard.mutations.report.printable import printable_result
 from warnonce_guard.rule.sites import Site
 
@@ -62,7 +62,7 @@ def build(result: RunResult) -> Table:
 def score_line(result: RunResult) -> Text:
     line = Text("Mutation score: ")
     line.append(percent(result.score), style="bold")
-    line.append(f" ({result.count(KILLED)} killed of {len(result.scored)} run")
+    line.append(f" ({result.counts}")
     if result.suite is None:  # a suite's run has no site baselines
         exposed, unreached = len(result.sites_with(EXPOSED)), len(result.sites_with(UNREACHED))
         line.append(f"; sites exposed: {exposed}, unreached: {unreached}")

@@ -14,7 +14,7 @@ def test_summary_names_the_target_and_the_score() -> None:
     text = summary.render(sample_result())
     assert text.startswith("# warnonce-guard mutation report: vLLM 0.33.0 (vllm==0.33.0 from PyPI)\n")
     assert "vLLM 0.33.0 at commit `0123456789abcdef0123456789abcdef01234567`, vllm==0.33.0 from PyPI" in text
-    assert "**Mutation score:** 33.33% (1 killed of 3 mutants run)" in text
+    assert "**Mutation score:** 33.33% (1 killed of 3 reached)" in text
 
 
 @pytest.mark.parametrize("origin", ["installed", "source tree", "staged copy"])
@@ -55,7 +55,7 @@ def test_score_is_na_when_no_mutant_ran() -> None:
     result = sample_result()
     result.mutants = [m for m in result.mutants if m.status == "skipped"]
     text = summary.render(result)
-    assert "**Mutation score:** n/a (0 killed of 0 mutants run)" in text and "viewer" not in text
+    assert "**Mutation score:** n/a (0 killed of 0 reached)" in text and "viewer" not in text
 
 
 def test_pipes_in_cells_do_not_break_the_table() -> None:

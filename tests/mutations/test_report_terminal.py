@@ -36,7 +36,7 @@ def test_killed_by_is_the_guards_node_id_as_summary_md_names_it() -> None:
 
 def test_score_line_follows_the_table() -> None:
     lines = printed(sample_result()).rstrip().splitlines()
-    assert lines[-1] == "Mutation score: 33.33% (1 killed of 3 run; sites exposed: 1, unreached: 0)"
+    assert lines[-1] == "Mutation score: 33.33% (1 killed of 3 reached; sites exposed: 1, unreached: 0)"
 
 
 def test_statuses_are_coloured() -> None:

@@ -149,7 +149,8 @@ def test_a_seventh_site_is_a_seventh_case_and_check_names_it(toy: Path, tmp_path
 
     done = export("--vllm-src", str(toy), "--check", str(six), cwd=tmp_path)
     assert done.returncode == ExitCode.CHECK_FAILED
-    assert done.stdout == f"{six}: vllm/platforms/cpu.py:{line} `vllm._C_extra` is new; re-export\n"
+    seventh = f"case cpu-CpuPlatform.import_kernels-vllm._C_extra-0 is new (vllm/platforms/cpu.py:{line})"
+    assert done.stdout == f"{six}: {seventh}; re-export\n"
 
 
 def test_check_names_a_site_that_moved(toy: Path, tmp_path: Path) -> None:
@@ -160,16 +161,22 @@ def test_check_names_a_site_that_moved(toy: Path, tmp_path: Path) -> None:
     done = export("--vllm-src", str(toy), "--check", str(before), cwd=tmp_path)
     assert done.returncode == 1
     assert done.stdout.endswith(
-        ": vllm/platforms/cuda.py:14 `vllm._C_stable` moved to vllm/platforms/cuda.py:15; re-export\n"
+        ": case cuda-CudaPlatform.import_kernels-vllm._C_stable-0 changed: its site (vllm/platforms/cuda.py:14 -> "
+        "vllm/platforms/cuda.py:15); re-export\n"
     )
 
 
-def test_check_of_an_edited_export_says_the_text_differs(toy: Path, tmp_path: Path) -> None:
+def test_check_of_an_edited_export_names_the_edited_case_or_says_the_text_differs(toy: Path, tmp_path: Path) -> None:
     out = tmp_path / "edited.py"
     export("--vllm-src", str(toy), "--out", str(out), cwd=tmp_path)
-    out.write_text(out.read_text(encoding="utf-8").replace("gc.collect()", "gc.collect()  # edited"))
+    text = out.read_text(encoding="utf-8")
+    out.write_text(text.replace("gc.collect()", "gc.collect()  # edited"))
     done = export("--vllm-src", str(toy), "--check", str(out), cwd=tmp_path)
-    assert done.returncode == 1 and "its text differs from a fresh export (the same cases); re-export" in done.stdout
+    assert done.returncode == 1 and "its text differs from a fresh export outside its cases; re-export" in done.stdout
+    out.write_text(text.replace("vllm._C_AVX2: {error!r}", "vllm._C_AVX2 : {error!r}"))
+    done = export("--vllm-src", str(toy), "--check", str(out), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == f"{out}: case cpu-CpuPlatform.import_kernels-vllm._C_AVX2-0 changed: its warning; re-export\n"
 
 
 def test_the_patch_applies_to_a_checkout_and_adds_the_module(toy: Path, tmp_path: Path) -> None:
