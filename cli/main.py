@@ -205,6 +205,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         platform=args.platform,
         tests=args.tests,
         tests_root=args.tests_root,
+        confirm=args.confirm,
+        timeout=args.timeout,
     )
 
 
@@ -290,6 +292,28 @@ def percent(text: str) -> float:
     return value
 
 
+def positive_count(text: str) -> int:
+    """`--confirm`: a whole number from 1 up."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give 1 or more") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is less than 1: a kill is confirmed by one re-run at least")
+    return value
+
+
+def seconds(text: str) -> float:
+    """`--timeout`: a finite number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give seconds above 0") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds above 0")
+    return value
+
+
 EXIT_CODES = "exit codes:\n" + exit_code_table()
 SEE_EXIT_CODES = "exit codes: see `warnonce-guard --help`"
 
@@ -356,6 +380,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the folder pytest runs --tests in, whose settings and conftest.py files apply (default: the paths' "
         "nearest common folder)",
+    )
+    mutate.add_argument(
+        "--confirm",
+        type=positive_count,
+        metavar="N",
+        help="re-run the tests of each kill N times, on the mutant and (with --tests) on the unmutated code: a test "
+        "that does otherwise is flaky and none of its kills counts (default: 2 with --tests, 1 for the guards)",
+    )
+    mutate.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="stop a test that runs longer (pytest-timeout, in every session of the run): its mutant is `timeout`, "
+        "naming it, and one that hangs on the unmutated code is left out as failing there (default: no limit)",
     )
     mutate.set_defaults(run=cmd_mutate)
 

@@ -26,6 +26,7 @@ class MutantStatus(StrEnum):
     SKIPPED = "skipped"  # not counted: its site is exposed or unreached at baseline
     NOT_RUN = "not run"  # no finished run of it yet (interrupted, or mutmut stopped first): re-tested next run
     UNATTRIBUTED = "unattributed"  # no discovered site explains it: a bug of the site rule, never counted
+    FLAKY = "flaky"  # killed only by a test that is flaky (a re-run did not agree): counted as not killed
 
 
 class SiteStatus(StrEnum):
@@ -36,7 +37,7 @@ class SiteStatus(StrEnum):
     UNREACHED = "unreached"  # no guard could drive execution to the site
 
 
-KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN, UNATTRIBUTED = MutantStatus
+KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN, UNATTRIBUTED, FLAKY = MutantStatus
 GUARDED, EXPOSED, UNREACHED = SiteStatus
 
 
@@ -147,6 +148,8 @@ class RunResult:
     run: RunInfo | None = None  # the run that wrote this result (for reused verdicts: the run reusing them)
     verdicts_from: RunInfo | None = None  # the earlier run whose verdicts these are, when they were reused
     suite: SuiteInfo | None = None  # the suite of --tests that scored the mutants; None: the guards
+    flaky: dict[str, str] = field(default_factory=dict)  # tests whose re-run did not agree (node id -> how): no kills
+    confirmed_by: int = 0  # how many times each kill's tests were re-run to confirm it (`mutate --confirm`)
 
     @property
     def scored_by(self) -> str:
@@ -168,7 +171,8 @@ class RunResult:
         not_reached = self.count(NO_TESTS)
         reached = len(self.scored) - not_reached
         apart = f", {not_reached} not reached" if not_reached else ""
-        return f"{self.count(KILLED)} killed of {reached} reached{apart}"
+        flaky = f", {self.count(FLAKY)} killed only by flaky tests (not counted)" if self.count(FLAKY) else ""
+        return f"{self.count(KILLED)} killed of {reached} reached{apart}{flaky}"
 
     @property
     def score(self) -> float | None:
@@ -228,7 +232,13 @@ class RunResult:
         fields = {k: data[k] for k in ("vllm_version", "vllm_commit", "target", "sources", "duration_s")}
         runs = {k: RunInfo.from_json(data.get(k)) for k in ("run", "verdicts_from")}
         suite = SuiteInfo.from_json(data.get("suite"))
-        return cls(**fields, operators=operators, baselines=baselines, mutants=mutants, **runs, suite=suite)
+        confirmation = {
+            "flaky": {str(k): str(v) for k, v in data["flaky"].items()},
+            "confirmed_by": data["confirmed_by"],
+        }
+        return cls(
+            **fields, operators=operators, baselines=baselines, mutants=mutants, **runs, suite=suite, **confirmation
+        )
 
     @property
     def viewer_score(self) -> float | None:

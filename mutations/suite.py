@@ -137,30 +137,43 @@ def signature(suite: Suite, left_out: list[Path]) -> list[tuple[str, int, int]]:
 @dataclass(frozen=True)
 class SuiteBaseline:
     """What the suite did on the unmutated code, in mutmut's stats session (`engine.suite_plugin` writes it): pytest's
-    exit status, how many tests it ran, those that failed (node id -> first line: left out of every later session),
-    and the mutated functions that ran outside any test (mutmut's names: no test can be credited with them)."""
+    exit status, how many tests it ran, those that failed (node id -> first line: left out of every later session)
+    and which of them reached a mutated function (re-run by `engine.confirm`: one that passes then is flaky), and the
+    mutated functions that ran outside any test (mutmut's names: no test can be credited with them); then the tests
+    that passed there and failed in mutmut's clean run of the same code (node id -> how: flaky, left out too)."""
 
     status: int
     collected: int
     failures: dict[str, str] = field(default_factory=dict)
     outside: frozenset[str] = frozenset()
+    reaching: frozenset[str] = frozenset()
+    flaky: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def left_out(self) -> set[str]:
+        """The tests no later session runs: they failed on the unmutated code."""
+        return set(self.failures) | set(self.flaky)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["outside"] = sorted(self.outside)
+        data["outside"], data["reaching"] = sorted(self.outside), sorted(self.reaching)
         return data
 
     @classmethod
     def from_json(cls, data: Any) -> SuiteBaseline:
         """The inverse of `to_json`; ValueError (or KeyError, TypeError) for anything else."""
-        failures, outside = data["failures"], data["outside"]
+        failures, outside, reaching, flaky = data["failures"], data["outside"], data["reaching"], data["flaky"]
         if type(data["status"]) is not int or type(data["collected"]) is not int:
             raise ValueError("status or collected is not a number")
-        if not isinstance(failures, dict) or not all(isinstance(v, str) for v in failures.values()):
-            raise ValueError("no map of failing tests")
-        if not isinstance(outside, list) or not all(isinstance(name, str) for name in outside):
-            raise ValueError("no list of functions run outside the tests")
-        return cls(data["status"], data["collected"], dict(failures), frozenset(outside))
+        for tests in (failures, flaky):
+            if not isinstance(tests, dict) or not all(isinstance(v, str) for v in tests.values()):
+                raise ValueError("no map of failing tests")
+        for names in (outside, reaching):
+            if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+                raise ValueError("no list of functions run outside the tests, or of failing tests")
+        return cls(
+            data["status"], data["collected"], dict(failures), frozenset(outside), frozenset(reaching), dict(flaky)
+        )
 
 
 def read_baseline(path: Path) -> SuiteBaseline:

@@ -46,9 +46,14 @@ def render(result: RunResult) -> str:
         f"**Mutation score:** {percent(result.score)} ({result.counts})",
         "",
     ]
+    if result.confirmed_by:
+        out += [f"Each kill was confirmed: its tests re-run {result.confirmed_by} time(s) and did the same.", ""]
     if result.suite is not None and (failing := sorted(result.suite.failing.items())):
         out += [f"{len(failing)} test(s) fail on the unmutated code: left out, never counted as kills.", ""]
         out += [*table(["Test", "Failure"], ((code(test), cell(why)) for test, why in failing)), ""]
+    if result.flaky:
+        out += [f"{len(result.flaky)} flaky test(s): a re-run did otherwise; none of their kills is counted.", ""]
+        out += [*table(["Test", "How"], ((code(test), cell(why)) for test, why in result.flaky.items())), ""]
     note = result.score_note
     if note:
         out += [f"> {note}", ""]

@@ -20,6 +20,7 @@ STYLES = {
     "skipped": "dim",
     "not run": "yellow",
     "unattributed": "bold magenta",
+    "flaky": "bold yellow",
     "exposed": "bold red",
     "unreached": "yellow",
 }
@@ -78,5 +79,9 @@ def print_table(result: RunResult, console: Console) -> None:
     if failing:
         console.print(Text(f"{len(failing)} test(s) fail on the unmutated code, left out:"), soft_wrap=True)
         for test, why in failing:
+            console.print(Text(f"  {test}: {why}"), soft_wrap=True)
+    if result.flaky:
+        console.print(Text(f"{len(result.flaky)} flaky test(s), none of their kills counted:"), soft_wrap=True)
+        for test, why in result.flaky.items():
             console.print(Text(f"  {test}: {why}"), soft_wrap=True)
     console.print(score_line(result), soft_wrap=True)

@@ -171,6 +171,29 @@ def test_fail_under_takes_any_percentage_from_0_to_100(value: str, parsed: float
     assert build_parser().parse_args(["mutate", "--fail-under", value]).fail_under == parsed
 
 
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("0", "0 is less than 1: a kill is confirmed by one re-run at least"), ("two", "'two' is not a whole number")],
+)
+def test_confirm_must_be_a_count_from_1(value: str, why: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["mutate", "--confirm", value])
+    assert stop.value.code == ExitCode.USAGE
+    (line,) = stderr_lines(capsys)
+    assert line.startswith("warnonce-guard: error: ") and why in line
+    assert build_parser().parse_args(["mutate", "--confirm", "3"]).confirm == 3
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_timeout_must_be_seconds_above_0(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["mutate", "--timeout", value])
+    assert stop.value.code == ExitCode.USAGE
+    (line,) = stderr_lines(capsys)
+    assert line.startswith("warnonce-guard: error: ") and "seconds above 0" in line
+    assert build_parser().parse_args(["mutate", "--timeout", "2.5"]).timeout == 2.5
+
+
 def test_mutate_defaults_to_a_perfect_score_and_the_default_directories() -> None:
     args = build_parser().parse_args(["mutate"])
     assert (args.fail_under, args.out, args.work_dir, args.viewer_js) == (

@@ -7,7 +7,7 @@ from warnonce_guard.guards.detectors import OWNER_PINNED
 from warnonce_guard.mutations.records import RunResult
 from warnonce_guard.mutations.report import print_table, summary
 
-from tests.records_support import CPU_SITE, sample_result
+from tests.records_support import CPU_SITE, every_status_result, sample_result
 
 
 def printed(result: RunResult, color: bool = False) -> str:
@@ -48,3 +48,10 @@ def test_nothing_run_reads_na() -> None:
     result = sample_result()
     result.mutants = []
     assert "Mutation score: n/a" in printed(result)
+
+
+def test_flaky_tests_are_listed_and_the_mutants_they_alone_killed_counted_apart() -> None:
+    text = printed(every_status_result())
+    assert "1 flaky test(s), none of their kills counted:" in text
+    assert "  tests/test_x.py::test_flaky: passed when re-run on a mutant" in text
+    assert "1 killed only by flaky tests (not counted)" in text.splitlines()[-1]

@@ -15,7 +15,7 @@ from warnonce_guard.mutations.engine import config
 from warnonce_guard.mutations.engine.state import NO_TESTS_CODE
 from warnonce_guard.mutations.identify import NamedMutant
 from warnonce_guard.mutations.judge import judge_in_suite, verdicts
-from warnonce_guard.mutations.records import KILLED, NO_TESTS, SURVIVED, SiteBaseline, SiteStatus
+from warnonce_guard.mutations.records import KILLED, NO_TESTS, SURVIVED, TIMEOUT, SiteBaseline, SiteStatus
 from warnonce_guard.mutations.suite import Suite, SuiteBaseline, read_baseline, read_suite, resolve_suite, signature
 from warnonce_guard.rule.sites import sites_in_source
 
@@ -166,7 +166,7 @@ def test_a_mutant_no_test_reaches_is_not_reached_and_says_why() -> None:
     left_out = judge_in_suite(SuiteBaseline(1, 2), MUTANT, 5, None, 0, "s")  # every test reaching it was left out
     assert (left_out.status, left_out.reason) == (
         NO_TESTS,
-        "only tests that fail on the unmutated code run the mutated function",
+        "only tests that fail (or are flaky) on the unmutated code run the mutated function",
     )
 
 
@@ -182,3 +182,15 @@ def test_a_suites_mutants_are_judged_without_site_baselines_and_a_guards_run_sti
     assert (in_suite.status, in_suite.killed_by) == (KILLED, FAILED.test)
     (by_guards,) = verdicts(named, [site], [SiteBaseline(site, SiteStatus.EXPOSED, "g")], {MUTANT: 1}, {}, sessions)
     assert by_guards.status.value == "skipped"  # a guards' run: the site baseline still decides
+
+
+def test_a_test_past_the_timeout_makes_its_mutant_timeout_naming_it_and_a_stopped_worker_names_its_test() -> None:
+    late = GuardRecord("tests/test_a.py::test_h", None, "call", RecordKind.TIMEOUT, (), "Failed: Timeout >5.0s")
+    timed = judge_in_suite(SuiteBaseline(0, 2), MUTANT, 1, session(1, PASSED, late), 0, "s")
+    assert (timed.status, timed.reason) == (
+        TIMEOUT,
+        "tests/test_a.py::test_h ran past --timeout (Failed: Timeout >5.0s)",
+    )
+    assert timed.killer == late  # the report's "killed by" column names it
+    stopped = judge_in_suite(SuiteBaseline(0, 2), MUTANT, -24, None, 2, "s", running="tests/test_a.py::test_h")
+    assert stopped.status is TIMEOUT and stopped.reason.endswith("; tests/test_a.py::test_h was running")
