@@ -281,37 +281,31 @@ class Version(argparse.Action):
         parser.exit()
 
 
-def percent(text: str) -> float:
-    """`--fail-under`: a finite number from 0 to 100."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a percentage from 0 to 100") from None
-    if not math.isfinite(value) or not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"{text} is not a percentage from 0 to 100")
-    return value
+def _number(
+    convert: Callable[[str], float], fits: Callable[[float], bool], wanted: str, unfit: str
+) -> Callable[[str], float]:
+    """An option's type: the text converted (else "'x' is not a number; give `wanted`"), finite and such that it
+    `fits` (else "x `unfit`")."""
+    kind = "whole number" if convert is int else "number"
+
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind}; give {wanted}") from None
+        if not math.isfinite(value) or not fits(value):
+            raise argparse.ArgumentTypeError(f"{text} {unfit}")
+        return value
+
+    return parse
 
 
-def positive_count(text: str) -> int:
-    """`--confirm`: a whole number from 1 up."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give 1 or more") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is less than 1: a kill is confirmed by one re-run at least")
-    return value
-
-
-def seconds(text: str) -> float:
-    """`--timeout`: a finite number of seconds above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give seconds above 0") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds above 0")
-    return value
+# The types of `--fail-under`, `--confirm` and `--timeout`.
+percent = _number(float, lambda v: 0 <= v <= 100, "a percentage from 0 to 100", "is not a percentage from 0 to 100")
+positive_count = _number(
+    int, lambda v: v >= 1, "1 or more", "is less than 1: a kill is confirmed by one re-run at least"
+)
+seconds = _number(float, lambda v: v > 0, "seconds above 0", "is not a number of seconds above 0")
 
 
 EXIT_CODES = "exit codes:\n" + exit_code_table()

@@ -71,7 +71,7 @@ def judge(
     if kind is Outcome.TIMEOUT:
         during = f"; {running} was running" if running else ""
         return Judgement(
-            TIMEOUT, f"the guards ran past their time limit on {attempts} attempts (exit code {code}){during}"
+            TIMEOUT, f"its tests ran past mutmut's time limit on {attempts} attempts (exit code {code}){during}"
         )
     if kind is Outcome.KILLED:
         return Judgement(CRASHED, f"its worker was killed ({describe(code)}) on {attempts} attempts in a row")

@@ -20,7 +20,7 @@ class MutantStatus(StrEnum):
 
     KILLED = "killed"  # a guard's detectors fired with the mutant in place
     SURVIVED = "survived"  # every guard passed with the mutant in place
-    TIMEOUT = "timeout"  # the guards ran past their time limit
+    TIMEOUT = "timeout"  # its tests ran past their time limit (mutmut's, or --timeout's: the test is named)
     CRASHED = "crashed"  # the guard run ended without a guard's verdict (segfault, error in a guard, ...)
     NO_TESTS = "not reached"  # no guard (or test of a suite) runs the mutated function
     SKIPPED = "skipped"  # not counted: its site is exposed or unreached at baseline

@@ -118,11 +118,12 @@ def read_or_empty(path: Path) -> Ledger:
 
 @dataclass(frozen=True)
 class Rerun:
-    """One re-run: of `tests` (in this order) on `mutant`, or on the unmutated code (`mutant` "")."""
+    """One re-run: of `tests` (in this order) on `mutant`, or on the unmutated code (`mutant` ""), for the kills (or
+    the failing test) it settles: the same tests on the unmutated code settle every kill they killed."""
 
-    key: str  # the kill (mutant) or the failing test it settles
     mutant: str
     tests: tuple[str, ...]
+    settles: tuple[str, ...]
 
 
 # How a re-run went: its exit code and its record (None when it wrote none).
@@ -137,7 +138,7 @@ def differs(rerun: Rerun, ran: Ran, before: tuple[str, ...]) -> dict[str, str] |
     code, record = ran
     where = f"when re-run on {rerun.mutant}" if rerun.mutant else "when re-run on the unmutated code"
     if code == UNWRITTEN_STATUS:
-        raise RecordsUnwritten(f"a re-run could not write its record in {rerun.key}")
+        raise RecordsUnwritten(f"a re-run of {', '.join(rerun.tests)} could not write its record")
     kind = outcome(code)
     if kind in (Outcome.STOPPED, Outcome.KILLED):
         return None
@@ -152,14 +153,14 @@ def differs(rerun: Rerun, ran: Ran, before: tuple[str, ...]) -> dict[str, str] |
     return found | {test: again for test in now if test not in before}
 
 
-def rechecked(rerun: Rerun, code: int) -> dict[str, str] | None:
+def rechecked(test: str, code: int) -> dict[str, str] | None:
     """How a re-run alone of a test that failed on the unmutated code went: passed (flaky), failed again (empty),
     or nothing said (None: stopped or killed from outside)."""
     if outcome(code) in (Outcome.STOPPED, Outcome.KILLED):
         return None
     if code != 0:
         return {}
-    return {rerun.key: "failed on the unmutated code in the suite's first session, then passed when re-run alone"}
+    return {test: "failed on the unmutated code in the suite's first session, then passed when re-run alone"}
 
 
 def confirm(
@@ -176,40 +177,41 @@ def confirm(
     ledger = read_or_empty(ws.confirmations_file)
     sessions = _killing_sessions(ws)
     kills = {name: s for name, s in sessions.items() if not ((c := ledger.kills.get(name)) and c.confirms(s))}
-    for name, session in list(kills.items()):  # the guards drove their sites again in the killing session
-        if (driven := _driven_again(session)) is not None:
-            _settle(ledger, name, kills.pop(name), driven)
-    if len(kills) < len(sessions):
+    driven = {name: found for name, s in kills.items() if (found := _driven_again(s)) is not None}
+    for name, found in driven.items():  # the guards drove their sites again in the killing session
+        _settle(ledger, name, kills.pop(name), found)
+    if driven:
         write(ws.confirmations_file, ledger)
     retried = [test for test in failing if test not in ledger.rechecked]
     if not kills and not retried:
         return ledger
     print(f"confirming {len(kills)} kill(s) and {len(retried)} failing test(s), {rounds} re-run(s) each", flush=True)
     started = time.monotonic()
+    tests = {name: _rerun_tests(session, suite) for name, session in sorted(kills.items())}
+    unmutated: dict[
+        tuple[str, ...], tuple[str, ...]
+    ] = {}  # a suite's tests -> the kills they re-run on the unmutated code
+    for name, ran in tests.items():
+        unmutated[ran] = (*unmutated.get(ran, ()), name)
     queue: list[Rerun] = []
-    for name, session in sorted(kills.items()):
-        tests = _rerun_tests(session, suite)
-        sides = (name, "") if suite else (name,)
-        queue += [Rerun(name, mutant, tests) for _ in range(rounds) for mutant in sides]
-    queue += [Rerun(test, "", (test,)) for test in retried for _ in range(rounds)]
-    left = {key: sum(r.key == key for r in queue) for key in {r.key for r in queue}}
+    for _ in range(rounds):
+        queue += [Rerun(name, ran, (name,)) for name, ran in tests.items()]
+        queue += [Rerun("", ran, names) for ran, names in unmutated.items()] if suite else []
+        queue += [Rerun("", (test,), (test,)) for test in retried]
+    left = {key: sum(key in r.settles for r in queue) for key in [*tests, *retried]}
     found: dict[str, dict[str, str]] = {key: {} for key in left}
-    for rerun, ran in _run_all(ws, queue, run_tests, max_children, lambda rerun: rerun.key in left):
-        if rerun.key not in left:
-            continue  # settled while it ran
-        if rerun.key in kills:
-            said = differs(rerun, ran, killers(kills[rerun.key].records))
-        else:
-            said = rechecked(rerun, ran[0])
-        left[rerun.key] -= 1
-        if said is None:  # no verdict: confirmed next run
-            del left[rerun.key]
-            continue
-        found[rerun.key] |= said
-        if found[rerun.key] or not left[rerun.key]:
-            del left[rerun.key]
-            _settle(ledger, rerun.key, kills.get(rerun.key), found[rerun.key])
-            write(ws.confirmations_file, ledger)
+    for rerun, ran in _run_all(ws, queue, run_tests, max_children, lambda r: any(key in left for key in r.settles)):
+        for key in [key for key in rerun.settles if key in left]:  # those not settled while it ran
+            said = differs(rerun, ran, killers(kills[key].records)) if key in kills else rechecked(key, ran[0])
+            left[key] -= 1
+            if said is None:  # no verdict: confirmed next run
+                del left[key]
+                continue
+            found[key] |= said
+            if found[key] or not left[key]:
+                del left[key]
+                _settle(ledger, key, kills.get(key), found[key])
+                write(ws.confirmations_file, ledger)
     print(f"    done in {time.monotonic() - started:.2f} s; flaky: {', '.join(ledger.flaky()) or 'none'}", flush=True)
     return ledger
 

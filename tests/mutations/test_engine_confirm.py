@@ -45,7 +45,7 @@ def killing(mutant: str = KILLED, run: str = "run1") -> GuardSession:
 
 
 def test_a_rerun_on_the_mutant_agrees_when_the_same_tests_fail_and_names_each_test_that_did_otherwise() -> None:
-    rerun, before = Rerun(KILLED, KILLED, (FIRST, KILLER)), (KILLER,)
+    rerun, before = Rerun(KILLED, (FIRST, KILLER), (KILLED,)), (KILLER,)
     assert differs(rerun, (1, killing()), before) == {}
     passed = GuardSession("r", Phase.MUTANT, KILLED, 0, (record(FIRST), record(KILLER)))
     assert differs(rerun, (0, passed), before) == {KILLER: f"passed when re-run on {KILLED}"}
@@ -57,7 +57,7 @@ def test_a_rerun_on_the_mutant_agrees_when_the_same_tests_fail_and_names_each_te
 
 
 def test_a_rerun_on_the_unmutated_code_agrees_when_every_test_passes() -> None:
-    rerun = Rerun(KILLED, "", (FIRST, KILLER))
+    rerun = Rerun("", (FIRST, KILLER), (KILLED,))
     clean = GuardSession("r", Phase.BASELINE, "", 0, (record(FIRST), record(KILLER)))
     assert differs(rerun, (0, clean), (KILLER,)) == {}
     failed = GuardSession("r", Phase.BASELINE, "", 1, (record(FIRST), record(KILLER, RecordKind.FAILED)))
@@ -67,7 +67,7 @@ def test_a_rerun_on_the_unmutated_code_agrees_when_every_test_passes() -> None:
 
 
 def test_a_rerun_past_its_time_limit_or_without_a_record_is_a_disagreement_one_stopped_says_nothing() -> None:
-    rerun = Rerun(KILLED, KILLED, (KILLER,))
+    rerun = Rerun(KILLED, (KILLER,), (KILLED,))
     assert differs(rerun, (-signal.SIGXCPU, None), (KILLER,)) == {
         KILLER: f"ran past its time limit when re-run on {KILLED}"
     }
@@ -76,15 +76,14 @@ def test_a_rerun_past_its_time_limit_or_without_a_record_is_a_disagreement_one_s
     }
     for stopped in (-signal.SIGTERM, -signal.SIGKILL, 130):  # a stop, or killed from outside: no verdict
         assert differs(rerun, (stopped, None), (KILLER,)) is None
-        assert rechecked(Rerun(KILLER, "", (KILLER,)), stopped) is None
+        assert rechecked(KILLER, stopped) is None
     with pytest.raises(RecordsUnwritten):
         differs(rerun, (UNWRITTEN_STATUS, None), (KILLER,))
 
 
 def test_a_failing_test_re_run_alone_is_flaky_when_it_passes() -> None:
-    rerun = Rerun(KILLER, "", (KILLER,))
-    assert rechecked(rerun, 1) == {}
-    assert rechecked(rerun, 0) == {
+    assert rechecked(KILLER, 1) == {}
+    assert rechecked(KILLER, 0) == {
         KILLER: "failed on the unmutated code in the suite's first session, then passed when re-run alone"
     }
 
@@ -156,6 +155,9 @@ def test_each_kill_is_rerun_on_its_mutant_and_the_unmutated_code_and_a_test_that
     assert set(ledger.kills) == {KILLED, OTHER}  # the survivor is no kill
     assert confirm.read(ws.confirmations_file) == ledger
     assert not list((ws.attribution / "confirm").glob("*.json"))  # each re-run's record read and removed
+    ran = [json.loads(p.read_text(encoding="utf-8")) for p in (ws.attribution / "confirm").glob("*.ran")]
+    assert all(tests == [FIRST, KILLER] for _, tests in ran)  # the killing session's tests, in its order
+    assert [on for on, _ in ran].count("") == 2  # the same tests on the unmutated code: once a round for both kills
 
 
 def test_a_kill_already_confirmed_is_not_rerun_and_a_suites_failing_test_is_rerun_alone(ws: Workspace) -> None:
