@@ -65,7 +65,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     text = render(export)
     if checked is not None:
         wanted = patch(export, text) if checked.startswith("diff --git") else text
-        differs = difference(checked, wanted, export)
+        differs = difference(checked, wanted)
         print(f"{args.check}: {differs or f'up to date ({_cases(export.cases)})'}")
         return ExitCode.CHECK_FAILED if differs else ExitCode.OK
     written = patch(export, text) if args.patch else text

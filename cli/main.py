@@ -236,6 +236,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         tests=args.tests,
         tests_root=args.tests_root,
         expect_sites=Path(args.expect_sites) if args.expect_sites is not None else None,
+        confirm=args.confirm,
+        timeout=args.timeout,
     )
 
 
@@ -310,15 +312,31 @@ class Version(argparse.Action):
         parser.exit()
 
 
-def percent(text: str) -> float:
-    """`--fail-under`: a finite number from 0 to 100."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a percentage from 0 to 100") from None
-    if not math.isfinite(value) or not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"{text} is not a percentage from 0 to 100")
-    return value
+def _number(
+    convert: Callable[[str], float], fits: Callable[[float], bool], wanted: str, unfit: str
+) -> Callable[[str], float]:
+    """An option's type: the text converted (else "'x' is not a number; give `wanted`"), finite and such that it
+    `fits` (else "x `unfit`")."""
+    kind = "whole number" if convert is int else "number"
+
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind}; give {wanted}") from None
+        if not math.isfinite(value) or not fits(value):
+            raise argparse.ArgumentTypeError(f"{text} {unfit}")
+        return value
+
+    return parse
+
+
+# The types of `--fail-under`, `--confirm` and `--timeout`.
+percent = _number(float, lambda v: 0 <= v <= 100, "a percentage from 0 to 100", "is not a percentage from 0 to 100")
+positive_count = _number(
+    int, lambda v: v >= 1, "1 or more", "is less than 1: a kill is confirmed by one re-run at least"
+)
+seconds = _number(float, lambda v: v > 0, "seconds above 0", "is not a number of seconds above 0")
 
 
 EXIT_CODES = "exit codes:\n" + exit_code_table()
@@ -401,7 +419,22 @@ def build_parser() -> argparse.ArgumentParser:
     mutate.add_argument(
         "--tests-root",
         metavar="DIR",
-        help="the folder pytest runs --tests in, whose settings and conftest.py files apply (default: here)",
+        help="the folder pytest runs --tests in, whose settings and conftest.py files apply (default: the paths' "
+        "nearest common folder)",
+    )
+    mutate.add_argument(
+        "--confirm",
+        type=positive_count,
+        metavar="N",
+        help="re-run the tests of each kill N times, on the mutant and (with --tests) on the unmutated code: a test "
+        "that does otherwise is flaky and none of its kills counts (default: 2 with --tests, 1 for the guards)",
+    )
+    mutate.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="stop a test that runs longer (pytest-timeout, in every session of the run): its mutant is `timeout`, "
+        "naming it, and one that hangs on the unmutated code is left out as failing there (default: no limit)",
     )
     _expect_sites_option(mutate)
     mutate.set_defaults(run=cmd_mutate)

@@ -25,8 +25,9 @@ class ExitCode(enum.IntEnum):
     CHECK_FAILED = (
         1,
         (
-            "the check ran and failed: a score below --fail-under, an exposed or unreached site, a failed guard, a new "
-            "audit finding, a release not checked, an exported test out of date, an expected site not found"
+            "the check ran and failed: a score below --fail-under, an exposed or unreached site, a flaky test, a "
+            "failed guard, a new audit finding, a release not checked, an exported test out of date, an expected "
+            "site not found"
         ),
     )
     USAGE = 2, "the command line is wrong: an unknown option, an empty or out-of-range value"

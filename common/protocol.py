@@ -30,6 +30,9 @@ PARENT_PID = PREFIX + "PARENT_PID"  # the pid of the process that started this o
 # a suite's (`mutate --tests`): where its session on the unmutated code says which tests fail there (left out of every
 # later session) and which mutated functions ran outside any test
 SUITE_BASELINE = PREFIX + "SUITE_BASELINE"
+# a session that re-runs a kill's tests (`mutate --confirm`): the file its record goes to, in place of the usual one
+RECORD_TO = PREFIX + "RECORD_TO"
+CONFIRM = PREFIX + "CONFIRM"  # the mutmut session's: how many times each kill's tests are re-run (`mutate --confirm`)
 HISTORY_MUTANT = PREFIX + "HISTORY_MUTANT"  # the history's MUTANT_VARIABLE: never set, so every run is a baseline
 
 
@@ -52,6 +55,8 @@ class Settings:
     evidence: bool
     parent_pid: int | None
     suite_baseline: str | None = None
+    record_to: str | None = None
+    confirm: int = 1
 
     def function_sites(self) -> dict[str, list[str]]:
         """Which sites each function the engine mutates holds (empty when not told)."""
@@ -78,6 +83,8 @@ def settings(environ: Mapping[str, str] | None = None) -> Settings:
         evidence=env.get(EVIDENCE, "1") != "0",
         parent_pid=int(parent) if parent else None,
         suite_baseline=env.get(SUITE_BASELINE) or None,
+        record_to=env.get(RECORD_TO) or None,
+        confirm=int(env.get(CONFIRM) or 1),
     )
 
 
@@ -99,6 +106,7 @@ def tell_guards(
     mutated: str | None = None,
     evidence: bool = True,
     suite_baseline: str | None = None,
+    confirm: int | None = None,
 ) -> None:
     """Make `environ` the environment of guard sessions that record their outcomes under `attribution`: every
     protocol variable it held goes (a caller's tree, sites or records), these are set."""
@@ -119,6 +127,7 @@ def tell_guards(
         MUTATED: mutated,
         EVIDENCE: None if evidence else "0",
         SUITE_BASELINE: suite_baseline,
+        CONFIRM: str(confirm) if confirm is not None else None,
     }
     environ.update({name: value for name, value in told.items() if value is not None})
 

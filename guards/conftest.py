@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import GuardError, NothingToCheck, TargetNotFound, UsageError
-from warnonce_guard.guards.outcome import GuardFailure
+from warnonce_guard.guards.outcome import DRIVE_AGAIN, GuardFailure
 from warnonce_guard.guards.sessions import (
+    AGAIN,
     UNWRITTEN_STATUS,
     GuardRecord,
     Phase,
     RecordKind,
+    ran_out_of_time,
     record_finished,
     session_phase,
 )
@@ -72,6 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
     own = mutated_function_sites()
     if own is not None:
         config.stash[_OWN] = own
+        config.stash[DRIVE_AGAIN] = told.confirm  # a guard that kills the mutant drives its site again
         config.option.maxfail = 0  # the stop at the first failure waits until the function's guards ran
 
 
@@ -133,11 +136,21 @@ def _site_of(item: pytest.Item) -> str | None:
 _RECORDS = pytest.StashKey[list[GuardRecord]]()
 
 
+def guard_records(item: pytest.Item, phase: str, error: BaseException | None) -> list[GuardRecord]:
+    """A guard's outcome in one phase, then what each drive after it found, as typed records (`guards.sessions`)."""
+    again = error.again if isinstance(error, GuardFailure) else ()
+    return [
+        guard_record(item, phase, error),
+        *(GuardRecord(item.nodeid, _site_of(item), AGAIN, kind) for kind in again),
+    ]
+
+
 def guard_record(item: pytest.Item, phase: str, error: BaseException | None) -> GuardRecord:
     """A guard's outcome in one phase as a typed record (`guards.sessions`)."""
     if error is None:
         return GuardRecord(item.nodeid, _site_of(item), phase, RecordKind.PASSED)
     kind = error.kind if isinstance(error, GuardFailure) else RecordKind.ERROR
+    kind = RecordKind.TIMEOUT if ran_out_of_time(error) else kind
     detectors = error.detectors if isinstance(error, GuardFailure) else ()
     message = (str(error).splitlines() or [type(error).__name__])[0]
     if kind is RecordKind.ERROR:
@@ -150,7 +163,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     report = yield
     if protocol.settings().attribution and (report.failed or report.when == "call"):
         error = call.excinfo.value if call.excinfo is not None else None
-        item.config.stash.setdefault(_RECORDS, []).append(guard_record(item, report.when, error))
+        item.config.stash.setdefault(_RECORDS, []).extend(guard_records(item, report.when, error))
     return report
 
 

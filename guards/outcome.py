@@ -14,11 +14,18 @@ from warnonce_guard.rule.target import PACKAGE
 UNIMPORTED = pytest.StashKey[list[str]]()
 
 
+# In a mutant's session of the mutation run: how many times a guard whose detectors fired drives its site again
+# (`mutate --confirm`), in its session's stash.
+DRIVE_AGAIN = pytest.StashKey[int]()
+
+
 class GuardFailure(AssertionError):
-    """Base of a guard's failure; `kind` and `detectors` say what happened, for the report's attribution."""
+    """Base of a guard's failure; `kind` and `detectors` say what happened, for the report's attribution; `again`,
+    what each drive after it found (`drive_again`)."""
 
     kind: RecordKind = RecordKind.LEAK
     detectors: tuple[str, ...] = ()
+    again: tuple[RecordKind, ...] = ()
 
 
 class LeakDetected(GuardFailure):
@@ -52,3 +59,16 @@ def check_site(site: Site, package: str = PACKAGE) -> None:
     found = detections(obs)
     if found:
         raise LeakDetected(site, found)
+
+
+def drive_again(site: Site, rounds: int, package: str = PACKAGE) -> tuple[RecordKind, ...]:
+    """What `rounds` more drives of a site whose guard failed find, each: a drive restores everything it touched,
+    so each is the guard run again (the mutation run's confirmation of a kill, at the cost of a drive)."""
+    found = []
+    for _ in range(rounds):
+        try:
+            check_site(site, package)
+            found.append(RecordKind.PASSED)
+        except GuardFailure as failure:
+            found.append(failure.kind)
+    return tuple(found)

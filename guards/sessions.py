@@ -48,6 +48,19 @@ class RecordKind(StrEnum):
     UNREACHED = "unreached"  # the guard could not bring execution to its site
     ERROR = "error"  # the guard itself raised something else (its message says what)
     FAILED = "failed"  # a test of a suite (`mutate --tests`) failed: its first line says how
+    TIMEOUT = "timeout"  # it ran past `mutate --timeout` (pytest-timeout stopped it): no verdict on the mutant
+
+
+# How pytest-timeout fails a test it stopped (its signal method, as `mutate --timeout` loads it): `Failed: Timeout >5s`.
+TIMEOUT_PREFIX = "Timeout >"
+
+
+def ran_out_of_time(error: BaseException | None) -> bool:
+    """Whether a test's failure is pytest-timeout's stop (`mutate --timeout`)."""
+    return type(error).__name__ == "Failed" and str(error).startswith(TIMEOUT_PREFIX)
+
+
+AGAIN = "again"  # the phase of the records of a failed guard's drives after it (`guards.outcome.drive_again`)
 
 
 @dataclass(frozen=True)
@@ -111,9 +124,9 @@ def session_path(folder: Path, session: GuardSession) -> Path:
     return mutant_session_path(folder, session.mutant)
 
 
-def write_session(folder: Path, session: GuardSession) -> Path:
-    """Write the session's file atomically: it exists whole or not at all."""
-    path = session_path(folder, session)
+def write_session(folder: Path, session: GuardSession, path: Path | None = None) -> Path:
+    """Write the session's file atomically (at `path`, else where `session_path` says): whole or not at all."""
+    path = path or session_path(folder, session)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(session.to_json()))
     return path
@@ -121,13 +134,14 @@ def write_session(folder: Path, session: GuardSession) -> Path:
 
 def record_finished(told: protocol.Settings, exit_status: int, records: Sequence[GuardRecord]) -> bool:
     """Write a finished session's records where the engine told it to (nothing for a session cut short, one not
-    told to record, or one of the engine's own checks); False when the disk or folder refused the record."""
+    told to record, or one of the engine's own checks; a re-run of a kill's tests to its own file, `record_to`);
+    False when the disk or folder refused the record."""
     phase = session_phase(told)
     if not told.attribution or int(exit_status) not in FINISHED_STATUSES or phase is None:
         return True
     finished = GuardSession(told.run_id, phase, told.mutant, int(exit_status), tuple(records))
     try:
-        write_session(Path(told.attribution), finished)
+        write_session(Path(told.attribution), finished, Path(told.record_to) if told.record_to else None)
     except OSError:
         return False
     return True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from warnonce_guard.common.errors import PlatformImportFailed
-from warnonce_guard.guards.outcome import UNIMPORTED, check_site
+from warnonce_guard.guards.outcome import DRIVE_AGAIN, UNIMPORTED, LeakDetected, check_site, drive_again
 from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import Target
 
@@ -18,3 +18,6 @@ def test_site_releases_exception_and_warns_once(
     except PlatformImportFailed as err:  # the environment, not the site: say what to install, no traceback
         request.config.stash.setdefault(UNIMPORTED, []).append(str(err))
         pytest.fail(str(err), pytrace=False)
+    except LeakDetected as leak:  # in a mutant's session, a kill: confirmed by driving the site again
+        leak.again = drive_again(site, request.config.stash.get(DRIVE_AGAIN, 0))
+        raise

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 
 from warnonce_guard.guards.sessions import GuardRecord, GuardSession, RecordKind
 from warnonce_guard.mutations.engine.attempts import REPEATS, Outcome, describe, outcome
+from warnonce_guard.mutations.engine.confirm import Ledger
 from warnonce_guard.mutations.engine.seam import MUTANT_MARK
 from warnonce_guard.mutations.engine.status import PYTEST_NO_TESTS, EngineStatus, engine_status
 from warnonce_guard.mutations.identify import NamedMutant
 from warnonce_guard.mutations.records import (
     CRASHED,
     EXPOSED,
+    FLAKY,
     GUARDED,
     KILLED,
     NO_TESTS,
@@ -44,9 +46,16 @@ class Judgement:
     killer: GuardRecord | None = None
 
 
-def judge(code: int | None, session: GuardSession | None, attempts: int = 0, site: str | None = None) -> Judgement:
+def judge(
+    code: int | None,
+    session: GuardSession | None,
+    attempts: int = 0,
+    site: str | None = None,
+    running: str | None = None,
+) -> Judgement:
     """One mutant's status from mutmut's exit code, the finished guard session that tested it (if any), how
-    many attempts in a row ended abnormally (the ledger), and the id of the mutant's own site."""
+    many attempts in a row ended abnormally (the ledger), the id of the mutant's own site, and the test its last
+    session was running when it ended without finishing (`engine.running`)."""
     engine = engine_status(code)
     kind = outcome(code)
     if code is None:
@@ -61,7 +70,10 @@ def judge(code: int | None, session: GuardSession | None, attempts: int = 0, sit
             f"{REPEATS} attempts a verdict needs; tested again next run",
         )
     if kind is Outcome.TIMEOUT:
-        return Judgement(TIMEOUT, f"the guards ran past their time limit on {attempts} attempts (exit code {code})")
+        during = f"; {running} was running" if running else ""
+        return Judgement(
+            TIMEOUT, f"its tests ran past mutmut's time limit on {attempts} attempts (exit code {code}){during}"
+        )
     if kind is Outcome.KILLED:
         return Judgement(CRASHED, f"its worker was killed ({describe(code)}) on {attempts} attempts in a row")
     if engine is EngineStatus.NO_TESTS:
@@ -80,6 +92,8 @@ def judge(code: int | None, session: GuardSession | None, attempts: int = 0, sit
         return Judgement(SURVIVED, "every guard passed with the bug put back")
     if (killer := killed_by(session.records, site)) is not None:
         return Judgement(KILLED, killer.message, killer)
+    if (late := next((r for r in session.records if r.kind is RecordKind.TIMEOUT), None)) is not None:
+        return Judgement(TIMEOUT, f"{late.test} ran past --timeout ({late.message})", late)
     why = f"{failed.kind}: {failed.message}" if failed else "no guard failed"
     return Judgement(CRASHED, f"the guards failed without a detector firing ({why})")
 
@@ -139,20 +153,45 @@ def site_baselines(sites: Iterable[Site], sessions: Iterable[GuardSession]) -> l
 
 
 def judge_in_suite(
-    baseline: SuiteBaseline, mutant: str, code: int | None, session: GuardSession | None, attempts: int, site: str
+    baseline: SuiteBaseline,
+    mutant: str,
+    code: int | None,
+    session: GuardSession | None,
+    attempts: int,
+    site: str,
+    running: str | None = None,
 ) -> Judgement:
     """`judge` for a suite's run (`mutate --tests`), its reasons in the suite's words."""
-    judgement = judge(code, session, attempts, site)
+    judgement = judge(code, session, attempts, site, running)
     if judgement.status is SURVIVED:
         return Judgement(SURVIVED, "every test of the suite that runs the mutated function passed")
     if judgement.status is not NO_TESTS:
         return judgement
     if code == PYTEST_NO_TESTS:  # every test that reaches it was left out
-        return Judgement(NO_TESTS, "only tests that fail on the unmutated code run the mutated function")
+        return Judgement(NO_TESTS, "only tests that fail (or are flaky) on the unmutated code run the mutated function")
     why = "no test of the suite runs the mutated function"
     if mutant.partition(MUTANT_MARK)[0] in baseline.outside:
         why += "; it runs only while the suite is collected (on import), which no test sees"
     return Judgement(NO_TESTS, why)
+
+
+def confirmed(judgement: Judgement, mutant: str, session: GuardSession | None, ledger: Ledger) -> Judgement:
+    """A kill as its confirmation (`engine.confirm`) left it: killed when every re-run agreed and none of its tests is
+    flaky anywhere, flaky (not counted) otherwise, not run while it waits for its re-runs."""
+    if judgement.status is not KILLED or session is None:
+        return judgement
+    check = ledger.kills.get(mutant)
+    if check is None or not check.confirms(session):
+        return Judgement(NOT_RUN, "killed, not confirmed yet: its tests are re-run by the next run")
+    if check.flaky:
+        test, why = sorted(check.flaky.items())[0]
+        return Judgement(FLAKY, f"not counted: the kill did not hold, {test} {why}", judgement.killer)
+    flaky = ledger.flaky()
+    if shaky := [test for test in check.killers if test in flaky]:
+        return Judgement(
+            FLAKY, f"not counted: killed by {shaky[0]}, which is flaky ({flaky[shaky[0]]})", judgement.killer
+        )
+    return judgement
 
 
 def verdicts(
@@ -164,9 +203,13 @@ def verdicts(
     sessions: Mapping[str, GuardSession],
     attempts: Mapping[str, tuple[int, ...]] | None = None,
     suite: SuiteBaseline | None = None,
+    ledger: Ledger | None = None,
+    running: Mapping[str, str] | None = None,
 ) -> list[MutantVerdict]:
     """One verdict per named mutant; mutants at a site that is not guarded at baseline are skipped, never killed. A
-    suite's run (`suite`: what it did on the unmutated code) has no site baselines: every mutant is judged."""
+    suite's run (`suite`: what it did on the unmutated code) has no site baselines: every mutant is judged. With the
+    confirmations' `ledger`, a kill counts once confirmed (`confirmed`); `running` names the test each mutant's
+    unfinished session was running."""
     by_id = {site.id: site for site in sites}
     status_of_site = {b.site.id: b for b in site_baselines}
     out = []
@@ -178,13 +221,15 @@ def verdicts(
         if mutant.unattributed:
             judgement = Judgement(UNATTRIBUTED, f"not counted: {mutant.unattributed}")
         elif suite is not None:
-            code = codes.get(mutant.mutant_id)
-            judgement = judge_in_suite(suite, mutant.mutant_id, code, session, tries, mutant.site_id)
+            code, last = codes.get(mutant.mutant_id), (running or {}).get(mutant.mutant_id)
+            judgement = judge_in_suite(suite, mutant.mutant_id, code, session, tries, mutant.site_id, last)
         elif baseline is None or baseline.status != GUARDED:
             status = baseline.status if baseline else "not guarded"
             judgement = Judgement(SKIPPED, f"not counted: the site is {status} at baseline")
         else:
             judgement = judge(codes.get(mutant.mutant_id), session, tries, mutant.site_id)
+        if ledger is not None:
+            judgement = confirmed(judgement, mutant.mutant_id, session, ledger)
         killer = judgement.killer
         out.append(
             MutantVerdict(

@@ -20,12 +20,13 @@ class MutantStatus(StrEnum):
 
     KILLED = "killed"  # a guard's detectors fired with the mutant in place
     SURVIVED = "survived"  # every guard passed with the mutant in place
-    TIMEOUT = "timeout"  # the guards ran past their time limit
+    TIMEOUT = "timeout"  # its tests ran past their time limit (mutmut's, or --timeout's: the test is named)
     CRASHED = "crashed"  # the guard run ended without a guard's verdict (segfault, error in a guard, ...)
     NO_TESTS = "not reached"  # no guard (or test of a suite) runs the mutated function
     SKIPPED = "skipped"  # not counted: its site is exposed or unreached at baseline
     NOT_RUN = "not run"  # no finished run of it yet (interrupted, or mutmut stopped first): re-tested next run
     UNATTRIBUTED = "unattributed"  # no discovered site explains it: a bug of the site rule, never counted
+    FLAKY = "flaky"  # killed only by a test that is flaky (a re-run did not agree): counted as not killed
 
 
 class SiteStatus(StrEnum):
@@ -36,7 +37,7 @@ class SiteStatus(StrEnum):
     UNREACHED = "unreached"  # no guard could drive execution to the site
 
 
-KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN, UNATTRIBUTED = MutantStatus
+KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN, UNATTRIBUTED, FLAKY = MutantStatus
 GUARDED, EXPOSED, UNREACHED = SiteStatus
 
 
@@ -147,6 +148,8 @@ class RunResult:
     run: RunInfo | None = None  # the run that wrote this result (for reused verdicts: the run reusing them)
     verdicts_from: RunInfo | None = None  # the earlier run whose verdicts these are, when they were reused
     suite: SuiteInfo | None = None  # the suite of --tests that scored the mutants; None: the guards
+    flaky: dict[str, str] = field(default_factory=dict)  # tests whose re-run did not agree (node id -> how): no kills
+    confirmed_by: int = 0  # how many times each kill's tests were re-run to confirm it (`mutate --confirm`)
     # site id -> operator -> why it made no mutant there (what it needs of the call): never skipped in silence
     not_applied: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -162,6 +165,16 @@ class RunResult:
     def scored(self) -> list[MutantVerdict]:
         """The mutants the score counts: every one that ran (skipped and not-run ones did not)."""
         return [m for m in self.mutants if m.status not in (SKIPPED, NOT_RUN, UNATTRIBUTED)]
+
+    @property
+    def counts(self) -> str:
+        """The score's counts as every report says them: `5 killed of 15 reached, 3 not reached`; a mutant no test
+        reaches counts against the score, and is counted apart from those a test ran."""
+        not_reached = self.count(NO_TESTS)
+        reached = len(self.scored) - not_reached
+        apart = f", {not_reached} not reached" if not_reached else ""
+        flaky = f", {self.count(FLAKY)} killed only by flaky tests (not counted)" if self.count(FLAKY) else ""
+        return f"{self.count(KILLED)} killed of {reached} reached{apart}{flaky}"
 
     @property
     def score(self) -> float | None:
@@ -221,15 +234,13 @@ class RunResult:
         fields = {k: data[k] for k in ("vllm_version", "vllm_commit", "target", "sources", "duration_s")}
         runs = {k: RunInfo.from_json(data.get(k)) for k in ("run", "verdicts_from")}
         suite = SuiteInfo.from_json(data.get("suite"))
-        not_applied = {str(k): {str(o): str(w) for o, w in v.items()} for k, v in data.get("not_applied", {}).items()}
+        confirmation = {
+            "flaky": {str(k): str(v) for k, v in data["flaky"].items()},
+            "confirmed_by": data["confirmed_by"],
+            "not_applied": {str(k): {str(o): str(w) for o, w in v.items()} for k, v in data["not_applied"].items()},
+        }
         return cls(
-            **fields,
-            operators=operators,
-            baselines=baselines,
-            mutants=mutants,
-            **runs,
-            suite=suite,
-            not_applied=not_applied,
+            **fields, operators=operators, baselines=baselines, mutants=mutants, **runs, suite=suite, **confirmation
         )
 
     @property

@@ -4,6 +4,7 @@ mutmut -> verdicts -> report -> gate."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -24,6 +25,7 @@ from warnonce_guard.common.errors import (
     Interrupted,
     MutantsUnaccounted,
     NothingToCheck,
+    NotInstalled,
     PlatformImportFailed,
     StagingFailed,
     TargetChanged,
@@ -33,7 +35,7 @@ from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS, cannot_w
 from warnonce_guard.common.processes import stop_group
 from warnonce_guard.guards.sessions import baseline_sessions, mutant_session_path, read_session, unwritable
 from warnonce_guard.mutations import judge, stage
-from warnonce_guard.mutations.engine import attempts, layout, state
+from warnonce_guard.mutations.engine import attempts, confirm, layout, running, state
 from warnonce_guard.mutations.engine.session import (
     NOTHING_COLLECTED,
     SUITE_BROKEN,
@@ -72,6 +74,11 @@ from warnonce_guard.rule.target import (
 )
 
 SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
+# How many times each kill's tests are re-run by default: a suite's on the mutant and on the unmutated code (a test
+# that fails 30% of the time gets through both about once in 23 kills), the guards' on the mutant (they are
+# deterministic, and their baseline already ran each on the unmutated code).
+CONFIRM_SUITE = 2
+CONFIRM_GUARDS = 1
 
 
 @dataclass(frozen=True)
@@ -100,10 +107,13 @@ def protected_paths(target: Target, packages: dict[str, Path]) -> list[ownership
 
 
 @contextlib.contextmanager
-def started_session(ws: Workspace, run_id: str, warm_up: list[str]) -> Iterator[subprocess.Popen[bytes]]:
+def started_session(
+    ws: Workspace, run_id: str, warm_up: list[str], rounds: int = 1
+) -> Iterator[subprocess.Popen[bytes]]:
     """The mutmut session (mutations.engine.session), started now to import `warm_up` while this process discovers
-    and stages; stopped with its group if it still runs when the block ends."""
-    session = start_session(ws, run_id, warm_up)
+    and stages, to confirm each kill by `rounds` re-runs; stopped with its group if it still runs when the block
+    ends."""
+    session = start_session(ws, run_id, warm_up, rounds)
     try:
         yield session
     finally:
@@ -123,7 +133,8 @@ def run_session(
     """Tell the session to run mutmut on `files`; meanwhile this process names the mutants (the other core is free
     while mutmut imports vLLM) and follows the session's progress from the exit codes it records. Its exit code
     (`started_session` stops a session this leaves running)."""
-    watch = Watch(session, lambda: stall_limit(ws))  # every wait below ends if the session stops working
+    # every wait below ends if the session stops working, naming the tests that were running then
+    watch = Watch(session, lambda: stall_limit(ws), running=lambda: running.running_now(ws.attribution))
     tell_to_mutate(session, files)
     if _wait_for_generation(ws, run_id, session, watch):
         named = write_identities(ws, sites, packages)
@@ -242,8 +253,10 @@ def collect_result(
     named: list[NamedMutant],
     started: float,
     suite: Suite | None = None,
+    rounds: int = 1,
 ) -> RunResult:
-    """The run's verdicts from what the session left in the workspace: scored by the guards, or by `suite`."""
+    """The run's verdicts from what the session left in the workspace: scored by the guards, or by `suite`; each
+    kill confirmed by `rounds` re-runs of its tests."""
     files = sorted({site.file for site in sites})
     try:
         codes, durations = state.read_exit_codes(ws, files)
@@ -254,6 +267,8 @@ def collect_result(
         ledger = attempts.read(ws.attempts_file)
     except BadRecord:
         ledger = {}  # a stored code the ledger no longer backs is "not run": tested again by the next run
+    checks = confirm.read_or_empty(ws.confirmations_file)  # a kill it does not confirm is "not run" yet
+    last_tests = {mutant: test for mutant, (_, test) in running.last_tests(ws.attribution).items()}
     site_baselines, suite_baseline = [], _suite_baseline(ws) if suite is not None else None
     if suite is None:
         site_baselines = judge.site_baselines(sites, baseline_sessions(ws.attribution, run_id))
@@ -262,6 +277,10 @@ def collect_result(
         raise MutantsUnaccounted(
             f"mutmut's mutants and ours differ: only mutmut {sorted(made - known)}, only ours {sorted(known - made)}"
         )
+    flaky = checks.flaky() | (suite_baseline.flaky if suite_baseline is not None else {})
+    failing = (
+        {test: why for test, why in suite_baseline.failures.items() if test not in flaky} if suite_baseline else {}
+    )
     return RunResult(
         vllm_version=target.version,
         vllm_commit=target.commit,
@@ -269,9 +288,13 @@ def collect_result(
         sources={file: (ws.dir / file).read_text(encoding="utf-8") for file in files},
         operators=[OperatorInfo(name, op.description) for name, op in OPERATORS.items()],
         baselines=site_baselines,
-        mutants=judge.verdicts(named, sites, site_baselines, codes, durations, sessions, ledger, suite_baseline),
+        mutants=judge.verdicts(
+            named, sites, site_baselines, codes, durations, sessions, ledger, suite_baseline, checks, last_tests
+        ),
         duration_s=time.monotonic() - started,
-        suite=SuiteInfo(suite.describe(), suite_baseline.failures) if suite and suite_baseline else None,
+        suite=SuiteInfo(suite.describe(), failing) if suite and suite_baseline else None,
+        flaky=dict(sorted(flaky.items())),
+        confirmed_by=rounds,
         not_applied=_not_applied(sites, named),
     )
 
@@ -304,6 +327,8 @@ def gate(result: RunResult, fail_under: float) -> list[str]:
         problems.append("no mutant was made: nothing was checked")
     if unattributed := result.count(UNATTRIBUTED):
         problems.append(f"{unattributed} mutant(s) change a call no discovered site has (a bug of the site rule)")
+    for test, why in result.flaky.items():
+        problems.append(f"{test} is flaky: {why}; none of its kills is counted")
     if not_run := result.count(NOT_RUN):
         problems.append(f"{not_run} mutant(s) have no finished run (tested again by the next run)")
     if (skipped := result.count(SKIPPED)) and not problems:
@@ -348,10 +373,14 @@ def mutate(
     platform: str | None = None,
     tests: list[str] | None = None,
     tests_root: str | None = None,
+    confirm: int | None = None,
+    timeout: float | None = None,
     expect_sites: Path | None = None,
 ) -> int:
     """The whole run; its exit code (`ExitCode.CHECK_FAILED` when the gate fails). `tests` (and `tests_root`): the
-    pytest suite that scores the mutants in place of the guards; `expect_sites`: the sites it must find."""
+    pytest suite that scores the mutants in place of the guards. `confirm`: how many times each kill's tests are
+    re-run (default `CONFIRM_SUITE` for a suite, `CONFIRM_GUARDS` for the guards). `timeout`: the seconds a test may
+    run before pytest-timeout stops it (its mutant `timeout`, naming it). `expect_sites`: the sites it must find."""
     started, run = time.monotonic(), RunInfo.begin()
     recorded = expected.read(expect_sites) if expect_sites is not None else None
     target = resolve_target(vllm_src)
@@ -364,7 +393,13 @@ def mutate(
         refuse_ending_plugins(registered_platforms())  # each guard (or test) would load them, and end with them
     paths = check_paths(out_dir, work_dir, viewer_js, protected_paths(target, packages))
     # the run's own outputs are no file of a suite: they change as it runs
-    key = Key(target, packages, extra, suite, [paths.out, paths.work_root.dir, locks.out_lock(paths.out)])
+    rounds = confirm or (CONFIRM_SUITE if suite is not None else CONFIRM_GUARDS)
+    if timeout is not None and importlib.util.find_spec("pytest_timeout") is None:
+        raise NotInstalled(
+            "--timeout needs pytest-timeout, of the mutation extra: pip install 'warnonce-guard[mutation]'"
+        )
+    left_out = [paths.out, paths.work_root.dir, locks.out_lock(paths.out)]
+    key = Key(target, packages, extra, suite, left_out, rounds, timeout)
     # --out is this run's from here to the report's last rename: another run writing there is refused
     with paths.work_root.claimed() as root, locks.out_dir(paths.out), RunProgress(console, started) as progress:
         suite_files = key.suite_files()
@@ -498,13 +533,16 @@ def store_result(ws: Workspace, result: RunResult) -> None:
 @dataclass(frozen=True)
 class Key:
     """What keys the run's workspace: the target, its staged packages, other settings (`extra`: the platform) and
-    the suite of --tests with every file of it (not the run's own `left_out` folders, which change as it runs)."""
+    the suite of --tests with its sources and settings (not the run's own `left_out` folders, which change as it
+    runs)."""
 
     target: Target
     packages: dict[str, Path]
     extra: str
     suite: Suite | None
     left_out: list[Path]
+    rounds: int = 1  # how many times each kill's tests are re-run to confirm it (`--confirm`)
+    timeout: float | None = None  # seconds a test may run before pytest-timeout stops it (`--timeout`)
 
     def suite_files(self) -> list[tuple[str, int, int]] | None:
         return signature(self.suite, self.left_out) if self.suite is not None else None
@@ -513,7 +551,8 @@ class Key:
         """The workspace's name; `suite_files` as `suite_files()` gave them, else read now."""
         files = suite_files if suite_files is not None else self.suite_files()
         suite = [self.suite.to_json(), files] if self.suite is not None else None
-        return stage.fingerprint(self.target, self.packages, json.dumps([self.extra, suite]))
+        settings = [self.extra, suite, self.rounds, self.timeout]
+        return stage.fingerprint(self.target, self.packages, json.dumps(settings))
 
     def changed(self, before: list[tuple[str, int, int]] | None) -> str | None:
         """What changed since the suite's files were `before` and the workspace was named: None when nothing did."""
@@ -546,12 +585,12 @@ def _run(
         return replace(stored, duration_s=time.monotonic() - started, run=run, verdicts_from=stored.run)
     run_id = run.run_id  # the session's id is the run's, as the report names it
     log_start = _log_size(ws)
-    with started_session(ws, run_id, imported_first(target)) as session:
+    with started_session(ws, run_id, imported_first(target), key.rounds) as session:
         sites = _sites(ws, find_sites, say)
         guarded = [site for site in sites if site.cached]
         if not guarded:
             raise NothingToCheck(f"no kernel-import site logs through a *_once call in {target.describe()}")
-        for line in stage.prepare(ws, target, sites, packages, suite):
+        for line in stage.prepare(ws, target, sites, packages, suite, key.timeout):
             say(line)
         root.prune(ws)
         files = stage.mutated_files(sites)
@@ -587,7 +626,7 @@ def _run(
             f"{who}importing the target ({modules}) may end the process (sys.exit, os._exit); see {ws.log_file}"
         )
     named = write_identities(ws, sites, sorted(packages))
-    result = collect_result(ws, target, run_id, guarded, named, started, suite)
+    result = collect_result(ws, target, run_id, guarded, named, started, suite, key.rounds)
     if key.fingerprint() != ws.dir.name:  # the workspace is named by the fingerprint
         stage.forget_staging(ws)
         what = key.changed(suite_files) or (

@@ -176,9 +176,10 @@ def prepare(
     sites: list[Site],
     packages: dict[str, Path] | None = None,
     suite: Suite | None = None,
+    timeout: float | None = None,
 ) -> list[str]:
-    """Create or refresh the work directory's contents for these sites, scored by the guards or by `suite`; returns
-    what was discarded of an earlier copy."""
+    """Create or refresh the work directory's contents for these sites, scored by the guards or by `suite`, each test
+    stopped past `timeout` seconds if given; returns what was discarded of an earlier copy."""
     packages = packages or {PACKAGE: target.package_dir}
     files = mutated_files(sites)
     discarded = stage_files(ws, packages, files)
@@ -189,7 +190,7 @@ def prepare(
             ws.suite_file.unlink(missing_ok=True)
         else:
             write_atomic(ws.suite_file, json.dumps(suite.to_json()))
-        config.write(ws.setup_cfg, files, ws.guard_tests.name, suite)
+        config.write(ws.setup_cfg, files, ws.guard_tests.name, suite, timeout)
         write_atomic(ws.sites_file, json.dumps([site.to_json() for site in sites], indent=1))
     except OSError as err:
         raise cannot_write(err, f"cannot stage the target in {ws.dir}") from None

@@ -2,8 +2,10 @@
 
 A suite is its root (`--tests-root`, default the paths' nearest common folder: pytest runs there, as `pytest PATH...`
 would from it, so its settings and conftest.py files apply) and its paths: files, folders or node ids, relative to
-the root. Every file under the root, and the pytest settings and conftest.py files of the folders above it, are part
-of the workspace's key (`signature`): a changed test, conftest or helper is a new workspace, never a stale verdict.
+the root. Its sources and settings under the root (Python files, conftest.py, ini, toml and cfg files), and the pytest
+settings and conftest.py files of the folders above it, are part of the workspace's key (`signature`): a changed
+test, conftest or helper is a new workspace, never a stale verdict; a file the suite writes as it runs (a log, a
+cache, a database) is none of them.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def _relative(given: str, root: Path) -> str:
         raise PathUnusable(f"--tests {printable(given)}: no such file or directory")
     resolved = Path(os.path.normpath(path))
     if not resolved.is_relative_to(root):
-        raise UsageError(
+        raise PathUnusable(
             f"--tests {printable(given)} is outside --tests-root {printable(str(root))}; "
             "give a --tests-root that holds every test path"
         )
@@ -110,17 +112,22 @@ def _stat(path: str, shown: str) -> list[tuple[str, int, int]]:
     return [(shown, st.st_size, st.st_mtime_ns)]
 
 
+# The files of a suite that say what it runs and how (what a user edits): its sources and settings.
+SOURCE_SUFFIXES = (".py", ".ini", ".toml", ".cfg")
+
+
 def signature(suite: Suite, left_out: list[Path]) -> list[tuple[str, int, int]]:
-    """Every file under the suite's root but caches and environments (and `left_out`: the run's own work directory,
-    report and lock), and the settings and conftest.py files of every folder above it: path (relative to the root),
-    size and modification time."""
+    """The suite's sources and settings under its root (`SOURCE_SUFFIXES`), but in caches and environments (and
+    `left_out`: the run's own work directory, report and lock), and the settings and conftest.py files of every folder
+    above it: path (relative to the root), size and modification time. Files the suite writes while it runs (logs,
+    data, caches) are not in it: a run of a suite that writes into its own root is scored."""
     skipped = {os.path.normpath(path.absolute()) for path in left_out}
     out = []
     for folder, dirs, files in os.walk(suite.root):
         dirs[:] = sorted(d for d in dirs if d not in _NOT_SUITE and os.path.join(folder, d) not in skipped)
         for name in files:
             path = os.path.join(folder, name)
-            if path not in skipped:
+            if name.endswith(SOURCE_SUFFIXES) and path not in skipped:
                 out += _stat(path, os.path.relpath(path, suite.root))
     for above in suite.root.parents:
         out += [entry for name in _SETTINGS for entry in _stat(str(above / name), str(above / name))]
@@ -130,30 +137,43 @@ def signature(suite: Suite, left_out: list[Path]) -> list[tuple[str, int, int]]:
 @dataclass(frozen=True)
 class SuiteBaseline:
     """What the suite did on the unmutated code, in mutmut's stats session (`engine.suite_plugin` writes it): pytest's
-    exit status, how many tests it ran, those that failed (node id -> first line: left out of every later session),
-    and the mutated functions that ran outside any test (mutmut's names: no test can be credited with them)."""
+    exit status, how many tests it ran, those that failed (node id -> first line: left out of every later session)
+    and which of them reached a mutated function (re-run by `engine.confirm`: one that passes then is flaky), and the
+    mutated functions that ran outside any test (mutmut's names: no test can be credited with them); then the tests
+    that passed there and failed in mutmut's clean run of the same code (node id -> how: flaky, left out too)."""
 
     status: int
     collected: int
     failures: dict[str, str] = field(default_factory=dict)
     outside: frozenset[str] = frozenset()
+    reaching: frozenset[str] = frozenset()
+    flaky: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def left_out(self) -> set[str]:
+        """The tests no later session runs: they failed on the unmutated code."""
+        return set(self.failures) | set(self.flaky)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["outside"] = sorted(self.outside)
+        data["outside"], data["reaching"] = sorted(self.outside), sorted(self.reaching)
         return data
 
     @classmethod
     def from_json(cls, data: Any) -> SuiteBaseline:
         """The inverse of `to_json`; ValueError (or KeyError, TypeError) for anything else."""
-        failures, outside = data["failures"], data["outside"]
+        failures, outside, reaching, flaky = data["failures"], data["outside"], data["reaching"], data["flaky"]
         if type(data["status"]) is not int or type(data["collected"]) is not int:
             raise ValueError("status or collected is not a number")
-        if not isinstance(failures, dict) or not all(isinstance(v, str) for v in failures.values()):
-            raise ValueError("no map of failing tests")
-        if not isinstance(outside, list) or not all(isinstance(name, str) for name in outside):
-            raise ValueError("no list of functions run outside the tests")
-        return cls(data["status"], data["collected"], dict(failures), frozenset(outside))
+        for tests in (failures, flaky):
+            if not isinstance(tests, dict) or not all(isinstance(v, str) for v in tests.values()):
+                raise ValueError("no map of failing tests")
+        for names in (outside, reaching):
+            if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+                raise ValueError("no list of functions run outside the tests, or of failing tests")
+        return cls(
+            data["status"], data["collected"], dict(failures), frozenset(outside), frozenset(reaching), dict(flaky)
+        )
 
 
 def read_baseline(path: Path) -> SuiteBaseline:

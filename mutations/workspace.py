@@ -45,6 +45,7 @@ class Workspace:
     identities_file = _Inside("identities.json")
     attribution = _Inside("attribution")
     attempts_file = _Inside("attempts.json")
+    confirmations_file = _Inside("confirmations.json")
     result_file = _Inside("result.json")
     log_file = _Inside("mutmut.log")
 

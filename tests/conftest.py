@@ -42,6 +42,10 @@ from tests.faults import (
 from tests.records_support import FakeSession
 from tests.toy import make_tree, mutmut_settings
 
+# pytest-randomly is installed for the export's trial (tests/upstream/test_export.py asks for it: -p randomly); every
+# other pytest session a test starts in a subprocess runs its tests in the order given, as this one does (setup.cfg).
+os.environ["PYTEST_ADDOPTS"] = " ".join([os.environ.get("PYTEST_ADDOPTS", ""), "-p no:randomly"]).strip()
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(

@@ -12,18 +12,19 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
-from warnonce_guard.guards.sessions import GuardRecord, GuardSession, Phase, RecordKind, write_session
+from warnonce_guard.guards.sessions import AGAIN, GuardRecord, GuardSession, Phase, RecordKind, write_session
 from warnonce_guard.mutations import operators
-from warnonce_guard.mutations.engine import layout, naming, state
+from warnonce_guard.mutations.engine import confirm, layout, naming, state
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.records import (
     CRASHED,
     EXPOSED,
+    FLAKY,
     GUARDED,
     KILLED,
     NO_TESTS,
@@ -179,7 +180,7 @@ def run_result(run: RunInfo = RUN, verdicts_from: RunInfo | None = None) -> RunR
 
 def every_status_result() -> RunResult:
     """One mutant of every status on the cpu site; the cuda site is unreached."""
-    statuses = (KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED)
+    statuses = (KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, FLAKY)
     return RunResult(
         vllm_version="0.33.0",
         vllm_commit=None,
@@ -191,6 +192,7 @@ def every_status_result() -> RunResult:
             SiteBaseline(CUDA_SITE, UNREACHED, guard_id(CUDA_SITE), detail="no CUDA device to steer to"),
         ],
         mutants=[verdict(CPU_SITE, i, OPS[i % 3], status) for i, status in enumerate(statuses)],
+        flaky={"tests/test_x.py::test_flaky": "passed when re-run on a mutant"},
     )
 
 
@@ -275,7 +277,7 @@ class FakeSession:
     runs: list[str] = field(default_factory=list)  # the run id of every session told to go (started, it only waits)
     found: list[dict[str, int | None]] = field(default_factory=list)  # the exit codes each session started from
 
-    def start(self, ws: Workspace, run_id: str, warm_up: list[str]) -> FakeProcess:
+    def start(self, ws: Workspace, run_id: str, warm_up: list[str], rounds: int = 1) -> FakeProcess:
         codes: dict[str, dict[str, int | None]] = {}
         told = FakePipe(lambda: self.runs.append(run_id))
         return FakeProcess(
@@ -326,8 +328,12 @@ class FakeSession:
                 file_codes[name] = int(killed)
                 if outcome != UNRECORDED:
                     records = tuple(leaked(s) if killed else passed(s) for s in guarded if s.file == file)
-                    write_session(ws.attribution, GuardSession(run_id, Phase.MUTANT, name, int(killed), records))
+                    again = tuple(replace(r, phase=AGAIN) for r in records if r.kind is RecordKind.LEAK)
+                    write_session(
+                        ws.attribution, GuardSession(run_id, Phase.MUTANT, name, int(killed), records + again)
+                    )
             _save_meta(ws, file, file_codes)
+        confirm.confirm(ws, lambda mutant, tests: 1, 1, suite=False)  # the guards drove their sites again
         if self.then is not None:
             self.then()
         if self.exit_code is not None:

@@ -2,8 +2,8 @@
 
 `--out` writes only a new file or an earlier export (its header says so: `render.MARKER`), through a symlink to
 its target, whole (a temporary sibling renamed over it); anything else is refused before discovery starts.
-`--check FILE` compares FILE with what an export writes now and says, in one line, the first thing that differs
-by case (a site new, gone or moved) or that the text alone differs.
+`--check FILE` compares FILE with what an export writes now and says, in one line, each case (by id) new, gone or
+changed (which of its values), or that the text differs outside the cases.
 """
 
 from __future__ import annotations
@@ -13,14 +13,10 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from warnonce_guard.common.errors import PathRefused, PathUnusable
 from warnonce_guard.common.files import destination, regular_file, write_atomic
 from warnonce_guard.upstream.words import MARKER
-
-if TYPE_CHECKING:
-    from warnonce_guard.upstream.cases import Case, Export
 
 _HEAD_LINES = 8  # the marker is within a file's (or a patch's) first lines
 _HEAD_BYTES = 4096
@@ -81,13 +77,18 @@ def read_check(path: Path) -> str:
     return text
 
 
+# What each argument of a case's `pytest.param(...)` is, in the order the module's parametrize names them.
+CASE_FIELDS = ("site", "call", "kernel", "warning", "steer")
+
+
 @dataclass(frozen=True)
 class Listed:
-    """A case as an exported file lists it."""
+    """A case as an exported file lists it: its id, site and kernel, and every argument as source (`CASE_FIELDS`)."""
 
     id: str
     site: str
     kernel: str
+    values: tuple[str, ...] = ()
 
 
 def listed_cases(text: str) -> list[Listed] | None:
@@ -111,31 +112,38 @@ def listed_cases(text: str) -> list[Listed] | None:
     found = []
     try:
         for param in table.elts:
-            assert isinstance(param, ast.Call)
+            assert isinstance(param, ast.Call) and len(param.args) == len(CASE_FIELDS)
             site, _, kernel = (ast.literal_eval(arg) for arg in param.args[:3])
             (ident,) = (ast.literal_eval(k.value) for k in param.keywords if k.arg == "id")
-            found.append(Listed(ident, site, kernel))
+            found.append(Listed(ident, site, kernel, tuple(ast.unparse(arg) for arg in param.args)))
     except (AssertionError, ValueError, TypeError):
         return None
     return found
 
 
-def difference(text: str, wanted: str, export: Export) -> str | None:
-    """What differs between an exported file's text and what an export writes now, in one line; None if nothing."""
+def _changed(old: Listed, new: Listed) -> str:
+    """What differs between two listings of one case: `its site (a.py:1 -> a.py:2), its warning`."""
+    fields = [name for name, was, now in zip(CASE_FIELDS, old.values, new.values, strict=True) if was != now]
+    return ", ".join(f"its site ({old.site} -> {new.site})" if name == "site" else f"its {name}" for name in fields)
+
+
+def difference(text: str, wanted: str) -> str | None:
+    """What differs between an exported file's text and what an export writes now (`wanted`), in one line naming
+    each case new, gone or changed by its id; None if nothing."""
     if text == wanted:
         return None
     listed = listed_cases(text)
     if listed is None:
         return "its case table cannot be read; re-export"
     old = {case.id: case for case in listed}
-    new: dict[str, Case] = {case.id: case for case in export.cases}
-    changes = [f"{case.site} `{case.kernel}` is new" for ident, case in new.items() if ident not in old]
-    changes += [f"{case.site} `{case.kernel}` is gone" for ident, case in old.items() if ident not in new]
+    new = {case.id: case for case in listed_cases(wanted) or []}
+    changes = [f"case {ident} is new ({case.site})" for ident, case in new.items() if ident not in old]
+    changes += [f"case {ident} is gone ({case.site})" for ident, case in old.items() if ident not in new]
     changes += [
-        f"{old[ident].site} `{case.kernel}` moved to {case.site}"
+        f"case {ident} changed: {_changed(old[ident], case)}"
         for ident, case in new.items()
-        if ident in old and old[ident].site != case.site
+        if ident in old and old[ident].values != case.values
     ]
     if not changes:
-        return "its text differs from a fresh export (the same cases); re-export"
-    return f"{', '.join(changes)}; re-export"
+        return "its text differs from a fresh export outside its cases; re-export"
+    return f"{'; '.join(changes)}; re-export"

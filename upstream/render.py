@@ -21,9 +21,11 @@ VLLM_HEADER = (  # what every file of vLLM's starts with
 PATH = "tests/platforms/test_kernel_import_warnings.py"  # where it goes in a vLLM checkout
 PLUGIN_PATH = "tests/test_kernel_import_warnings.py"  # and in a platform plugin's
 _STDLIB = (
+    "import functools",
     "import gc",
     "import importlib",
     "import importlib.abc",
+    "import inspect",
     "import sys",
     "import types",
     "import weakref",
@@ -92,10 +94,12 @@ def _imported(name, monkeypatch):
         return importlib.import_module(name)
 
 
-def _clear_once_caches():
-    for cached in vars(vllm.logger).values():
+def _fresh_once_caches(monkeypatch):
+    """Each ``*_once`` printer of ``vllm.logger`` gets a new, empty cache meanwhile."""
+    for name, cached in list(vars(vllm.logger).items()):
         if hasattr(cached, "cache_clear"):
-            cached.cache_clear()
+            fresh = functools.lru_cache(inspect.unwrap(cached))
+            monkeypatch.setattr(vllm.logger, name, fresh)
 
 
 @pytest.mark.parametrize(("site", "call", "kernel", "warning", "steer"), CASES)
@@ -117,7 +121,9 @@ def test_kernel_import_warning_keeps_nothing_alive(
     monkeypatch.setattr(sys, "meta_path", [blocker, *sys.meta_path])
     monkeypatch.setattr(module.${logger}, "handle", blocker.handle)
 
-    _clear_once_caches()  # another case may have logged the same text
+    # Another test may have logged the same text: the case logs into caches of its own,
+    # and what they keep goes with them; the process's caches are left as they were.
+    _fresh_once_caches(monkeypatch)
     engines = [weakref.ref(Engine(import_kernels)) for _ in range(2)]
     gc.collect()
     leaks = {
@@ -125,7 +131,6 @@ def test_kernel_import_warning_keeps_nothing_alive(
         "${pinned}": any(ref() is not None for ref in engines),
         "${repeated}": len(blocker.logged) > 1,
     }
-    _clear_once_caches()  # what the cache kept goes now, whatever the outcome
 
     assert blocker.raised, f"{site}: {kernel} was never imported"
     leaked = ", ".join(what for what, found in leaks.items() if found)

@@ -9,9 +9,11 @@ and warned again for each new exception: each case blocks one kernel module and
 checks that its warning is logged once, as written, and that nothing outlives it.
 """
 
+import functools
 import gc
 import importlib
 import importlib.abc
+import inspect
 import sys
 import types
 import weakref
@@ -132,10 +134,12 @@ def _imported(name, monkeypatch):
         return importlib.import_module(name)
 
 
-def _clear_once_caches():
-    for cached in vars(vllm.logger).values():
+def _fresh_once_caches(monkeypatch):
+    """Each ``*_once`` printer of ``vllm.logger`` gets a new, empty cache meanwhile."""
+    for name, cached in list(vars(vllm.logger).items()):
         if hasattr(cached, "cache_clear"):
-            cached.cache_clear()
+            fresh = functools.lru_cache(inspect.unwrap(cached))
+            monkeypatch.setattr(vllm.logger, name, fresh)
 
 
 @pytest.mark.parametrize(("site", "call", "kernel", "warning", "steer"), CASES)
@@ -157,7 +161,9 @@ def test_kernel_import_warning_keeps_nothing_alive(
     monkeypatch.setattr(sys, "meta_path", [blocker, *sys.meta_path])
     monkeypatch.setattr(module.logger, "handle", blocker.handle)
 
-    _clear_once_caches()  # another case may have logged the same text
+    # Another test may have logged the same text: the case logs into caches of its own,
+    # and what they keep goes with them; the process's caches are left as they were.
+    _fresh_once_caches(monkeypatch)
     engines = [weakref.ref(Engine(import_kernels)) for _ in range(2)]
     gc.collect()
     leaks = {
@@ -165,7 +171,6 @@ def test_kernel_import_warning_keeps_nothing_alive(
         "object pinned": any(ref() is not None for ref in engines),
         "warning repeated": len(blocker.logged) > 1,
     }
-    _clear_once_caches()  # what the cache kept goes now, whatever the outcome
 
     assert blocker.raised, f"{site}: {kernel} was never imported"
     leaked = ", ".join(what for what, found in leaks.items() if found)

@@ -36,9 +36,19 @@ def _value(value: str | list[str]) -> str:
 SUITE_ARGS = ["-p", "no:cacheprovider", "-p", "warnonce_guard.mutations.engine.suite_plugin"]
 
 
-def section(files: Iterable[str] = (), tests: str = "", suite: Suite | None = None) -> str:
+def timeout_args(seconds: float | None) -> list[str]:
+    """pytest's arguments for `mutate --timeout`: pytest-timeout loaded (no plugin loads by itself in the run's
+    sessions), stopping each test past `seconds` by its signal method, which fails the test (`Timeout >Ns`)."""
+    if seconds is None:
+        return []
+    return ["-p", "timeout", f"--timeout={seconds:g}", "--timeout-method=signal"]
+
+
+def section(
+    files: Iterable[str] = (), tests: str = "", suite: Suite | None = None, timeout: float | None = None
+) -> str:
     """The `[mutmut]` section: the fixed settings, then the files to mutate and the tests: the guard tests' folder
-    `tests`, or the paths of `suite`."""
+    `tests`, or the paths of `suite`, each stopped past `timeout` seconds if given."""
     files = sorted(set(files))
     settings: dict[str, str | list[str]] = dict(SETTINGS)
     if files:
@@ -47,10 +57,14 @@ def section(files: Iterable[str] = (), tests: str = "", suite: Suite | None = No
             settings |= {"also_copy": [f"{tests}/"], "pytest_add_cli_args_test_selection": [f"{tests}/"]}
         else:
             settings |= {"pytest_add_cli_args": SUITE_ARGS, "pytest_add_cli_args_test_selection": list(suite.paths)}
+        settings["pytest_add_cli_args"] = [*settings["pytest_add_cli_args"], *timeout_args(timeout)]
     return "[mutmut]\n" + "".join(f"{key} = {_value(value)}\n" for key, value in settings.items())
 
 
-def write(path: Path, files: Iterable[str], tests: str, suite: Suite | None = None) -> None:
-    """setup.cfg for one run (atomically): mutate `files`, run the guard tests in folder `tests` (or `suite`)."""
+def write(
+    path: Path, files: Iterable[str], tests: str, suite: Suite | None = None, timeout: float | None = None
+) -> None:
+    """setup.cfg for one run (atomically): mutate `files`, run the guard tests in folder `tests` (or `suite`), each
+    test stopped past `timeout` seconds if given."""
     header = "# Written by warnonce-guard for one mutation run (mutations/engine/config.py).\n"
-    write_atomic(path, header + section(files, tests, suite))
+    write_atomic(path, header + section(files, tests, suite, timeout))

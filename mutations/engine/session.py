@@ -23,7 +23,7 @@ from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS
 from warnonce_guard.common.processes import bind_to_parent, child_environment, die_with_parent
 from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS
-from warnonce_guard.mutations.engine import naming, overlay, state
+from warnonce_guard.mutations.engine import confirm, naming, overlay, state
 from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.seam import (
     BASELINE_PHASES,
@@ -54,9 +54,9 @@ NOTHING_COLLECTED = int(ExitCode.NOTHING_TO_CHECK)  # a suite that collected no 
 SUITE_BROKEN = 6  # a suite whose collection failed on the unmutated code (pytest's exit status 2, 3 or 4)
 
 
-def start_session(ws: Workspace, run_id: str, warm_up: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+def start_session(ws: Workspace, run_id: str, warm_up: Sequence[str] = (), rounds: int = 1) -> subprocess.Popen[bytes]:
     """Start the session in a process group of its own, its output appended to the workspace's log: it imports
-    `warm_up` at once, then waits for `tell_to_mutate`."""
+    `warm_up` at once, then waits for `tell_to_mutate`; it confirms each kill by `rounds` re-runs."""
     with ws.log_file.open("ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", __name__, str(ws.dir), run_id, *warm_up],
@@ -64,7 +64,7 @@ def start_session(ws: Workspace, run_id: str, warm_up: Sequence[str] = ()) -> su
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env=child_environment(os.environ, **overlay.BYTECODE_OFF),
+            env=child_environment(os.environ, **overlay.BYTECODE_OFF, **{protocol.CONFIRM: str(rounds)}),
         )
 
 
@@ -97,7 +97,9 @@ def _warm_up(modules: Sequence[str]) -> None:
             importlib.import_module(name)
 
 
-def _environment(ws: Workspace, run_id: str, packages: dict[str, Path], suite: Suite | None = None) -> None:
+def _environment(
+    ws: Workspace, run_id: str, packages: dict[str, Path], suite: Suite | None = None, rounds: int = 1
+) -> None:
     """Tell the guard sessions mutmut starts (in this process's environment) to record, on the target imported
     through the workspace (its site modules mutmut's copies), in mutmut's names; and which sites each function
     mutmut mutates holds (they run those first, see guards.conftest). A suite's sessions are told where its
@@ -114,6 +116,7 @@ def _environment(ws: Workspace, run_id: str, packages: dict[str, Path], suite: S
         mutated=str(ws.mutants),
         evidence=False,  # verdicts and detectors only: no referrer chains (see guards.drive)
         suite_baseline=str(ws.suite_baseline) if suite is not None else None,
+        confirm=rounds,  # a guard that kills a mutant drives its site again that often (guards.outcome.drive_again)
     )
     protocol.tell_site_functions(os.environ, naming.function_keys(_sites(ws)))
 
@@ -182,11 +185,17 @@ def generate(ws: Workspace, run_id: str, packages: dict[str, Path], files: list[
 
 
 def run_mutmut(
-    ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str], suite: Suite | None = None
+    ws: Workspace,
+    run_id: str,
+    packages: dict[str, Path],
+    files: list[str],
+    suite: Suite | None = None,
+    rounds: int = 1,
 ) -> int:
     """mutmut's `run` with our operators, anchored on the workspace's sites, the target imported through the
     workspace, the tests run in the suite's folder (or the guards in mutants/), then once more on the mutants whose
-    worker was killed or timed out; its exit code (mutmut exits 1 when the clean tests fail)."""
+    worker was killed or timed out, then each kill confirmed by `rounds` re-runs (`confirm_kills`); its exit code
+    (mutmut exits 1 when the clean tests fail)."""
     from mutmut.runners.harness import BadTestExecutionCommandsException
 
     overlay.install(ws, packages, files)
@@ -196,19 +205,41 @@ def run_mutmut(
         our_operators(sorted(packages), anchors=anchors_of(_sites(ws))),
         tests_run_in(suite.root if suite is not None else None),
     ):
+        code = 0
         try:
             mutmut_main._run([], max_children=None)
             if again := registrar.take_again():  # once: a second abnormal attempt is kept as the verdict
                 print(f"testing again {len(again)} mutant(s) whose worker was stopped, killed or timed out")
                 mutmut_main._run(again, max_children=None)
-        except SystemExit as stop:
-            return stop.code if isinstance(stop.code, int) else 1
+        except SystemExit as stop:  # and a suite whose tests reach no mutated function: its failing tests re-run
+            code = stop.code if isinstance(stop.code, int) else 1
         except BadTestExecutionCommandsException as err:  # pytest exited 4: a conftest.py that fails, a bad option
             if suite is None:
                 raise
             print(f"the suite's pytest session could not start (pytest's exit status 4): {err}", flush=True)
             return SUITE_BROKEN
-    return 0
+        confirm_kills(ws, suite, rounds)
+    return code
+
+
+def confirm_kills(ws: Workspace, suite: Suite | None, rounds: int) -> None:
+    """Re-run the tests of every kill not confirmed yet, and a suite's failing tests that reached a mutated function,
+    as mutmut runs a worker's (`engine.confirm`), `rounds` times each."""
+    from mutmut.mutation.trampoline import set_mutant_under_test
+    from mutmut.runners.harness import PytestRunner
+
+    runner = PytestRunner()
+
+    def run_tests(mutant: str, tests: list[str]) -> int:
+        set_mutant_under_test(mutant)
+        return int(runner.run_tests(mutant_name=mutant or None, tests=tests))
+
+    failing = {}
+    if suite is not None:
+        with contextlib.suppress(BadRecord):
+            baseline = read_baseline(ws.suite_baseline)
+            failing = {test: why for test, why in baseline.failures.items() if test in baseline.reaching}
+    confirm.confirm(ws, run_tests, rounds, suite is not None, failing, os.cpu_count() or 2)
 
 
 def complete_baseline(ws: Workspace) -> int:
@@ -307,13 +338,13 @@ def _not_warmed(ws: Workspace) -> str | None:
     return overlay.warm_import(ws, packages, {site.file for site in sites}, PACKAGE)
 
 
-def _tested(ws: Workspace, run_id: str) -> int:
+def _tested(ws: Workspace, run_id: str, rounds: int) -> int:
     """mutmut's `run` on what was generated, and the complete baseline when the clean guards failed (for a suite,
     what its stop means: `suite_stopped`)."""
     packages, suite = staged_packages(ws), read_suite(ws.suite_file)
-    _environment(ws, run_id, packages, suite)
+    _environment(ws, run_id, packages, suite, rounds)
     files = sorted(state.read_generation(ws)[1])
-    code = run_mutmut(ws, run_id, packages, files, suite)
+    code = run_mutmut(ws, run_id, packages, files, suite, rounds)
     if code != 0 and suite is not None:
         return suite_stopped(ws, files, code)
     if code != 0 and complete_baseline(ws) == UNWRITTEN_STATUS:  # mutmut's stats or clean run could not either
@@ -342,13 +373,14 @@ def suite_stopped(ws: Workspace, files: list[str], code: int) -> int:
 
 def main(argv: list[str]) -> int:
     ws, run_id, warm_up = Workspace(Path(argv[0]).resolve()), argv[1], argv[2:]
+    rounds = protocol.settings().confirm  # read before the guards' environment replaces the protocol's variables
     bind_to_parent()
     os.register_at_fork(after_in_child=die_with_parent)  # the generator and mutmut's workers die with this process
     os.chdir(ws.dir)
     generated = _generated(ws, run_id, warm_up)
     if generated != 0:  # the generator said why, or was told nothing (the run ended before staging)
         return generated
-    return _checked(ws, lambda: _tested(ws, run_id))
+    return _checked(ws, lambda: _tested(ws, run_id, rounds))
 
 
 def _checked(ws: Workspace, work: Callable[[], int | None]) -> int:

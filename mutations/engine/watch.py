@@ -63,7 +63,7 @@ def stall_limit(ws: Workspace) -> float:
 
 class Watch:
     """Raises `SessionLost` from `check` once the session's group has used no CPU for `limit()` seconds (never where
-    `ticks` cannot say: no /proc, not Linux)."""
+    `ticks` cannot say: no /proc, not Linux), naming the tests `running()` says were running."""
 
     def __init__(
         self,
@@ -71,9 +71,10 @@ class Watch:
         limit: Callable[[], float],
         ticks: Callable[[int], int | None] = group_cpu_ticks,
         clock: Callable[[], float] = time.monotonic,
+        running: Callable[[], list[str]] = list,
     ) -> None:
         self.pid: int | None = getattr(session, "pid", None)  # a stand-in without a pid is not watched
-        self.limit, self.ticks, self.clock = limit, ticks, clock
+        self.limit, self.ticks, self.clock, self.running = limit, ticks, clock, running
         self.last: int | None = None
         self.since = self.sampled = clock()
 
@@ -90,4 +91,10 @@ class Watch:
             return
         idle = now - self.since
         if idle > (limit := self.limit()):
-            raise SessionLost(f"the mutmut session and its workers used no CPU for {idle:.0f} s (limit {limit:.0f} s)")
+            stalled = f"the mutmut session and its workers used no CPU for {idle:.0f} s (limit {limit:.0f} s)"
+            if tests := self.running():
+                stalled += (
+                    f" while {'; '.join(tests)} ran: a test that hangs; give --timeout SECONDS to fail a test that "
+                    "runs longer"
+                )
+            raise SessionLost(stalled)

@@ -16,6 +16,7 @@ from warnonce_guard.common.errors import SourceMissing
 from warnonce_guard.mutations.records import (
     CRASHED,
     EXPOSED,
+    FLAKY,
     KILLED,
     NO_TESTS,
     NOT_RUN,
@@ -43,6 +44,7 @@ STATUS = {
     SKIPPED: "Ignored",
     NOT_RUN: "Pending",
     UNATTRIBUTED: "Ignored",
+    FLAKY: "Survived",  # no test that kills it holds: as good as survived (its statusReason names the flaky test)
 }
 
 
@@ -68,12 +70,18 @@ def build(result: RunResult) -> dict[str, Any]:
         "vllmVersion": result.vllm_version,
         "vllmCommit": result.vllm_commit,
         "score": result.score,
-        "scoreRule": "killed / mutants run; timeouts and crashes count as not killed",
+        "scoreRule": (
+            "killed / mutants reached or not reached by a test; timeouts, crashes and kills by flaky tests count as "
+            "not killed"
+        ),
+        "confirmedBy": result.confirmed_by,
         "durationSeconds": result.duration_s,
         "scoredBy": result.scored_by,
     }
     if result.suite is not None:  # tests left out: they fail on the unmutated code (node id -> first line)
         config["failingOnUnmutated"] = dict(sorted(result.suite.failing.items()))
+    if result.flaky:  # tests a re-run found flaky (node id -> how): none of their kills counts
+        config["flakyTests"] = dict(result.flaky)
     run = provenance.metadata(result)
     if run is not None:
         config["run"] = run  # the schema's config is free-form: the one place for which run wrote the report

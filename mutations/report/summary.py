@@ -35,7 +35,6 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 
 def render(result: RunResult) -> str:
     commit = f" at commit `{result.vllm_commit}`" if result.vllm_commit else ""
-    scored = len(result.scored)
     out = [f"# {provenance.headline(result)}", ""]  # the first line names the target and the run that wrote it
     if reused := provenance.reuse_note(result):
         out += [f"> {reused}", ""]
@@ -44,12 +43,17 @@ def render(result: RunResult) -> str:
         "",
         f"**Scored by:** {cell(result.scored_by)}",
         "",
-        f"**Mutation score:** {percent(result.score)} ({result.count(KILLED)} killed of {scored} mutants run)",
+        f"**Mutation score:** {percent(result.score)} ({result.counts})",
         "",
     ]
+    if result.confirmed_by:
+        out += [f"Each kill was confirmed: its tests re-run {result.confirmed_by} time(s) and did the same.", ""]
     if result.suite is not None and (failing := sorted(result.suite.failing.items())):
         out += [f"{len(failing)} test(s) fail on the unmutated code: left out, never counted as kills.", ""]
         out += [*table(["Test", "Failure"], ((code(test), cell(why)) for test, why in failing)), ""]
+    if result.flaky:
+        out += [f"{len(result.flaky)} flaky test(s): a re-run did otherwise; none of their kills is counted.", ""]
+        out += [*table(["Test", "How"], ((code(test), cell(why)) for test, why in result.flaky.items())), ""]
     note = result.score_note
     if note:
         out += [f"> {note}", ""]

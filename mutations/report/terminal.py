@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from warnonce_guard.mutations.records import EXPOSED, KILLED, UNREACHED, RunResult, percent
+from warnonce_guard.mutations.records import EXPOSED, UNREACHED, RunResult, percent
 from warnonce_guard.mutations.report.printable import printable_result
 from warnonce_guard.rule.sites import Site
 
@@ -20,6 +20,7 @@ STYLES = {
     "skipped": "dim",
     "not run": "yellow",
     "unattributed": "bold magenta",
+    "flaky": "bold yellow",
     "exposed": "bold red",
     "unreached": "yellow",
 }
@@ -62,7 +63,7 @@ def build(result: RunResult) -> Table:
 def score_line(result: RunResult) -> Text:
     line = Text("Mutation score: ")
     line.append(percent(result.score), style="bold")
-    line.append(f" ({result.count(KILLED)} killed of {len(result.scored)} run")
+    line.append(f" ({result.counts}")
     if result.suite is None:  # a suite's run has no site baselines
         exposed, unreached = len(result.sites_with(EXPOSED)), len(result.sites_with(UNREACHED))
         line.append(f"; sites exposed: {exposed}, unreached: {unreached}")
@@ -78,5 +79,9 @@ def print_table(result: RunResult, console: Console) -> None:
     if failing:
         console.print(Text(f"{len(failing)} test(s) fail on the unmutated code, left out:"), soft_wrap=True)
         for test, why in failing:
+            console.print(Text(f"  {test}: {why}"), soft_wrap=True)
+    if result.flaky:
+        console.print(Text(f"{len(result.flaky)} flaky test(s), none of their kills counted:"), soft_wrap=True)
+        for test, why in result.flaky.items():
             console.print(Text(f"  {test}: {why}"), soft_wrap=True)
     console.print(score_line(result), soft_wrap=True)

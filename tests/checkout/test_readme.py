@@ -79,3 +79,14 @@ def test_every_command_readme_shows_is_run_as_written() -> None:
     for command, (path, runs) in RUN_BY.items():
         assert runs in path.read_text(encoding="utf-8"), (command, path)
     assert (ROOT / "tests" / "checkout" / "test_readme_commands.py").is_file()  # it runs the SANDBOXED ones
+
+
+def test_readme_and_mutate_help_agree_on_the_default_tests_root(capsys: pytest.CaptureFixture[str]) -> None:
+    from warnonce_guard.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["mutate", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    default = shown.rpartition("--tests-root DIR")[2].partition("(default: ")[2].partition(")")[0]
+    assert default == "the paths' nearest common folder"
+    assert f"default: {default})" in README

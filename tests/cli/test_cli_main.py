@@ -149,26 +149,44 @@ def test_an_unknown_option_is_a_usage_error_pointing_at_help(capsys: pytest.Capt
 
 
 @pytest.mark.parametrize(
-    ("value", "why"),
+    ("option", "value", "why"),
     [
-        ("abc", "'abc' is not a number; give a percentage from 0 to 100"),
-        ("101", "101 is not a percentage from 0 to 100"),
-        ("-1", "-1 is not a percentage from 0 to 100"),
-        ("nan", "nan is not a percentage from 0 to 100"),
-        ("inf", "inf is not a percentage from 0 to 100"),
+        ("--fail-under", "abc", "'abc' is not a number; give a percentage from 0 to 100"),
+        ("--fail-under", "101", "101 is not a percentage from 0 to 100"),
+        ("--fail-under", "-1", "-1 is not a percentage from 0 to 100"),
+        ("--fail-under", "nan", "nan is not a percentage from 0 to 100"),
+        ("--fail-under", "inf", "inf is not a percentage from 0 to 100"),
+        ("--confirm", "0", "0 is less than 1: a kill is confirmed by one re-run at least"),
+        ("--confirm", "two", "'two' is not a whole number; give 1 or more"),
+        ("--timeout", "0", "0 is not a number of seconds above 0"),
+        ("--timeout", "-1", "-1 is not a number of seconds above 0"),
+        ("--timeout", "inf", "inf is not a number of seconds above 0"),
+        ("--timeout", "soon", "'soon' is not a number; give seconds above 0"),
     ],
 )
-def test_fail_under_must_be_a_percentage(value: str, why: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_number_out_of_its_range_is_a_usage_error(
+    option: str, value: str, why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as stop:
-        main(["mutate", "--fail-under", value])
+        main(["mutate", option, value])
     assert stop.value.code == ExitCode.USAGE
     (line,) = stderr_lines(capsys)
     assert line.startswith("warnonce-guard: error: ") and why in line
 
 
-@pytest.mark.parametrize(("value", "parsed"), [("0", 0.0), ("99.5", 99.5), ("100", 100.0)])
-def test_fail_under_takes_any_percentage_from_0_to_100(value: str, parsed: float) -> None:
-    assert build_parser().parse_args(["mutate", "--fail-under", value]).fail_under == parsed
+@pytest.mark.parametrize(
+    ("option", "value", "parsed"),
+    [
+        ("--fail-under", "0", 0.0),
+        ("--fail-under", "99.5", 99.5),
+        ("--fail-under", "100", 100.0),
+        ("--confirm", "3", 3),
+        ("--timeout", "2.5", 2.5),
+    ],
+)
+def test_a_number_in_its_range_is_taken(option: str, value: str, parsed: float) -> None:
+    args = build_parser().parse_args(["mutate", option, value])
+    assert getattr(args, option.removeprefix("--").replace("-", "_")) == parsed
 
 
 def test_mutate_defaults_to_a_perfect_score_and_the_default_directories() -> None:

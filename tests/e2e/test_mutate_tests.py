@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from warnonce_guard.common.errors import ExitCode, NothingToCheck, PlatformImportFailed, UsageError
+from warnonce_guard.common.errors import ExitCode, NothingToCheck, PathUnusable, PlatformImportFailed
 from warnonce_guard.mutations.run import mutate
 
 from tests.toy import EAGER_CALL, PLATFORM_SOURCE, make_tree, write
@@ -85,7 +85,14 @@ def make_suite_tree(tmp_path: Path) -> tuple[Path, Path]:
     return tree, suite
 
 
-def run(tree: Path, tmp_path: Path, *tests: str, root: Path | None = None, console: Console | None = None) -> int:
+def run(
+    tree: Path,
+    tmp_path: Path,
+    *tests: str,
+    root: Path | None = None,
+    console: Console | None = None,
+    timeout: float | None = None,
+) -> int:
     return mutate(
         str(tree),
         tmp_path / "report",
@@ -95,6 +102,7 @@ def run(tree: Path, tmp_path: Path, *tests: str, root: Path | None = None, conso
         console or Console(width=240, record=True),
         tests=list(tests),
         tests_root=str(root) if root else None,
+        timeout=timeout,
     )
 
 
@@ -133,7 +141,84 @@ def test_each_mutant_is_killed_by_the_test_that_checks_it_survives_one_that_does
     assert f'name="scored_by" value="{named}"' in junit
     shown = console.export_text()
     assert f"Scored by {named}" in shown and "1 test(s) fail on the unmutated code, left out:" in shown
-    assert "Mutation score: 33.33% (3 killed of 9 run)" in shown
+    assert "Mutation score: 33.33% (3 killed of 6 reached, 3 not reached)" in shown
+
+
+# Fails the first time it meets each mutant, passes from then on: every kill it makes is one a re-run does not see.
+FLAKY = """\
+    import os
+    from pathlib import Path
+
+    from vllm.platforms.weak import Weak
+
+    MET = Path(MET_FOLDER)
+
+
+    def test_fails_the_first_time_it_meets_each_mutant():
+        Weak.import_kernels()
+        mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+        if "__mutmut_" in mutant and not (MET / mutant).exists():
+            (MET / mutant).touch()
+            raise AssertionError("a kill a re-run does not see")
+    """
+
+
+def test_a_flaky_tests_kills_are_never_counted_and_a_deterministic_tests_kills_stand(tmp_path: Path) -> None:
+    tree, suite = make_suite_tree(tmp_path)
+    (tmp_path / "met").mkdir()
+    write(suite, "tests/test_flaky.py", textwrap.dedent(FLAKY).replace("MET_FOLDER", repr(str(tmp_path / "met"))))
+    (suite / "tests" / "test_unchecked.py").unlink()
+    console = Console(width=240, record=True)
+
+    assert run(tree, tmp_path, str(suite / "tests"), root=suite, console=console) == ExitCode.CHECK_FAILED
+
+    found = verdicts(tmp_path / "report")
+    checked, weak = found["vllm/platforms/interface.py"], found["vllm/platforms/weak.py"]
+    assert {m["status"] for m in checked} == {"Killed"}  # confirmed: twice on each mutant and the unmutated code
+    flaky = "tests/test_flaky.py::test_fails_the_first_time_it_meets_each_mutant"
+    assert {m["status"] for m in weak} == {"Survived"} and all(flaky in m["statusReason"] for m in weak)
+    report = json.loads((tmp_path / "report" / "mutation.json").read_text())
+    assert list(report["config"]["flakyTests"]) == [flaky] and report["config"]["confirmedBy"] == 2
+    shown = console.export_text()
+    assert f"gate: {flaky} is flaky: passed when re-run on vllm.platforms.weak." in shown
+    assert "Mutation score: 33.33% (3 killed of 6 reached, 3 not reached, 3 killed only by flaky tests" in shown
+
+
+# Waits for an acknowledgement that never comes once the kernel warning is logged twice: it hangs on a mutant.
+HANGS_ON_A_MUTANT = """\
+    import logging
+    import threading
+
+    from vllm.platforms.weak import Weak
+
+
+    def test_the_kernel_warning_is_acknowledged_once():
+        seen = []
+        handler = logging.Handler()
+        handler.emit = lambda record: seen.append(record.getMessage())
+        logging.getLogger("vllm.platforms.weak").addHandler(handler)
+        Weak.import_kernels()
+        Weak.import_kernels()
+        if len(seen) > 1:
+            threading.Event().wait()
+    """
+
+
+def test_a_test_that_hangs_on_a_mutant_is_stopped_by_the_timeout_and_its_mutant_is_a_timeout_naming_it(
+    tmp_path: Path,
+) -> None:
+    tree, suite = make_suite_tree(tmp_path)
+    write(suite, "tests/test_unchecked.py", textwrap.dedent(HANGS_ON_A_MUTANT))
+
+    assert (
+        run(tree, tmp_path, str(suite / "tests" / "test_unchecked.py"), root=suite, timeout=1) == ExitCode.CHECK_FAILED
+    )
+
+    weak = verdicts(tmp_path / "report")["vllm/platforms/weak.py"]
+    hanging = "tests/test_unchecked.py::test_the_kernel_warning_is_acknowledged_once"
+    assert {(m["status"], m["statusReason"]) for m in weak} == {
+        ("Timeout", f"{hanging} ran past --timeout (Failed: Timeout >1.0s)")
+    }
 
 
 def test_a_node_id_picks_one_test_and_the_others_reach_nothing(tmp_path: Path) -> None:
@@ -177,7 +262,7 @@ def test_a_suite_that_cannot_be_collected_is_one_line_naming_it(tmp_path: Path) 
 
 def test_tests_outside_the_root_are_refused_before_any_work(tmp_path: Path) -> None:
     tree, suite = make_suite_tree(tmp_path)
-    with pytest.raises(UsageError, match="outside --tests-root"):
+    with pytest.raises(PathUnusable, match="outside --tests-root"):
         run(tree, tmp_path, str(suite / "tests"), root=tmp_path / "tree")
     assert not (tmp_path / "work").exists()
 

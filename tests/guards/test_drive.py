@@ -14,7 +14,7 @@ from warnonce_guard.common.errors import PlatformImportFailed
 from warnonce_guard.guards import detectors
 from warnonce_guard.guards.drive import drive, once_caches
 from warnonce_guard.guards.observe import Observation
-from warnonce_guard.guards.outcome import LeakDetected, SiteUnreached, check_site
+from warnonce_guard.guards.outcome import LeakDetected, SiteUnreached, check_site, drive_again
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.rule.sites import Site, discover
 
@@ -134,6 +134,15 @@ def test_live_repr_exception_is_retained_pins_the_owner_and_repeats(toy: Toy) ->
     assert "2 of 2 LLM stand-ins still alive" in message
     assert f"held by tuple <- _lru_cache_wrapper {package}.logger._print_warning_once" in message
     assert "held by frame LLMStandIn.__init__ <- frame Platform.import_kernels <- traceback" in message
+
+
+def test_a_leak_driven_again_leaks_again_and_a_clean_site_passes_each_time(toy: Toy) -> None:
+    """What a mutant's session confirms a kill with (`mutate --confirm`): each drive restores what it touched."""
+    package, (site,) = toy(call=LIVE_REPR)
+    assert drive_again(site, 2, package=package) == (RecordKind.LEAK, RecordKind.LEAK)
+    package, (site,) = toy(call=EAGER)
+    assert drive_again(site, 1, package=package) == (RecordKind.PASSED,)
+    assert drive_again(site, 0, package=package) == ()
 
 
 def test_plain_warning_repeats_without_retaining(toy: Toy) -> None:

@@ -84,3 +84,21 @@ def test_a_valid_record_with_every_kind_is_accepted(tmp_path: Path) -> None:
     assert path is not None
     assert tuple(r.kind for r in read_session(path).records) == tuple(RecordKind)  # type: ignore[union-attr]
     assert json.loads(path.read_text())["records"][1]["kind"] == "leak"
+
+
+def test_a_guard_that_drove_its_site_again_leaves_a_record_per_drive_after_its_own() -> None:
+    from types import SimpleNamespace
+
+    from warnonce_guard.guards.conftest import guard_records
+    from warnonce_guard.guards.outcome import GuardFailure
+    from warnonce_guard.guards.sessions import AGAIN
+
+    failure = GuardFailure("a: 1 fired")
+    failure.detectors, failure.again = (OWNER_PINNED,), (RecordKind.LEAK, RecordKind.PASSED)
+    item = SimpleNamespace(nodeid=LEAK.test, callspec=None)
+    assert guard_records(item, "call", failure) == [  # type: ignore[arg-type]
+        GuardRecord(LEAK.test, None, "call", RecordKind.LEAK, (OWNER_PINNED,), "a: 1 fired"),
+        GuardRecord(LEAK.test, None, AGAIN, RecordKind.LEAK),
+        GuardRecord(LEAK.test, None, AGAIN, RecordKind.PASSED),
+    ]
+    assert guard_records(item, "call", None) == [GuardRecord(LEAK.test, None, "call", RecordKind.PASSED)]  # type: ignore[arg-type]

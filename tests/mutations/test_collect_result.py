@@ -10,10 +10,10 @@ import pytest
 from warnonce_guard.common.errors import EngineFailed, MutantsUnaccounted
 from warnonce_guard.guards.detectors import OWNER_PINNED
 from warnonce_guard.guards.sessions import GuardSession, Phase, write_session
-from warnonce_guard.mutations.engine import layout
+from warnonce_guard.mutations.engine import confirm, layout
 from warnonce_guard.mutations.identify import NamedMutant
 from warnonce_guard.mutations.operators import OPERATORS
-from warnonce_guard.mutations.records import GUARDED, KILLED, NOT_RUN, SURVIVED, UNREACHED, Location, RunResult
+from warnonce_guard.mutations.records import FLAKY, GUARDED, KILLED, NOT_RUN, SURVIVED, UNREACHED, Location, RunResult
 from warnonce_guard.mutations.run import collect_result
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import sites_in_source
@@ -47,6 +47,7 @@ def ws(ws: Workspace) -> Workspace:
     write_session(ws.attribution, GuardSession(RUN, Phase.BASELINE, "", 0, (passed(SITE),)))
     write_session(ws.attribution, GuardSession(RUN, Phase.MUTANT, KILLED_ONE, 1, (leaked(SITE, OWNER_PINNED),)))
     write_session(ws.attribution, GuardSession(RUN, Phase.MUTANT, SURVIVOR, 0, (passed(SITE), passed(SITE))))
+    confirm.write(ws.confirmations_file, confirm.Ledger({KILLED_ONE: confirm.Check(RUN, (guard_test(SITE),))}))
     return ws
 
 
@@ -67,6 +68,25 @@ def test_one_verdict_per_named_mutant_from_its_exit_code_and_its_guard_record(ws
     assert killed.duration_s == 1.5 and by_id[UNTESTED].duration_s is None
     assert by_id[SURVIVOR].covered_by == (guard_test(SITE),)  # each guard once, however many records it left
     assert killed.location == Location(SITE.line, SITE.column + 1, SITE.end_line, SITE.end_column + 1)
+
+
+def test_a_kill_counts_once_confirmed_and_never_when_a_rerun_did_otherwise(ws: Workspace) -> None:
+    confirm.write(ws.confirmations_file, confirm.Ledger())
+    (waiting,) = [m for m in collect(ws).mutants if m.mutant_id == KILLED_ONE]
+    assert (waiting.status, waiting.killed_by) == (NOT_RUN, None)  # confirmed by the next run's session
+    assert "not confirmed yet" in waiting.reason
+
+    other = confirm.Check("an earlier run", (guard_test(SITE),))  # the check of a session tested again since
+    confirm.write(ws.confirmations_file, confirm.Ledger({KILLED_ONE: other}))
+    assert [m.status for m in collect(ws).mutants if m.mutant_id == KILLED_ONE] == [NOT_RUN]
+
+    shaky = confirm.Check(RUN, (guard_test(SITE),), {guard_test(SITE): "passed when re-run on it"})
+    confirm.write(ws.confirmations_file, confirm.Ledger({KILLED_ONE: shaky}))
+    result = collect(ws)
+    (flaky,) = [m for m in result.mutants if m.mutant_id == KILLED_ONE]
+    assert flaky.status is FLAKY and flaky.killed_by == guard_test(SITE)
+    assert flaky.reason == f"not counted: the kill did not hold, {guard_test(SITE)} passed when re-run on it"
+    assert result.flaky == {guard_test(SITE): "passed when re-run on it"} and result.score == 0.0
 
 
 def test_the_result_carries_the_sources_the_operators_and_each_sites_baseline(ws: Workspace) -> None:

@@ -44,3 +44,15 @@ def test_the_settings_file_says_who_wrote_it_and_is_replaced_whole(tmp_path: Pat
     text = path.read_text(encoding="utf-8")
     assert text.startswith("# Written by warnonce-guard for one mutation run") and "an/earlier" not in text
     assert [p.name for p in tmp_path.iterdir()] == ["setup.cfg"]  # no partial file left beside it
+
+
+def test_a_timeout_loads_pytest_timeout_in_every_session_of_the_guards_or_of_a_suite(tmp_path: Path) -> None:
+    from warnonce_guard.mutations.suite import Suite
+
+    stop = ["-p", "timeout", "--timeout=2.5", "--timeout-method=signal"]  # its signal method fails the test
+    assert config.timeout_args(None) == [] and config.timeout_args(2.5) == stop
+    guards = config.section(FILES, "guard_tests", timeout=2.5)
+    suite = config.section(FILES, "", Suite(tmp_path, ("tests",)), timeout=2.5)
+    for written in (guards, suite):
+        assert "".join(f"\n    {arg}" for arg in stop) in written
+    assert "--timeout" not in config.section(FILES, "guard_tests")

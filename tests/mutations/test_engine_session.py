@@ -464,9 +464,9 @@ class Session:
         return self.generator
 
     def run_mutmut(
-        self, ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str], suite: Suite | None
+        self, ws: Workspace, run_id: str, packages: dict[str, Path], files: list[str], suite: Suite | None, rounds: int
     ) -> int:
-        assert (ws, run_id, packages, files, suite) == (self.ws, "run1", {"vllm": INSTALLED}, [FILE], None)
+        assert (ws, run_id, packages, files, suite, rounds) == (self.ws, "run1", {"vllm": INSTALLED}, [FILE], None, 1)
         self.runs += 1
         assert Path.cwd() == self.ws.dir and os.environ["WARNONCE_GUARD_RUN_ID"] == "run1"
         if isinstance(self.mutmut, BaseException):
@@ -613,7 +613,7 @@ def not_warmed(ws):
     return "a site module reached" if MODE == "refused" else None
 
 
-def tested(ws, run_id):
+def tested(ws, run_id, rounds):
     print("tested in the " + ("first process" if os.getpid() == FIRST else "warmed child"), flush=True)
     if MODE == "killed-after-taking-over":
         os.kill(os.getpid(), signal.SIGKILL)

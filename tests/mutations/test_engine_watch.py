@@ -15,7 +15,7 @@ import time
 import pytest
 from warnonce_guard.common.errors import EngineFailed, ExitCode, GenerationWorkerLost, SessionLost
 from warnonce_guard.mutations import run
-from warnonce_guard.mutations.engine import layout, watch
+from warnonce_guard.mutations.engine import layout, running, watch
 from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.watch import Watch, group_cpu_ticks, stall_limit
 from warnonce_guard.mutations.workspace import Workspace
@@ -77,6 +77,28 @@ def test_a_session_that_uses_no_cpu_for_longer_than_its_limit_is_lost() -> None:
         ended(proc)
 
 
+def test_a_stall_names_the_tests_that_were_running_and_the_option_that_stops_them(ws: Workspace) -> None:
+    running.starting(ws.attribution, "", "tests/test_a.py::test_hangs")  # this process: alive
+    running.starting(ws.attribution, "m__mutmut_1", "tests/test_a.py::test_done")
+    running.ended(ws.attribution, "m__mutmut_1")
+    assert running.running_now(ws.attribution) == ["tests/test_a.py::test_hangs (on the unmutated code)"]
+    proc, clock = group(IDLE), Clock()
+    try:
+        watching = Watch(
+            proc, lambda: 2 * watch.SAMPLE_S, clock=clock, running=lambda: running.running_now(ws.attribution)
+        )
+        with pytest.raises(SessionLost) as lost:
+            for _ in range(600):
+                watching.check()
+                time.sleep(0.05)
+        assert str(lost.value).endswith(
+            " while tests/test_a.py::test_hangs (on the unmutated code) ran: a test that hangs; give --timeout "
+            "SECONDS to fail a test that runs longer"
+        )
+    finally:
+        ended(proc)
+
+
 def test_a_session_that_works_is_never_lost_however_long_it_takes() -> None:
     proc, clock, limit = group(BUSY), Clock(), 10 * watch.SAMPLE_S
     try:
@@ -105,7 +127,7 @@ def test_a_session_that_stopped_working_ends_the_run_with_exit_13_and_is_stopped
 ) -> None:
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(ws: Workspace, run_id: str, warm_up: list[str]) -> subprocess.Popen[bytes]:
+    def start(ws: Workspace, run_id: str, warm_up: list[str], rounds: int) -> subprocess.Popen[bytes]:
         # a session that never generates, and uses no CPU: a deadlock
         started.append(subprocess.Popen(IDLE, start_new_session=True, stdin=subprocess.PIPE))
         return started[0]

@@ -78,3 +78,8 @@ def test_the_score_fails_the_run_only_below_fail_under(fail_under: float, fails:
     assert result.score == pytest.approx(200 / 3)
     expected = [f"score 66.7% is below --fail-under {fail_under:g}%"] if fails else []
     assert gate(result, fail_under) == expected
+
+
+def test_a_flaky_test_fails_the_run_naming_it_and_what_it_did() -> None:
+    result = replace(guarded_run(*ALL_KILLED), flaky={"tests/t.py::test_k": "passed when re-run on m1"})
+    assert gate(result, 0.0) == ["tests/t.py::test_k is flaky: passed when re-run on m1; none of its kills is counted"]

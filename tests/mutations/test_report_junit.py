@@ -5,12 +5,12 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
-from warnonce_guard.mutations.records import CRASHED, NO_TESTS, SURVIVED, TIMEOUT, RunResult
+from warnonce_guard.mutations.records import CRASHED, FLAKY, NO_TESTS, SURVIVED, TIMEOUT, RunResult
 from warnonce_guard.mutations.report import junit
 
 from tests.records_support import CPU_SITE, CUDA_SITE, RUN, every_status_result, run_result, sample_result
 
-UNKILLED = (SURVIVED, TIMEOUT, CRASHED, NO_TESTS)
+UNKILLED = (SURVIVED, TIMEOUT, CRASHED, NO_TESTS, FLAKY)
 
 
 def parsed(result: RunResult) -> ET.Element:

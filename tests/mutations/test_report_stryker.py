@@ -80,7 +80,9 @@ def test_every_status_maps_to_its_stryker_name() -> None:
         "crashed": "RuntimeError",
         "not reached": "NoCoverage",
         "skipped": "Ignored",
+        "flaky": "Survived",  # no kill that holds
     }
+    assert result.flaky and stryker.build(result)["config"]["flakyTests"] == result.flaky
 
 
 def test_files_carry_source_language_and_their_mutants() -> None:

@@ -7,14 +7,24 @@ from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
 from warnonce_guard.mutations.records import RunResult
 from warnonce_guard.mutations.report import summary
 
-from tests.records_support import CPU_SITE, CUDA_SITE, OPS, RERUN, RUN, guard_id, run_result, sample_result
+from tests.records_support import (
+    CPU_SITE,
+    CUDA_SITE,
+    OPS,
+    RERUN,
+    RUN,
+    every_status_result,
+    guard_id,
+    run_result,
+    sample_result,
+)
 
 
 def test_summary_names_the_target_and_the_score() -> None:
     text = summary.render(sample_result())
     assert text.startswith("# warnonce-guard mutation report: vLLM 0.33.0 (vllm==0.33.0 from PyPI)\n")
     assert "vLLM 0.33.0 at commit `0123456789abcdef0123456789abcdef01234567`, vllm==0.33.0 from PyPI" in text
-    assert "**Mutation score:** 33.33% (1 killed of 3 mutants run)" in text
+    assert "**Mutation score:** 33.33% (1 killed of 3 reached)" in text
 
 
 @pytest.mark.parametrize("origin", ["installed", "source tree", "staged copy"])
@@ -56,7 +66,7 @@ def test_score_is_na_when_no_mutant_ran() -> None:
     result = sample_result()
     result.mutants = [m for m in result.mutants if m.status == "skipped"]
     text = summary.render(result)
-    assert "**Mutation score:** n/a (0 killed of 0 mutants run)" in text and "viewer" not in text
+    assert "**Mutation score:** n/a (0 killed of 0 reached)" in text and "viewer" not in text
 
 
 def test_pipes_in_cells_do_not_break_the_table() -> None:
@@ -85,3 +95,12 @@ def test_a_report_of_reused_verdicts_names_the_run_writing_it_and_the_run_that_f
         f"> The verdicts are those of run {RUN.run_id} (started {RUN.started}), reused unchanged: nothing that keys "
         "them changed since."
     )
+
+
+def test_flaky_tests_and_the_confirmation_are_said() -> None:
+    result = every_status_result()
+    result.confirmed_by = 2
+    text = summary.render(result)
+    assert "Each kill was confirmed: its tests re-run 2 time(s) and did the same." in text
+    assert "1 flaky test(s): a re-run did otherwise; none of their kills is counted." in text
+    assert "| `tests/test_x.py::test_flaky` | passed when re-run on a mutant |" in text

@@ -7,7 +7,7 @@ from warnonce_guard.guards.detectors import OWNER_PINNED
 from warnonce_guard.mutations.records import RunResult
 from warnonce_guard.mutations.report import print_table, summary
 
-from tests.records_support import CPU_SITE, sample_result
+from tests.records_support import CPU_SITE, every_status_result, sample_result
 
 
 def printed(result: RunResult, color: bool = False) -> str:
@@ -36,7 +36,7 @@ def test_killed_by_is_the_guards_node_id_as_summary_md_names_it() -> None:
 
 def test_score_line_follows_the_table() -> None:
     lines = printed(sample_result()).rstrip().splitlines()
-    assert lines[-1] == "Mutation score: 33.33% (1 killed of 3 run; sites exposed: 1, unreached: 0)"
+    assert lines[-1] == "Mutation score: 33.33% (1 killed of 3 reached; sites exposed: 1, unreached: 0)"
 
 
 def test_statuses_are_coloured() -> None:
@@ -48,3 +48,10 @@ def test_nothing_run_reads_na() -> None:
     result = sample_result()
     result.mutants = []
     assert "Mutation score: n/a" in printed(result)
+
+
+def test_flaky_tests_are_listed_and_the_mutants_they_alone_killed_counted_apart() -> None:
+    text = printed(every_status_result())
+    assert "1 flaky test(s), none of their kills counted:" in text
+    assert "  tests/test_x.py::test_flaky: passed when re-run on a mutant" in text
+    assert "1 killed only by flaky tests (not counted)" in text.splitlines()[-1]

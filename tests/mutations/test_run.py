@@ -27,6 +27,7 @@ from warnonce_guard.common.errors import (
     Interrupted,
     MutantsUnaccounted,
     NothingToCheck,
+    NotInstalled,
     PathUnusable,
     StagingFailed,
     TargetChanged,
@@ -236,6 +237,18 @@ def test_a_viewer_bundle_that_is_missing_is_refused_before_any_work(
     run.viewer = tmp_path / "no-viewer.js"
     with pytest.raises(PathUnusable, match="--viewer-js"):
         run()
+    assert not run.work.exists() and fake_session.runs == []
+
+
+def test_a_timeout_without_pytest_timeout_installed_is_refused_before_any_work(
+    run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "pytest_timeout" else found(name))
+    with pytest.raises(NotInstalled, match=r"--timeout needs pytest-timeout"):
+        mutate(str(run.tree), run.out, run.work, 100.0, run.viewer, Console(), timeout=5.0)
     assert not run.work.exists() and fake_session.runs == []
 
 

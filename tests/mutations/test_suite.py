@@ -15,7 +15,7 @@ from warnonce_guard.mutations.engine import config
 from warnonce_guard.mutations.engine.state import NO_TESTS_CODE
 from warnonce_guard.mutations.identify import NamedMutant
 from warnonce_guard.mutations.judge import judge_in_suite, verdicts
-from warnonce_guard.mutations.records import KILLED, NO_TESTS, SURVIVED, SiteBaseline, SiteStatus
+from warnonce_guard.mutations.records import KILLED, NO_TESTS, SURVIVED, TIMEOUT, SiteBaseline, SiteStatus
 from warnonce_guard.mutations.suite import Suite, SuiteBaseline, read_baseline, read_suite, resolve_suite, signature
 from warnonce_guard.rule.sites import sites_in_source
 
@@ -70,7 +70,7 @@ def test_the_settings_and_conftest_files_above_the_root_key_the_workspace_too(ro
         (["suite/tests/nope.py"], "suite", PathUnusable, "no such file or directory"),
         (["suite/tests"], "suite/tests/test_a.py", PathUnusable, "not a directory"),
         (["suite/tests"], "elsewhere", PathUnusable, "not a directory"),
-        (["suite/tests"], "suite/tests/sub", UsageError, "is outside --tests-root"),
+        (["suite/tests"], "suite/tests/sub", PathUnusable, "is outside --tests-root"),
     ],
     ids=["empty", "blank", "none", "empty-root", "missing", "root-is-a-file", "root-missing", "outside-the-root"],
 )
@@ -82,19 +82,29 @@ def test_a_bad_suite_is_one_line_naming_the_option(
     assert "\n" not in str(raised.value)
 
 
-def test_every_file_of_the_root_keys_the_workspace_but_caches_and_the_runs_own_folders(root: Path) -> None:
+def test_the_sources_and_settings_of_the_root_key_the_workspace_but_caches_and_the_runs_own_folders(
+    root: Path,
+) -> None:
     write(root, "tests/__pycache__/x.pyc", "")
     write(root, ".git/HEAD", "ref: x\n")
+    write(root, ".venv/lib/site.py", "")
     write(root, "report/mutation.json", "{}")
+    write(root, "report/helper.py", "")
     suite = Suite(root, ("tests",))
     before = signature(suite, [root / "report"])
     assert [entry[0] for entry in before] == ["tests/sub/test_b.py", "tests/test_a.py"]
-    write(root, "report/more.json", "{}")  # the run's own report changes as it runs: no new key
+    write(root, "report/more.py", "")  # the run's own report changes as it runs: no new key
     assert signature(suite, [root / "report"]) == before
+    for written in ("sessions.log", "tests/data.json", "tests/cache.sqlite"):  # what a suite writes as it runs
+        write(root, written, "written by a test")
+        assert signature(suite, [root / "report"]) == before
+    for setting in ("tox.ini", "tests/pyproject.toml", "setup.cfg", "tests/helpers.py"):  # what a user edits
+        write(root, setting, "")
+        assert setting in [entry[0] for entry in signature(suite, [root / "report"])]
     write(root, "conftest.py", "")  # a conftest (or any helper) of the suite: a new key
     assert signature(suite, [root / "report"])[0][0] == "conftest.py"
     os.utime(root / "tests" / "test_a.py", ns=(1, 1))
-    assert signature(suite, [root / "report"])[-1][2] == 1
+    assert dict((path, mtime) for path, _, mtime in signature(suite, [root / "report"]))["tests/test_a.py"] == 1
 
 
 def test_a_suite_is_written_and_read_back_and_a_damaged_one_is_never_taken_for_the_guards(tmp_path: Path) -> None:
@@ -156,7 +166,7 @@ def test_a_mutant_no_test_reaches_is_not_reached_and_says_why() -> None:
     left_out = judge_in_suite(SuiteBaseline(1, 2), MUTANT, 5, None, 0, "s")  # every test reaching it was left out
     assert (left_out.status, left_out.reason) == (
         NO_TESTS,
-        "only tests that fail on the unmutated code run the mutated function",
+        "only tests that fail (or are flaky) on the unmutated code run the mutated function",
     )
 
 
@@ -172,3 +182,15 @@ def test_a_suites_mutants_are_judged_without_site_baselines_and_a_guards_run_sti
     assert (in_suite.status, in_suite.killed_by) == (KILLED, FAILED.test)
     (by_guards,) = verdicts(named, [site], [SiteBaseline(site, SiteStatus.EXPOSED, "g")], {MUTANT: 1}, {}, sessions)
     assert by_guards.status.value == "skipped"  # a guards' run: the site baseline still decides
+
+
+def test_a_test_past_the_timeout_makes_its_mutant_timeout_naming_it_and_a_stopped_worker_names_its_test() -> None:
+    late = GuardRecord("tests/test_a.py::test_h", None, "call", RecordKind.TIMEOUT, (), "Failed: Timeout >5.0s")
+    timed = judge_in_suite(SuiteBaseline(0, 2), MUTANT, 1, session(1, PASSED, late), 0, "s")
+    assert (timed.status, timed.reason) == (
+        TIMEOUT,
+        "tests/test_a.py::test_h ran past --timeout (Failed: Timeout >5.0s)",
+    )
+    assert timed.killer == late  # the report's "killed by" column names it
+    stopped = judge_in_suite(SuiteBaseline(0, 2), MUTANT, -24, None, 2, "s", running="tests/test_a.py::test_h")
+    assert stopped.status is TIMEOUT and stopped.reason.endswith("; tests/test_a.py::test_h was running")

@@ -16,8 +16,9 @@ from tests.toy import LOGGER_SOURCE
 FAKE_CONFTEST = "import vllm\n\nassert vllm.FAKE\n"
 
 # Inner sessions skip hypothesis's plugin: importing it is most of a session's start-up (about 2 of 3 s here),
-# and strict mode has nothing to do with it. Every other installed plugin (xdist among them) still loads.
-INNER_ADDOPTS = "-p no:hypothesispytest"
+# and strict mode has nothing to do with it; nor do they shuffle their tests (pytest-randomly). Every other installed
+# plugin (xdist among them) still loads.
+INNER_ADDOPTS = "-p no:hypothesispytest -p no:randomly"
 
 LEAK = """
 from vllm.logger import init_logger

@@ -137,6 +137,92 @@ def test_the_toys_export_passes_on_it_and_fails_every_case_once_the_bug_is_back(
     assert all(", ".join(LEAKS) in line for line in lines)  # exception retained, object pinned, warning repeated
 
 
+# The interference trial: a test that relies on a warning printed once for the whole session, in a module before the
+# export (test_a_...) and one after it (test_z_...), and, beside the export, a check after each of its cases that
+# every once-cache of vllm.logger is the same object with the same contents as before it.
+PRINT_ONCE = """
+import logging
+
+from vllm.logger import init_logger
+
+MESSAGE = "printed once for the whole session"
+logger = init_logger("print_once_trial")
+
+
+def test_a_warning_once_is_printed_once_for_the_whole_session():
+    seen = getattr(logger, "seen", None)
+    if seen is None:
+        seen = logger.seen = []
+        handler = logging.Handler()
+        handler.emit = lambda record: seen.append(record.getMessage())
+        logger.addHandler(handler)
+    logger.warning_once(MESSAGE)
+    assert seen.count(MESSAGE) == 1
+"""
+CACHES_KEPT = """
+import pytest
+import vllm.logger
+
+
+def _caches():
+    return {n: (f, f.cache_info()) for n, f in vars(vllm.logger).items() if hasattr(f, "cache_info")}
+
+
+@pytest.fixture(autouse=True)
+def once_caches_kept(request):
+    before = _caches()
+    yield
+    if request.node.module.__name__ == "test_kernel_import_warnings":
+        assert _caches() == before, "an exported case changed the process's once-caches"
+"""
+CLEARS = """
+import vllm.logger
+
+
+def test_m_clears_every_once_cache():
+    for cached in vars(vllm.logger).values():
+        if hasattr(cached, "cache_clear"):
+            cached.cache_clear()
+"""
+ORDERS = {
+    "between-its-halves": ("-p", "no:randomly"),
+    "before-both-halves": ("-p", "no:randomly", "test_kernel_import_warnings.py", "test_a_print_once.py", "."),
+    "randomly": ("-p", "randomly", "--randomly-seed=1"),
+    "randomly-xdist": ("-p", "randomly", "--randomly-seed=2", "-n", "2"),
+}
+
+
+@pytest.fixture(scope="module")
+def toy_export(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A toy tree, left as it is, and its export."""
+    toy = toy_vllm(tmp_path_factory.mktemp("toy") / "tree")
+    done = export("--vllm-src", str(toy), cwd=toy.parent)
+    assert done.returncode == 0, done.stderr
+    return toy, done.stdout
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_the_export_leaves_a_print_once_test_around_it_as_it_was(
+    toy_export: tuple[Path, str], tmp_path: Path, order: str
+) -> None:
+    toy, text = toy_export
+    for name in ("test_a_print_once.py", "test_z_print_once.py"):
+        write(tmp_path, name, PRINT_ONCE)
+    done = run_exported(text, tmp_path, [toy], *ORDERS[order], conftest=CACHES_KEPT)
+    assert done.returncode == 0 and "8 passed" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_trial_fails_a_test_that_clears_the_once_caches_between_the_halves(
+    toy_export: tuple[Path, str], tmp_path: Path
+) -> None:
+    toy, text = toy_export
+    for name, source in (("test_a_print_once.py", PRINT_ONCE), ("test_m.py", CLEARS), ("test_z.py", PRINT_ONCE)):
+        write(tmp_path, name, source)
+    done = run_exported(text, tmp_path, [toy], "-p", "no:randomly")
+    printed_twice = "test_z.py:17: AssertionError: assert 2 == 1"  # the second half saw its message again
+    assert "1 failed, 8 passed" in done.stdout and printed_twice in done.stdout, done.stdout
+
+
 def test_a_seventh_site_is_a_seventh_case_and_check_names_it(toy: Path, tmp_path: Path) -> None:
     six = tmp_path / "six.py"
     assert export("--vllm-src", str(toy), "--out", str(six), cwd=tmp_path).returncode == 0
@@ -149,7 +235,8 @@ def test_a_seventh_site_is_a_seventh_case_and_check_names_it(toy: Path, tmp_path
 
     done = export("--vllm-src", str(toy), "--check", str(six), cwd=tmp_path)
     assert done.returncode == ExitCode.CHECK_FAILED
-    assert done.stdout == f"{six}: vllm/platforms/cpu.py:{line} `vllm._C_extra` is new; re-export\n"
+    seventh = f"case cpu-CpuPlatform.import_kernels-vllm._C_extra-0 is new (vllm/platforms/cpu.py:{line})"
+    assert done.stdout == f"{six}: {seventh}; re-export\n"
 
 
 def test_check_names_a_site_that_moved(toy: Path, tmp_path: Path) -> None:
@@ -160,16 +247,22 @@ def test_check_names_a_site_that_moved(toy: Path, tmp_path: Path) -> None:
     done = export("--vllm-src", str(toy), "--check", str(before), cwd=tmp_path)
     assert done.returncode == 1
     assert done.stdout.endswith(
-        ": vllm/platforms/cuda.py:14 `vllm._C_stable` moved to vllm/platforms/cuda.py:15; re-export\n"
+        ": case cuda-CudaPlatform.import_kernels-vllm._C_stable-0 changed: its site (vllm/platforms/cuda.py:14 -> "
+        "vllm/platforms/cuda.py:15); re-export\n"
     )
 
 
-def test_check_of_an_edited_export_says_the_text_differs(toy: Path, tmp_path: Path) -> None:
+def test_check_of_an_edited_export_names_the_edited_case_or_says_the_text_differs(toy: Path, tmp_path: Path) -> None:
     out = tmp_path / "edited.py"
     export("--vllm-src", str(toy), "--out", str(out), cwd=tmp_path)
-    out.write_text(out.read_text(encoding="utf-8").replace("gc.collect()", "gc.collect()  # edited"))
+    text = out.read_text(encoding="utf-8")
+    out.write_text(text.replace("gc.collect()", "gc.collect()  # edited"))
     done = export("--vllm-src", str(toy), "--check", str(out), cwd=tmp_path)
-    assert done.returncode == 1 and "its text differs from a fresh export (the same cases); re-export" in done.stdout
+    assert done.returncode == 1 and "its text differs from a fresh export outside its cases; re-export" in done.stdout
+    out.write_text(text.replace("vllm._C_AVX2: {error!r}", "vllm._C_AVX2 : {error!r}"))
+    done = export("--vllm-src", str(toy), "--check", str(out), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == f"{out}: case cpu-CpuPlatform.import_kernels-vllm._C_AVX2-0 changed: its warning; re-export\n"
 
 
 def test_the_patch_applies_to_a_checkout_and_adds_the_module(toy: Path, tmp_path: Path) -> None:

@@ -206,17 +206,26 @@ def test_a_render_reads_back_as_its_cases_and_carries_its_header() -> None:
     assert listed_cases(patch(export_of(CASE), text)) == listed_cases(text)
 
 
-def test_difference_names_a_case_new_gone_or_moved_then_any_other_change() -> None:
+def test_difference_names_each_case_new_gone_or_changed_by_id_then_any_other_change() -> None:
     old = render(export_of(CASE))
     other = replace(CASE, id="toy-Platform.import_kernels-vllm._C_AVX2-0", kernel="vllm._C_AVX2", site="v/t.py:20")
     moved = replace(CASE, site="vllm/platforms/toy.py:9")
-    assert difference(old, old, export_of(CASE)) is None
-    assert difference(old, "new", export_of(CASE, other)) == "v/t.py:20 `vllm._C_AVX2` is new; re-export"
-    assert difference(render(export_of(CASE, other)), "new", export_of(CASE)) == (
-        "v/t.py:20 `vllm._C_AVX2` is gone; re-export"
+    reworded = replace(CASE, warning="Failed again: {error!r}", steer=(("Platform.get_arch()", "Arch.ARM"),))
+    assert difference(old, old) is None
+    assert difference(old, render(export_of(CASE, other))) == (
+        "case toy-Platform.import_kernels-vllm._C_AVX2-0 is new (v/t.py:20); re-export"
     )
-    assert difference(old, "new", export_of(moved)) == (
-        "vllm/platforms/toy.py:8 `vllm._C` moved to vllm/platforms/toy.py:9; re-export"
+    assert difference(render(export_of(CASE, other)), old) == (
+        "case toy-Platform.import_kernels-vllm._C_AVX2-0 is gone (v/t.py:20); re-export"
     )
-    assert difference(old, "new", export_of(CASE)) == "its text differs from a fresh export (the same cases); re-export"
-    assert difference(f"{MARKER}\nCASES = 1\n", "new", export_of(CASE)) == "its case table cannot be read; re-export"
+    assert difference(old, render(export_of(moved))) == (
+        "case toy-Platform.import_kernels-vllm._C-0 changed: its site (vllm/platforms/toy.py:8 -> "
+        "vllm/platforms/toy.py:9); re-export"
+    )
+    assert difference(render(export_of(other, CASE)), render(export_of(reworded))) == (
+        "case toy-Platform.import_kernels-vllm._C_AVX2-0 is gone (v/t.py:20); "
+        "case toy-Platform.import_kernels-vllm._C-0 changed: its warning, its steer; re-export"
+    )
+    edited = old.replace("gc.collect()", "gc.collect()  # edited")
+    assert difference(edited, old) == "its text differs from a fresh export outside its cases; re-export"
+    assert difference(f"{MARKER}\nCASES = 1\n", old) == "its case table cannot be read; re-export"
