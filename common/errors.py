@@ -102,6 +102,10 @@ class SourceDoesNotParse(GuardError, exit_code=ExitCode.BAD_INPUT):
     does not parse; names the file (and the line)."""
 
 
+class LoggerNotPatchable(GuardError, exit_code=ExitCode.BAD_INPUT):
+    """`export-fix`: the logger module's `*_once` caches are not shaped as vLLM's (the message says which part)."""
+
+
 class PlatformNotFound(GuardError, exit_code=ExitCode.BAD_INPUT):
     """`--platform` cannot be imported, or is not a platform class."""
 
