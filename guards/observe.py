@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,13 +41,21 @@ class LoggerSpy:
     """Stands in for a module's `logger`: counts the calls made while a blocked kernel import is handled.
 
     A call counts for the site when the exception being handled is the blocker's for the site's
-    kernel module and the caller is the site's function (mutmut's mangled copies included).
+    kernel module and the caller is the site's function (mutmut's mangled copies included). With `once`, the
+    site's `*_once` calls go to `once(real, name)` in place of the logger's own (`guards.stock_cache.StockOnce`).
     """
 
-    def __init__(self, real: logging.Logger, kernel_module: str, function_name: str):
+    def __init__(
+        self,
+        real: logging.Logger,
+        kernel_module: str,
+        function_name: str,
+        once: Callable[[logging.Logger, str], Callable[..., Any]] | None = None,
+    ):
         self._real = real
         self._kernel_module = kernel_module
         self._function_name = function_name
+        self._once = once
         self.calls = 0
         self.in_site_call = False
 
@@ -61,6 +70,8 @@ class LoggerSpy:
         attr = getattr(self._real, name)
         if not callable(attr) or not self._is_site_call():
             return attr
+        if self._once is not None and name.endswith("_once"):
+            attr = self._once(self._real, name)
 
         def spy(msg: Any = "", *args: Any, **kwargs: Any) -> Any:
             self.calls += 1

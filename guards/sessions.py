@@ -48,6 +48,9 @@ class RecordKind(StrEnum):
     UNREACHED = "unreached"  # the guard could not bring execution to its site
     ERROR = "error"  # the guard itself raised something else (its message says what)
     FAILED = "failed"  # a test of a suite (`mutate --tests`) failed: its first line says how
+    # The guard passed on a target whose *_once cache renders first, and the same drive with vLLM's stock cache
+    # leaked (those detectors are listed): the site passes a live object, and the cache keeps it harmless.
+    NEUTRALIZED = "neutralized"
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ class GuardRecord:
 
     @property
     def failed(self) -> bool:
-        return self.kind is not RecordKind.PASSED
+        return self.kind not in (RecordKind.PASSED, RecordKind.NEUTRALIZED)
 
     @classmethod
     def from_json(cls, data: Any) -> GuardRecord:
