@@ -26,6 +26,9 @@ class MutantStatus(StrEnum):
     SKIPPED = "skipped"  # not counted: its site is exposed or unreached at baseline
     NOT_RUN = "not run"  # no finished run of it yet (interrupted, or mutmut stopped first): re-tested next run
     UNATTRIBUTED = "unattributed"  # no discovered site explains it: a bug of the site rule, never counted
+    # The guards passed, and the same drive with vLLM's stock cache leaked: the bug is back at the site, and the
+    # target's *_once cache, which renders first, keeps it harmless. Neither survived nor a kill: not scored.
+    NEUTRALIZED = "neutralized"
 
 
 class SiteStatus(StrEnum):
@@ -36,7 +39,7 @@ class SiteStatus(StrEnum):
     UNREACHED = "unreached"  # no guard could drive execution to the site
 
 
-KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN, UNATTRIBUTED = MutantStatus
+KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN, UNATTRIBUTED, NEUTRALIZED = MutantStatus
 GUARDED, EXPOSED, UNREACHED = SiteStatus
 
 
@@ -78,7 +81,7 @@ class MutantVerdict:
     original: str  # source text that was replaced
     replacement: str  # source text it was replaced with
     killed_by: str | None = None  # the guard's pytest node id, when KILLED
-    detectors: tuple[str, ...] = ()  # what fired in that guard, when KILLED
+    detectors: tuple[str, ...] = ()  # what fired in that guard, when KILLED; with vLLM's stock cache, NEUTRALIZED
     reason: str = ""  # one line: why it has this status (the guard's first finding, exit code, ...)
     covered_by: tuple[str, ...] = ()  # guards that ran against it
     duration_s: float | None = None
@@ -158,8 +161,9 @@ class RunResult:
 
     @property
     def scored(self) -> list[MutantVerdict]:
-        """The mutants the score counts: every one that ran (skipped and not-run ones did not)."""
-        return [m for m in self.mutants if m.status not in (SKIPPED, NOT_RUN, UNATTRIBUTED)]
+        """The mutants the score counts: every one that ran (skipped and not-run ones did not), but those the
+        target's cache neutralized (nothing of them can leak: no guard could kill them, and none need to)."""
+        return [m for m in self.mutants if m.status not in (SKIPPED, NOT_RUN, UNATTRIBUTED, NEUTRALIZED)]
 
     @property
     def score(self) -> float | None:
@@ -168,6 +172,18 @@ class RunResult:
         if not scored:
             return None
         return 100.0 * sum(1 for m in scored if m.status == KILLED) / len(scored)
+
+    @property
+    def cache_note(self) -> str | None:
+        """A sentence for a run in which the target's cache neutralized mutants, else None."""
+        neutralized = self.count(NEUTRALIZED)
+        if not neutralized:
+            return None
+        return (
+            f"The target's *_once cache renders the message first and keeps only text: {neutralized} mutant(s) put a "
+            "live exception back into a *_once call and leaked nothing, where the same drive with vLLM's stock cache "
+            "kept it (not scored: neither survived nor killed). The cache closes the class."
+        )
 
     def sites_with(self, status: SiteStatus) -> list[SiteBaseline]:
         return [b for b in self.baselines if b.status == status]

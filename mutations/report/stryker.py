@@ -17,6 +17,7 @@ from warnonce_guard.mutations.records import (
     CRASHED,
     EXPOSED,
     KILLED,
+    NEUTRALIZED,
     NO_TESTS,
     NOT_RUN,
     SKIPPED,
@@ -43,6 +44,7 @@ STATUS = {
     SKIPPED: "Ignored",
     NOT_RUN: "Pending",
     UNATTRIBUTED: "Ignored",
+    NEUTRALIZED: "Ignored",  # not scored, as the run's score leaves it out; its statusReason says why
 }
 
 
@@ -72,6 +74,8 @@ def build(result: RunResult) -> dict[str, Any]:
         "durationSeconds": result.duration_s,
         "scoredBy": result.scored_by,
     }
+    if note := result.cache_note:  # the mutants the target's cache neutralized (Ignored above): why
+        config["neutralized"] = {"count": result.count(NEUTRALIZED), "note": note}
     if result.suite is not None:  # tests left out: they fail on the unmutated code (node id -> first line)
         config["failingOnUnmutated"] = dict(sorted(result.suite.failing.items()))
     run = provenance.metadata(result)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from warnonce_guard.mutations.records import (
     GUARDED,
     KILLED,
+    NEUTRALIZED,
     SKIPPED,
     UNREACHED,
     MutantStatus,
@@ -35,7 +36,7 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 
 def render(result: RunResult) -> str:
     commit = f" at commit `{result.vllm_commit}`" if result.vllm_commit else ""
-    scored = len(result.scored)
+    scored, neutralized = len(result.scored), result.count(NEUTRALIZED)
     out = [f"# {provenance.headline(result)}", ""]  # the first line names the target and the run that wrote it
     if reused := provenance.reuse_note(result):
         out += [f"> {reused}", ""]
@@ -44,9 +45,12 @@ def render(result: RunResult) -> str:
         "",
         f"**Scored by:** {cell(result.scored_by)}",
         "",
-        f"**Mutation score:** {percent(result.score)} ({result.count(KILLED)} killed of {scored} mutants run)",
+        f"**Mutation score:** {percent(result.score)} ({result.count(KILLED)} killed of {scored} mutants run"
+        + (f"; {neutralized} neutralized by the target's cache, not scored)" if neutralized else ")"),
         "",
     ]
+    if note := result.cache_note:
+        out += [f"> {note}", ""]
     if result.suite is not None and (failing := sorted(result.suite.failing.items())):
         out += [f"{len(failing)} test(s) fail on the unmutated code: left out, never counted as kills.", ""]
         out += [*table(["Test", "Failure"], ((code(test), cell(why)) for test, why in failing)), ""]
@@ -67,9 +71,9 @@ def render(result: RunResult) -> str:
                 (
                     code(v.mutant_id),
                     cell(v.operator),
-                    v.status if v.status in (KILLED, SKIPPED) else f"**{v.status}**",
+                    v.status if v.status in (KILLED, SKIPPED, NEUTRALIZED) else f"**{v.status}**",
                     code(v.killed_by),
-                    cell(", ".join(v.detectors)),
+                    cell(_detectors(v)),
                 )
                 for v in sorted(verdicts, key=lambda v: (v.operator, v.mutant_id))
             ),
@@ -94,6 +98,12 @@ def _sites_at_baseline(result: RunResult) -> list[str]:
             for b in result.baselines
         ),
     )
+
+
+def _detectors(verdict: MutantVerdict) -> str:
+    """What fired: in the guard that killed it, or, for a neutralized mutant, with vLLM's stock cache."""
+    fired = ", ".join(verdict.detectors)
+    return f"with vLLM's stock cache: {fired}" if verdict.status == NEUTRALIZED and fired else fired
 
 
 def by_site(verdicts: Iterable[MutantVerdict]) -> dict[str, list[MutantVerdict]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from warnonce_guard.mutations.records import EXPOSED, KILLED, UNREACHED, RunResult, percent
+from warnonce_guard.mutations.records import EXPOSED, KILLED, NEUTRALIZED, UNREACHED, RunResult, percent
 from warnonce_guard.mutations.report.printable import printable_result
 from warnonce_guard.rule.sites import Site
 
@@ -20,6 +20,7 @@ STYLES = {
     "skipped": "dim",
     "not run": "yellow",
     "unattributed": "bold magenta",
+    "neutralized": "cyan",
     "exposed": "bold red",
     "unreached": "yellow",
 }
@@ -63,6 +64,8 @@ def score_line(result: RunResult) -> Text:
     line = Text("Mutation score: ")
     line.append(percent(result.score), style="bold")
     line.append(f" ({result.count(KILLED)} killed of {len(result.scored)} run")
+    if neutralized := result.count(NEUTRALIZED):
+        line.append(f"; {neutralized} neutralized by the target's cache, not scored")
     if result.suite is None:  # a suite's run has no site baselines
         exposed, unreached = len(result.sites_with(EXPOSED)), len(result.sites_with(UNREACHED))
         line.append(f"; sites exposed: {exposed}, unreached: {unreached}")
@@ -79,4 +82,6 @@ def print_table(result: RunResult, console: Console) -> None:
         console.print(Text(f"{len(failing)} test(s) fail on the unmutated code, left out:"), soft_wrap=True)
         for test, why in failing:
             console.print(Text(f"  {test}: {why}"), soft_wrap=True)
+    if note := result.cache_note:
+        console.print(Text(note), soft_wrap=True)
     console.print(score_line(result), soft_wrap=True)
