@@ -26,7 +26,7 @@ from warnonce_guard.upstream.fix import (
 
 from tests import layout
 from tests.exported_support import ALLOWED_IMPORTS, RUFF, VLLM_PYPROJECT, imported_modules
-from tests.toy import FIXED_LOGGER_SOURCE, make_tree
+from tests.toy import FIXED_LOGGER_SOURCE, LOGGER_SOURCE, make_tree, write
 from tools.vllm_tests.fix_proof import UNMUTATED, prove
 
 RELEASES = ("0.33.0", "0.29.0")
@@ -202,3 +202,43 @@ def test_the_patched_toy_tree_runs_its_own_test_in_a_fresh_interpreter(tmp_path:
     )
     assert done.returncode == 0, done.stdout[-2000:]
     assert "4 passed" in done.stdout
+
+
+PLUGIN = """
+from vllm.platforms.interface import Platform
+from LOGGER import init_logger
+
+logger = init_logger(__name__)
+
+
+class MyPlatform(Platform):
+    @classmethod
+    def import_kernels(cls) -> None:
+        try:
+            import myplug._C  # noqa: F401
+        except ImportError as e:
+            logger.warning_once("Failed to import from myplug._C: %r", e)
+"""
+
+
+def test_with_platform_the_logger_the_plugins_sites_log_through_is_patched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = make_tree(tmp_path / "tree")
+    for package, logger in (("myplug", "myplug.logger"), ("vllmplug", "vllm.logger")):
+        write(tmp_path / "plugins", f"{package}/__init__.py", "")
+        write(tmp_path / "plugins", f"{package}/logger.py", LOGGER_SOURCE)
+        write(tmp_path / "plugins", f"{package}/platform.py", PLUGIN.replace("LOGGER", logger))
+    monkeypatch.syspath_prepend(str(tmp_path / "plugins"))
+    own, vllms = tmp_path / "own.patch", tmp_path / "vllm.patch"
+
+    for plugin, out in (("myplug", own), ("vllmplug", vllms)):
+        platform = f"{plugin}.platform:MyPlatform"
+        assert export_fix("--vllm-src", str(tree), "--platform", platform, "--patch", "--out", str(out)) == 0
+
+    assert "diff --git a/myplug/logger.py b/myplug/logger.py" in own.read_text()
+    assert "+from myplug.logger import init_logger" in own.read_text()
+    assert "SPDX" not in own.read_text().split(f"b/{OWN_TEST_FILE}")[1]  # vLLM's licence header is for vLLM's files
+    assert "diff --git a/vllm/logger.py b/vllm/logger.py" in vllms.read_text()
+    said = capsys.readouterr().out
+    assert "myplug.logger (the logger of myplug.platform:MyPlatform) on vLLM 9.9.9" in said
