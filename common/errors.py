@@ -26,7 +26,7 @@ class ExitCode(enum.IntEnum):
         1,
         (
             "the check ran and failed: a score below --fail-under, an exposed or unreached site, a failed guard, a new "
-            "audit finding, a release not checked, an exported test out of date"
+            "audit finding, a release not checked, an exported test or patch out of date"
         ),
     )
     USAGE = 2, "the command line is wrong: an unknown option, an empty or out-of-range value"
