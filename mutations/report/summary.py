@@ -46,7 +46,7 @@ def render(result: RunResult) -> str:
         f"**Scored by:** {cell(result.scored_by)}",
         "",
         f"**Mutation score:** {percent(result.score)} ({result.count(KILLED)} killed of {scored} mutants run"
-        + (f"; {neutralized} neutralized by the target's cache, not scored)" if neutralized else ")"),
+        + (f"; {neutralized} more neutralized by the target's cache, not scored)" if neutralized else ")"),
         "",
     ]
     if note := result.cache_note:

@@ -65,7 +65,7 @@ def score_line(result: RunResult) -> Text:
     line.append(percent(result.score), style="bold")
     line.append(f" ({result.count(KILLED)} killed of {len(result.scored)} run")
     if neutralized := result.count(NEUTRALIZED):
-        line.append(f"; {neutralized} neutralized by the target's cache, not scored")
+        line.append(f"; {neutralized} more neutralized by the target's cache, not scored")
     if result.suite is None:  # a suite's run has no site baselines
         exposed, unreached = len(result.sites_with(EXPOSED)), len(result.sites_with(UNREACHED))
         line.append(f"; sites exposed: {exposed}, unreached: {unreached}")

@@ -109,8 +109,8 @@ def test_every_report_shows_a_neutralized_mutant_as_neither_a_kill_nor_a_failure
     assert skipped is not None and skipped.get("type") == NEUTRALIZED
 
     text = summary.render(result)
-    assert "1 killed of 1 mutants run; 1 neutralized by the target's cache, not scored" in text
+    assert "1 killed of 1 mutants run; 1 more neutralized by the target's cache, not scored" in text
     assert "The cache closes the class." in text
     assert f"| {NEUTRALIZED} |" in text and "with vLLM's stock cache: exception retained" in text
 
-    assert "1 neutralized by the target's cache, not scored" in score_line(result).plain
+    assert "1 more neutralized by the target's cache, not scored" in score_line(result).plain
