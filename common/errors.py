@@ -26,8 +26,8 @@ class ExitCode(enum.IntEnum):
         1,
         (
             "the check ran and failed: a score below --fail-under, an exposed or unreached site, a flaky test, a "
-            "failed guard, a new audit finding, a release not checked, an exported test out of date, an expected "
-            "site not found"
+            "failed guard, a new audit finding, a release not checked, an exported test or patch out of date, an "
+            "expected site not found"
         ),
     )
     USAGE = 2, "the command line is wrong: an unknown option, an empty or out-of-range value"
@@ -101,6 +101,10 @@ class NotAVllmTree(GuardError, exit_code=ExitCode.BAD_INPUT):
 class SourceDoesNotParse(GuardError, exit_code=ExitCode.BAD_INPUT):
     """A file of the target cannot be read (permissions, not Python's text encoding), or a Python file of it
     does not parse; names the file (and the line)."""
+
+
+class LoggerNotPatchable(GuardError, exit_code=ExitCode.BAD_INPUT):
+    """`export-fix`: the logger module's `*_once` caches are not shaped as vLLM's (the message says which part)."""
 
 
 class PlatformNotFound(GuardError, exit_code=ExitCode.BAD_INPUT):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import GuardError, NothingToCheck, TargetNotFound, UsageError
-from warnonce_guard.guards.outcome import DRIVE_AGAIN, GuardFailure
+from warnonce_guard.guards.outcome import DRIVE_AGAIN, NEUTRALIZED, GuardFailure
 from warnonce_guard.guards.sessions import (
     AGAIN,
     UNWRITTEN_STATUS,
@@ -147,6 +147,8 @@ def guard_records(item: pytest.Item, phase: str, error: BaseException | None) ->
 
 def guard_record(item: pytest.Item, phase: str, error: BaseException | None) -> GuardRecord:
     """A guard's outcome in one phase as a typed record (`guards.sessions`)."""
+    if error is None and (found := item.stash.get(NEUTRALIZED, ())):
+        return GuardRecord(item.nodeid, _site_of(item), phase, RecordKind.NEUTRALIZED, found, neutralized_line(found))
     if error is None:
         return GuardRecord(item.nodeid, _site_of(item), phase, RecordKind.PASSED)
     kind = error.kind if isinstance(error, GuardFailure) else RecordKind.ERROR
@@ -158,9 +160,31 @@ def guard_record(item: pytest.Item, phase: str, error: BaseException | None) -> 
     return GuardRecord(item.nodeid, _site_of(item), phase, kind, tuple(detectors), message)
 
 
+def neutralized_line(detectors: tuple[str, ...]) -> str:
+    """What a neutralized guard's record says, in one line."""
+    return (
+        "passes on the target's *_once cache, which renders first; with vLLM's stock cache the same drive leaked: "
+        + ", ".join(detectors)
+    )
+
+
+_NEUTRALIZED_SEEN = pytest.StashKey[dict[str, tuple[str, ...]]]()  # node id -> what the stock cache leaked
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Name each guard that passed only because its logger's cache renders first."""
+    found = terminalreporter.config.stash.get(_NEUTRALIZED_SEEN, {})
+    if found:
+        terminalreporter.write_sep("-", f"{len(found)} passed by the logger's cache (neutralized)")
+        for node_id, detectors in found.items():
+            terminalreporter.write_line(f"{node_id}: {neutralized_line(detectors)}")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     report = yield
+    if report.when == "call" and report.passed and (found := item.stash.get(NEUTRALIZED, ())):
+        item.config.stash.setdefault(_NEUTRALIZED_SEEN, {})[item.nodeid] = found
     if protocol.settings().attribution and (report.failed or report.when == "call"):
         error = call.excinfo.value if call.excinfo is not None else None
         item.config.stash.setdefault(_RECORDS, []).extend(guard_records(item, report.when, error))

@@ -24,6 +24,7 @@ from warnonce_guard.common.errors import PlatformImportFailed, PlatformNotFound
 from warnonce_guard.guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, blocking, stubbing
 from warnonce_guard.guards.observe import LoggerSpy, Observation, RecordCapture
 from warnonce_guard.guards.steering import CannotSteer, steered
+from warnonce_guard.guards.stock_cache import StockOnce
 from warnonce_guard.rule.platforms import load_class, must_not_exit
 from warnonce_guard.rule.site_rule import is_kernel_module
 from warnonce_guard.rule.sites import Site
@@ -201,9 +202,17 @@ def _logger_of(module: types.ModuleType, site: Site) -> tuple[logging.Logger, st
 
 
 @contextmanager
-def _spied_logger(module: types.ModuleType, site: Site) -> Iterator[tuple[LoggerSpy, RecordCapture]]:
+def _spied_logger(
+    module: types.ModuleType, site: Site, stock: StockOnce | None = None
+) -> Iterator[tuple[LoggerSpy, RecordCapture]]:
     real, swapped = _logger_of(module, site)
-    spy = LoggerSpy(real, site.kernel_module, (site.function_name, site.via_function), after=site.place == "after")
+    spy = LoggerSpy(
+        real,
+        site.kernel_module,
+        (site.function_name, site.via_function),
+        after=site.place == "after",
+        once=stock.method if stock is not None else None,
+    )
     capture = RecordCapture(spy)
     level, propagate = real.level, real.propagate
     real.setLevel(logging.DEBUG)
@@ -222,11 +231,12 @@ def _spied_logger(module: types.ModuleType, site: Site) -> Iterator[tuple[Logger
         real.propagate = propagate
 
 
-def drive(site: Site, package: str = PACKAGE, calls: int = CALLS) -> Observation:
+def drive(site: Site, package: str = PACKAGE, calls: int = CALLS, stock_cache: bool = False) -> Observation:
     """Run the site `calls` times from `LLMStandIn.__init__`, then observe what survived.
 
     Kernel modules of `package` and of the site's own package (a platform plugin's) are blocked, and
-    the `*_once` caches of both are cleared before and after.
+    the `*_once` caches of both are cleared before and after. With `stock_cache`, the site's `*_once` calls go
+    through vLLM's stock cache (`guards.stock_cache.StockOnce`) instead of the target's.
     """
     packages = (package, site.package)
     module = import_platform_module(site.module, *packages)
@@ -235,9 +245,10 @@ def drive(site: Site, package: str = PACKAGE, calls: int = CALLS) -> Observation
     obs = Observation(site.id, calls, expected_message=expected, expected_fragment=fragment)
     clear_once_caches(*packages)
     owners: list[weakref.ReferenceType[LLMStandIn]] = []
+    stock = StockOnce() if stock_cache else None
     with _young_objects_only():
         with ExitStack() as stack:
-            spy, capture = stack.enter_context(_spied_logger(module, site))
+            spy, capture = stack.enter_context(_spied_logger(module, site, stock))
             try:
                 patches = stack.enter_context(steered(site.conditions, module))
             except CannotSteer as err:
@@ -262,6 +273,8 @@ def drive(site: Site, package: str = PACKAGE, calls: int = CALLS) -> Observation
         del pinned
     finally:
         clear_once_caches(*packages)  # what the cache pinned is garbage from here; the next collection takes it
+        if stock is not None:
+            stock.clear()
     return obs
 
 

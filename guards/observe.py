@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,16 +42,23 @@ class LoggerSpy:
 
     A call counts for the site when the exception being handled is the blocker's for the site's kernel module (or,
     for a call after the handler, `after`, whatever is handled) and the caller is the site's function or the helper
-    it calls (mutmut's mangled copies included).
+    it calls (mutmut's mangled copies included). With `once`, the site's `*_once` calls go to `once(real, name)` in
+    place of the logger's own (`guards.stock_cache.StockOnce`).
     """
 
     def __init__(
-        self, real: logging.Logger, kernel_module: str, function_names: tuple[str, ...], after: bool = False
+        self,
+        real: logging.Logger,
+        kernel_module: str,
+        function_names: tuple[str, ...],
+        after: bool = False,
+        once: Callable[[logging.Logger, str], Callable[..., Any]] | None = None,
     ) -> None:
         self._real = real
         self._kernel_module = kernel_module
         self._function_names = tuple(name for name in function_names if name)
         self._after = after
+        self._once = once
         self.calls = 0
         self.in_site_call = False
 
@@ -73,6 +81,8 @@ class LoggerSpy:
         attr = getattr(self._real, name)
         if not callable(attr) or not self._is_site_call():
             return attr
+        if self._once is not None and name.endswith("_once"):
+            attr = self._once(self._real, name)
 
         def spy(msg: Any = "", *args: Any, **kwargs: Any) -> Any:
             return self._counted(attr, msg, *args, **kwargs)

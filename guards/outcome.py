@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import pytest
-from warnonce_guard.guards.detectors import Detection, detections
-from warnonce_guard.guards.drive import CannotDrive, drive
+from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED, WARNING_REPEATED, Detection, detections
+from warnonce_guard.guards.drive import CannotDrive, drive, import_platform_module
 from warnonce_guard.guards.sessions import RecordKind
+from warnonce_guard.guards.stock_cache import logger_module_of, renders_first
 from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE
 
 # What the guards whose platform module did not import said (`PlatformImportFailed`), in their session's stash:
 # the command line makes that run exit 4, the environment's failure, not a verdict on the sites.
 UNIMPORTED = pytest.StashKey[list[str]]()
+# What a guard found neutralized (`neutralized`), in its test item's stash: its record says so (guards/conftest.py).
+NEUTRALIZED = pytest.StashKey[tuple[str, ...]]()
+# The detectors that say the cache kept something (or let the warning repeat); "message changed" is the site's text.
+LEAKS = (EXCEPTION_RETAINED, OWNER_PINNED, WARNING_REPEATED)
 
 
 # In a mutant's session of the mutation run: how many times a guard whose detectors fired drives its site again
@@ -43,8 +48,8 @@ class SiteUnreached(GuardFailure):
         super().__init__(f"{site.id} (line {site.line}) unreached: {reason}")
 
 
-def check_site(site: Site, package: str = PACKAGE) -> None:
-    """Drive the site and raise `SiteUnreached` or `LeakDetected`; return quietly when it is clean."""
+def check_site(site: Site, package: str = PACKAGE) -> tuple[str, ...]:
+    """Drive the site and raise `SiteUnreached` or `LeakDetected`; when it is clean, what `neutralized` says."""
     try:
         obs = drive(site, package)
     except CannotDrive as err:
@@ -59,6 +64,7 @@ def check_site(site: Site, package: str = PACKAGE) -> None:
     found = detections(obs)
     if found:
         raise LeakDetected(site, found)
+    return neutralized(site, package)
 
 
 def drive_again(site: Site, rounds: int, package: str = PACKAGE) -> tuple[RecordKind, ...]:
@@ -72,3 +78,16 @@ def drive_again(site: Site, rounds: int, package: str = PACKAGE) -> tuple[Record
         except GuardFailure as failure:
             found.append(failure.kind)
     return tuple(found)
+
+
+def neutralized(site: Site, package: str = PACKAGE) -> tuple[str, ...]:
+    """For a site that passed: when its logger's cache renders first, the leak detectors that fire on the same drive
+    with vLLM's stock cache (`guards.stock_cache`); none when the cache is the stock one or nothing would leak."""
+    module = import_platform_module(site.module, package, site.package)
+    if not renders_first(logger_module_of(getattr(module, site.receiver, None))):
+        return ()
+    try:
+        stock = drive(site, package, stock_cache=True)
+    except CannotDrive:
+        return ()
+    return tuple(found.detector for found in detections(stock) if found.detector in LEAKS)

@@ -49,6 +49,9 @@ class RecordKind(StrEnum):
     ERROR = "error"  # the guard itself raised something else (its message says what)
     FAILED = "failed"  # a test of a suite (`mutate --tests`) failed: its first line says how
     TIMEOUT = "timeout"  # it ran past `mutate --timeout` (pytest-timeout stopped it): no verdict on the mutant
+    # The guard passed on a target whose *_once cache renders first, and the same drive with vLLM's stock cache
+    # leaked (those detectors are listed): the site passes a live object, and the cache keeps it harmless.
+    NEUTRALIZED = "neutralized"
 
 
 # How pytest-timeout fails a test it stopped (its signal method, as `mutate --timeout` loads it): `Failed: Timeout >5s`.
@@ -76,7 +79,7 @@ class GuardRecord:
 
     @property
     def failed(self) -> bool:
-        return self.kind is not RecordKind.PASSED
+        return self.kind not in (RecordKind.PASSED, RecordKind.NEUTRALIZED)
 
     @classmethod
     def from_json(cls, data: Any) -> GuardRecord:

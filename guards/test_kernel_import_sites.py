@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 from warnonce_guard.common.errors import PlatformImportFailed
-from warnonce_guard.guards.outcome import DRIVE_AGAIN, UNIMPORTED, LeakDetected, check_site, drive_again
+from warnonce_guard.guards.outcome import (
+    DRIVE_AGAIN,
+    NEUTRALIZED,
+    UNIMPORTED,
+    LeakDetected,
+    check_site,
+    drive_again,
+)
 from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import Target
 
@@ -14,7 +21,8 @@ def test_site_releases_exception_and_warns_once(
 ) -> None:
     """Driven twice from an LLM stand-in: no exception or owner survives, one warning, text as fixed."""
     try:
-        check_site(site)
+        if found := check_site(site):  # the site leaks with vLLM's stock cache; the target's renders first
+            request.node.stash[NEUTRALIZED] = found
     except PlatformImportFailed as err:  # the environment, not the site: say what to install, no traceback
         request.config.stash.setdefault(UNIMPORTED, []).append(str(err))
         pytest.fail(str(err), pytrace=False)

@@ -21,7 +21,8 @@ from warnonce_guard.history.records import GuardRun, SiteOutcome
 GUARD_TIMEOUT_S = 900.0
 RUN_ID = "history"
 _MISSING_MODULE = re.compile(r"no module named '([^']+)'", re.IGNORECASE)
-_WORST_LAST = (RecordKind.PASSED, RecordKind.LEAK, RecordKind.UNREACHED, RecordKind.ERROR)  # of a site's records
+# of a site's records, best first (a guard that passed by its logger's cache alone: NEUTRALIZED)
+_WORST_LAST = (RecordKind.PASSED, RecordKind.NEUTRALIZED, RecordKind.LEAK, RecordKind.UNREACHED, RecordKind.ERROR)
 _MUTMUTS_VARIABLE = "MUTANT_UNDER_TEST"  # a caller's (a sweep run under mutmut) is not passed on either
 # A guard run stopped from outside (its exit codes for Ctrl-C and SIGTERM, or killed: the OOM killer's SIGKILL),
 # which a rerun may finish; a crash (SIGSEGV, SIGABRT) is the release's or the environment's, and stays.

@@ -91,6 +91,21 @@ class ReleaseMeta:
 
 
 @dataclass(frozen=True)
+class FixVerdict:
+    """A release's guards with the cache-level fix applied to its `vllm/logger.py` and no site changed
+    (`history --with-fix`; `rule.cache_fix`)."""
+
+    verdict: Verdict  # guarded, exposed or not checked (the patch did not apply, or the guards did not run)
+    neutralized: int = 0  # sites whose guard passed by the fixed cache alone: with vLLM's stock cache they leak
+    detectors: tuple[str, ...] = ()  # what fired, when still exposed
+    reason: str = ""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FixVerdict:
+        return cls(**data | {"verdict": Verdict(data["verdict"]), "detectors": tuple(data["detectors"])})
+
+
+@dataclass(frozen=True)
 class ReleaseVerdict:
     """One release's row: the verdict and the evidence behind it."""
 
@@ -105,6 +120,7 @@ class ReleaseVerdict:
     site_outcomes: tuple[SiteOutcome, ...] = field(default=())
     duration_s: float = 0.0
     retry: bool = False  # a passing failure (download, timeout): not cached, the next run tries again
+    with_fix: FixVerdict | None = None  # the guards again with the cache-level fix (an exposed release, --with-fix)
 
     @property
     def version(self) -> str:
@@ -123,6 +139,7 @@ class ReleaseVerdict:
                 "verdict": Verdict(data["verdict"]),
                 "detectors": tuple(data["detectors"]),
                 "site_outcomes": tuple(SiteOutcome.from_json(o) for o in data["site_outcomes"]),
+                "with_fix": FixVerdict.from_json(data["with_fix"]) if data.get("with_fix") else None,
             }
         )
 
@@ -140,6 +157,7 @@ class HistoryReport:
     checked: int = 0  # releases checked in this run
     from_cache: int = 0  # releases whose kept verdict was reused
     duration_s: float = 0.0
+    with_fix: bool = False  # each exposed release was checked again with the cache-level fix (`--with-fix`)
 
     def count(self, verdict: Verdict) -> int:
         return sum(1 for v in self.verdicts if v.verdict is verdict)

@@ -27,10 +27,12 @@ from warnonce_guard.common.files import Kind, cannot_write
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
 from warnonce_guard.history.cache import VerdictCache
 from warnonce_guard.history.fetch import Fetched, FetchFailed, fetch_release
+from warnonce_guard.history.fix import check_with_fix
 from warnonce_guard.history.guard_run import run_guards
 from warnonce_guard.history.index import DEFAULT_INDEX, Release, fetch_index, select
 from warnonce_guard.history.records import (
     DEFAULT_WORK_DIR,
+    FixVerdict,
     GuardRun,
     HistoryReport,
     ReleaseMeta,
@@ -38,7 +40,7 @@ from warnonce_guard.history.records import (
     Survey,
     Verdict,
 )
-from warnonce_guard.history.render import check_outputs, forms_cell, write_outputs
+from warnonce_guard.history.render import check_outputs, fix_cell, forms_cell, write_outputs
 from warnonce_guard.history.survey import survey
 from warnonce_guard.history.verdict import not_checked, release_verdict
 
@@ -54,6 +56,7 @@ class Options:
     index_url: str = DEFAULT_INDEX
     timeout_s: float = 900.0
     command: str = "warnonce-guard history"
+    with_fix: bool = False  # each exposed release's guards again with the cache-level fix (history.fix)
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,26 @@ def check_release(
     return replace(verdict, retry=True) if fetched.retry else verdict
 
 
+def with_the_fix(
+    release: Release,
+    verdict: ReleaseVerdict,
+    work_dir: Path,
+    timeout_s: float,
+    stages: Stages,
+    stage: Callable[[str], None],
+) -> ReleaseVerdict:
+    """`verdict` with its guards run again on the release's tree with the cache-level fix (`history.fix`); a fetch
+    that fails leaves it `not checked`, and not kept (the next run tries again)."""
+    stage(f"{release.version}: guards with the fix")
+    try:
+        fetched = stages.fetch_release(release, work_dir)
+    except FetchFailed as err:
+        return replace(verdict, with_fix=FixVerdict(Verdict.NOT_CHECKED, reason=f"fetch failed: {err}"), retry=True)
+    log = work_dir / "logs" / f"{release.version}+fix.log"
+    fixed = check_with_fix(fetched.tree, verdict.meta, stages.survey, stages.run_guards, log, timeout_s)
+    return replace(verdict, with_fix=fixed)
+
+
 def fallback_note(fetched: Fetched) -> str:
     """Why a wheel was checked instead of an sdist (empty when the sdist was)."""
     if fetched.dist.kind == "sdist":
@@ -142,7 +165,8 @@ def progress_line(v: ReleaseVerdict, how: str) -> str:
     else:
         sites = f"0 sites ({v.plain_sites} plain)" if v.plain_sites or v.verdict is not Verdict.NOT_CHECKED else "–"
     detail = "; ".join(filter(None, (", ".join(v.detectors), v.reason)))
-    return f"{v.version:<11} {v.verdict.value:<11} {sites:<24} {detail}  ({how})"
+    fixed = f"; with the fix: {fix_cell(v)}" if v.with_fix is not None else ""
+    return f"{v.version:<11} {v.verdict.value:<11} {sites:<24} {detail}{fixed}  ({how})"
 
 
 def _environment() -> str:
@@ -172,7 +196,9 @@ def run_history(options: Options, console: Console, stages: Stages = Stages()) -
             f"{len(selection.releases)} release(s), {selection.releases[0].version} to "
             f"{selection.releases[-1].version}; work directory {work_dir}; tool fingerprint {fingerprint}",
         )
-        verdicts, checked = check_releases(selection.releases, cache, work_dir, options.timeout_s, stages, console)
+        verdicts, checked = check_releases(
+            selection.releases, cache, work_dir, options.timeout_s, stages, console, options.with_fix
+        )
         report = HistoryReport(
             command=options.command,
             generated=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -183,6 +209,7 @@ def run_history(options: Options, console: Console, stages: Stages = Stages()) -
             checked=checked,
             from_cache=len(verdicts) - checked,
             duration_s=time.monotonic() - started,
+            with_fix=options.with_fix,
         )
         paths = write_outputs(report, out)
     print_line(console, f"wrote {', '.join(str(p) for p in paths)}")
@@ -207,22 +234,30 @@ def check_releases(
     timeout_s: float,
     stages: Stages,
     console: Console,
+    with_fix: bool = False,
 ) -> tuple[list[ReleaseVerdict], int]:
-    """Each release's kept verdict, or a new one (kept when finished); one line per release as it is done."""
+    """Each release's kept verdict, or a new one (kept when finished); one line per release as it is done. With
+    `with_fix`, an exposed release's verdict gets its guards with the fix, kept with it (a kept verdict without it
+    gets it now)."""
     verdicts: list[ReleaseVerdict] = []
     checked = 0
     with RunProgress(console, stamped=False) as progress:
         progress.track("", len(releases))
         for done, release in enumerate(releases, 1):
             verdict = cache.get(release)
-            if verdict is not None:
-                how = "cached"
-            else:
+            how = "cached"
+            if verdict is None:
                 with _writing(work_dir):
                     verdict = check_release(release, work_dir, timeout_s, stages, progress.describe, progress.say)
                     cache.put(release, verdict)
                 checked += 1
                 how = f"{verdict.duration_s:.1f} s"
+            if with_fix and verdict.verdict is Verdict.EXPOSED and verdict.with_fix is None:
+                started = time.monotonic()
+                with _writing(work_dir):
+                    verdict = with_the_fix(release, verdict, work_dir, timeout_s, stages, progress.describe)
+                    cache.put(release, verdict)
+                how += f", with the fix {time.monotonic() - started:.1f} s"
             verdicts.append(verdict)
             line = progress_line(verdict, how)
             progress.say(line)

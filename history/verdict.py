@@ -8,7 +8,15 @@ from pathlib import PurePosixPath
 
 from warnonce_guard.guards.detectors import DETECTORS
 from warnonce_guard.guards.sessions import RecordKind
-from warnonce_guard.history.records import GuardRun, ReleaseMeta, ReleaseVerdict, SiteOutcome, Survey, Verdict
+from warnonce_guard.history.records import (
+    FixVerdict,
+    GuardRun,
+    ReleaseMeta,
+    ReleaseVerdict,
+    SiteOutcome,
+    Survey,
+    Verdict,
+)
 from warnonce_guard.rule.platforms import IMPORT_KERNELS
 from warnonce_guard.rule.sites import Site
 
@@ -54,7 +62,7 @@ def release_verdict(
     outcomes = tuple(guards.outcome_of(site.id) for site in cached)
     judged = replace(unjudged, site_outcomes=outcomes)
     leaks = [o for o in outcomes if o.outcome is RecordKind.LEAK]
-    unproven = [o for o in outcomes if o.outcome not in (RecordKind.LEAK, RecordKind.PASSED)]
+    unproven = [o for o in outcomes if o.outcome not in (RecordKind.LEAK, RecordKind.PASSED, RecordKind.NEUTRALIZED)]
     if leaks:
         fired = ordered(
             d for o in (*leaks, *unproven) if o.outcome in (RecordKind.LEAK, RecordKind.UNREACHED) for d in o.detectors
@@ -65,6 +73,12 @@ def release_verdict(
         detectors = ordered(d for o in unproven for d in o.detectors if d in DETECTOR_ORDER)
         return replace(judged, detectors=detectors, reason=why(unproven))
     return replace(judged, verdict=Verdict.GUARDED)
+
+
+def fix_verdict(fixed: ReleaseVerdict) -> FixVerdict:
+    """The `--with-fix` column's verdict from the verdict of a release's tree with the fix applied."""
+    neutralized = sum(1 for o in fixed.site_outcomes if o.outcome is RecordKind.NEUTRALIZED)
+    return FixVerdict(fixed.verdict, neutralized, fixed.detectors, fixed.reason)
 
 
 def not_checked(meta: ReleaseMeta, reason: str, retry: bool, duration_s: float = 0.0) -> ReleaseVerdict:

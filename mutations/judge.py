@@ -22,6 +22,7 @@ from warnonce_guard.mutations.records import (
     FLAKY,
     GUARDED,
     KILLED,
+    NEUTRALIZED,
     NO_TESTS,
     NOT_RUN,
     SKIPPED,
@@ -44,6 +45,7 @@ class Judgement:
     status: MutantStatus
     reason: str
     killer: GuardRecord | None = None
+    stock: tuple[str, ...] = ()  # NEUTRALIZED: what fired on the same drive with vLLM's stock cache
 
 
 def judge(
@@ -88,6 +90,8 @@ def judge(
         return Judgement(
             NOT_RUN, f"exit code {code} but its guard record says {session.exit_status}; tested again next run"
         )
+    if code == 0 and (cache := neutralized_by(session.records, site)) is not None:
+        return Judgement(NEUTRALIZED, cache.message, stock=cache.detectors)
     if code == 0:
         return Judgement(SURVIVED, "every guard passed with the bug put back")
     if (killer := killed_by(session.records, site)) is not None:
@@ -96,6 +100,11 @@ def judge(
         return Judgement(TIMEOUT, f"{late.test} ran past --timeout ({late.message})", late)
     why = f"{failed.kind}: {failed.message}" if failed else "no guard failed"
     return Judgement(CRASHED, f"the guards failed without a detector firing ({why})")
+
+
+def neutralized_by(records: Iterable[GuardRecord], site: str | None) -> GuardRecord | None:
+    """The record of the mutant's own site's guard when it passed only by the target's cache (`NEUTRALIZED`)."""
+    return next((r for r in records if r.kind is RecordKind.NEUTRALIZED and r.site == site), None)
 
 
 def killed_by(records: Iterable[GuardRecord], site: str | None) -> GuardRecord | None:
@@ -241,7 +250,7 @@ def verdicts(
                 original=mutant.original,
                 replacement=mutant.replacement,
                 killed_by=killer.test if killer else None,
-                detectors=killer.detectors if killer else (),
+                detectors=killer.detectors if killer else judgement.stock,
                 reason=judgement.reason,
                 covered_by=tuple(dict.fromkeys(r.test for r in session.records)) if session else (),
                 duration_s=durations.get(mutant.mutant_id),

@@ -27,6 +27,9 @@ class MutantStatus(StrEnum):
     NOT_RUN = "not run"  # no finished run of it yet (interrupted, or mutmut stopped first): re-tested next run
     UNATTRIBUTED = "unattributed"  # no discovered site explains it: a bug of the site rule, never counted
     FLAKY = "flaky"  # killed only by a test that is flaky (a re-run did not agree): counted as not killed
+    # The guards passed, and the same drive with vLLM's stock cache leaked: the bug is back at the site, and the
+    # target's *_once cache, which renders first, keeps it harmless. Neither survived nor a kill: not scored.
+    NEUTRALIZED = "neutralized"
 
 
 class SiteStatus(StrEnum):
@@ -37,7 +40,7 @@ class SiteStatus(StrEnum):
     UNREACHED = "unreached"  # no guard could drive execution to the site
 
 
-KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN, UNATTRIBUTED, FLAKY = MutantStatus
+KILLED, SURVIVED, TIMEOUT, CRASHED, NO_TESTS, SKIPPED, NOT_RUN, UNATTRIBUTED, FLAKY, NEUTRALIZED = MutantStatus
 GUARDED, EXPOSED, UNREACHED = SiteStatus
 
 
@@ -79,7 +82,7 @@ class MutantVerdict:
     original: str  # source text that was replaced
     replacement: str  # source text it was replaced with
     killed_by: str | None = None  # the guard's pytest node id, when KILLED
-    detectors: tuple[str, ...] = ()  # what fired in that guard, when KILLED
+    detectors: tuple[str, ...] = ()  # what fired in that guard, when KILLED; with vLLM's stock cache, NEUTRALIZED
     reason: str = ""  # one line: why it has this status (the guard's first finding, exit code, ...)
     covered_by: tuple[str, ...] = ()  # guards that ran against it
     duration_s: float | None = None
@@ -163,8 +166,9 @@ class RunResult:
 
     @property
     def scored(self) -> list[MutantVerdict]:
-        """The mutants the score counts: every one that ran (skipped and not-run ones did not)."""
-        return [m for m in self.mutants if m.status not in (SKIPPED, NOT_RUN, UNATTRIBUTED)]
+        """The mutants the score counts: every one that ran (skipped and not-run ones did not), but those the
+        target's cache neutralized (nothing of them can leak: no guard could kill them, and none need to)."""
+        return [m for m in self.mutants if m.status not in (SKIPPED, NOT_RUN, UNATTRIBUTED, NEUTRALIZED)]
 
     @property
     def counts(self) -> str:
@@ -174,7 +178,9 @@ class RunResult:
         reached = len(self.scored) - not_reached
         apart = f", {not_reached} not reached" if not_reached else ""
         flaky = f", {self.count(FLAKY)} killed only by flaky tests (not counted)" if self.count(FLAKY) else ""
-        return f"{self.count(KILLED)} killed of {reached} reached{apart}{flaky}"
+        neutralized = self.count(NEUTRALIZED)
+        cache = f"; {neutralized} more neutralized by the target's cache, not scored" if neutralized else ""
+        return f"{self.count(KILLED)} killed of {reached} reached{apart}{flaky}{cache}"
 
     @property
     def score(self) -> float | None:
@@ -183,6 +189,18 @@ class RunResult:
         if not scored:
             return None
         return 100.0 * sum(1 for m in scored if m.status == KILLED) / len(scored)
+
+    @property
+    def cache_note(self) -> str | None:
+        """A sentence for a run in which the target's cache neutralized mutants, else None."""
+        neutralized = self.count(NEUTRALIZED)
+        if not neutralized:
+            return None
+        return (
+            f"The target's *_once cache renders the message first and keeps only text: {neutralized} mutant(s) put a "
+            "live exception back into a *_once call and leaked nothing, where the same drive with vLLM's stock cache "
+            "kept it (not scored: neither survived nor killed). The cache closes the class."
+        )
 
     def sites_with(self, status: SiteStatus) -> list[SiteBaseline]:
         return [b for b in self.baselines if b.status == status]

@@ -48,6 +48,7 @@ from warnonce_guard.mutations.identify import NamedMutant, read_identities, writ
 from warnonce_guard.mutations.operators import OPERATORS, not_applied
 from warnonce_guard.mutations.records import (
     GUARDED,
+    NEUTRALIZED,
     NOT_RUN,
     SKIPPED,
     UNATTRIBUTED,
@@ -333,9 +334,10 @@ def gate(result: RunResult, fail_under: float) -> list[str]:
         problems.append(f"{not_run} mutant(s) have no finished run (tested again by the next run)")
     if (skipped := result.count(SKIPPED)) and not problems:
         problems.append(f"{skipped} mutant(s) were not run")
-    if (score := result.score) is None:
+    score = result.score  # None when every mutant that ran was neutralized: then nothing of them can leak
+    if score is None and not result.count(NEUTRALIZED):
         problems.append("no mutant ran, so there is no score")
-    elif score < fail_under:
+    elif score is not None and score < fail_under:
         problems.append(f"score {score:.1f}% is below --fail-under {fail_under:g}%")
     return problems
 

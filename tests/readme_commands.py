@@ -49,6 +49,9 @@ SANDBOXED: dict[str, tuple[int, str, str]] = {
     "warnonce-guard export-test --platform my_plugin.platform:MyPlatform --out tests/test_kernel_import_warnings.py": (
         0, "", "work/tests/test_kernel_import_warnings.py"
     ),
+    "warnonce-guard export-fix --patch --out once-cache.patch": (
+        0, "once-cache.patch: a patch of vllm/logger.py and tests/test_logger_once_cache.py", "work/once-cache.patch"
+    ),
 }  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from tests import layout
 # The miniature vLLM's sources, its tree and apply_operator are tools/toy_vllm.py's (the fault campaign builds on
 # them too, and a tool imports nothing from tests/); the tests import them from here.
 from tools.toy_vllm import EAGER_CALL as EAGER_CALL
+from tools.toy_vllm import FIXED_LOGGER_SOURCE as FIXED_LOGGER_SOURCE
 from tools.toy_vllm import INTERFACE as INTERFACE
 from tools.toy_vllm import LOGGER_SOURCE, apply_operator
 from tools.toy_vllm import PLATFORM_SOURCE as PLATFORM_SOURCE
@@ -61,10 +62,11 @@ def write(root: Path, relative: str, source: str) -> Path:
     return path
 
 
-def write_toy(root: Path, package: str, platforms: dict[str, str]) -> Path:
-    """`root/<package>` with a logger module and `platforms/<name>.py` for each entry (`PKG` -> package)."""
+def write_toy(root: Path, package: str, platforms: dict[str, str], logger: str = LOGGER_SOURCE) -> Path:
+    """`root/<package>` with a logger module (`logger`: the toy's, vLLM-shaped, or `FIXED_LOGGER`) and
+    `platforms/<name>.py` for each entry (`PKG` -> package)."""
     write(root, f"{package}/__init__.py", "")
-    write(root, f"{package}/logger.py", LOGGER_SOURCE)
+    write(root, f"{package}/logger.py", logger)
     write(root, f"{package}/platforms/__init__.py", "")
     for name, source in platforms.items():
         write(root, f"{package}/platforms/{name}.py", textwrap.dedent(source).replace("PKG", package))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from warnonce_guard.rule.cache_fix import patched
+
 LOGGER_SOURCE = """
 import logging
 from functools import lru_cache
@@ -63,6 +65,9 @@ def init_logger(name):
     return logger
 """
 
+# The toy logger with the cache-level fix of `warnonce-guard export-fix` (render first, cache the text).
+FIXED_LOGGER_SOURCE = patched(LOGGER_SOURCE)
+
 # A platform module with one kernel-import site; PKG is the package, CALL the handler's logging call.
 PLATFORM_SOURCE = """
 from PKG.logger import init_logger
@@ -85,13 +90,13 @@ EAGER_CALL = 'logger.warning_once("Failed to import from PKG._C: %s", repr(e))'
 INTERFACE = PLATFORM_SOURCE.replace("CALL", EAGER_CALL).replace("PKG", "vllm")
 
 
-def make_tree(root: Path, interface: str = INTERFACE) -> Path:
-    """`root/vllm/` shaped like vLLM: _version.py, logger.py and platforms/interface.py (`interface`)."""
+def make_tree(root: Path, interface: str = INTERFACE, logger: str = LOGGER_SOURCE) -> Path:
+    """`root/vllm/` shaped like vLLM: _version.py, logger.py (`logger`) and platforms/interface.py (`interface`)."""
     package = root / "vllm"
     (package / "platforms").mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "_version.py").write_text("__version__ = version = '9.9.9'\n__commit_id__ = commit_id = 'gtoy'\n")
-    (package / "logger.py").write_text(LOGGER_SOURCE)
+    (package / "logger.py").write_text(logger)
     (package / "platforms" / "__init__.py").write_text("")
     (package / "platforms" / "interface.py").write_text(interface)
     return root

@@ -27,23 +27,24 @@ def _head(path: Path) -> str:
         return file.read(_HEAD_BYTES).decode("utf-8", errors="replace")
 
 
-def is_export(head: str) -> bool:
-    """Whether a text's first lines carry our header (a patch's as added lines)."""
-    return any(line.removeprefix("+").startswith(MARKER) for line in head.splitlines()[:_HEAD_LINES])
+def is_export(head: str, marker: str = MARKER) -> bool:
+    """Whether a text's first lines carry our header (a patch's as added lines); `marker`: export-fix's."""
+    return any(line.removeprefix("+").startswith(marker) for line in head.splitlines()[:_HEAD_LINES])
 
 
-def check_out(out: Path) -> Path:
-    """The file `--out` writes (a symlink's target), refused before any work unless it is new or ours."""
+def check_out(out: Path, marker: str = MARKER) -> Path:
+    """The file `--out` writes (a symlink's target), refused before any work unless it is new or ours (its first
+    lines carry `marker`)."""
     target = destination(out)
     shown = f"{out} (-> {target})" if target != out else str(out)
     if regular_file(target, "--out"):
         try:
-            ours = is_export(_head(target))
+            ours = is_export(_head(target), marker)
         except OSError as err:
             raise PathUnusable(f"--out {shown}: cannot read it ({err.strerror or err})") from None
         if not ours:
             raise PathRefused(
-                f"--out {shown}: not an earlier export (no `{MARKER}` header); pass a new path or move it away"
+                f"--out {shown}: not an earlier export (no `{marker}` header); pass a new path or move it away"
             )
     elif not target.parent.is_dir():
         raise PathUnusable(f"--out {shown}: {target.parent} is not a directory; pass a path in an existing one")
@@ -63,8 +64,9 @@ def write(target: Path, text: str) -> None:
         raise PathUnusable(f"--out {target}: cannot write it ({err.strerror or err})") from None
 
 
-def read_check(path: Path) -> str:
-    """The text of a `--check` FILE: an earlier export (`PathUnusable` for a missing file or another's)."""
+def read_check(path: Path, marker: str | None = MARKER) -> str:
+    """The text of a `--check` FILE: an earlier export (`PathUnusable` for a missing file or another's); with
+    `marker` None, any UTF-8 text file (export-fix checks a patched module too, which carries no header)."""
     target = destination(path)
     if not regular_file(target, "--check"):
         raise PathUnusable(f"--check {path}: no such file; pass an exported module")
@@ -72,8 +74,8 @@ def read_check(path: Path) -> str:
         text = target.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise PathUnusable(f"--check {path}: cannot read it ({err})") from None
-    if not is_export(text[:_HEAD_BYTES]):
-        raise PathUnusable(f"--check {path}: not an export (no `{MARKER}` header); pass a file export-test wrote")
+    if marker is not None and not is_export(text[:_HEAD_BYTES], marker):
+        raise PathUnusable(f"--check {path}: not an export (no `{marker}` header); pass a file export-test wrote")
     return text
 
 

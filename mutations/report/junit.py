@@ -1,7 +1,8 @@
 """`junit.xml`: one testcase per mutant and per site with no mutants, for CI test-result views.
 
 A mutant the guards did not kill (survived, timeout, crashed, not reached) is a failure; a killed one
-passes; a skipped one is skipped. A site exposed or unreached at baseline is a failure too: the
+passes; a skipped one is skipped, and so is a neutralized one (of type `neutralized`: the target's cache kept it
+harmless). A site exposed or unreached at baseline is a failure too: the
 bug is live there, or no guard reaches it.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from warnonce_guard.mutations.records import EXPOSED, KILLED, SKIPPED, UNREACHED, RunResult
+from warnonce_guard.mutations.records import EXPOSED, KILLED, NEUTRALIZED, SKIPPED, UNREACHED, RunResult
 
 SUITE = "warnonce-guard mutation"
 
@@ -35,6 +36,9 @@ def build(result: RunResult) -> ET.Element:
         if verdict.status == SKIPPED:
             skipped += 1
             ET.SubElement(case, "skipped", message=verdict.reason or "not run")
+        elif verdict.status == NEUTRALIZED:  # neither a failure nor a kill: the target's cache kept it harmless
+            skipped += 1
+            ET.SubElement(case, "skipped", type=NEUTRALIZED, message=verdict.reason)
         elif verdict.status != KILLED:
             failures += 1
             failure = ET.SubElement(

@@ -18,6 +18,7 @@ from warnonce_guard.mutations.records import (
     EXPOSED,
     FLAKY,
     KILLED,
+    NEUTRALIZED,
     NO_TESTS,
     NOT_RUN,
     SKIPPED,
@@ -45,6 +46,7 @@ STATUS = {
     NOT_RUN: "Pending",
     UNATTRIBUTED: "Ignored",
     FLAKY: "Survived",  # no test that kills it holds: as good as survived (its statusReason names the flaky test)
+    NEUTRALIZED: "Ignored",  # not scored, as the run's score leaves it out; its statusReason says why
 }
 
 
@@ -78,6 +80,8 @@ def build(result: RunResult) -> dict[str, Any]:
         "durationSeconds": result.duration_s,
         "scoredBy": result.scored_by,
     }
+    if note := result.cache_note:  # the mutants the target's cache neutralized (Ignored above): why
+        config["neutralized"] = {"count": result.count(NEUTRALIZED), "note": note}
     if result.suite is not None:  # tests left out: they fail on the unmutated code (node id -> first line)
         config["failingOnUnmutated"] = dict(sorted(result.suite.failing.items()))
     if result.flaky:  # tests a re-run found flaky (node id -> how): none of their kills counts

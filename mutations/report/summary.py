@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from warnonce_guard.mutations.records import (
     GUARDED,
     KILLED,
+    NEUTRALIZED,
     SKIPPED,
     UNREACHED,
     MutantStatus,
@@ -48,6 +49,8 @@ def render(result: RunResult) -> str:
     ]
     if result.confirmed_by:
         out += [f"Each kill was confirmed: its tests re-run {result.confirmed_by} time(s) and did the same.", ""]
+    if note := result.cache_note:
+        out += [f"> {note}", ""]
     if result.suite is not None and (failing := sorted(result.suite.failing.items())):
         out += [f"{len(failing)} test(s) fail on the unmutated code: left out, never counted as kills.", ""]
         out += [*table(["Test", "Failure"], ((code(test), cell(why)) for test, why in failing)), ""]
@@ -71,9 +74,9 @@ def render(result: RunResult) -> str:
                 (
                     code(v.mutant_id),
                     cell(v.operator),
-                    v.status if v.status in (KILLED, SKIPPED) else f"**{v.status}**",
+                    v.status if v.status in (KILLED, SKIPPED, NEUTRALIZED) else f"**{v.status}**",
                     code(v.killed_by),
-                    cell(", ".join(v.detectors)),
+                    cell(_detectors(v)),
                 )
                 for v in sorted(verdicts, key=lambda v: (v.operator, v.mutant_id))
             ),
@@ -100,6 +103,12 @@ def _sites_at_baseline(result: RunResult) -> list[str]:
             for b in result.baselines
         ),
     )
+
+
+def _detectors(verdict: MutantVerdict) -> str:
+    """What fired: in the guard that killed it, or, for a neutralized mutant, with vLLM's stock cache."""
+    fired = ", ".join(verdict.detectors)
+    return f"with vLLM's stock cache: {fired}" if verdict.status == NEUTRALIZED and fired else fired
 
 
 def by_site(verdicts: Iterable[MutantVerdict]) -> dict[str, list[MutantVerdict]]:

@@ -21,6 +21,7 @@ STYLES = {
     "not run": "yellow",
     "unattributed": "bold magenta",
     "flaky": "bold yellow",
+    "neutralized": "cyan",
     "exposed": "bold red",
     "unreached": "yellow",
 }
@@ -84,4 +85,6 @@ def print_table(result: RunResult, console: Console) -> None:
         console.print(Text(f"{len(result.flaky)} flaky test(s), none of their kills counted:"), soft_wrap=True)
         for test, why in result.flaky.items():
             console.print(Text(f"  {test}: {why}"), soft_wrap=True)
+    if note := result.cache_note:
+        console.print(Text(note), soft_wrap=True)
     console.print(score_line(result), soft_wrap=True)

@@ -54,7 +54,7 @@ def test_every_user_facing_error_is_defined_in_common_errors() -> None:
 # the engine or the index is (fix or retry the environment). The message says the rest.
 BAD_INPUT = {
     "TargetNotFound", "NotAVllmTree", "SourceDoesNotParse", "PlatformNotFound", "PathRefused", "PathUnusable",
-    "BadBaseline", "BadSitesRecord",
+    "BadBaseline", "BadSitesRecord", "LoggerNotPatchable",
 }  # fmt: skip
 ENVIRONMENT = {
     "PlatformImportFailed", "WorkDirBusy", "StagingFailed", "TargetChanged", "IndexUnavailable", "EngineFailed",

@@ -14,7 +14,7 @@ from warnonce_guard.common.errors import EngineFailed, ExitCode, TargetChanged
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED, WARNING_REPEATED
 from warnonce_guard.mutations.run import mutate, run_session
 
-from tests.toy import INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
+from tests.toy import FIXED_LOGGER_SOURCE, INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
 
 pytestmark = pytest.mark.slow
 
@@ -48,6 +48,22 @@ def test_every_operator_is_killed_with_its_guard_and_detectors_named(tmp_path: P
     summary = (out / "summary.md").read_text()
     assert WARNING_REPEATED in summary and EXCEPTION_RETAINED in summary
     assert (out / "junit.xml").is_file() and (out / "index.html").is_file()
+
+
+def test_on_a_cache_that_renders_first_a_mutant_leaking_only_into_the_cache_is_neutralized(tmp_path: Path) -> None:
+    """The toy with export-fix's patch: eager-repr-revert passes and leaks with vLLM's stock cache (neutralized);
+    once-dropped repeats and live-arg changes the text whatever the cache (killed); the run passes."""
+    code, out, _ = run(make_tree(tmp_path / "tree", logger=FIXED_LOGGER_SOURCE), tmp_path)
+
+    assert code == ExitCode.OK
+    mutants = json.loads((out / "mutation.json").read_text())["files"]["vllm/platforms/interface.py"]["mutants"]
+    by_operator = {m["mutatorName"]: (m["status"], m.get("statusReason", "")) for m in mutants}
+    assert by_operator["eager-repr-revert"][0] == "Ignored"
+    assert "with vLLM's stock cache the same drive leaked" in by_operator["eager-repr-revert"][1]
+    assert by_operator["once-dropped"][0] == by_operator["live-arg"][0] == "Killed"
+    summary = (out / "summary.md").read_text()
+    assert "1 more neutralized by the target's cache, not scored" in summary
+    assert "The cache closes the class." in summary
 
 
 def test_the_session_imports_the_target_while_the_mutants_are_generated(tmp_path: Path) -> None:

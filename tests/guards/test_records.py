@@ -95,7 +95,7 @@ def test_a_guard_that_drove_its_site_again_leaves_a_record_per_drive_after_its_o
 
     failure = GuardFailure("a: 1 fired")
     failure.detectors, failure.again = (OWNER_PINNED,), (RecordKind.LEAK, RecordKind.PASSED)
-    item = SimpleNamespace(nodeid=LEAK.test, callspec=None)
+    item = SimpleNamespace(nodeid=LEAK.test, callspec=None, stash={})
     assert guard_records(item, "call", failure) == [  # type: ignore[arg-type]
         GuardRecord(LEAK.test, None, "call", RecordKind.LEAK, (OWNER_PINNED,), "a: 1 fired"),
         GuardRecord(LEAK.test, None, AGAIN, RecordKind.LEAK),

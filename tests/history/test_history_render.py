@@ -150,6 +150,7 @@ def test_the_published_tables_read_back_and_render_to_themselves() -> None:
         checked=data["run"]["checked"],
         from_cache=data["run"]["from_cache"],
         duration_s=data["run"]["duration_s"],
+        with_fix=data["with_fix"],
     )
     assert to_json(published) == text
     assert to_markdown(published) == (layout.ROOT / "docs" / "history.md").read_text(encoding="utf-8")

@@ -9,11 +9,14 @@ engine: `nox -s upstream`), against vLLM 0.33.0's own sources (its verified sdis
    tests/ (hard links: the fetched tree is never written), and `warnonce-guard mutate --tests` scores it there;
 2. `mutate --tests` scores vLLM's own tests (`--tests`, default `SELECTION`) where the sdist lies;
 3. the exported test runs inside vLLM 0.33.0's suite (every case passes) and 0.29.0's, the release before the fix
-   (installed apart, with --no-deps, and put first on the path: every case fails, naming its site and the leak).
+   (installed apart, with --no-deps, and put first on the path: every case fails, naming its site and the leak);
+4. the cache-level fix (`warnonce-guard export-fix`): vLLM's own tests (`--tests`) with and without it, every test
+   whose outcome differs listed, and the patch's own test against the patch and each mutant of it (`with_fix`).
 
-Then one row per scored suite (mutants, killed, survived, not reached, score) and one per run of step 3. It exits
-1 when the exported test kills less than every mutant or a run of step 3 is not as expected; vLLM's own tests
-killing nothing is the finding, not a failure. The reports stay in DIR/upstream/ (`report-exported/`,
+Then one row per scored suite (mutants, killed, survived, not reached, score), one per run of step 3, and step 4's
+lines. It exits 1 when the exported test kills less than every mutant, a run of step 3 is not as expected, or the
+fix changes an outcome of vLLM's tests or its test does not kill every mutant of it; vLLM's own tests killing
+nothing is the finding, not a failure. The reports stay in DIR/upstream/ (`report-exported/`,
 `report-vllm/`), the verdicts in DIR/upstream/work/: a rerun with nothing changed re-tests nothing.
 """
 
@@ -28,7 +31,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.vllm_tests import exported, sources
+from tools.vllm_tests import exported, sources, with_fix
 
 BEFORE_FIX = "0.29.0"
 # vLLM's own tests that import vllm.platforms and run on a CPU without a model download (its logger's tests too):
@@ -161,11 +164,16 @@ def main(argv: list[str]) -> int:
     print(table(["suite", "mutants", "killed", "survived", "not reached", "score"], [s.row() for s in scores]))
     print()
     print(table(["run", "cases", "passed", "failed", ""], [row for row, _ in runs]))
+    fix_lines, fix_holds = with_fix.section(args.work.resolve(), list(args.tests))
+    print()
+    print("\n".join(fix_lines))
     exported_score = scores[0]
     ok = exported_score.mutants > 0 and exported_score.killed == exported_score.mutants and all(ok for _, ok in runs)
     if not ok:
         print("upstream: the exported test does not hold (see above)", file=sys.stderr)
-    return 0 if ok else 1
+    if not fix_holds:
+        print("upstream: the cache-level fix does not hold (see above)", file=sys.stderr)
+    return 0 if ok and fix_holds else 1
 
 
 if __name__ == "__main__":
