@@ -57,7 +57,9 @@ class Finding:
         where no fix is known), or `str(err)` for a message."""
         value = _KEYWORD.sub("", self.argument)  # `msg=err`: its value
         if self.argument.startswith("exc_info="):  # logging reads the exception being handled itself
-            return "exc_info=True inside the handler: the cache keeps True"
+            return (
+                "for exc_info: pass exc_info=True inside the handler, logging finds the exception, the cache keeps True"
+            )
         if self.fix is not None and self.fix.index == MESSAGE:
             return f"{self.fix.wrapper}({value})"
         return f'"%s", {self.fix.wrapper if self.fix else "repr"}({value})'

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from warnonce_guard.audit.scan import findings_in_source
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import ExitCode
 
@@ -68,6 +69,11 @@ def test_each_message_names_the_cache_the_call_reaches(findings: list[dict[str, 
     for (_, argument), cache in by_argument.items():
         if argument in expected:
             assert cache.startswith(expected[argument])
+    (exc_info,) = [f for f in findings_in_source(PROBE.read_text(), "probe.py") if f.argument == "exc_info=e"]
+    assert exc_info.fix is None  # nothing --fix can format: the hint says what to pass instead
+    assert exc_info.message.endswith(
+        "(for exc_info: pass exc_info=True inside the handler, logging finds the exception, the cache keeps True)"
+    )
     caches = set(by_argument.values())
     for label in ("optimum's warn_once", "torchtune's log_once", "sglang's print_warning_once", "_report_once's"):
         assert any(cache.startswith(label) for cache in caches), label
