@@ -50,11 +50,11 @@ class Receivers:
 
     def add(self, tree: ast.AST) -> None:
         """Gather the imports, bindings and cached functions of a module (or a piece of one)."""
-        todo: list[tuple[ast.stmt, ast.AST | None]] = [(stmt, None) for stmt in getattr(tree, "body", ())]
-        while todo:  # statements only: what binds a name here is one
+        todo: list[tuple[ast.stmt, ast.AST | None]] = [(stmt, None) for stmt in reversed(getattr(tree, "body", ()))]
+        while todo:  # statements only (what binds a name here is one), in source order
             node, scope = todo.pop()
             inner = node if isinstance(node, _FUNCTIONS) else scope
-            todo.extend((child, inner) for child in _blocks(node))
+            todo.extend((child, inner) for child in reversed(list(_blocks(node))))
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -135,6 +135,10 @@ class Receivers:
             dotted = self.dotted(node.func)
             row = self.model.named(dotted) if dotted else None
             return (row,) if row is not None and row.kind == LOGGER else None
+        if isinstance(node, ast.IfExp | ast.BoolOp):  # `a if x else b`, `a or b`: either
+            either = [node.body, node.orelse] if isinstance(node, ast.IfExp) else node.values
+            rows = [self._loggers(value, depth - 1, scopes) for value in either]
+            return None if any(r is None for r in rows) else _union(r for r in rows if r is not None)
         name = dotted_name(node)
         if name is None:
             return None

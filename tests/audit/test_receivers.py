@@ -125,6 +125,8 @@ def test_a_name_bound_to_two_loggers_is_checked_against_both() -> None:
                 logger.warning_once("%s", self)
         """
     assert codes(source) == [(12, "WOG002")]  # transformers' takes stacklevel; vLLM's is bounded: `self` is a name
+    (finding,) = findings_in_source(textwrap.dedent(source), "pkg/mod.py", "pkg.mod")
+    assert finding.cache.startswith("the cache it reaches (vLLM's logger *_once lru_cache (vllm.logger, 128 entries);")
 
 
 def test_an_lru_cached_once_function_of_the_module_is_checked_and_its_logger_is_not() -> None:
