@@ -118,7 +118,7 @@ def once_call(
         shown = f"{text}(...)" if text.endswith(held.level) else f"{text}(...) ({held.level})"
         caches, known = receivers.caches(held.receiver, held.level, scopes)
         return OnceCall(call, held.level, shown, call.args, call.keywords, held.bound, caches, known)
-    row = receivers.function(func)
+    row = receivers.function(func, scopes)
     if row is None:
         return None
     name = dotted_name(func) or ""

@@ -42,7 +42,8 @@ class Receivers:
     module: str | None = None  # the file's module (`vllm.platforms.cpu`), None when not known
     is_package: bool = False  # the file is a package's `__init__.py`
     model: Model = DEFAULT_MODEL
-    imports: dict[str, str] = field(default_factory=dict)  # local name -> dotted name it stands for
+    # (the function whose local it is, None: the module's; local name) -> the dotted name it stands for
+    imports: dict[tuple[ast.AST | None, str], str] = field(default_factory=dict)
     # (the function whose local it is, None: the module's or an attribute chain's; name or `self.x`) -> its values
     bindings: dict[tuple[ast.AST | None, str], list[ast.expr]] = field(default_factory=dict)
     functions: dict[str, Cache] = field(default_factory=dict)  # lru_cache'd `*_once` functions the module defines
@@ -58,15 +59,15 @@ class Receivers:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
-                        self.imports[alias.asname] = alias.name
+                        self.imports[scope, alias.asname] = alias.name
                     else:
                         top = alias.name.partition(".")[0]
-                        self.imports[top] = top
+                        self.imports[scope, top] = top
             elif isinstance(node, ast.ImportFrom):
                 base = _absolute(self.module, self.is_package, node.level, node.module)
                 for alias in node.names:
                     if base is not None and alias.name != "*":
-                        self.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
+                        self.imports[scope, alias.asname or alias.name] = f"{base}.{alias.name}"
             elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
@@ -84,27 +85,36 @@ class Receivers:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 self.defined.add(node.name)
 
-    def dotted(self, node: ast.expr) -> str | None:
+    def _imported(self, name: str, scopes: tuple[ast.AST, ...]) -> str | None:
+        """What an imported name stands for where it is read: the innermost function's import of it, else the
+        module's."""
+        for scope in (*reversed(scopes), None):
+            if (scope, name) in self.imports:
+                return self.imports[scope, name]
+        return None
+
+    def dotted(self, node: ast.expr, scopes: tuple[ast.AST, ...] = ()) -> str | None:
         """The dotted name an expression stands for, through the module's imports (`logging.get_logger` after
         `from ..utils import logging` in `transformers.models.x`: `transformers.utils.logging.get_logger`)."""
         name = dotted_name(node)
         if name is None:
             return None
         first, dot, rest = name.partition(".")
-        if first in self.imports:
-            return f"{self.imports[first]}{dot}{rest}"
+        imported = self._imported(first, scopes)
+        if imported is not None:
+            return f"{imported}{dot}{rest}"
         if first in self.defined and self.module:
             return f"{self.module}.{name}"
         return name
 
-    def function(self, func: ast.expr) -> Cache | None:
-        """The cached function a call of `func` reaches, else None."""
+    def function(self, func: ast.expr, scopes: tuple[ast.AST, ...] = ()) -> Cache | None:
+        """The cached function a call of `func` (made in `scopes`) reaches, else None."""
         name = dotted_name(func)
         if name is None:
             return None
         if name in self.functions:
             return self.functions[name]
-        row = self.model.named(self.dotted(func) or name)
+        row = self.model.named(self.dotted(func, scopes) or name)
         return row if row is not None and row.kind == FUNCTION else None
 
     def caches(
@@ -119,20 +129,22 @@ class Receivers:
                 return rows, True
         return self.model.with_method(method), False
 
-    def _bound(self, name: str, scopes: tuple[ast.AST, ...]) -> list[ast.expr] | None:
-        """The values `name` is bound to where it is read: in the innermost function that binds it, else the module."""
+    def _bound(self, name: str, scopes: tuple[ast.AST, ...]) -> tuple[list[ast.expr], tuple[ast.AST, ...]] | None:
+        """The values `name` is bound to where it is read (in the innermost function that binds it, else the module),
+        and the functions those values are read in."""
         if "." not in name:
-            for scope in reversed(scopes):
-                if (scope, name) in self.bindings:
-                    return self.bindings[scope, name]
-        return self.bindings.get((None, name))
+            for depth in range(len(scopes), 0, -1):
+                if (scopes[depth - 1], name) in self.bindings:
+                    return self.bindings[scopes[depth - 1], name], scopes[:depth]
+        values = self.bindings.get((None, name))
+        return None if values is None else (values, ())
 
     def _loggers(self, node: ast.expr, depth: int, scopes: tuple[ast.AST, ...]) -> tuple[Cache, ...] | None:
         """The logger rows an expression's value is one of, or None when it is not followed to any."""
         if depth <= 0:
             return None
         if isinstance(node, ast.Call):
-            dotted = self.dotted(node.func)
+            dotted = self.dotted(node.func, scopes)
             row = self.model.named(dotted) if dotted else None
             return (row,) if row is not None and row.kind == LOGGER else None
         if isinstance(node, ast.IfExp | ast.BoolOp):  # `a if x else b`, `a or b`: either
@@ -142,14 +154,17 @@ class Receivers:
         name = dotted_name(node)
         if name is None:
             return None
-        values = self._bound(name, scopes)
-        if values is not None:
-            rows = [self._loggers(value, depth - 1, scopes) for value in values]
+        bound = self._bound(name, scopes)
+        if bound is not None:
+            values, where = bound
+            rows = [self._loggers(value, depth - 1, where) for value in values]
             if any(r is None for r in rows):
                 return None
             return _union(r for r in rows if r is not None)
-        dotted = self.dotted(node)
-        if dotted is None or name.partition(".")[0] not in self.imports:
+        if self._imported(name.partition(".")[0], scopes) is None:
+            return None
+        dotted = self.dotted(node, scopes)
+        if dotted is None:
             return None
         row = self.model.named(dotted)
         if row is not None and row.kind == LOGGER:

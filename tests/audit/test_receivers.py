@@ -286,3 +286,28 @@ def test_a_live_exception_into_a_vllm_whose_logger_renders_first_is_only_noted(
     # the same tree given as paths: its own vllm/logger.py decides
     exit_code, document, _ = audit_json(capsys, str(root / "vllm"))
     assert [f["code"] for f in document["findings"] if f["file"].endswith("leak.py")] == [code]  # type: ignore[union-attr]
+
+
+def test_an_import_is_read_where_it_is_made_a_functions_own_shadows_the_modules_there_only() -> None:
+    source = """\
+        from transformers.utils import logging
+
+        logger = logging.get_logger(__name__)
+
+
+        def quiet_kernels():
+            import logging
+
+            logging.getLogger("kernels").setLevel(logging.CRITICAL)
+
+
+        def load():
+            logger.warning_once("x", stacklevel=2)  # transformers' takes it
+
+
+        def resolved_late(x):
+            from vllm.logger import init_logger
+
+            init_logger(__name__).info_once("x", stacklevel=2)  # vLLM's does not
+        """
+    assert codes(source) == [(19, "WOG011")]
