@@ -223,7 +223,7 @@ CACHES: tuple[Cache, ...] = (
         Signature.parse("(msg, *args)"),
         "a set of (logger name, level, msg % args): text only",
         None,
-        "sglang 0.5.23 sglang/multimodal_gen/runtime/utils/logging_utils.py:69-98 (`_log_once_guard` renders "
+        "sglang 0.5.23 sglang/multimodal_gen/runtime/utils/logging_utils.py:72-98 (`_log_once_guard` renders "
         "`msg % args` into a set), 221-222 (bound by `init_logger`)",
         methods=("warning_once", "info_once"),
         packages=("sglang.multimodal_gen",),
@@ -238,7 +238,7 @@ CACHES: tuple[Cache, ...] = (
         "optimum's warn_once lru_cache",
         "optimum.utils.logging",
         FUNCTION,
-        ("optimum.utils.logging.warn_once", "optimum.utils.warn_once"),
+        ("optimum.utils.logging.warn_once",),
         Signature.parse("(logger, msg)"),
         "(logger, msg)",
         None,
@@ -252,7 +252,7 @@ CACHES: tuple[Cache, ...] = (
         "torchtune's log_once lru_cache",
         "torchtune.utils._logging",
         FUNCTION,
-        ("torchtune.utils._logging.log_once", "torchtune.utils.log_once"),
+        ("torchtune.utils._logging.log_once",),
         Signature.parse("(logger, msg, level=logging.INFO)"),
         "(logger, msg, level)",
         None,
@@ -275,7 +275,8 @@ CACHES: tuple[Cache, ...] = (
         Signature.parse("(msg)"),
         "(msg)",
         None,
-        "sglang 0.5.23 sglang/srt/utils/common.py:2930-2939 (`functools.lru_cache(None)`)",
+        "sglang 0.5.23 sglang/srt/utils/common.py:2930-2938 (`functools.lru_cache(None)`; re-exported by "
+        "sglang/srt/utils/__init__.py's `from sglang.srt.utils.common import *`)",
         percent=False,
         runtime=("sglang.srt.utils.common:print_warning_once", "sglang.srt.utils.common:print_info_once"),
     ),
