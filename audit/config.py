@@ -11,10 +11,12 @@ from pathlib import Path
 
 from warnonce_guard.audit.selection import Layer
 from warnonce_guard.common.errors import UsageError
+from warnonce_guard.rule.caches import BadCacheEntry, Cache, user_caches
 
 SECTION = "warnonce-guard"
 LISTS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
 FLAGS = ("force-exclude", "respect-gitignore")
+CACHES = "cache"  # `[[tool.warnonce-guard.cache]]`: once-caches of the user's own (`rule.caches.user_cache`)
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class Config:
     file: Path | None = None
     lists: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the LISTS keys given
     flags: dict[str, bool] = field(default_factory=dict)  # the FLAGS keys given
+    caches: tuple[Cache, ...] = ()  # the once-caches it adds to the table's
 
     @property
     def origin(self) -> str:
@@ -45,16 +48,22 @@ def _read(file: Path) -> dict[str, object]:
         raise UsageError(f"{file}: not valid TOML ({err})") from None
 
 
-def _settings(file: Path, table: object) -> tuple[dict[str, tuple[str, ...]], dict[str, bool]]:
+def _settings(file: Path, table: object) -> tuple[dict[str, tuple[str, ...]], dict[str, bool], tuple[Cache, ...]]:
     """The table's values, checked: a key we do not know or a value of the wrong type names the file."""
     where = f"{file} [tool.{SECTION}]"
     if not isinstance(table, dict):
         raise UsageError(f"{where}: not a table")
-    unknown = sorted(set(table) - {*LISTS, *FLAGS})
+    unknown = sorted(set(table) - {*LISTS, *FLAGS, CACHES})
     if unknown:
-        raise UsageError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join((*LISTS, *FLAGS))})")
+        raise UsageError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join((*LISTS, *FLAGS, CACHES))})")
     lists, flags = {}, {}
+    try:
+        caches = user_caches(table[CACHES], where) if CACHES in table else ()
+    except BadCacheEntry as err:
+        raise UsageError(str(err)) from None
     for key, value in table.items():
+        if key == CACHES:
+            continue
         if key in FLAGS:
             if not isinstance(value, bool):
                 raise UsageError(f"{where}: {key} must be true or false, not {value!r}")
@@ -63,7 +72,7 @@ def _settings(file: Path, table: object) -> tuple[dict[str, tuple[str, ...]], di
             raise UsageError(f"{where}: {key} must be a list of strings, not {value!r}")
         else:
             lists[key] = tuple(value)
-    return lists, flags
+    return lists, flags, caches
 
 
 def git_root(start: Path) -> Path | None:
@@ -80,6 +89,6 @@ def find(paths: Sequence[Path | str], cwd: Path) -> Config:
         if os.path.isfile(file):
             tool = _read(file).get("tool")
             if isinstance(tool, dict) and SECTION in tool:
-                lists, flags = _settings(file, tool[SECTION])
-                return Config(folder, file, lists, flags)
+                lists, flags, caches = _settings(file, tool[SECTION])
+                return Config(folder, file, lists, flags, caches)
     return Config(git_root(start) or cwd)

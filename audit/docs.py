@@ -7,16 +7,18 @@ from __future__ import annotations
 import functools
 
 from warnonce_guard.audit.findings import Finding
-from warnonce_guard.audit.rules import CACHE_CONTRACT, RULES, Rule
+from warnonce_guard.audit.rules import CACHE_CONTRACT, RULES, VLLM_HANDLER, Rule
 from warnonce_guard.audit.scan import findings_in_source
+from warnonce_guard.rule.caches import CACHES, DEFAULT_MODEL, FUNCTION, Cache
 
-HANDLER = "try:\n    import my_plugin._C\nexcept ImportError as e:\n    {call}\n"
+HANDLER = VLLM_HANDLER  # where most rules' example stands: a handler of `e`, logging through vLLM's logger
+EXAMPLE_FILE = "my_plugin/platform.py"
 
 
 @functools.cache  # a rule and its finding are frozen; SARIF asks for every selected rule's help on every run
 def example_finding(rule: Rule) -> Finding:
-    """What the audit reports on the rule's example, in a handler where `e` is the live exception."""
-    found = findings_in_source(HANDLER.format(call=rule.example), "my_plugin/platform.py")
+    """What the audit reports on the rule's example, where its context puts it (`e` is the live exception)."""
+    found = findings_in_source(rule.snippet(rule.example), EXAMPLE_FILE, "my_plugin.platform", DEFAULT_MODEL)
     if [f.code for f in found] != [rule.code]:
         raise AssertionError(f"{rule.code}: its example must make one finding of its own, not {found}")
     return found[0]
@@ -30,15 +32,15 @@ def section(rule: Rule) -> str:
         [
             f"**{rule.name}** ({rule.severity}{'; fixable' if rule.fixable else ''}): {rule.summary}.",
             "",
-            "In a handler `except ImportError as e:`, the call",
+            f"In `{EXAMPLE_FILE}`, the call on line {finding.line}",
             "",
             "```python",
-            rule.example,
+            rule.snippet(rule.example).rstrip("\n"),
             "```",
             "",
             "is reported as",
             "",
-            f"    my_plugin/platform.py:{finding.line}:{finding.column}: {finding.code} {finding.message}",
+            f"    {EXAMPLE_FILE}:{finding.line}:{finding.column}: {finding.code} {finding.message}",
             "",
             f"The fix ({how}):",
             "",
@@ -63,19 +65,81 @@ def rules_document() -> str:
     head = [
         "# The audit's rules",
         "",
-        "<!-- generated from warnonce_guard.audit.rules.RULES by `python -m tools.readme`; do not edit -->",
+        "<!-- generated from warnonce_guard.audit.rules.RULES and warnonce_guard.rule.caches.CACHES by"
+        " `python -m tools.readme`; do not edit -->",
         "",
         f"`warnonce-guard audit` reports every argument of a `*_once` call that can keep a live object in its cache,"
         f" or make the call raise. {CACHE_CONTRACT}",
         "",
-        "The default selection is every error; a warning is reported, and fails the audit, when selected"
-        " (`--select`, `--extend-select` or `[tool.warnonce-guard]`; `--strict` selects all). `--fix` formats a"
-        " fixable finding's argument first where the message then renders as before (`--diff` shows it, changing"
-        " nothing); `# warnonce: ok[CODE] <reason>` or `# noqa: CODE` on a line of the call accepts a reviewed one.",
+        "The default selection is every error and every info; a warning is reported, and fails the audit, when"
+        " selected (`--select`, `--extend-select` or `[tool.warnonce-guard]`; `--strict` selects all); an info is"
+        " shown and never fails. `--fix` formats a fixable finding's argument first where the message then renders"
+        " as before (`--diff` shows it, changing nothing); `# warnonce: ok[CODE] <reason>` or `# noqa: CODE` on a"
+        " line of the call accepts a reviewed one. Which cache a call reaches, and so which of its arguments and"
+        " keywords are checked, is [the table of caches](#the-caches-it-knows) below.",
         "",
         "| code | name | severity | fixable | summary |",
         "|---|---|---|---|---|",
         *table,
     ]
     sections = [f"## {rule.code}\n\n{section(rule)}" for rule in RULES]
-    return "\n\n".join(["\n".join(head), *sections]) + "\n"
+    return "\n\n".join(["\n".join(head), *sections, caches_section()]) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _called(cache: Cache) -> str:
+    if cache.kind == FUNCTION:
+        return ", ".join(f"`{name}`" for name in cache.names)
+    loggers = ", ".join(f"`{name}`" for name in cache.names)
+    return f"`.{'`, `.'.join(cache.methods)}` of loggers from {loggers}"
+
+
+def caches_section() -> str:
+    """The table of every once-cache (`rule.caches.CACHES`), and how a user adds one."""
+    rows = [
+        f"| {c.label} | {_called(c)} | `{_cell(c.signature.text)}` | {_cell(c.keys_on)} | {c.size} "
+        f"| {'yes' if c.renders_first else 'no'} | {_cell(c.source)} |"
+        for c in CACHES
+    ]
+    return "\n".join(
+        [
+            "## The caches it knows",
+            "",
+            "<!-- generated from warnonce_guard.rule.caches.CACHES -->",
+            "",
+            "Each row is read from the library's own code (the version and lines in the last column). A call reaches"
+            " a logger's row when the audited module gets the logger from one of the row's factories or instances"
+            " (through its imports, relative ones included, and the names and `self.x` it binds), or imports it"
+            " from a module of a package whose loggers are the row's; a receiver not followed to a row may be any"
+            " logger with the method, and the call is checked against each: a keyword is `WOG011` only when none"
+            " takes it, an argument is checked where any keeps it. Arguments a row's call takes but never caches"
+            " (vLLM's `scope=`) or that live as long as the process anyway (a logger) are not checked. An instance"
+            " (`self`) given to an unbounded cache is `WOG012`; a live exception given to a cache that renders the"
+            " message first is `WOG013`, informational. vLLM's row is read from the target's `vllm/logger.py` (the"
+            " audited tree's, else the installed vLLM's): where its `*_once` render the message before anything"
+            " caches it (issue 35's patch), the row renders first.",
+            "",
+            "| cache | called as | signature | keys on | size | renders first | read from |",
+            "|---|---|---|---|---|---|---|",
+            *rows,
+            "",
+            "An lru_cache'd function whose name ends in `_once`, defined at the top of an audited module, is a row of"
+            " its own there (every parameter reaches the cache but a `logger`). Add your own in `pyproject.toml`:",
+            "",
+            "```toml",
+            "[[tool.warnonce-guard.cache]]",
+            'name = "my_plugin.log.warn_once"        # the cached callable (for kind "logger": Class.method)',
+            'kind = "function"                       # or "logger": a method of the loggers `loggers` make',
+            'signature = "(logger, msg, *args)"      # the call\'s parameters (for kind "logger": without self)',
+            'held = ["logger"]                       # optional: parameters that live as long as the process',
+            "maxsize = 128                           # optional: the lru_cache's size (default: unbounded)",
+            "# optional: uncached = [...], renders-first = true, loggers = [...], methods = [...]",
+            "```",
+            "",
+            "Strict mode (`pytest --warnonce-strict`) wraps the same rows, and the configured ones, wherever the"
+            " test process has them.",
+        ]
+    )

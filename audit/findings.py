@@ -36,6 +36,7 @@ class Finding:
     suppressed: str | None = None  # the reason of the pragma that accepts it (`# warnonce: ok <reason>`, a noqa)
     call: str = ""  # the call as a message shows it: `logger.warning_once(...)`, `warn(...) (warning_once)`
     fix: Fix | None = None  # how `--fix` formats the argument first, where that renders the message as before
+    cache: str = ""  # the cache it is about, as the message names it (`rule.caches`)
 
     @property
     def key(self) -> str:
@@ -55,6 +56,10 @@ class Finding:
         """The call's arguments with this one formatted first, as the fix writes them: `"%s", repr(err)` (`repr`
         where no fix is known), or `str(err)` for a message."""
         value = _KEYWORD.sub("", self.argument)  # `msg=err`: its value
+        if self.argument.startswith("exc_info="):  # logging reads the exception being handled itself
+            return (
+                "for exc_info: pass exc_info=True inside the handler, logging finds the exception, the cache keeps True"
+            )
         if self.fix is not None and self.fix.index == MESSAGE:
             return f"{self.fix.wrapper}({value})"
         return f'"%s", {self.fix.wrapper if self.fix else "repr"}({value})'
@@ -62,7 +67,7 @@ class Finding:
     @property
     def message(self) -> str:
         """One line for a human: what reaches the cache (or makes the call raise) and what to do."""
-        return self.rule.render(self.call or f"logger.{self.level}(...)", self.argument, self.formatted)
+        return self.rule.render(self.call or f"logger.{self.level}(...)", self.argument, self.formatted, self.cache)
 
     def to_json(self) -> dict[str, object]:
         return {**asdict(self), "key": self.key, "code": self.code}

@@ -16,11 +16,14 @@ from warnonce_guard.audit.baseline import Comparison
 from warnonce_guard.audit.docs import help_text, section
 from warnonce_guard.audit.findings import AuditResult, Finding
 from warnonce_guard.audit.rules import CACHE_CONTRACT
-from warnonce_guard.audit.selection import DEFAULT, failing, selected
+from warnonce_guard.audit.selection import DEFAULT, failing, selected, shown
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 # The control characters, escaped as Python writes them in a string: a file name holding a newline stays on its line.
 _CONTROLS = {code: f"\\x{code:02x}" for code in (*range(32), 127)} | {9: "\\t", 10: "\\n", 13: "\\r"}
+# A rule's severity as GitHub's workflow commands and SARIF's levels name it.
+GITHUB_LEVELS = {"error": "error", "warning": "warning", "info": "notice"}
+SARIF_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
 
 @dataclass(frozen=True)
@@ -45,8 +48,10 @@ def summary_line(report: AuditReport) -> str:
     new, stale = len(comparison.new_exceptions), len(comparison.stale)
     fails = Counter(f.code for f in failing(comparison, report.codes))
     by_code = f" ({', '.join(f'{code} {count}' for code, count in sorted(fails.items()))})" if fails else ""
+    notes = Counter(f.code for f in shown(comparison, report.codes) if f.rule.severity == "info")
+    noted = "".join(f", {count} informational ({code})" for code, count in sorted(notes.items()))
     return (
-        f"{fails.total()} failing finding(s){by_code}; {len(result.findings)} finding(s) in all, "
+        f"{fails.total()} failing finding(s){by_code}{noted}; {len(result.findings)} finding(s) in all, "
         f"{len(result.exceptions)} live exception(s): {new} new, "
         f"{len(result.exceptions) - new} accepted by the baseline, {len(result.suppressed)} finding(s) accepted "
         f"by a pragma; {stale} stale baseline entr{'y' if stale == 1 else 'ies'} (of the files checked); "
@@ -60,12 +65,11 @@ def one_line(text: str) -> str:
 
 
 def text(report: AuditReport) -> str:
-    """One `path:line:col: CODE message` line per failing finding (a control character in it escaped: `\\n`), then
-    the summary (stale entries: a count)."""
+    """One `path:line:col: CODE message` line per finding shown (the failing ones and the informational ones; a
+    control character in it escaped: `\\n`), then the summary (stale entries: a count)."""
     comparison = report.comparison
     lines = [
-        one_line(f"{report.path(f)}:{f.line}:{f.column}: {f.code} {f.message}")
-        for f in failing(comparison, report.codes)
+        one_line(f"{report.path(f)}:{f.line}:{f.column}: {f.code} {f.message}") for f in shown(comparison, report.codes)
     ]
     return "\n".join([*lines, summary_line(report)]) + "\n"
 
@@ -73,6 +77,7 @@ def text(report: AuditReport) -> str:
 def json_document(report: AuditReport) -> str:
     result, comparison = report.result, report.comparison
     accepted = {f.key for f in comparison.accepted}
+    fails = {f.key for f in failing(comparison, report.codes)}
     document = {
         "target": report.target,
         "counts": {
@@ -88,7 +93,8 @@ def json_document(report: AuditReport) -> str:
             "files_parsed": result.files_parsed,
             "seconds": round(result.seconds, 3),
         },
-        "findings": [{**f.to_json(), "accepted": f.key in accepted} for f in result.findings],
+        # `fails`: whether it fails this run (a new finding of a selected rule that is not informational)
+        "findings": [{**f.to_json(), "accepted": f.key in accepted, "fails": f.key in fails} for f in result.findings],
         "suppressed": [f.to_json() for f in result.suppressed],
         "stale": list(comparison.stale),
     }
@@ -104,9 +110,10 @@ def _escape_property(value: str) -> str:
 
 
 def github(report: AuditReport) -> str:
-    """GitHub Actions workflow commands: one annotation per failing finding (its rule's severity), then the summary."""
+    """GitHub Actions workflow commands: one annotation per finding shown (its rule's severity: an informational one
+    is a notice), then the summary."""
     lines = []
-    for f in failing(report.comparison, report.codes):
+    for f in shown(report.comparison, report.codes):
         props = {
             "file": report.path(f),
             "line": f.line,
@@ -116,7 +123,7 @@ def github(report: AuditReport) -> str:
             "title": f"{f.code} {f.rule.name}",
         }
         joined = ",".join(f"{k}={_escape_property(str(v))}" for k, v in props.items())
-        lines.append(f"::{f.rule.severity} {joined}::{_escape_data(f.message)}")
+        lines.append(f"::{GITHUB_LEVELS[f.rule.severity]} {joined}::{_escape_data(f.message)}")
     return "\n".join([*lines, summary_line(report)]) + "\n"
 
 
@@ -132,7 +139,7 @@ def _sarif_result(f: Finding, rule_index: dict[str, int], accepted: set[str] | N
     entry: dict[str, Any] = {
         "ruleId": f.code,
         "ruleIndex": rule_index[f.code],
-        "level": f.rule.severity,
+        "level": SARIF_LEVELS[f.rule.severity],
         "message": {"text": f.message},
         "locations": [
             {
@@ -175,7 +182,7 @@ def sarif(report: AuditReport) -> str:
             "name": rule.name,
             "shortDescription": {"text": rule.summary},
             "fullDescription": {"text": CACHE_CONTRACT},
-            "defaultConfiguration": {"level": rule.severity},
+            "defaultConfiguration": {"level": SARIF_LEVELS[rule.severity]},
             "help": {"text": help_text(rule), "markdown": section(rule)},
         }
         for rule in rules

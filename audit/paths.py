@@ -4,6 +4,7 @@ current directory (as ruff and pre-commit show paths), absolute when outside; fo
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
 from collections.abc import Iterable, Iterator
@@ -196,3 +197,28 @@ def python_files(paths: Iterable[Path], walk: Walk) -> FileSet:
 def tree_files(root: Path) -> FileSet:
     """Every *.py file of the vLLM package under `root`, keyed and shown relative to `root` (nothing excluded)."""
     return python_files([root / PACKAGE], Walk(root, root, respect_gitignore=False))
+
+
+@functools.cache
+def _package_of(folder: str) -> str | None:
+    """The dotted package a folder is (its `__init__.py` and its parents'), None when it is not a package."""
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return None
+    parent, name = os.path.split(folder)
+    if not name.isidentifier():
+        return None
+    above = _package_of(parent) if parent != folder else None
+    return f"{above}.{name}" if above else name
+
+
+def module_name(path: Path) -> tuple[str | None, bool]:
+    """The module a Python file is, by the packages (`__init__.py`) around it, and whether it is a package's own
+    `__init__.py`: (`vllm.platforms.cpu`, False). (None, False) for a file whose name is no module's."""
+    folder, name = os.path.split(os.path.abspath(path))
+    stem = name.removesuffix(".py")
+    package = _package_of(folder)
+    if stem == "__init__":
+        return package, package is not None
+    if not stem.isidentifier():
+        return None, False
+    return (f"{package}.{stem}" if package else stem), False

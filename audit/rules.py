@@ -1,8 +1,9 @@
 """The audit's rule table (ruff's `codes.rs`): every code, with all a writer, the docs or the command line say about it.
 
-A finding's kind (the liveness policy's answer, `rule.liveness.argument_kind`, or `KEYWORD` for a keyword the
-`*_once` methods do not take) picks its rule. The text, JSON, GitHub and SARIF writers, `docs/rules.md` and the
-command line read this table and nothing else: a new rule is one row.
+A finding's kind (the liveness policy's answer, `rule.liveness.argument_kind`, `KEYWORD` for a keyword the cache's
+call does not take, `INSTANCE` for the calling method's own instance given to an unbounded cache, `RENDERED` for a
+live exception given to a cache that keeps only the rendered text) picks its rule. The text, JSON, GitHub and SARIF
+writers, `docs/rules.md` and the command line read this table and nothing else: a new rule is one row.
 """
 
 from __future__ import annotations
@@ -16,9 +17,19 @@ from warnonce_guard.rule.liveness import EXCEPTION, KEYWORD, UNHASHABLE
 DOCS = "docs/rules.md"
 # What every rule is about (SARIF fullDescription).
 CACHE_CONTRACT = (
-    "vLLM's logger *_once methods are functools.lru_cache'd on their arguments: an argument that is not an "
-    "immutable primitive stays alive until 128 newer distinct calls evict it, which for a once-per-process warning "
-    "is the life of the process; one that cannot be hashed makes the call raise TypeError."
+    "A logger's *_once methods (vLLM's, transformers' patch of logging.Logger, accelerate's) and helpers such as "
+    "optimum's warn_once are functools.lru_cache'd on their arguments: an argument that is not an immutable primitive "
+    "stays alive until the cache evicts it (vLLM's after 128 newer distinct calls, the others never), which for a "
+    "once-per-process warning is the life of the process; one that cannot be hashed makes the call raise TypeError. "
+    "A cache that renders the message first keeps only text. docs/rules.md lists every cache the audit knows."
+)
+INSTANCE = "instance"  # the instance whose method makes the call (`self`), given to an unbounded cache
+RENDERED = "rendered"  # a live exception given to a cache that keeps only the rendered text
+
+# Where a rule's example call stands (`{call}`): a handler whose exception is `e`, logging through vLLM's logger.
+VLLM_HANDLER = (
+    "from vllm.logger import init_logger\n\nlogger = init_logger(__name__)\n\n"
+    "try:\n    import my_plugin._C\nexcept ImportError as e:\n    {call}\n"
 )
 
 
@@ -30,16 +41,23 @@ class Rule:
     kind: str  # the kind of argument it reports
     name: str  # SARIF rule name, GitHub annotation title
     summary: str  # one line (SARIF shortDescription)
-    severity: Literal["error", "warning"]  # the default selection is every error; a warning is reported when selected
-    message: str  # a finding's message: {call}, {argument}, {kind} and {formatted} are filled in
+    # the default selection is every error and every info; a warning is reported when selected; an info never fails
+    severity: Literal["error", "warning", "info"]
+    message: str  # a finding's message: {call}, {argument}, {kind}, {formatted} and {cache} are filled in
     fix: str  # what to do about it, said after the message (same fields)
-    example: str  # a call making one finding, in a handler `except ImportError as e:` (docs/rules.md, the tests)
+    example: str  # a call making one finding, where `context` puts it (docs/rules.md, the tests)
     fixed: str  # that call as the fix writes it (by `--fix` when `fixable`, else by hand)
     fixable: bool = True  # `--fix` formats the argument first (where that renders the message as before)
+    context: str = VLLM_HANDLER  # the module the example stands in, at `{call}`
 
-    def render(self, call: str, argument: str, formatted: str) -> str:
+    def render(self, call: str, argument: str, formatted: str, cache: str = "") -> str:
         """A finding's one line: the message, then the fix."""
-        return f"{self.message}; {self.fix}".format(call=call, argument=argument, kind=self.kind, formatted=formatted)
+        fields = {"call": call, "argument": argument, "kind": self.kind, "formatted": formatted, "cache": cache}
+        return f"{self.message}; {self.fix}".format(**fields)
+
+    def snippet(self, call: str) -> str:
+        """The module with `call` where the example stands."""
+        return self.context.format(call=call)
 
     @property
     def anchor(self) -> str:
@@ -47,7 +65,7 @@ class Rule:
         return f"{DOCS}#{self.code.lower()}"
 
 
-_KEPT = "{call} passes `{argument}` ({kind}), not provably an immutable primitive: the lru_cache keeps whatever it is"
+_KEPT = "{call} passes `{argument}` ({kind}), not provably an immutable primitive: {cache} keeps whatever it is"
 _PRIMITIVE = "pass a str, number or a tuple of those ({formatted})"
 
 
@@ -82,7 +100,7 @@ RULES: tuple[Rule, ...] = (
         "LiveExceptionInOnceCache",
         "A live exception reaches a *_once lru_cache",
         "error",
-        "{call} passes `{argument}`, a live exception: the lru_cache keeps it, its traceback and every frame on it "
+        "{call} passes `{argument}`, a live exception: {cache} keeps it, its traceback and every frame on it "
         "for the life of the process",
         "format it first ({formatted})",
         'logger.warning_once("Failed to import my_plugin._C: %r", e)',
@@ -162,7 +180,7 @@ RULES: tuple[Rule, ...] = (
         "UnhashableArgumentToOnceCall",
         "An argument a *_once lru_cache cannot hash: the call raises TypeError",
         "error",
-        "{call} passes `{argument}`, which cannot be hashed: the lru_cache raises TypeError when the call logs, "
+        "{call} passes `{argument}`, which cannot be hashed: {cache} raises TypeError when the call logs, "
         "and nothing is logged",
         "format it first ({formatted}), or pass a tuple",
         'logger.warning_once("Unsupported options: %s", [name, mode])',
@@ -172,14 +190,42 @@ RULES: tuple[Rule, ...] = (
         "WOG011",
         KEYWORD,
         "UnexpectedKeywordToOnceCall",
-        "A keyword the *_once methods do not take: the call raises TypeError",
+        "A keyword the cache's call does not take: the call raises TypeError",
         "error",
-        "{call} passes `{argument}`, which the *_once methods do not take (they take msg once, *args and scope): "
-        "the call raises TypeError and nothing is logged",
+        "{call} passes `{argument}`, which {cache}: the call raises TypeError and nothing is logged",
         "drop it (for a traceback, log with the uncached logger.warning(..., exc_info=True))",
         'logger.warning_once("Failed to import my_plugin._C: %s", repr(e), exc_info=True)',
         'logger.warning_once("Failed to import my_plugin._C: %s", repr(e))',
         fixable=False,
+    ),
+    Rule(
+        "WOG012",
+        INSTANCE,
+        "InstanceInUnboundedOnceCache",
+        "The calling method's own instance (self) reaches an unbounded once-cache",
+        "error",
+        "{call} passes `{argument}`, the instance whose method makes the call: {cache} keeps it, and all it holds, "
+        "for the life of the process",
+        "pass what identifies it, formatted first ({formatted})",
+        'logger.warning_once("Loading %s on the CPU", self)',
+        'logger.warning_once("Loading %s on the CPU", str(self))',
+        context=(
+            "from transformers.utils import logging\n\nlogger = logging.get_logger(__name__)\n\n\n"
+            "class MyModel:\n    def load(self):\n        {call}\n"
+        ),
+    ),
+    Rule(
+        "WOG013",
+        RENDERED,
+        "LiveExceptionRenderedFirst",
+        "A live exception reaches a once-cache that renders the message first: only text is kept",
+        "info",
+        "{call} passes `{argument}`, a live exception, to {cache}: nothing of it stays alive",
+        "nothing to change (formatted first, it is not reported)",
+        'logger.warning_once("Failed to import my_plugin._C: %r", e)',
+        'logger.warning_once("Failed to import my_plugin._C: %s", repr(e))',
+        fixable=False,
+        context=VLLM_HANDLER.replace("vllm.logger", "sglang.multimodal_gen.runtime.utils.logging_utils"),
     ),
     Rule(
         "WOG100",

@@ -21,20 +21,23 @@ from warnonce_guard.audit.config import Config, find
 from warnonce_guard.audit.excludes import DEFAULT_EXCLUDES, Excludes
 from warnonce_guard.audit.findings import AuditResult, Finding, numbered, unchecked
 from warnonce_guard.audit.formats import WRITERS, AuditReport
-from warnonce_guard.audit.paths import FileSet, Walk, python_files, tree_files
-from warnonce_guard.audit.scan import PREFILTER, findings_in_source
+from warnonce_guard.audit.paths import FileSet, Walk, module_name, python_files, tree_files
+from warnonce_guard.audit.scan import findings_in_source, needs_parse
 from warnonce_guard.audit.selection import ALL, Layer, failing, resolve
-from warnonce_guard.common.errors import ExitCode, PathUnusable, UsageError
+from warnonce_guard.common.errors import ExitCode, GuardError, PathUnusable, UsageError
 from warnonce_guard.common.files import rewrite
-from warnonce_guard.rule.target import NotPythonText, python_text, resolve_target
+from warnonce_guard.rule.caches import DEFAULT_MODEL, Model
+from warnonce_guard.rule.renders_first import renders_first
+from warnonce_guard.rule.target import NotPythonText, installed, python_text, read_source, resolve_target
 
 if TYPE_CHECKING:  # libcst, imported only to fix
     from warnonce_guard.audit.codemod import Change
 
 
-def audit_files(files: FileSet) -> AuditResult:
-    """Every finding in the files given: all are read and decoded as Python decodes them, those with `_once`
-    parsed, the others compiled; a folder or file that cannot be read, decoded or parsed is one finding."""
+def audit_files(files: FileSet, model: Model = DEFAULT_MODEL) -> AuditResult:
+    """Every finding in the files given, by the caches `model` knows: all are read and decoded as Python decodes
+    them, those with `_once` parsed, the others compiled; a folder or file that cannot be read, decoded or parsed is
+    one finding."""
     start = time.perf_counter()
     found: list[Finding] = [unchecked(folder, why) for folder, why in files.unreadable]
     parsed = 0
@@ -49,8 +52,9 @@ def audit_files(files: FileSet) -> AuditResult:
         except NotPythonText as err:
             found.append(unchecked(keyed, str(err), err.line, err.column))
             continue
-        parsed += PREFILTER in source  # findings_in_source parses these (the others only when compile() refuses them)
-        found.extend(findings_in_source(source, keyed))
+        parsed += needs_parse(source, model)  # findings_in_source parses these (the others if compile() refuses them)
+        module, is_package = module_name(path)
+        found.extend(findings_in_source(source, keyed, module, model, is_package))
     every = numbered(found)
     return AuditResult(
         tuple(f for f in every if f.suppressed is None),
@@ -116,6 +120,40 @@ class Output:
     note: str | None = None  # one line for stderr
 
 
+VLLM_LOGGER = "vllm/logger.py"
+
+
+def _vllm_logger(files: FileSet, target_dir: Path | None) -> Path | None:
+    """The `vllm/logger.py` whose `*_once` the audited calls reach: the target's, one among the files audited, else
+    the installed vLLM's (None: no vLLM here)."""
+    if target_dir is not None:
+        return target_dir / "logger.py"
+    for path, _ in files.files:
+        if module_name(path) == ("vllm.logger", False):
+            return path
+    try:
+        return installed().package_dir / "logger.py"
+    except GuardError:
+        return None
+
+
+def model_for(config: Config, files: FileSet, target_dir: Path | None) -> tuple[Model, str | None]:
+    """The caches this run knows: the table's and the configured ones, vLLM's as its `vllm/logger.py` is written;
+    and a note when that logger renders first."""
+    model = DEFAULT_MODEL.with_rows(config.caches)
+    logger = _vllm_logger(files, target_dir)
+    if logger is None or not logger.is_file():
+        return model, None
+    try:
+        fixed = renders_first(read_source(logger))
+    except GuardError:  # unreadable: vLLM's logger as released
+        return model, None
+    if not fixed:
+        return model, None
+    note = f"{logger}: its *_once render the message first, so a live exception given to them is only noted (WOG013)"
+    return model.with_vllm(True, f"read from {logger}"), note
+
+
 def walk_for(request: Request, config: Config, cwd: Path) -> Walk:
     """How the paths given are walked: the configuration's excludes (relative to its folder), the command line's
     (relative to the current directory), the default ones unless `exclude` replaces them."""
@@ -150,34 +188,40 @@ def run(request: Request) -> Output:
         walk = walk_for(request, config, cwd)
         accepted = _baseline(request, lambda file: walk.keyed(Path(os.path.abspath(cwd / file))))
         files, described, root = python_files(map(Path, request.paths), walk), ", ".join(request.paths), walk.root
+        target_dir = None
     else:
         target = resolve_target(request.vllm_src)
         accepted = _baseline(request, None)
         files, described, root = tree_files(target.root), target.describe(), target.root
-    result = audit_files(files)
+        target_dir = target.package_dir
+    model, note = model_for(config, files, target_dir)
+    result = audit_files(files, model)
     checked = functools.partial(files.covers, root=root)  # a baseline entry counts as stale only for these
     comparison = compare(result.findings, accepted, checked)
-    note = None
     if fixing:
         changes = codemod.changes(files.files, failing(comparison, codes), files.shown)
         edits = [c for c in changes if c.before != c.after]
         fixed = sum(len(c.fixed) for c in edits)
         if request.diff:
-            note = f"{fixed} fix(es) would be applied to {len(edits)} file(s)"
+            note = _and(note, f"{fixed} fix(es) would be applied to {len(edits)} file(s)")
             failed = ExitCode.CHECK_FAILED if edits and not request.exit_zero else ExitCode.OK
             return Output("".join(c.diff() for c in edits), failed, note)
         for change in edits:
             _write_fix(change)
-        result = audit_files(files)
+        result = audit_files(files, model)
         comparison = compare(result.findings, accepted, checked)
-        note = f"fixed {fixed} finding(s) in {len(edits)} file(s)"
+        note = _and(note, f"fixed {fixed} finding(s) in {len(edits)} file(s)")
     if request.write_baseline:
         write_baseline(request.write_baseline, result.findings, described)
-        note = f"wrote {len(result.findings)} accepted finding(s) to {request.write_baseline}"
+        note = _and(note, f"wrote {len(result.findings)} accepted finding(s) to {request.write_baseline}")
     report = AuditReport(result, comparison, described, codes, baseline=bool(request.baseline), shown=files.shown)
     failed = bool(failing(comparison, codes)) and not (request.write_baseline or request.exit_zero)
     code = ExitCode.CHECK_FAILED if failed else ExitCode.OK
     return Output(WRITERS[request.format](report), code, note)
+
+
+def _and(note: str | None, more: str) -> str:
+    return f"{note}; {more}" if note else more
 
 
 def _write_fix(change: Change) -> None:

@@ -18,13 +18,29 @@ from warnonce_guard.audit.calls import Aliases, OnceCall, aliases_in, call_findi
 from warnonce_guard.audit.findings import Finding, numbered, unchecked
 from warnonce_guard.audit.grammar import DoesNotParse, modules
 from warnonce_guard.audit.pragmas import MENTIONED, Pragmas, Span
-from warnonce_guard.rule.liveness import params, rebind, unhashable_names
+from warnonce_guard.audit.receivers import Receivers
+from warnonce_guard.rule.caches import DEFAULT_MODEL, Model
+from warnonce_guard.rule.liveness import dotted_name, params, rebind, unhashable_names
 
 # A file without this text holds no `*_once` call (nor an alias of one): it is only compiled (`grammar.compiles`).
 PREFILTER = "_once"
+_NOT_AN_INSTANCE = frozenset({"staticmethod", "classmethod"})  # a method so decorated has no `self`
+
+
+def words(model: Model = DEFAULT_MODEL) -> tuple[str, ...]:
+    """What a file holding a once-cache call holds: `_once`, or the name of a configured cached function."""
+    return (PREFILTER, *sorted(name for name in model.function_names if PREFILTER not in name))
+
+
+def needs_parse(source: str, model: Model = DEFAULT_MODEL) -> bool:
+    """Whether the source may hold a once-cache call (else it is only compiled)."""
+    return any(word in source for word in words(model))
+
+
 # A `*_once` method named but not called right there (`warn = logger.warning_once`, `getattr(x, "info_once")`):
 # only then is the module searched for aliases.
 _REFERENCED = re.compile(r"_once\b(?!\s*\()")
+_CLASS_BODY = "<class body>"  # `_Scanner.instance` while a class body is in hand
 # How much deeper than Python's recursion limit a file whose expressions nest deeply is scanned (ast.parse itself
 # reads expressions about 3 times as deep as the limit; scanning takes a few frames per level).
 DEEPER = 20
@@ -33,15 +49,16 @@ DEEPER = 20
 class _Scanner:
     """Walks statements in order, tracking which names hold a live exception, and records findings."""
 
-    def __init__(self, file: str, source: str, aliases: Aliases) -> None:
+    def __init__(self, file: str, source: str, aliases: Aliases, receivers: Receivers) -> None:
         self.file = file
         self.lines = source.split("\n")
         self.raw: list[Finding] = []
         self.pragmas = Pragmas(file, self.lines)
         self.aliases = aliases
+        self.receivers = receivers  # which cache each call reaches, from the module's imports and bindings
         # Lines holding `_once` (or an alias): code spanning none of them holds no call to look at (a 2x speed-up).
-        words = ["_once", *{name.rsplit(".", 1)[-1] for name in aliases}]
-        self.once_lines = [n for n, text in enumerate(self.lines, 1) if any(w in text for w in words)]  # as ast counts
+        found = [*words(receivers.model), *{name.rsplit(".", 1)[-1] for name in aliases}]
+        self.once_lines = [n for n, text in enumerate(self.lines, 1) if any(w in text for w in found)]  # as ast counts
         # Without a handler's name in scope, only `sys`'s view of the handled exception can be live.
         self.mentions_sys = "sys" in source
         # The scope in hand (a function's body and parameters, the module's statements; None: a class body), and
@@ -50,6 +67,9 @@ class _Scanner:
         self.scope_of: tuple[list[ast.stmt], ast.arguments | None] | None = None
         self.known: frozenset[str] | None = None
         self.shadowed: frozenset[str] = frozenset()
+        # The instance whose method is in hand (its first parameter, `self`), and whether a class body is.
+        self.instance: str | None = None
+        self.functions: tuple[ast.AST, ...] = ()  # the functions (and lambdas) in hand, outermost first
 
     def touches(self, node: ast.AST) -> bool:
         """Whether the node's lines (decorators included) include a line holding `_once` (True if unknown)."""
@@ -75,7 +95,7 @@ class _Scanner:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defaults = [d for d in (*stmt.args.defaults, *stmt.args.kw_defaults) if d is not None]
             self.exprs([*stmt.decorator_list, *defaults], names, live)
-            with self.scope((stmt.body, stmt.args)):
+            with self.scope((stmt.body, stmt.args), self.method_instance(stmt), stmt):
                 self.block(stmt.body, (*names, stmt.name), set(live) - params(stmt.args))  # closure sees live
         elif isinstance(stmt, ast.ClassDef):
             self.exprs([*stmt.decorator_list, *stmt.bases, *(k.value for k in stmt.keywords)], names, live)
@@ -86,15 +106,33 @@ class _Scanner:
         else:
             self.compound_or_simple(stmt, names, live)
 
+    def method_instance(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+        """The instance a function defined right in a class body is a method of (its first parameter); for a function
+        inside a method, that method's (unless a parameter shadows it); else None."""
+        if self.instance is not _CLASS_BODY:  # a function inside a method: its closure still sees the instance
+            return self.instance if self.instance not in params(function.args) else None
+        if any(dotted_name(d) in _NOT_AN_INSTANCE for d in function.decorator_list):
+            return None
+        positional = [*function.args.posonlyargs, *function.args.args]
+        return positional[0].arg if positional else None
+
     @contextmanager
-    def scope(self, scope_of: tuple[list[ast.stmt], ast.arguments | None] | None) -> Iterator[None]:
-        """Inside a function or class: its own names bound only to values that cannot be hashed."""
-        outer = self.scope_of, self.known, self.shadowed
+    def scope(
+        self,
+        scope_of: tuple[list[ast.stmt], ast.arguments | None] | None,
+        instance: str | None = None,
+        function: ast.AST | None = None,
+    ) -> Iterator[None]:
+        """Inside a function or class: its own names bound only to values that cannot be hashed, the instance of the
+        method in hand (a class body: `_CLASS_BODY`), and the function itself (where names are looked up first)."""
+        outer = self.scope_of, self.known, self.shadowed, self.instance, self.functions
         self.scope_of, self.known, self.shadowed = scope_of, None, frozenset()
+        self.instance = _CLASS_BODY if scope_of is None else instance
+        self.functions = (*self.functions, function) if function is not None else self.functions
         try:
             yield
         finally:
-            self.scope_of, self.known, self.shadowed = outer
+            self.scope_of, self.known, self.shadowed, self.instance, self.functions = outer
 
     @contextmanager
     def shadowing(self, names: set[str]) -> Iterator[None]:
@@ -159,7 +197,8 @@ class _Scanner:
             shadowed = {n.id for gen in node.generators for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
         else:
             shadowed = set()
-            if isinstance(node, ast.Call) and (once := once_call(node, self.aliases)) is not None:
+            once = once_call(node, self.aliases, self.receivers, self.functions) if isinstance(node, ast.Call) else None
+            if once is not None:
                 self.record(once, names, live)
         with self.shadowing(shadowed) if shadowed else nullcontext():
             for child in ast.iter_child_nodes(node):
@@ -167,7 +206,8 @@ class _Scanner:
 
     def record(self, once: OnceCall, names: tuple[str, ...], live: frozenset[str]) -> None:
         qualname, call = ".".join(names) or "<module>", once.node
-        found = list(call_findings(once, self.file, qualname, live, self.unhashable()))
+        instance = None if self.instance in (None, _CLASS_BODY) or self.instance in self.shadowed else self.instance
+        found = list(call_findings(once, self.file, qualname, live, self.unhashable(), instance))
         first, last = call.lineno, call.end_lineno or call.lineno
         if found and any("#" in self.lines[n - 1] for n in range(first, last + 1)):
             found = self.pragmas.accept(found, first, last, _strings(call), qualname)
@@ -193,7 +233,7 @@ def _deeper() -> Iterator[None]:
         sys.setrecursionlimit(limit)
 
 
-def _pieces(source: str) -> tuple[Iterable[ast.Module], Aliases]:
+def _pieces(source: str, model: Model) -> tuple[Iterable[ast.Module], Aliases]:
     """The module's pieces to scan, and the aliases of `*_once` methods it assigns, over all of it (a big file whose
     source names a `*_once` method without calling it is parsed twice: once for its aliases)."""
     if not _REFERENCED.search(source):
@@ -201,37 +241,44 @@ def _pieces(source: str) -> tuple[Iterable[ast.Module], Aliases]:
     whole = list(modules(source)) if len(source) <= 2 * grammar.CHUNK else None  # one piece: parsed once
     aliases: Aliases = {}
     for module in whole or modules(source):
-        aliases = aliases_in(module, aliases)
+        aliases = aliases_in(module, aliases, model.methods)
     return whole or modules(source), aliases
 
 
-def _scanned(source: str, file: str) -> list[Finding]:
+def _scanned(source: str, file: str, receivers: Receivers) -> list[Finding]:
     live = set[str]()
     try:
-        pieces, aliases = _pieces(source)
-        scanner = _Scanner(file, source, aliases)
+        pieces, aliases = _pieces(source, receivers.model)
+        scanner = _Scanner(file, source, aliases, receivers)
         whole = list(pieces) if len(source) <= 2 * grammar.CHUNK else None  # one piece: the module's names are known
         if whole:
             scanner.scope_of = ([stmt for module in whole for stmt in module.body], None)
+            for module in whole:
+                receivers.add(module)
         for module in whole or pieces:  # module-level names bound to a live exception carry over between pieces
+            if not whole:
+                receivers.add(module)  # what the pieces so far import and bind
             scanner.block(module.body, (), live)
     except DoesNotParse as err:
         return [unchecked(file, err.reason, err.line, err.column)]
     return [*scanner.raw, *scanner.pragmas.findings(source)]
 
 
-def findings_in_source(source: str, file: str) -> list[Finding]:
+def findings_in_source(
+    source: str, file: str, module: str | None = None, model: Model = DEFAULT_MODEL, is_package: bool = False
+) -> list[Finding]:
     """Every finding in one file's source text: without `_once` it is only read by Python's compiler
     (`grammar.compiles`: no `ast` objects) and its pragmas, and parsed only when the compiler refuses it, to say
-    where it does not parse (or to find it is newer syntax, which parses)."""
-    if PREFILTER not in source and grammar.compiles(source):
+    where it does not parse (or to find it is newer syntax, which parses). `module` is the file's module name (its
+    relative imports are followed to the caches they name), `model` the caches known (`rule.caches`)."""
+    if not needs_parse(source, model) and grammar.compiles(source):
         return numbered(Pragmas(file, source.split("\n")).findings(source)) if MENTIONED.search(source) else []
     try:
-        return numbered(_scanned(source, file))
+        return numbered(_scanned(source, file, Receivers(module, is_package, model)))
     except RecursionError:
         pass
     with _deeper():
         try:
-            return numbered(_scanned(source, file))
+            return numbered(_scanned(source, file, Receivers(module, is_package, model)))
         except RecursionError:
             return [unchecked(file, "an expression nested too deeply to check")]

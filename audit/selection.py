@@ -17,8 +17,9 @@ from warnonce_guard.audit.rules import BY_CODE, RULES, Rule
 from warnonce_guard.common.errors import UsageError
 
 ALL = "ALL"
-# The default selection: the errors (a live exception, a call that raises, a file not checked, a pragma gone wrong).
-DEFAULT = frozenset(rule.code for rule in RULES if rule.severity == "error")
+# The default selection: the errors (a live exception, a call that raises, a file not checked, a pragma gone wrong),
+# and what is said without failing (a live exception a cache that renders first is given).
+DEFAULT = frozenset(rule.code for rule in RULES if rule.severity in ("error", "info"))
 EVERY = frozenset(BY_CODE)
 
 
@@ -64,6 +65,11 @@ def selected(codes: frozenset[str] = DEFAULT) -> tuple[Rule, ...]:
     return tuple(rule for rule in RULES if rule.code in codes)
 
 
-def failing(comparison: Comparison, codes: frozenset[str] = DEFAULT) -> tuple[Finding, ...]:
-    """The findings that fail the audit (and are shown): new findings of a selected rule."""
+def shown(comparison: Comparison, codes: frozenset[str] = DEFAULT) -> tuple[Finding, ...]:
+    """The findings a run shows: new findings of a selected rule."""
     return tuple(f for f in comparison.new if f.code in codes)
+
+
+def failing(comparison: Comparison, codes: frozenset[str] = DEFAULT) -> tuple[Finding, ...]:
+    """The findings that fail the audit: those shown but the informational ones."""
+    return tuple(f for f in shown(comparison, codes) if f.rule.severity != "info")

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import json
 import math
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -50,8 +52,20 @@ if TYPE_CHECKING:
     from warnonce_guard.rule.sites import Site
 
 GUARDS_DIR = Path(warnonce_guard.guards.__file__).resolve().parent
-# What `pip install 'warnonce-guard[mutation]'` adds; `audit` and strict mode need none of it.
+# What the `mutation` extra adds; `audit` and strict mode need none of it.
 MUTATION_EXTRA = frozenset({"rich", "libcst", "mutmut", "filelock"})
+
+
+def install_hint(missing: str) -> str:
+    """A command that installs `missing` as the mutation extra asks for it (no package index serves warnonce-guard, so
+    `pip install 'warnonce-guard[mutation]'` would not work), and the extra itself from a checkout."""
+    try:
+        requirements = importlib.metadata.requires("warnonce-guard") or []
+    except importlib.metadata.PackageNotFoundError:
+        requirements = []
+    wanted = (r.partition(";")[0].strip() for r in requirements if "mutation" in r.partition(";")[2])
+    named = next((r for r in wanted if re.match(rf"{re.escape(missing)}\b", r, re.IGNORECASE)), missing)
+    return f"pip install '{named}' (or, in a checkout of warnonce-guard, pip install '.[mutation]')"
 
 
 def _sites_table(sites: list[Site], title: str) -> Any:
@@ -617,8 +631,7 @@ def _command(args: argparse.Namespace, stops: Stops) -> int:
         if missing not in MUTATION_EXTRA:
             raise
         raise NotInstalled(
-            f"`warnonce-guard {args.command}` needs {missing}, part of the mutation extra: "
-            "pip install 'warnonce-guard[mutation]'"
+            f"`warnonce-guard {args.command}` needs {missing}, part of the mutation extra: {install_hint(missing)}"
         ) from None
     finally:
         stops.running = False

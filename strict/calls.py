@@ -1,22 +1,28 @@
-"""The checked `_print_*_once`: what stands in `vllm.logger` while strict mode is on, and what it records.
+"""The checked once-caches: what stands in `vllm.logger` for `_print_*_once` while strict mode is on (`wrap`), and in
+the other caches' places (`wrap_cache`: transformers' patched `Logger.warning_once`, optimum's `warn_once`, ...),
+and what they record.
 
-A refused argument is recorded as a `Violation`, never raised; the call goes on formatted first, so strict mode
-pins nothing (docs/ARCHITECTURE.md, How strict mode works).
+A refused argument is recorded as a `Violation`, never raised; the call goes on without the cache ever holding it
+(formatted first, or logged by the uncached function once per rendered text), so strict mode pins nothing
+(docs/ARCHITECTURE.md, How strict mode works).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from warnonce_guard.rule.caches import LOGGER, Cache
 from warnonce_guard.strict.contract import offence
 
 LOGGER_MODULE = "vllm.logger"
+_LOGGERS = (logging.Logger, logging.LoggerAdapter)
 MARK = "__warnonce_strict__"  # set on every function this module makes, so that nothing is wrapped twice
 
 
@@ -35,6 +41,7 @@ class Violation:
     offence: str
     why: str
     context: str = ""
+    call: str = ""  # how the call is shown, when it is not `logger.<method>(...)`: `warn_once(...)`
 
     def describe(self, root: Path | None = None) -> str:
         filename = self.filename
@@ -42,7 +49,7 @@ class Violation:
             with contextlib.suppress(ValueError):  # outside the rootdir: keep the full path
                 filename = str(Path(filename).resolve().relative_to(root))
         where = f" ({self.context})" if self.context else ""
-        call = f"{filename}:{self.lineno}: logger.{self.method}(...)"
+        call = f"{filename}:{self.lineno}: {self.call or f'logger.{self.method}(...)'}"
         return f"{call} argument {self.position} is {self.offence}: {self.why}{where}"
 
 
@@ -105,11 +112,11 @@ class _Located:
         return getattr(self._logger, name)
 
 
-def _refused(method: str, position: str, value: object, record: Callable[[Violation], None]) -> bool:
+def _refused(method: str, position: str, value: object, record: Callable[[Violation], None], call: str = "") -> bool:
     """Whether the contract refuses the value; a refusal is recorded."""
     refusal = offence(value)
     if refusal is not None:
-        record(Violation(method, *_call_site(), position, refusal.what, refusal.kind.why))
+        record(Violation(method, *_call_site(), position, refusal.what, refusal.kind.why, call=call))
     return refusal is not None
 
 
@@ -149,3 +156,70 @@ def wrap(original: Callable[..., object], record: Callable[[Violation], None]) -
         if hasattr(original, name):
             setattr(cached, name, getattr(original, name))
     return cached
+
+
+def _checked_arguments(cache: Cache, args: tuple[object, ...]) -> list[tuple[str, object]]:
+    """(position as a failure names it, value) of each positional argument the cache keeps: not a logger's own
+    receiver (`self`), nor a parameter held for the life of the process (a logger) or never cached."""
+    signature = cache.signature
+    skip = cache.held | cache.uncached
+    first = 1 if cache.kind == LOGGER else 0  # a method's `self`: the logger (or adapter) itself
+    found = []
+    for index, value in enumerate(args[first:]):
+        parameter = signature.parameter_at(index) or "?"
+        if parameter not in skip:
+            found.append((f"{index + 1} ({parameter})", value))
+    return found
+
+
+def _key(cache: Cache, method: str, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[str, ...]:
+    """What stands for a call among those strict mode logs itself: text only (its receiver by name)."""
+    shown = [f"<logger {arg.name}>" if isinstance(arg, _LOGGERS) else _safe_repr(arg) for arg in args]
+    return (cache.key, method, *shown, *(f"{k}={_safe_repr(v)}" for k, v in sorted(kwargs.items())))
+
+
+def wrap_cache(
+    original: Callable[..., object], cache: Cache, method: str, record: Callable[[Violation], None]
+) -> Callable[..., object]:
+    """`original` (an lru_cache'd method or function of `cache`) behind a check that records refused arguments.
+
+    A call the contract accepts goes to `original` as it was made. One it refuses never reaches the cache: the
+    uncached function (`original.__wrapped__`) logs it, once per rendered text (a set of strings), so the record
+    reads as without strict mode (exc_info=e still prints its traceback) and nothing is kept. A `stacklevel` that
+    reaches past the cache to its caller counts the wrapper's frame too.
+    """
+    call = f"logger.{method}(...)" if cache.kind == LOGGER else f"{method}(...)"
+    logged: set[tuple[str, ...]] = set()
+
+    def checked(target: Callable[..., object]) -> Callable[..., object]:
+        @functools.wraps(target)
+        def strict_once(*args: object, **kwargs: object) -> object:
+            refused = [
+                _refused(method, position, value, record, call) for position, value in _checked_arguments(cache, args)
+            ]
+            for name, value in kwargs.items():
+                if name not in cache.held | cache.uncached:
+                    refused.append(_refused(method, repr(name), value, record, call))
+            level = kwargs.get("stacklevel")
+            if cache.caller_stacklevel and isinstance(level, int) and level >= cache.caller_stacklevel:
+                kwargs["stacklevel"] = level + 1  # past the cache to its caller: over this frame too
+            if not any(refused):
+                return target(*args, **kwargs)
+            key = _key(cache, method, args, kwargs)
+            if key in logged:
+                return None
+            logged.add(key)
+            uncached = getattr(target, "__wrapped__", target)
+            return uncached(*args, **kwargs)
+
+        setattr(strict_once, MARK, True)
+        return strict_once
+
+    wrapped = checked(original)
+    uncached = getattr(original, "__wrapped__", None)
+    if callable(uncached):
+        wrapped.__wrapped__ = checked(uncached)  # type: ignore[attr-defined]
+    for name in ("cache_info", "cache_clear", "cache_parameters"):
+        if hasattr(original, name):
+            setattr(wrapped, name, getattr(original, name))
+    return wrapped

@@ -1,4 +1,6 @@
-"""Strict mode: a pytest plugin that checks the `*_once` cache contract of `vllm.logger` at run time.
+"""Strict mode: a pytest plugin that checks the once-cache contract at run time, in every cache the model knows
+(`rule.caches`: vLLM's `_print_*_once`, transformers' patched `Logger.warning_once`, ...) and those configured in
+`[tool.warnonce-guard]`, wherever the test process has them (`strict.places`).
 
 Off by default (`pytest --warnonce-strict`, or `warnonce_strict = true`): when on, every test that passes what
 `strict.contract` refuses fails (docs/ARCHITECTURE.md, How strict mode works).
@@ -9,24 +11,30 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
+import tomllib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-from warnonce_guard.strict.calls import LOGGER_MODULE, MARK, Violation, wrap
+from warnonce_guard.rule.caches import DEFAULT_MODEL, BadCacheEntry, Cache, Model, user_caches
+from warnonce_guard.strict.calls import Violation
+from warnonce_guard.strict.places import RENDERS_FIRST, Places, shown
 from warnonce_guard.strict.threads import Origin, Origins
 
-ONCE_FUNCTIONS = ("_print_debug_once", "_print_info_once", "_print_warning_once", "_print_error_once")
-HEADER = "warnonce-strict: on, checking vllm.logger *_once calls"
+HEADER = "warnonce-strict: on, checking the *_once caches of {caches}{rendering}"
+RENDERING = "; rendering first, nothing to check: {caches}"
 REMEDY = (
     "Pass only str, int, float, bool, None, bytes (or tuples of them), enum members, module-level classes, "
     'functions and modules; format anything else first, e.g. "%s" % x, repr(e).'
 )
-NOT_IMPORTED = (
-    "warnonce-strict: vllm.logger was never imported: no *_once call was checked "
-    "(is vLLM installed? pip install vllm, or put your checkout on the path)"
+NONE_PRESENT = (
+    "warnonce-strict: none of the caches it checks was imported in this session: no *_once call was checked "
+    "(it looked for {caches})"
 )
+PRESENT = "warnonce-strict: checked {checked}"
+SETTINGS = "warnonce-guard"  # `[tool.warnonce-guard]`, the audit's settings: its `cache` entries add caches
 STRICT = pytest.StashKey["StrictMode"]()
 _PLUGIN_NAME = "warnonce-strict"
 _SENT = "warnonce_strict"  # the report attribute, and the key in an xdist worker's workeroutput
@@ -48,13 +56,14 @@ class _ExecThenPatch:
 
 
 class _ImportHook:
-    """Meta-path finder that patches `vllm.logger` as soon as it is imported (found by the other finders)."""
+    """Meta-path finder that patches a cache's module as soon as it is imported (found by the other finders)."""
 
-    def __init__(self, after: Callable[[ModuleType], None]):
+    def __init__(self, watched: frozenset[str], after: Callable[[ModuleType], None]):
+        self._watched = watched
         self._after = after
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
-        if fullname != LOGGER_MODULE:
+        if fullname not in self._watched:
             return None
         for finder in [finder for finder in sys.meta_path if finder is not self]:
             find = getattr(finder, "find_spec", None)
@@ -87,21 +96,41 @@ def _what_it_was(report: pytest.TestReport) -> str:
     return ""
 
 
+def configured_caches(start: Path) -> tuple[Cache, ...]:
+    """The caches `[tool.warnonce-guard]` adds, in the nearest `pyproject.toml` from `start` upwards that has the
+    table (as the audit finds it); a bad one is a usage error naming it."""
+    for folder in (start, *start.parents):
+        file = folder / "pyproject.toml"
+        if not file.is_file():
+            continue
+        try:
+            tool = tomllib.loads(file.read_text(encoding="utf-8")).get("tool")
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+            raise pytest.UsageError(f"warnonce-strict: {file}: cannot read its settings ({err})") from None
+        if isinstance(tool, dict) and isinstance(tool.get(SETTINGS), dict):
+            table = tool[SETTINGS]
+            try:
+                return user_caches(table["cache"], f"{file} [tool.{SETTINGS}]") if "cache" in table else ()
+            except BadCacheEntry as err:
+                raise pytest.UsageError(f"warnonce-strict: {err}") from None
+    return ()
+
+
 class StrictMode:
     """The active plugin: owns the patches, the import hook, the thread origins and the violations."""
 
-    def __init__(self, config: pytest.Config):
+    def __init__(self, config: pytest.Config, model: Model = DEFAULT_MODEL):
         self.config = config
         self.root = config.rootpath
-        self.patches: list[tuple[ModuleType, str, Callable[..., object]]] = []
-        self.hook = _ImportHook(self.patch)
+        self.places = Places(model, self.record)
+        self.hook = _ImportHook(self.places.watched, self.patch)
         self.running: str | None = None  # the node id of the test in progress
         self.origins = Origins(lambda: self.running)
         self.lock = threading.Lock()
         self.pending: list[Violation] = []  # charged to the running test's next report
         self.outside: dict[str, None] = {}  # described, once each, in order
         self.charged: list[tuple[str, list[str]]] = []  # (node id and phase, described), from the reports
-        self.imported = False
+        self.present: dict[str, str] = {}  # cache key -> what was done with it, from every process (xdist's too)
 
     # --- recording -------------------------------------------------------------------------------
 
@@ -126,17 +155,9 @@ class StrictMode:
     # --- patching --------------------------------------------------------------------------------
 
     def patch(self, module: ModuleType | None = None) -> None:
-        """Wrap the `*_once` functions of `vllm.logger` that are not wrapped yet (no-op before its import)."""
-        module = module if module is not None else sys.modules.get(LOGGER_MODULE)
-        if module is None:
-            return
-        self.imported = True
-        for name in ONCE_FUNCTIONS:
-            original = getattr(module, name, None)
-            if original is None or getattr(original, MARK, False):
-                continue
-            setattr(module, name, wrap(original, self.record))
-            self.patches.append((module, name, original))
+        """Wrap every cache the process has that is not wrapped yet (no-op before their modules are imported)."""
+        self.places.patch()
+        self.present.update(self.places.present)
 
     def install(self) -> None:
         sys.meta_path.insert(0, self.hook)
@@ -147,9 +168,7 @@ class StrictMode:
         if self.hook in sys.meta_path:
             sys.meta_path.remove(self.hook)
         self.origins.uninstall()
-        for module, name, original in reversed(self.patches):
-            setattr(module, name, original)
-        self.patches.clear()
+        self.places.undo()
 
     # --- reports ---------------------------------------------------------------------------------
 
@@ -171,7 +190,10 @@ class StrictMode:
         report.longrepr = f"{text}\n{was}" if was else text
 
     def pytest_report_header(self, config: pytest.Config) -> str:
-        return HEADER
+        caches = self.places.model.caches
+        rendering = self.places.shown({c.key for c in caches if c.renders_first})
+        checked = self.places.shown({c.key for c in caches if not c.renders_first})
+        return HEADER.format(caches=checked, rendering=RENDERING.format(caches=rendering) if rendering else "")
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
@@ -203,17 +225,18 @@ class StrictMode:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """On the xdist controller: what a worker saw outside its tests, and whether it imported vllm.logger."""
+        """On the xdist controller: what a worker saw outside its tests, and which caches it had."""
         sent = getattr(node, "workeroutput", {}).get(_SENT)
         if sent:
             with self.lock:
                 self.outside.update(dict.fromkeys(sent["outside"]))
-            self.imported = self.imported or sent["imported"]
+                self.present.update(sent["present"])
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         workeroutput = getattr(self.config, "workeroutput", None)  # in an xdist worker: sent to the controller
+        self.present.update(self.places.present)
         if workeroutput is not None:
-            workeroutput[_SENT] = {"outside": list(self.outside), "imported": self.imported}
+            workeroutput[_SENT] = {"outside": list(self.outside), "present": dict(self.present)}
         if self.outside and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -226,8 +249,17 @@ class StrictMode:
                 terminalreporter.write_line(f"{where}:")
                 for line in lines:
                     terminalreporter.write_line(f"  {line}")
-        if not self.imported:
-            terminalreporter.write_line(NOT_IMPORTED, yellow=True)
+        model = self.places.model
+        if not self.present:
+            every = self.places.shown({c.key for c in model.caches})
+            terminalreporter.write_line(NONE_PRESENT.format(caches=every), yellow=True)
+            return
+        checked = [
+            f"{shown(c)} ({RENDERS_FIRST})" if self.present[c.key] == RENDERS_FIRST else shown(c)
+            for c in model.caches
+            if c.key in self.present
+        ]
+        terminalreporter.write_line(PRESENT.format(checked="; ".join(checked)))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -236,7 +268,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--warnonce-strict",
         action="store_true",
         default=False,
-        help="fail tests that pass vllm's logger *_once methods anything its lru_cache would keep alive",
+        help="fail tests that pass a once-cache (vLLM's logger *_once, transformers' warning_once, ...) anything it "
+        "would keep alive",
     )
     parser.addini("warnonce_strict", type="bool", default=False, help="as --warnonce-strict")
 
@@ -244,7 +277,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not (config.getoption("warnonce_strict") or config.getini("warnonce_strict")):
         return
-    strict = config.stash[STRICT] = StrictMode(config)
+    model = DEFAULT_MODEL.with_rows(configured_caches(config.rootpath))
+    strict = config.stash[STRICT] = StrictMode(config, model)
     strict.install()
     config.pluginmanager.register(strict, _PLUGIN_NAME)
 

@@ -36,6 +36,14 @@ def kinds(source: str) -> list[tuple[str, str]]:
     return [(f.argument, f.kind) for f in find(source)]
 
 
+VLLM_LOGGER = "from vllm.logger import init_logger\n\nlogger = init_logger(__name__)\n"
+
+
+def vllm_logged(arg: str) -> str:
+    """`logged(arg)` through vLLM's logger (its `init_logger`): the call is checked against vLLM's signature alone."""
+    return f"{VLLM_LOGGER}\n\n{logged(arg)}"
+
+
 # ---- what is safe, what is live -----------------------------------------------------------------------
 
 
@@ -139,12 +147,12 @@ def test_keywords_are_checked_except_scope() -> None:
         logger.warning_once(msg=text)
         logger.warning_once("msg", **kw)
     """
-    assert kinds(source) == [("msg=text", "name"), ("**kw", "starred")]
+    assert kinds(VLLM_LOGGER + textwrap.dedent(source)) == [("msg=text", "name"), ("**kw", "starred")]
 
 
 @pytest.mark.parametrize(("keyword", "kind"), [("stacklevel=2", "keyword"), ("**kw", "starred"), ("msg=e", "keyword")])
 def test_a_keyword_after_scope_is_still_checked(keyword: str, kind: str) -> None:
-    assert kinds(logged(f"repr(e), scope='local', {keyword}")) == [(keyword, kind)]
+    assert kinds(vllm_logged(f"repr(e), scope='local', {keyword}")) == [(keyword, kind)]
 
 
 @pytest.mark.parametrize("kwargs", ["**{'error': e}", "**dict(error=e)"])
@@ -154,11 +162,29 @@ def test_double_star_keywords_that_carry_the_exception_are_the_exception(kwargs:
 
 
 @pytest.mark.parametrize("keyword", ["exc_info=True", "extra={'a': e}", "stack_info=True", "stacklevel=2"])
-def test_a_keyword_the_once_methods_do_not_take_makes_the_call_raise(keyword: str) -> None:
-    (finding,) = find(logged(f"repr(e), {keyword}"))
+def test_a_keyword_vllms_once_methods_do_not_take_makes_the_call_raise(keyword: str) -> None:
+    (finding,) = find(vllm_logged(f"repr(e), {keyword}"))
     assert (finding.argument, finding.kind, finding.code) == (keyword, "keyword", "WOG011")
     assert "raises TypeError" in finding.message and "kept by the cache" not in finding.message
+    assert "vllm.logger's warning_once does not take (it takes (msg, *args, scope='local'))" in finding.message
     assert finding.fix is None
+
+
+@pytest.mark.parametrize("keyword", ["exc_info=True", "stack_info=True", "stacklevel=2"])
+def test_a_keyword_logging_takes_is_no_error_on_a_logger_not_known_here(keyword: str) -> None:
+    assert find(logged(f"repr(e), {keyword}")) == []  # transformers' patched warning_once takes it
+
+
+def test_a_keyword_no_logger_takes_makes_the_call_raise_whatever_the_logger() -> None:
+    (finding,) = find(logged("repr(e), colour='red'"))
+    assert (finding.argument, finding.code) == ("colour='red'", "WOG011")
+    assert "no logger's call it may be (the logger is not known here) takes it (vllm.logger's: " in finding.message
+
+
+def test_keywords_no_logger_takes_together_make_the_call_raise_naming_the_one_most_refuse() -> None:
+    (finding,) = find(logged("repr(e), scope='local', stacklevel=2"))  # vLLM's takes one, transformers' the other
+    assert (finding.argument, finding.code) == ("scope='local'", "WOG011")
+    assert "takes it with the call's other keywords" in finding.message
 
 
 def test_a_message_given_twice_makes_the_call_raise() -> None:
@@ -535,7 +561,10 @@ def test_json_document_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         "key": "vllm/leak.py::import_kernels::warning_once::e#0",
         "code": "WOG001",
         "accepted": False,
+        "fails": True,
+        "cache": leak["cache"],
     }
+    assert leak["cache"].startswith("the cache of whichever logger it is (not known from this file: vLLM's logger")
     assert "vLLM" in doc["target"]
 
 

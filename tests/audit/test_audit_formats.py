@@ -118,7 +118,8 @@ def test_every_kind_has_a_stable_code_and_a_rule() -> None:
     assert BY_KIND["exception"].code == "WOG001"
     kinds = ["exception", "name", "attribute", "subscript", "call", "container", "starred", "lambda", "expression"]
     assert [BY_KIND[kind].code for kind in kinds] == [f"WOG00{i}" for i in range(1, 10)]
-    codes = ["WOG000", *(f"WOG{i:03}" for i in range(1, 12)), "WOG100", "WOG101"]
+    assert [BY_KIND[kind].code for kind in ("keyword", "instance", "rendered")] == ["WOG011", "WOG012", "WOG013"]
+    codes = ["WOG000", *(f"WOG{i:03}" for i in range(1, 14)), "WOG100", "WOG101"]
     assert [rule.code for rule in RULES] == codes
     assert len(BY_KIND) == len(RULES) and all(rule.name and rule.summary for rule in RULES)
 

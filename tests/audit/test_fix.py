@@ -278,7 +278,7 @@ def test_without_libcst_fixing_says_which_extra_to_install(
     assert code == ExitCode.ENVIRONMENT and out == ""
     assert err == (
         "warnonce-guard: error: `warnonce-guard audit` needs libcst, part of the mutation extra: "
-        "pip install 'warnonce-guard[mutation]'\n"
+        "pip install 'libcst>=1.1' (or, in a checkout of warnonce-guard, pip install '.[mutation]')\n"
     )
     assert (plugin / "platform.py").read_text() == LEAK
 

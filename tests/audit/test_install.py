@@ -108,7 +108,9 @@ def test_each_install_line_works_as_written(checkout: Path, project: Path, tmp_p
         assert diff.returncode == ExitCode.CHECK_FAILED and "+        logger.warning_once(" in diff.stdout
         return
     assert diff.returncode == ExitCode.ENVIRONMENT
-    (hint,) = re.findall(r"pip install '[^']+'", diff.stderr)  # the line the command says to run: it works too
+    # the line the command says to run works too; the other is for a checkout of warnonce-guard
+    hint, in_a_checkout = re.findall(r"pip install '[^']+'", diff.stderr)
+    assert hint.startswith("pip install 'libcst") and in_a_checkout == "pip install '.[mutation]'"
     shell(hint, project, bin_dir)
     assert audits(bin_dir, project, "--diff").returncode == ExitCode.CHECK_FAILED
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from warnonce_guard.audit import FORMATS
 from warnonce_guard.audit.baseline import compare
-from warnonce_guard.audit.docs import HANDLER, example_finding, section
-from warnonce_guard.audit.formats import WRITERS, AuditReport
+from warnonce_guard.audit.docs import example_finding, section
+from warnonce_guard.audit.formats import GITHUB_LEVELS, SARIF_LEVELS, WRITERS, AuditReport
 from warnonce_guard.audit.paths import Walk, python_files
 from warnonce_guard.audit.rules import BY_CODE, RULES, Rule
 from warnonce_guard.audit.run import audit_files
@@ -22,16 +22,16 @@ from tests import layout
 
 
 def handler_logging(rule: Rule) -> str:
-    """A handler whose one `*_once` call is the rule's example (`e` is the live exception)."""
-    return HANDLER.format(call=rule.example)
+    """The rule's context (a handler of `e`, for most) whose one once-cache call is the rule's example."""
+    return rule.snippet(rule.example)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.code)
 def test_every_rule_reports_its_example_under_its_code_and_not_its_fix(rule: Rule) -> None:
     (finding,) = findings_in_source(handler_logging(rule), "x.py")
     assert (finding.code, finding.kind) == (rule.code, rule.kind)
-    assert finding.message == rule.render(finding.call, finding.argument, finding.formatted)
-    assert findings_in_source(HANDLER.format(call=rule.fixed), "x.py") == []
+    assert finding.message == rule.render(finding.call, finding.argument, finding.formatted, finding.cache)
+    assert findings_in_source(rule.snippet(rule.fixed), "x.py") == []
     assert (finding.fix is not None) == rule.fixable
 
 
@@ -61,27 +61,30 @@ def write(name: str, strict: bool) -> str:
 def test_every_writer_shows_the_tables_code_name_summary_severity_and_message(
     one_finding_per_rule: Path, strict: bool
 ) -> None:
-    shown = [rule for rule in RULES if strict or rule.severity == "error"]
+    shown = [rule for rule in RULES if strict or rule.severity in ("error", "info")]
     message = {rule.code: example_finding(rule).message for rule in shown}
 
     text = write("text", strict).splitlines()[:-1]
     assert [line.split(" ", 2)[1:] for line in text] == [[rule.code, message[rule.code]] for rule in shown]
 
     github = write("github", strict).splitlines()[:-1]
-    assert [line.split(",title=", 1)[0].split(" ", 1)[0] for line in github] == [f"::{r.severity}" for r in shown]
+    levels = [f"::{GITHUB_LEVELS[r.severity]}" for r in shown]  # an info is a notice
+    assert [line.split(",title=", 1)[0].split(" ", 1)[0] for line in github] == levels
     assert [line.split(",title=", 1)[1].split("::", 1)[0] for line in github] == [f"{r.code} {r.name}" for r in shown]
 
     run = json.loads(write("sarif", strict))["runs"][0]
     assert [
         (r["id"], r["name"], r["shortDescription"]["text"], r["defaultConfiguration"]["level"])
         for r in run["tool"]["driver"]["rules"]
-    ] == [(rule.code, rule.name, rule.summary, rule.severity) for rule in shown]
+    ] == [(rule.code, rule.name, rule.summary, SARIF_LEVELS[rule.severity]) for rule in shown]
     assert [(r["ruleId"], r["level"], r["message"]["text"]) for r in run["results"]] == [
-        (rule.code, rule.severity, message[rule.code]) for rule in shown
+        (rule.code, SARIF_LEVELS[rule.severity], message[rule.code]) for rule in shown
     ]
 
     document = json.loads(write("json", strict))
     assert [(f["code"], f["kind"]) for f in document["findings"]] == [(rule.code, rule.kind) for rule in RULES]
+    failing = {r.code for r in shown if r.severity != "info"}  # an info is shown, and never fails
+    assert [f["code"] for f in document["findings"] if f["fails"]] == [r.code for r in RULES if r.code in failing]
 
 
 def test_the_cli_offers_every_registered_format(capsys: pytest.CaptureFixture[str]) -> None:

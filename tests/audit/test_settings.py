@@ -25,9 +25,9 @@ def cli(*select: str, ignore: tuple[str, ...] = (), extend: tuple[str, ...] = ()
     return Layer("the command line", select or None, extend, ignore)
 
 
-def test_the_default_selection_is_every_error() -> None:
-    assert {rule.code for rule in RULES if rule.severity == "error"} == DEFAULT
-    assert {"WOG000", "WOG001", "WOG100"} <= DEFAULT and "WOG002" not in DEFAULT
+def test_the_default_selection_is_every_error_and_every_info() -> None:
+    assert {rule.code for rule in RULES if rule.severity in ("error", "info")} == DEFAULT
+    assert {"WOG000", "WOG001", "WOG013", "WOG100"} <= DEFAULT and "WOG002" not in DEFAULT
     assert resolve([]) == DEFAULT
 
 
@@ -47,7 +47,7 @@ def test_the_default_selection_is_every_error() -> None:
         ([Layer("pyproject.toml", select=("WOG002",)), cli("WOG003")], {"WOG003"}),
         # ALL is the least specific selector: any prefix wins over it, whichever side either is on
         ([cli(ignore=("ALL",), extend=("WOG",))], EVERY),
-        ([cli(ignore=("ALL",), extend=("WOG0",))], {f"WOG0{i:02}" for i in range(12)}),
+        ([cli(ignore=("ALL",), extend=("WOG0",))], {f"WOG0{i:02}" for i in range(14)}),
         ([cli("ALL", ignore=("WOG",))], set()),
         ([cli("ALL", ignore=("ALL",))], set()),  # a tie: ignore wins
     ],
@@ -67,7 +67,7 @@ def test_the_unknown_selector_error_lists_every_known_code_and_where_it_is_writt
         resolve([Layer("pyproject.toml", select=("WOG9",))])
     known = ", ".join(rule.code for rule in RULES)
     assert str(raised.value) == f"pyproject.toml: unknown rule selector 'WOG9' (want ALL, a code or a prefix: {known})"
-    assert len(RULES) == 14
+    assert len(RULES) == 16
 
 
 def write(path: Path, text: str) -> Path:

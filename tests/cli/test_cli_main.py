@@ -430,7 +430,7 @@ def test_a_command_that_needs_the_mutation_extra_names_it_and_how_to_install_it(
     assert main(["platforms"]) == ExitCode.ENVIRONMENT
     assert stderr_lines(capsys) == [
         "warnonce-guard: error: `warnonce-guard platforms` needs rich, part of the mutation extra: "
-        "pip install 'warnonce-guard[mutation]'"
+        "pip install 'rich>=13.4' (or, in a checkout of warnonce-guard, pip install '.[mutation]')"
     ]
 
 

@@ -101,5 +101,5 @@ def test_strict_mode_and_the_audit_need_only_pytest(base: Path, tmp_path: Path) 
     assert needs.returncode == ExitCode.ENVIRONMENT
     assert needs.stderr.strip().splitlines() == [
         "warnonce-guard: error: `warnonce-guard sites` needs libcst, part of the mutation extra: "
-        "pip install 'warnonce-guard[mutation]'"
+        "pip install 'libcst>=1.1' (or, in a checkout of warnonce-guard, pip install '.[mutation]')"
     ]

@@ -11,7 +11,7 @@ from tests.strict.strict_support import EAGER, FAKE_CONFTEST, INNER_ADDOPTS, LEA
 
 pytest_plugins = ["pytester"]
 
-HEADER = "warnonce-strict: on, checking vllm.logger *_once calls"
+HEADER = "warnonce-strict: on, checking the *_once caches of vllm.logger, transformers.utils.logging, *"
 
 
 def refused(path: str, line: int, what: str = "ValueError") -> str:
@@ -322,7 +322,7 @@ def test_the_header_says_strict_mode_is_on(inner: pytest.Pytester) -> None:
     inner.runpytest_subprocess("--warnonce-strict").stdout.fnmatch_lines([HEADER])
 
 
-def test_a_session_that_never_imports_vllm_says_nothing_was_checked_and_what_to_install(
+def test_a_session_that_imports_no_cache_says_nothing_was_checked_and_what_it_looked_for(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
@@ -331,8 +331,16 @@ def test_a_session_that_never_imports_vllm_says_nothing_was_checked_and_what_to_
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "warnonce-strict: vllm.logger was never imported: no *_once call was checked "
-            "(is vLLM installed? *pip install vllm*"
+            "warnonce-strict: none of the caches it checks was imported in this session: no *_once call was checked "
+            "(it looked for vllm.logger, transformers.utils.logging, accelerate.logging, *, torchtune.utils._logging, "
+            "sglang.srt.utils.common)"
         ]
     )
-    assert "nox" not in result.stdout.str()
+    assert "nox" not in result.stdout.str() and "pip install" not in result.stdout.str()
+
+
+def test_a_session_with_a_cache_says_which_it_checked_and_not_that_nothing_was(inner: pytest.Pytester) -> None:
+    inner.makepyfile(test_eager=EAGER)
+    result = inner.runpytest_subprocess("--warnonce-strict")
+    result.stdout.fnmatch_lines(["warnonce-strict: checked vllm.logger"])
+    assert "no *_once call was checked" not in result.stdout.str()
