@@ -20,9 +20,9 @@ a call whose arguments do not fit its message goes to logging as it is, which re
 call (each time: the cache never sees it). The edits are made in place, so the rest of the module keeps its bytes
 and its diff is small; what is inserted is written as `ruff format` writes it at vLLM's settings.
 
-A patched module is told from vLLM's by `renders_first`: every `lru_cache`d `_print_*_once` takes exactly
-`(logger, msg)`. `PATCH_MUTANTS` are the three ways back to a cache that keeps the arguments, which the patch's own
-test must kill.
+A patched module is told from vLLM's by `rule.renders_first`, the audit's and strict mode's reading of a logger
+module: nothing but rendered text reaches a cache. `PATCH_MUTANTS` are the three ways back to a cache that keeps the
+arguments, which the patch's own test must kill.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from warnonce_guard.common.errors import LoggerNotPatchable, NothingToCheck
+from warnonce_guard.rule.renders_first import renders_first
 
 PRINTER = re.compile(r"_print_(?P<level>debug|info|warning|error)_once")
 HELPER = "_render_once"  # the function the patch adds before the first printer
@@ -42,7 +43,7 @@ _FALLBACK_COMMENT = "logging reports the mismatch; nothing is cached"
 _TEXT_NAMES = ("text", "rendered", "rendered_message")  # the local holding the rendered message: the first unused
 
 
-__all__ = ["PATCH_MUTANTS", "LoggerNotPatchable", "PatchMutant", "Printer", "patched", "printers", "renders_first"]
+__all__ = ["PATCH_MUTANTS", "LoggerNotPatchable", "PatchMutant", "Printer", "patched", "printers"]
 
 
 @dataclass(frozen=True)
@@ -75,16 +76,6 @@ def printers(tree: ast.Module) -> list[Printer]:
         if match and any(_is_lru_cache(d) for d in node.decorator_list):
             found.append(Printer(node.name, match["level"], node))
     return found
-
-
-def renders_first(source: str) -> bool:
-    """Whether a logger module's `*_once` caches can hold nothing but the message: it has `lru_cache`d
-    `_print_*_once` functions and each takes exactly `(logger, msg)`. A module that does not parse: False."""
-    try:
-        found = printers(ast.parse(source))
-    except SyntaxError:
-        return False
-    return bool(found) and not any(p.keeps_arguments for p in found)
 
 
 @dataclass(frozen=True)
@@ -283,7 +274,7 @@ def patched(source: str, where: str = "the logger module") -> str:
         result = _apply(source, _edits(tree, found, source.splitlines(keepends=True)))
     except LoggerNotPatchable as err:
         raise LoggerNotPatchable(f"{where}: {err}") from None
-    if not renders_first(result):  # a check of this function's own work
+    if renders_first(result) is not True:  # a check of this function's own work
         raise AssertionError(f"{where}: the patched module still passes more than the text to a _print_*_once cache")
     return result
 

@@ -17,13 +17,8 @@ from types import ModuleType
 
 import pytest
 from warnonce_guard.common.errors import ExitCode, LoggerNotPatchable, NothingToCheck
-from warnonce_guard.rule.cache_fix import (
-    PATCH_MUTANTS,
-    PatchMutant,
-    patched,
-    printers,
-    renders_first,
-)
+from warnonce_guard.rule.cache_fix import PATCH_MUTANTS, PatchMutant, patched, printers
+from warnonce_guard.rule.renders_first import renders_first
 
 from tests import layout
 from tests.toy import FIXED_LOGGER_SOURCE, LOGGER_SOURCE, purge, unique_package, write
