@@ -41,6 +41,7 @@ class Workspace:
     suite_baseline = _Inside("suite-baseline.json")
     setup_cfg = _Inside("setup.cfg")
     sites_file = _Inside("sites.json")
+    guarded_sites_file = _Inside("sites-guarded.json")  # the sites whose guards test the mutants, when some leak
     generation_file = _Inside("generation.json")
     identities_file = _Inside("identities.json")
     attribution = _Inside("attribution")

@@ -167,6 +167,15 @@ def reached_functions() -> set[str]:
     return {name for name, tests in state().tests_by_mangled_function_name.items() if tests}
 
 
+def forget_collected_tests() -> None:
+    """Forget which tests reach which function, as mutmut's stats session found them before it stopped (it adds to
+    what it holds): its next run collects them afresh, from the tests it runs then."""
+    from mutmut.state import state
+
+    state().tests_by_mangled_function_name.clear()
+    state().duration_by_test.clear()
+
+
 def mutmut_hits(clear: bool = False) -> set[str]:
     """The mutated functions mutmut's trampolines saw run since its last look (a test's teardown), emptied when
     `clear`: what a suite's plugin takes from the test mutmut would credit them to."""

@@ -22,7 +22,7 @@ from warnonce_guard.common.errors import BadRecord, ExitCode, GuardError, Record
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS
 from warnonce_guard.common.processes import bind_to_parent, child_environment, die_with_parent
 from warnonce_guard.guards.isolation import isolated
-from warnonce_guard.guards.sessions import UNWRITTEN_STATUS
+from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, baseline_sessions
 from warnonce_guard.mutations.engine import confirm, naming, overlay, state
 from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.seam import (
@@ -31,6 +31,7 @@ from warnonce_guard.mutations.engine.seam import (
     MUTANT_VARIABLE,
     Generation,
     each_generation,
+    forget_collected_tests,
     our_operators,
     patched_main,
     reached_functions,
@@ -98,7 +99,12 @@ def _warm_up(modules: Sequence[str]) -> None:
 
 
 def _environment(
-    ws: Workspace, run_id: str, packages: dict[str, Path], suite: Suite | None = None, rounds: int = 1
+    ws: Workspace,
+    run_id: str,
+    packages: dict[str, Path],
+    suite: Suite | None = None,
+    rounds: int = 1,
+    sites_file: Path | None = None,
 ) -> None:
     """Tell the guard sessions mutmut starts (in this process's environment) to record, on the target imported
     through the workspace (its site modules mutmut's copies), in mutmut's names; and which sites each function
@@ -111,7 +117,7 @@ def _environment(
         mutant_variable=MUTANT_VARIABLE,
         baseline_phases=BASELINE_PHASES,
         mutant_mark=MUTANT_MARK,
-        sites=str(ws.sites_file),
+        sites=str(sites_file or ws.sites_file),
         expect_vllm=str(packages[PACKAGE]),
         mutated=str(ws.mutants),
         evidence=False,  # verdicts and detectors only: no referrer chains (see guards.drive)
@@ -349,7 +355,24 @@ def _tested(ws: Workspace, run_id: str, rounds: int) -> int:
         return suite_stopped(ws, files, code)
     if code != 0 and complete_baseline(ws) == UNWRITTEN_STATUS:  # mutmut's stats or clean run could not either
         raise RecordsUnwritten(f"the guards could not write their records in {ws.attribution}")
+    if code != 0 and (guarded := _guarded_at_baseline(ws, run_id)):
+        # The target leaks at some sites (their guards fail on the unmutated code, and mutmut stopped there): the
+        # mutants are tested by the guards of the others, whose verdicts still stand (those sites' are skipped).
+        ws.guarded_sites_file.write_text(json.dumps([site.to_json() for site in guarded]), encoding="utf-8")
+        print(f"testing the mutants with the guards of the {len(guarded)} site(s) guarded at baseline", flush=True)
+        _environment(ws, run_id, packages, suite, rounds, ws.guarded_sites_file)
+        forget_collected_tests()  # the failing guards' among them, which the next sessions no longer hold
+        code = run_mutmut(ws, run_id, packages, files, suite, rounds)
     return code
+
+
+def _guarded_at_baseline(ws: Workspace, run_id: str) -> list[Site]:
+    """The cached sites whose guard passed on the unmutated code when some other one failed there (none when every
+    guard failed, or none did)."""
+    failed = {r.site for s in baseline_sessions(ws.attribution, run_id) for r in s.records if r.failed}
+    cached = [site for site in _sites(ws) if site.cached]
+    guarded = [site for site in cached if site.id not in failed]
+    return guarded if failed and len(guarded) < len(cached) else []
 
 
 def suite_stopped(ws: Workspace, files: list[str], code: int) -> int:

@@ -124,6 +124,22 @@ def test_a_leaking_tree_is_exposed_and_fails_the_gate(tmp_path: Path) -> None:
     assert "Killed" not in statuses(out)
 
 
+def test_a_site_exposed_at_baseline_leaves_the_other_sites_mutants_tested(tmp_path: Path) -> None:
+    """mutmut stops at the first guard that fails on the unmutated code: the guards of the sites that pass there test
+    the mutants again on their own, so one leaking site is one exposed site, not a run with nothing scored."""
+    tree = make_tree(tmp_path / "tree")
+    leaking = INTERFACE.replace('%s", repr(e)', '%r", e').replace("class Platform", "class Leaky")
+    (tree / "vllm" / "platforms" / "leaky.py").write_text(leaking, encoding="utf-8")
+    code, out, _ = run(tree, tmp_path)
+
+    assert code == ExitCode.CHECK_FAILED
+    summary = (out / "summary.md").read_text()
+    assert "2 sites: 1 guarded, 1 exposed, 0 unreached." in summary
+    killed = len(fitting_operators(INTERFACE))
+    assert f"**Mutation score:** 100.00% ({killed} killed of {killed} reached)" in summary
+    assert statuses(out).count("Killed") == killed
+
+
 def test_a_second_run_with_nothing_changed_retests_no_mutant(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree")
     run(tree, tmp_path)

@@ -53,6 +53,7 @@ def test_an_aliased_leak_is_a_live_site_whose_guard_fails_and_the_run_reports_it
     (row,) = [line for line in summary.splitlines() if line.startswith(f"| `{ARM_SITE}` |")]
     assert "| **live** | **exposed** | exception retained, owner pinned, warning repeated |" in row
     assert "6 sites: 5 guarded, 1 exposed, 0 unreached." in summary
+    assert "**Mutation score:** 100.00% (15 killed of 15 reached)" in summary  # the other sites' mutants still ran
 
 
 def test_a_site_whose_handler_is_deleted_fails_a_run_that_expects_it(
