@@ -203,6 +203,14 @@ def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> 
                 for parsed_small in parsed(cst.SimpleStatementLine([small])):
                     rebind(parsed_small, live)
             return True
+        if isinstance(stmt, cst.Try) and stmt.finalbody is not None and holds(stmt.finalbody, call):
+            # after the body, a handler or the `else`: what any of them bound
+            if stmt.handlers:
+                flow(parsed(stmt.with_changes(finalbody=None)), live)
+            else:
+                live |= _branch(stmt.body.body, live)
+            _flow_to(stmt.finalbody.body.body, call, live)
+            return True
         holder = next((h for h in stmt.handlers if holds(h, call)), None) if isinstance(stmt, cst.Try) else None
         if isinstance(stmt, cst.Try) and holder is not None:  # the body ran (or part of it), then this handler alone
             live |= _branch(stmt.body.body, live)

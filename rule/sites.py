@@ -234,14 +234,21 @@ class _SiteFinder:
             self.visit_if(stmt, scope, in_handler=False)
         elif isinstance(stmt, cst.Try):
             self.visit_try(stmt, scope)
-            for block in (stmt, *stmt.handlers, stmt.orelse, stmt.finalbody):
+            for block in (stmt, *stmt.handlers, stmt.orelse):
                 if block is not None:
                     self.walk(block.body.body, scope)
             self.after += self.handlers_logged_after(stmt)
+            if stmt.finalbody is not None:  # runs after the handler: it may log what the handler bound
+                self.walk(stmt.finalbody.body.body, scope)
         elif isinstance(stmt, (cst.With, cst.For, cst.While)):
             self.walk(stmt.body.body, scope)
-        elif isinstance(stmt, cst.SimpleStatementLine) and self.after:
-            self.visit_after(stmt, scope)
+            if not isinstance(stmt, cst.With) and stmt.orelse is not None:
+                self.walk(stmt.orelse.body.body, scope)
+        elif isinstance(stmt, cst.Match):
+            for case in stmt.cases:
+                self.walk(case.body.body, scope)
+        elif isinstance(stmt, (cst.SimpleStatementLine, cst.BaseSmallStatement)) and self.after:
+            self.visit_after(stmt, scope)  # a line, or a statement of a one-line block (`if err: logger...`)
 
     def visit_if(self, stmt: cst.If, scope: _Scope, in_handler: bool) -> None:
         test = self.code(stmt.test)
@@ -288,8 +295,9 @@ class _SiteFinder:
                 out.append(_After(kernel, import_line, digest, handler, name, frozenset(derived)))
         return out
 
-    def visit_after(self, stmt: cst.SimpleStatementLine, scope: _Scope) -> None:
-        """Logging calls of a statement after a site `try` that log a name one of its handlers bound."""
+    def visit_after(self, stmt: cst.SimpleStatementLine | cst.BaseSmallStatement, scope: _Scope) -> None:
+        """Logging calls of a statement after a site `try` that log a name one of its handlers bound (or a name
+        bound since to a value made of one: `reported = err`)."""
         reaching = self.reaching_in(scope)
         for node in walk(stmt):
             if not isinstance(node, cst.Call) or (log_method(node) is None and reached(node, reaching) is None):
@@ -299,6 +307,7 @@ class _SiteFinder:
                 found = SiteCall(node, after.handler, after.name, reached(node, reaching))
                 site = self.site(found, after.kernel, after.import_line, scope, (), place="after")
                 self.sites.append(replace(site, anchor=after.anchor))
+        self.after = [replace(a, derived=a.derived | _made_of(stmt, a.derived)) for a in self.after]
 
     def site(
         self,
@@ -396,9 +405,29 @@ def _derived_names(handler: cst.ExceptHandler, name: str) -> set[str]:
             for node in sorted(nodes, key=lambda n: (n.lineno, n.col_offset)):
                 if node.value is None or not made(node.value):
                     continue
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                made_of |= {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+                made_of |= _targets(node)
     return made_of - {name}
+
+
+def _made_of(stmt: cst.CSTNode, names: frozenset[str]) -> frozenset[str]:
+    """The names a statement binds to a value made of one of `names` (`reported = err`, `(r := err)`)."""
+    if not any(references(stmt, name) for name in names):
+        return frozenset()
+    bound: set[str] = set()
+    for node in (node for tree in parsed(stmt) for node in ast.walk(tree)):
+        if isinstance(node, _BINDINGS) and node.value is not None and _uses(node.value, names):
+            bound |= _targets(node)
+    return frozenset(bound)
+
+
+def _uses(value: ast.AST, names: frozenset[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value))
+
+
+def _targets(node: ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr) -> set[str]:
+    """The names a binding binds."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
 
 
 @contextlib.contextmanager

@@ -33,6 +33,7 @@ class Form(NamedTuple):
 
 MESSAGE = "'Failed to import from PKG._C: %r'"
 EAGER_MESSAGE = "'Failed to import from PKG._C: %s'"
+PLAIN_MESSAGE = EAGER_MESSAGE  # a name logged after the handler: %s of whatever it holds
 HELPER = "def _log_failure(err):\n    logger.warning_once({message}, {arg})\n"
 PARTIAL = "_warn = functools.partial(logger.warning_once, {message})\n"
 
@@ -50,6 +51,27 @@ FORMS = {
         "error = repr(e)",
         before="error = None",
         after=f"if error is not None:\n    logger.warning_once({MESSAGE.replace('%r', '%s')}, error)",
+        place="after",
+    ),
+    "in-the-finally": Form(
+        "error = e",
+        "error = repr(e)",
+        before="error = None",
+        after=f"finally:\n    if error is not None:\n        logger.warning_once({PLAIN_MESSAGE}, error)",
+        place="after",
+    ),
+    "rebound-after-the-handler": Form(
+        "error = e",
+        "error = repr(e)",
+        before="error = None",
+        after=f"reported = error\nif reported is not None:\n    logger.warning_once({PLAIN_MESSAGE}, reported)",
+        place="after",
+    ),
+    "after-in-a-one-line-if": Form(
+        "error = e",
+        "error = repr(e)",
+        before="error = None",
+        after=f"if error is not None: logger.warning_once({PLAIN_MESSAGE}, error)",
         place="after",
     ),
     "tuple": Form(
@@ -84,6 +106,7 @@ EAGER_TOP = {
     "helper-function": HELPER.format(message=EAGER_MESSAGE, arg="repr(err)"),
     "partial": PARTIAL.format(message=EAGER_MESSAGE),
 }
+UNKNOWN_WHEN_FIXED = {"attribute", "rebound-after-the-handler"}
 METHOD_HELPER = """
     @classmethod
     def _log_failure(cls, err):
@@ -150,6 +173,7 @@ def test_a_leak_in_every_form_is_a_site_whose_guard_fails(name: str, toy: list[s
 @pytest.mark.parametrize("name", FORMS)
 def test_the_same_site_fixed_is_discovered_and_passes_its_guard(name: str, toy: list[str], tmp_path: Path) -> None:
     package, site = site_of(tmp_path, toy, name, eager=True)
-    assert (site.form, site.place) == ("eager" if name != "attribute" else "unknown", FORMS[name].place)
+    # what an attribute or a second name holds the rule does not follow for safety: the source cannot tell
+    assert (site.form, site.place) == ("unknown" if name in UNKNOWN_WHEN_FIXED else "eager", FORMS[name].place)
 
     check_site(site, package=package)

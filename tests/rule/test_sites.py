@@ -676,3 +676,61 @@ def test_a_nested_relative_site_under_a_branch_owns_the_calls_it_runs() -> None:
     assert [(s.exc_name, s.kernel_module) for s in sites_in_source(source, FILE, MODULE)] == [
         ("inner", "vllm.platforms._C_AVX2")
     ]
+
+
+# ---- no site vanishes in a block discovery did not walk (review of issue 33) ----------------------------------
+
+_TRY = """\
+try:
+    import vllm._C  # noqa: F401
+except ImportError as e:
+    logger.warning_once("Failed: %r", e)
+"""
+
+
+@pytest.mark.parametrize(
+    "block",
+    ["for _ in ():\n    pass\nelse:\n", "while False:\n    pass\nelse:\n", "match cls.kind:\n    case 'cpu':\n"],
+    ids=["for-else", "while-else", "match-case"],
+)
+def test_a_site_try_in_an_else_of_a_loop_or_a_case_of_a_match_is_found(block: str) -> None:
+    depth = 8 if block.startswith("match") else 4
+    body = textwrap.indent(block + textwrap.indent(_TRY, " " * depth), " " * 8)
+    site = only(f"class P:\n    @classmethod\n    def import_kernels(cls):\n{body}")
+    assert (site.qualname, site.form, site.kernel_module) == ("P.import_kernels", "live", "vllm._C")
+
+
+AFTER = """\
+class P:
+    @classmethod
+    def import_kernels(cls):
+        err = None
+        try:
+            import vllm._C  # noqa: F401
+        except ImportError as e:
+            err = e
+{after}
+"""
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "        finally:\n            if err is not None:\n                logger.warning_once('Failed: %r', err)",
+        "        if err is not None: logger.warning_once('Failed: %r', err)",
+        "        for _ in (1,): logger.warning_once('Failed: %r', err)",
+        "        reported = err\n        logger.warning_once('Failed: %r', reported)",
+        "        reported: object = err\n        if reported:\n            logger.warning_once('Failed: %r', reported)",
+        "        match err:\n            case None:\n                pass\n            case _:\n"
+        "                logger.warning_once('Failed: %r', err)",
+    ],
+    ids=["in-its-finally", "one-line-if", "one-line-for", "rebound", "rebound-annotated", "in-a-match"],
+)
+def test_a_call_after_the_handler_logging_what_it_bound_is_found_wherever_it_stands(after: str) -> None:
+    site = only(AFTER.format(after=after))
+    assert (site.place, site.form, site.exc_name) == ("after", "live", "e")
+
+
+def test_a_name_rebound_after_the_handler_to_something_else_logs_nothing_of_it() -> None:
+    after = "        reported = 'none'\n        logger.warning_once('Failed: %s', reported)"
+    assert find(AFTER.format(after=after)) == []
