@@ -203,7 +203,8 @@ def _logger_of(module: types.ModuleType, site: Site) -> tuple[logging.Logger, st
 @contextmanager
 def _spied_logger(module: types.ModuleType, site: Site) -> Iterator[tuple[LoggerSpy, RecordCapture]]:
     real, swapped = _logger_of(module, site)
-    spy = LoggerSpy(real, site.kernel_module, (site.function_name, site.via_function), after=site.place == "after")
+    after = site.place == "after"
+    spy = LoggerSpy(real, site.kernel_module, (site.function_name, site.via_function), after, site.message)
     capture = RecordCapture(spy)
     level, propagate = real.level, real.propagate
     real.setLevel(logging.DEBUG)

@@ -177,3 +177,47 @@ def test_the_same_site_fixed_is_discovered_and_passes_its_guard(name: str, toy: 
     assert (site.form, site.place) == ("unknown" if name in UNKNOWN_WHEN_FIXED else "eager", FORMS[name].place)
 
     check_site(site, package=package)
+
+
+# A fixed function that logs more than its site: in the handler, after it, and before the `try`
+BOTH = """\
+from PKG.logger import init_logger
+
+logger = init_logger(__name__)
+
+
+class Platform:
+    @classmethod
+    def import_kernels(cls) -> None:
+        logger.info_once("probing the kernels")
+        error = None
+        try:
+            import PKG._C  # noqa: F401
+        except ImportError as e:
+            error = {bound}
+            logger.warning_once("Failed to import from PKG._C: %s", repr(e))
+        if error is not None:
+            logger.info_once("running without PKG._C: %s", error)
+"""
+
+
+@pytest.mark.parametrize(("bound", "fails"), [("repr(e)", ()), ("e", ("handler", "after"))], ids=["fixed", "leaking"])
+def test_a_call_after_the_handler_is_told_apart_from_the_functions_other_calls(
+    bound: str, fails: tuple[str, ...], toy: list[str], tmp_path: Path
+) -> None:
+    """The guard of a call after the handler counts that call: not the handler's, not one before the `try` (each
+    of which it took for its own, so the fixed function's guard failed as `warning repeated`)."""
+    package = unique_package()
+    toy.append(package)
+    write_toy(tmp_path, package, {"interface": BOTH.format(bound=bound)})
+    importlib.invalidate_caches()
+    sites = [s for s in discover(tmp_path, package=package) if s.cached]
+    assert [s.place for s in sites] == ["handler", "after"]
+
+    failed = []
+    for site in sites:
+        try:
+            check_site(site, package=package)
+        except LeakDetected:
+            failed.append(site.place)
+    assert tuple(failed) == fails
