@@ -276,8 +276,8 @@ class _SiteFinder:
     def reaching_in(self, scope: _Scope) -> Reaching:
         """What reaches a *_once method from code in this scope: the module's callables, its classes' methods."""
         found = dict(self.reaching.get("", {}))
-        for name in scope.names:
-            found |= self.reaching.get(name, {})
+        for depth, name in enumerate(scope.names, 1):  # a class's methods, what a function defines for itself
+            found |= self.reaching.get(name, {}) | self.reaching.get(f"def {'.'.join(scope.names[:depth])}", {})
         return found
 
     def handlers_logged_after(self, stmt: cst.Try) -> list[_After]:

@@ -29,6 +29,7 @@ class Form(NamedTuple):
     handler: str = "except ImportError as e:"
     place: str = "handler"
     via: str = ""
+    bases: str = ""  # the platform class's, e.g. `(_Base)`
 
 
 MESSAGE = "'Failed to import from PKG._C: %r'"
@@ -36,6 +37,11 @@ EAGER_MESSAGE = "'Failed to import from PKG._C: %s'"
 PLAIN_MESSAGE = EAGER_MESSAGE  # a name logged after the handler: %s of whatever it holds
 HELPER = "def _log_failure(err):\n    logger.warning_once({message}, {arg})\n"
 PARTIAL = "_warn = functools.partial(logger.warning_once, {message})\n"
+UTIL = "class _Util:\n    @staticmethod\n    def log_failure(err):\n        logger.warning_once({message}, {arg})\n"
+BASE = (
+    "class _Base:\n    @classmethod\n    def _log_failure(cls, err):\n        logger.warning_once({message}, {arg})\n"
+)
+NESTED = "def _report(err):\n    logger.warning_once({message}, {arg})"
 
 FORMS = {
     "alias": Form(
@@ -100,12 +106,31 @@ FORMS = {
     ),
     "helper-method": Form("cls._log_failure(e)", "cls._log_failure(e)", via="cls._log_failure"),
     "partial": Form("_warn(e)", "_warn(repr(e))", top=PARTIAL.format(message=MESSAGE), via="_warn"),
+    "helper-of-another-class": Form(
+        "_Util.log_failure(e)",
+        "_Util.log_failure(e)",
+        top=UTIL.format(message=MESSAGE, arg="err"),
+        via="_Util.log_failure",
+    ),
+    "helper-of-a-base-class": Form(
+        "cls._log_failure(e)",
+        "cls._log_failure(e)",
+        top=BASE.format(message=MESSAGE, arg="err"),
+        via="cls._log_failure",
+        bases="(_Base)",
+    ),
+    "helper-the-function-defines": Form(
+        "_report(e)", "_report(e)", before=NESTED.format(message=MESSAGE, arg="err"), via="_report"
+    ),
 }
 # The eager twins that differ outside the handler
 EAGER_TOP = {
     "helper-function": HELPER.format(message=EAGER_MESSAGE, arg="repr(err)"),
     "partial": PARTIAL.format(message=EAGER_MESSAGE),
+    "helper-of-another-class": UTIL.format(message=EAGER_MESSAGE, arg="repr(err)"),
+    "helper-of-a-base-class": BASE.format(message=EAGER_MESSAGE, arg="repr(err)"),
 }
+EAGER_BEFORE = {"helper-the-function-defines": NESTED.format(message=EAGER_MESSAGE, arg="repr(err)")}
 UNKNOWN_WHEN_FIXED = {"attribute", "rebound-after-the-handler"}
 METHOD_HELPER = """
     @classmethod
@@ -117,6 +142,7 @@ METHOD_HELPER = """
 def module(name: str, eager: bool) -> str:
     form = FORMS[name]
     top = EAGER_TOP.get(name, form.top) if eager else form.top
+    before = EAGER_BEFORE.get(name, form.before) if eager else form.before
     method = ""
     if name == "helper-method":
         method = METHOD_HELPER.format(message=EAGER_MESSAGE if eager else MESSAGE, arg="repr(err)" if eager else "err")
@@ -126,9 +152,9 @@ def module(name: str, eager: bool) -> str:
 
     return (
         "import functools\nimport sys\nimport types\n\nfrom PKG.logger import init_logger\n\n"
-        f"logger = init_logger(__name__)\n\n{top}\n\nclass Platform:\n{method}\n"
+        f"logger = init_logger(__name__)\n\n{top}\n\nclass Platform{form.bases}:\n{method}\n"
         "    @classmethod\n    def import_kernels(cls) -> None:\n"
-        f"{indented(form.before, 8)}\n"
+        f"{indented(before, 8)}\n"
         "        try:\n            import PKG._C  # noqa: F401\n"
         f"        {form.handler}\n{indented(form.eager if eager else form.live, 12)}\n"
         f"{indented(form.after, 8)}\n"

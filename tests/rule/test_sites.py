@@ -734,3 +734,42 @@ def test_a_call_after_the_handler_logging_what_it_bound_is_found_wherever_it_sta
 def test_a_name_rebound_after_the_handler_to_something_else_logs_nothing_of_it() -> None:
     after = "        reported = 'none'\n        logger.warning_once('Failed: %s', reported)"
     assert find(AFTER.format(after=after)) == []
+
+
+HELPERS = """\
+class Base:
+    @classmethod
+    def _log_failure(cls, err):
+        logger.warning_once("Failed: %r", err)
+
+
+class Quiet(Base):
+    @classmethod
+    def _log_failure(cls, err):
+        print(err)
+
+
+class P({base}):
+    @classmethod
+    def import_kernels(cls):
+        warn = logger.warning_once
+        try:
+            import vllm._C  # noqa: F401
+        except ImportError as e:
+            {call}
+"""
+
+
+@pytest.mark.parametrize(
+    ("base", "call", "via"),
+    [
+        ("Base", "cls._log_failure(e)", "cls._log_failure"),
+        ("Quiet", "self._log_failure(e)", None),  # Quiet's own, which logs nothing, hides Base's
+        ("object", "Base._log_failure(e)", "Base._log_failure"),
+        ("object", "warn('Failed: %r', e)", "warn"),  # a local alias: found (its guard says it cannot drive it)
+    ],
+    ids=["inherited", "overridden", "another-class", "a-local-alias"],
+)
+def test_a_helper_is_followed_where_the_handler_can_call_it(base: str, call: str, via: str | None) -> None:
+    found = find(HELPERS.format(base=base, call=call))
+    assert [(s.via, s.form) for s in found] == ([(via, "live")] if via else [])
