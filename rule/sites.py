@@ -30,6 +30,7 @@ from warnonce_guard.rule.site_rule import (
     log_method,
     names_a_kernel,
     parsed,
+    passes,
     reached,
     reaching_callables,
     references,
@@ -182,6 +183,7 @@ class _SiteFinder:
         self.reaching = reaching or {}  # per class name ("" the module's): what reaches a *_once method
         self.sites: list[Site] = []
         self.after: list[_After] = []  # site handlers of this function whose names later calls may log
+        self.in_handlers: set[int] = set()  # ids of the calls a site handler runs: each is that handler's site alone
 
     @classmethod
     def run(cls, source: str, file: str, module: str, package: str) -> list[Site]:
@@ -270,6 +272,7 @@ class _SiteFinder:
         import_line = self.line(stmt.body.body[0])
         digest = anchor(stmt)
         for found in site_calls(stmt, self.package, self.current_package, self.reaching_in(scope)):
+            self.in_handlers.add(id(found.call))
             site = self.site(found, kernel, import_line, scope, self.handler_conditions(found.handler, found.call))
             self.sites.append(replace(site, anchor=digest))
 
@@ -302,7 +305,9 @@ class _SiteFinder:
         for node in walk(stmt):
             if not isinstance(node, cst.Call) or (log_method(node) is None and reached(node, reaching) is None):
                 continue
-            after = next((a for a in reversed(self.after) if any(_passes(node, n) for n in a.derived)), None)
+            if id(node) in self.in_handlers:  # a later site handler's call: its site (and guard) already
+                continue
+            after = next((a for a in reversed(self.after) if any(passes(node, n) for n in a.derived)), None)
             if after is not None:
                 found = SiteCall(node, after.handler, after.name, reached(node, reaching))
                 site = self.site(found, after.kernel, after.import_line, scope, (), place="after")
@@ -380,10 +385,6 @@ class _SiteFinder:
             return within(stmt.orelse.body.body, negated) if stmt.orelse is not None else None
 
         return within(handler.body.body, ()) or ()
-
-
-def _passes(call: cst.Call, name: str) -> bool:
-    return any(references(arg.value, name) for arg in checked_arguments(call))
 
 
 _BINDINGS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)

@@ -773,3 +773,14 @@ class P({base}):
 def test_a_helper_is_followed_where_the_handler_can_call_it(base: str, call: str, via: str | None) -> None:
     found = find(HELPERS.format(base=base, call=call))
     assert [(s.via, s.form) for s in found] == ([(via, "live")] if via else [])
+
+
+def test_a_call_of_a_later_handler_logging_an_earlier_handlers_name_is_that_handlers_site_alone() -> None:
+    """One site per call: the handler that runs it owns it (its guard drives it, its mutants are its), not also the
+    earlier handler whose name it logs (two sites at one position: the mutants went to the wrong one)."""
+    after = (
+        "        try:\n            import vllm._C_AVX2  # noqa: F401\n        except ImportError as e2:\n"
+        "            logger.warning_once('Failed: %r %r', err, e2)"
+    )
+    site = only(AFTER.format(after=after))
+    assert (site.kernel_module, site.place, site.form) == ("vllm._C_AVX2", "handler", "live")
