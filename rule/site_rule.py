@@ -173,8 +173,12 @@ _RENDER = cst.Module([]).code_for_node
 
 
 def parsed(node: cst.CSTNode) -> list[ast.stmt]:
-    """A statement (or an expression, as one) as the standard library parses it: what the liveness policy reads."""
-    return ast.parse(_RENDER(node).strip() if isinstance(node, cst.BaseExpression) else _RENDER(node)).body
+    """A statement (or an expression, as one) as the standard library parses it: what the liveness policy reads. An
+    expression is parsed in parentheses, as it stood in its call's: its text may span lines (`"a: %s; "` over
+    `"b"`), which alone does not parse."""
+    if isinstance(node, cst.BaseExpression):
+        return [ast.Expr(ast.parse(f"({_RENDER(node)}\n)", mode="eval").body)]
+    return ast.parse(_RENDER(node)).body
 
 
 def holds(node: cst.CSTNode, target: cst.CSTNode) -> bool:

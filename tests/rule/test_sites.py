@@ -784,3 +784,17 @@ def test_a_call_of_a_later_handler_logging_an_earlier_handlers_name_is_that_hand
     )
     site = only(AFTER.format(after=after))
     assert (site.kernel_module, site.place, site.form) == ("vllm._C_AVX2", "handler", "live")
+
+
+@pytest.mark.parametrize(
+    ("argument", "form"),
+    [("repr(e)", "eager"), ("e", "live"), ("(\n                e\n            )", "live")],
+    ids=["eager", "live", "in-parentheses"],
+)
+def test_a_message_concatenated_over_lines_is_read_for_the_form(argument: str, form: str) -> None:
+    """As ruff formats a long message: implicit concatenation over lines. Its text alone does not parse (the second
+    line is indented): the form was an IndentationError out of discovery, a traceback and exit 70 from `sites`."""
+    lines = ['"Failed: %s; "', '"some ops are missing",', f"{argument},"]
+    call = "logger.warning_once(\n" + "".join(f"{' ' * 16}{line}\n" for line in lines) + " " * 12 + ")"
+    site = only(guarded("import vllm._C", call))
+    assert (site.form, site.message) == (form, "Failed: %s; some ops are missing")
