@@ -161,6 +161,9 @@ def checked_arguments(call: cst.Call) -> list[cst.Arg]:
 
 
 def references(node: cst.CSTNode, name: str) -> bool:
+    """`node` reads `name`: a name, or a dotted one (`cls.kernel_error`) as an attribute chain."""
+    if "." in name:
+        return any(isinstance(n, cst.Attribute) and dotted(n) == name for n in walk(node))
     return bool(name) and any(isinstance(n, cst.Name) and n.value == name for n in walk(node))
 
 

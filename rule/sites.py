@@ -16,7 +16,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from warnonce_guard.common.errors import SourceDoesNotParse
-from warnonce_guard.rule.liveness import handled_exception
+from warnonce_guard.rule.liveness import dotted_name, handled_exception
 from warnonce_guard.rule.site_rule import (
     ONCE_METHODS,
     Reaching,
@@ -396,9 +396,7 @@ def _derived_names(handler: cst.ExceptHandler, name: str) -> set[str]:
     made_of = {name} if name else set()
 
     def made(value: ast.AST) -> bool:
-        return any(
-            (isinstance(n, ast.Name) and n.id in made_of) or handled_exception(n) is not None for n in ast.walk(value)
-        )
+        return _uses(value, made_of) or any(handled_exception(n) is not None for n in ast.walk(value))
 
     for stmt in handler.body.body:
         for tree in parsed(stmt):
@@ -421,14 +419,25 @@ def _made_of(stmt: cst.CSTNode, names: frozenset[str]) -> frozenset[str]:
     return frozenset(bound)
 
 
-def _uses(value: ast.AST, names: frozenset[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value))
+def _uses(value: ast.AST, names: frozenset[str] | set[str]) -> bool:
+    """`value` reads one of `names` (a name, or an attribute chain: `cls.kernel_error`)."""
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and dotted_name(n) in names for n in ast.walk(value))
 
 
 def _targets(node: ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr) -> set[str]:
-    """The names a binding binds."""
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    return {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    """The names a binding binds: `err`, each of an unpacking's, or an attribute chain (`cls.kernel_error`, not
+    `cls`: what else `cls` holds is not the exception's)."""
+    todo: list[ast.expr] = list(node.targets) if isinstance(node, ast.Assign) else [node.target]
+    bound: set[str] = set()
+    while todo:
+        target = todo.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            todo += target.elts
+        elif isinstance(target, ast.Starred):
+            todo.append(target.value)
+        elif (name := dotted_name(target)) is not None:
+            bound.add(name)
+    return bound
 
 
 @contextlib.contextmanager

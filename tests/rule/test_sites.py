@@ -798,3 +798,26 @@ def test_a_message_concatenated_over_lines_is_read_for_the_form(argument: str, f
     call = "logger.warning_once(\n" + "".join(f"{' ' * 16}{line}\n" for line in lines) + " " * 12 + ")"
     site = only(guarded("import vllm._C", call))
     assert (site.form, site.message) == (form, "Failed: %s; some ops are missing")
+
+
+ATTRIBUTE = """\
+class P:
+    @classmethod
+    def import_kernels(cls):
+        try:
+            import vllm._C  # noqa: F401
+        except ImportError as e:
+            cls.kernel_error = {bound}
+        logger.info_once("kernels for %s", cls.device_name)
+        logger.warning_once("Failed: %s", cls.kernel_error)
+"""
+
+
+@pytest.mark.parametrize(("bound", "form"), [("repr(e)", "unknown"), ("e", "live")], ids=["fixed", "leaking"])
+def test_a_handler_binding_an_attribute_makes_that_attribute_logged_after_it_a_site_not_its_owner(
+    bound: str, form: str
+) -> None:
+    """`cls.kernel_error = ...` binds `cls.kernel_error`, not `cls`: `cls.device_name` logged after the handler is
+    no site of it (it was, and its guard failed the fixed code as `message changed`)."""
+    site = only(ATTRIBUTE.format(bound=bound))
+    assert (site.place, site.message, site.form) == ("after", "Failed: %s", form)
