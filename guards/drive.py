@@ -211,6 +211,7 @@ def _spied_logger(
         site.kernel_module,
         (site.function_name, site.via_function),
         after=site.place == "after",
+        message=site.message,
         once=stock.method if stock is not None else None,
     )
     capture = RecordCapture(spy)

@@ -40,10 +40,11 @@ class Observation:
 class LoggerSpy:
     """Stands in for a module's `logger` (or wraps the partial a site calls): counts the calls made for the site.
 
-    A call counts for the site when the exception being handled is the blocker's for the site's kernel module (or,
-    for a call after the handler, `after`, whatever is handled) and the caller is the site's function or the helper
-    it calls (mutmut's mangled copies included). With `once`, the site's `*_once` calls go to `once(real, name)` in
-    place of the logger's own (`guards.stock_cache.StockOnce`).
+    A call counts for the site when the exception being handled is the blocker's for the site's kernel module (for
+    a call after the handler, `after`, when it is not: the handler's own calls are not the site's, and with a literal
+    `message`, only a call of that message: the function's other calls are not either) and the caller is the site's
+    function or the helper it calls (mutmut's mangled copies included). With `once`, the site's `*_once` calls go to
+    `once(real, name)` in place of the logger's own (`guards.stock_cache.StockOnce`).
     """
 
     def __init__(
@@ -52,19 +53,21 @@ class LoggerSpy:
         kernel_module: str,
         function_names: tuple[str, ...],
         after: bool = False,
+        message: str | None = None,
         once: Callable[[logging.Logger, str], Callable[..., Any]] | None = None,
     ) -> None:
         self._real = real
         self._kernel_module = kernel_module
         self._function_names = tuple(name for name in function_names if name)
         self._after = after
+        self._message = message if after else None  # no operator rewrites a call after the handler: it stays
         self._once = once
         self.calls = 0
         self.in_site_call = False
 
     def _is_site_call(self) -> bool:
         handled = sys.exc_info()[1]
-        if not self._after and (not isinstance(handled, BlockedKernelImport) or handled.name != self._kernel_module):
+        if (isinstance(handled, BlockedKernelImport) and handled.name == self._kernel_module) == self._after:
             return False
         caller = sys._getframe(2).f_code.co_name
         return any(name in caller for name in self._function_names)
@@ -85,6 +88,8 @@ class LoggerSpy:
             attr = self._once(self._real, name)
 
         def spy(msg: Any = "", *args: Any, **kwargs: Any) -> Any:
+            if self._message is not None and msg != self._message:
+                return attr(msg, *args, **kwargs)
             return self._counted(attr, msg, *args, **kwargs)
 
         return spy

@@ -409,6 +409,10 @@ def mutate(
         try:
             result = _run(ws, root, key, suite_files, find_sites, platform, progress, started, run)
             write_report(result, paths.out, paths.viewer_js)
+        except NothingToCheck:
+            if recorded is not None and expect_sites is not None:  # every guard gone: that is the verdict, named
+                expected.compare(recorded, find_sites()).check(expect_sites)
+            raise
         except Interrupted as stop:
             left = provenance.left_in(paths.out, run)  # an earlier report, perhaps of another target: say whose
             stop.detail = f"finished verdicts are kept in {ws.dir}; the next run tests the rest" + (

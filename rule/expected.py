@@ -39,7 +39,8 @@ def render(sites: list[Site], source: str) -> str:
     discovered (`vLLM 0.33.0 (g4ba787ec9)`), never where: a record is committed and read on other machines."""
     rows = [{"id": key(s), "line": s.line, "form": s.form} for s in sorted(sites, key=key) if s.cached]
     record = {"kind": KIND, "version": VERSION, "recorded_from": source, "sites": rows}
-    return json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+    # ASCII: a file name's undecodable byte (`\udcff`) is written as its escape, which reads back the same
+    return json.dumps(record, indent=2) + "\n"
 
 
 def _is_record(path: Path) -> bool:
@@ -85,12 +86,20 @@ def read(path: Path) -> list[Expected]:
         raise BadSitesRecord(
             f"--expect-sites {path}: a record of version {data.get('version')!r}, not {VERSION}; write it again"
         )
+    rows = data.get("sites")
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise BadSitesRecord(f"--expect-sites {path}: {_ROWS}; write it again with `sites --write`")
     try:
-        return [Expected(str(row["id"]), int(row["line"]), str(row["form"])) for row in data["sites"]]
-    except (KeyError, TypeError, ValueError) as err:
+        return [Expected(str(row["id"]), int(row["line"]), str(row["form"])) for row in rows]
+    except KeyError as err:
         raise BadSitesRecord(
             f"--expect-sites {path}: a site without {err}; write it again with `sites --write`"
         ) from None
+    except (TypeError, ValueError):
+        raise BadSitesRecord(f"--expect-sites {path}: {_ROWS}; write it again with `sites --write`") from None
+
+
+_ROWS = "its `sites` is not a list of sites {id, line, form} (line a number)"
 
 
 @dataclass(frozen=True)

@@ -161,6 +161,9 @@ def checked_arguments(call: cst.Call) -> list[cst.Arg]:
 
 
 def references(node: cst.CSTNode, name: str) -> bool:
+    """`node` reads `name`: a name, or a dotted one (`cls.kernel_error`) as an attribute chain."""
+    if "." in name:
+        return any(isinstance(n, cst.Attribute) and dotted(n) == name for n in walk(node))
     return bool(name) and any(isinstance(n, cst.Name) and n.value == name for n in walk(node))
 
 
@@ -173,8 +176,12 @@ _RENDER = cst.Module([]).code_for_node
 
 
 def parsed(node: cst.CSTNode) -> list[ast.stmt]:
-    """A statement (or an expression, as one) as the standard library parses it: what the liveness policy reads."""
-    return ast.parse(_RENDER(node).strip() if isinstance(node, cst.BaseExpression) else _RENDER(node)).body
+    """A statement (or an expression, as one) as the standard library parses it: what the liveness policy reads. An
+    expression is parsed in parentheses, as it stood in its call's: its text may span lines (`"a: %s; "` over
+    `"b"`), which alone does not parse."""
+    if isinstance(node, cst.BaseExpression):
+        return [ast.Expr(ast.parse(f"({_RENDER(node)}\n)", mode="eval").body)]
+    return ast.parse(_RENDER(node)).body
 
 
 def holds(node: cst.CSTNode, target: cst.CSTNode) -> bool:
@@ -202,6 +209,14 @@ def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> 
                     return True
                 for parsed_small in parsed(cst.SimpleStatementLine([small])):
                     rebind(parsed_small, live)
+            return True
+        if isinstance(stmt, cst.Try) and stmt.finalbody is not None and holds(stmt.finalbody, call):
+            # after the body, a handler or the `else`: what any of them bound
+            if stmt.handlers:
+                flow(parsed(stmt.with_changes(finalbody=None)), live)
+            else:
+                live |= _branch(stmt.body.body, live)
+            _flow_to(stmt.finalbody.body.body, call, live)
             return True
         holder = next((h for h in stmt.handlers if holds(h, call)), None) if isinstance(stmt, cst.Try) else None
         if isinstance(stmt, cst.Try) and holder is not None:  # the body ran (or part of it), then this handler alone
@@ -358,46 +373,106 @@ def _helper_form(function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Cal
 
 
 def reaching_callables(tree: ast.Module) -> dict[str, Reaching]:
-    """Per class name ("" for the module's own), the callables that reach a `*_once` method when called: a
-    module-level name bound to the method or a partial of it, a function of the module or a method of the class
-    whose own body calls one (or calls such a callable: followed until nothing changes). Keys are the callee as a
-    handler writes it: `warn`, `_log_failure`, `cls._log_failure`, `self._log_failure`, `Platform._log_failure`."""
-    scopes: dict[str, dict[str, ast.FunctionDef | ast.AsyncFunctionDef]] = {"": {}}
+    """Per scope, the callables that reach a `*_once` method when called: a name bound to the method or a partial
+    of it, a function whose own body calls one (or calls such a callable: followed until nothing changes). Scopes:
+    "" the module's (its functions and names, and each class's `Class.method`), a class's name its methods and those
+    it inherits from a class of the module but does not define, `def QUALNAME` what a function defines for itself
+    (`def Platform.import_kernels`: a nested `def _report(err)`, `warn = logger.warning_once`). Keys are the callee
+    as code writes it: `warn`, `_log_failure`, `cls._log_failure`, `self._log_failure`, `Platform._log_failure`."""
     found: dict[str, Reaching] = {"": {}}
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            scopes[""][stmt.name] = stmt
-        elif isinstance(stmt, ast.Assign) and (held := _once_reference(stmt.value)) is not None:
-            for target in stmt.targets:
-                if isinstance(target, ast.Name):
-                    found[""][target.id] = Reach(*held)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            scopes[node.name] = {s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-            found.setdefault(node.name, {})
+    functions: list[_Function] = []
+    bases: dict[str, list[str]] = {}
+
+    def visit(body: Sequence[ast.AST], cls: str, outer: str) -> None:
+        scope = f"def {outer}" if outer else cls  # where a name bound here is seen: a function's, a class's, ""
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                method = bool(cls) and not outer
+                keys = [f"cls.{stmt.name}", f"self.{stmt.name}", f"{cls}.{stmt.name}"] if method else [stmt.name]
+                qualname = f"{outer or cls}.{stmt.name}".lstrip(".")
+                functions.append(_Function(stmt, scope, keys, (cls, scope if outer else ""), method))
+                found.setdefault(scope, {})
+                visit(stmt.body, cls, qualname)
+            elif isinstance(stmt, ast.ClassDef):
+                found.setdefault(stmt.name, {})
+                bases[stmt.name] = [b.id for b in stmt.bases if isinstance(b, ast.Name)]
+                visit(stmt.body, stmt.name, "")
+            elif isinstance(stmt, ast.Assign) and (outer or not cls) and (held := _once_reference(stmt.value)):
+                names = [target.id for target in stmt.targets if isinstance(target, ast.Name)]
+                found.setdefault(scope, {}).update(dict.fromkeys(names, Reach(*held)))
+            else:  # the statements under a statement (an `if`, a loop, a `try` and its handlers, a match's cases)
+                for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    visit(getattr(stmt, block, ()), cls, outer)
+
+    visit(tree.body, "", "")
+    defined = {cls: {f"cls.{f.node.name}" for f in functions if f.method and f.scope == cls} for cls in bases}
     changed = True
     while changed:
         changed = False
-        for scope, functions in scopes.items():
-            visible = found[""] | found[scope]
-            for name, function in functions.items():
-                keys = [name] if not scope else [f"cls.{name}", f"self.{name}", f"{scope}.{name}"]
-                if keys[0] in found[scope]:
-                    continue
-                reach = _reach_of(function, visible, method=bool(scope))
-                if reach is not None:
-                    found[scope].update(dict.fromkeys(keys, reach))
-                    changed = True
+        for cls in bases:  # what a class inherits from a class of the module, but what a nearer class defines
+            hidden = set(defined[cls])
+            for base in _bases(cls, bases):
+                for key, reach in list(found[base].items()):
+                    inherited = key.startswith(("cls.", "self.")) and key not in found[cls]
+                    if inherited and "cls." + key.split(".", 1)[1] not in hidden:
+                        found[cls][key] = reach
+                        changed = True
+                hidden |= defined[base]
+        for function in functions:
+            if function.keys[0] in found[function.scope]:
+                continue
+            klass, own = (found.get(scope, {}) for scope in function.visible)
+            reach = _reach_of(function, found[""] | klass | own)
+            if reach is not None:
+                found[function.scope].update(dict.fromkeys(function.keys, reach))
+                if function.method:  # `Class.method`, from anywhere in the module
+                    found[""][function.keys[2]] = reach
+                changed = True
     return found
 
 
-def _reach_of(function: ast.FunctionDef | ast.AsyncFunctionDef, visible: Reaching, method: bool) -> Reach | None:
+def _bases(cls: str, bases: dict[str, list[str]]) -> list[str]:
+    """The classes of the module `cls` inherits from, nearest first, each once."""
+    out: list[str] = []
+    todo = list(bases.get(cls, []))
+    while todo:
+        base = todo.pop(0)
+        if base in bases and base not in out and base != cls:
+            out.append(base)
+            todo += bases[base]
+    return out
+
+
+class _Function:
+    """A function of the module, a method, or a function a function defines, as `reaching_callables` follows it:
+    the scope its name is bound in, the keys a caller writes, the scopes it sees (its class's, its function's)."""
+
+    def __init__(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        scope: str,
+        keys: list[str],
+        visible: tuple[str, str],
+        method: bool,
+    ) -> None:
+        self.node, self.scope, self.keys, self.visible, self.method = node, scope, keys, visible, method
+        # its own calls that may reach a *_once method, in order, found once: (call, None) for one of the method
+        # itself, (call, callee) for a call of a dotted name
+        self.calls: list[tuple[ast.Call, str | None]] = []
+        for call in _own_calls(node):
+            if isinstance(call.func, ast.Attribute) and call.func.attr in ONCE_METHODS:
+                self.calls.append((call, None))
+            elif (callee := dotted_name(call.func)) is not None:
+                self.calls.append((call, callee))
+
+
+def _reach_of(function: _Function, visible: Reaching) -> Reach | None:
     """What a function reaches through its first `*_once` call, direct or through a callable in `visible`."""
-    for call in _own_calls(function):
-        if isinstance(call.func, ast.Attribute) and call.func.attr in ONCE_METHODS:
-            form = _helper_form(function, call, method)
-            return Reach(call.func.attr, ast.unparse(call.func.value), function.name, form)
-        callee = dotted_name(call.func)
-        if callee is not None and (inner := visible.get(callee)) is not None:
-            return inner if inner.function else Reach(inner.method, inner.receiver, function.name, LIVE)
+    for call, callee in function.calls:
+        if callee is None:
+            method = call.func.attr  # type: ignore[attr-defined]
+            form = _helper_form(function.node, call, function.method)
+            return Reach(method, ast.unparse(call.func.value), function.node.name, form)  # type: ignore[attr-defined]
+        if (inner := visible.get(callee)) is not None:
+            return inner if inner.function else Reach(inner.method, inner.receiver, function.node.name, LIVE)
     return None

@@ -16,7 +16,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from warnonce_guard.common.errors import SourceDoesNotParse
-from warnonce_guard.rule.liveness import handled_exception
+from warnonce_guard.rule.liveness import dotted_name, handled_exception
 from warnonce_guard.rule.site_rule import (
     ONCE_METHODS,
     Reaching,
@@ -30,6 +30,7 @@ from warnonce_guard.rule.site_rule import (
     log_method,
     names_a_kernel,
     parsed,
+    passes,
     reached,
     reaching_callables,
     references,
@@ -182,6 +183,7 @@ class _SiteFinder:
         self.reaching = reaching or {}  # per class name ("" the module's): what reaches a *_once method
         self.sites: list[Site] = []
         self.after: list[_After] = []  # site handlers of this function whose names later calls may log
+        self.in_handlers: set[int] = set()  # ids of the calls a site handler runs: each is that handler's site alone
 
     @classmethod
     def run(cls, source: str, file: str, module: str, package: str) -> list[Site]:
@@ -234,14 +236,21 @@ class _SiteFinder:
             self.visit_if(stmt, scope, in_handler=False)
         elif isinstance(stmt, cst.Try):
             self.visit_try(stmt, scope)
-            for block in (stmt, *stmt.handlers, stmt.orelse, stmt.finalbody):
+            for block in (stmt, *stmt.handlers, stmt.orelse):
                 if block is not None:
                     self.walk(block.body.body, scope)
             self.after += self.handlers_logged_after(stmt)
+            if stmt.finalbody is not None:  # runs after the handler: it may log what the handler bound
+                self.walk(stmt.finalbody.body.body, scope)
         elif isinstance(stmt, (cst.With, cst.For, cst.While)):
             self.walk(stmt.body.body, scope)
-        elif isinstance(stmt, cst.SimpleStatementLine) and self.after:
-            self.visit_after(stmt, scope)
+            if not isinstance(stmt, cst.With) and stmt.orelse is not None:
+                self.walk(stmt.orelse.body.body, scope)
+        elif isinstance(stmt, cst.Match):
+            for case in stmt.cases:
+                self.walk(case.body.body, scope)
+        elif isinstance(stmt, (cst.SimpleStatementLine, cst.BaseSmallStatement)) and self.after:
+            self.visit_after(stmt, scope)  # a line, or a statement of a one-line block (`if err: logger...`)
 
     def visit_if(self, stmt: cst.If, scope: _Scope, in_handler: bool) -> None:
         test = self.code(stmt.test)
@@ -263,14 +272,15 @@ class _SiteFinder:
         import_line = self.line(stmt.body.body[0])
         digest = anchor(stmt)
         for found in site_calls(stmt, self.package, self.current_package, self.reaching_in(scope)):
+            self.in_handlers.add(id(found.call))
             site = self.site(found, kernel, import_line, scope, self.handler_conditions(found.handler, found.call))
             self.sites.append(replace(site, anchor=digest))
 
     def reaching_in(self, scope: _Scope) -> Reaching:
         """What reaches a *_once method from code in this scope: the module's callables, its classes' methods."""
         found = dict(self.reaching.get("", {}))
-        for name in scope.names:
-            found |= self.reaching.get(name, {})
+        for depth, name in enumerate(scope.names, 1):  # a class's methods, what a function defines for itself
+            found |= self.reaching.get(name, {}) | self.reaching.get(f"def {'.'.join(scope.names[:depth])}", {})
         return found
 
     def handlers_logged_after(self, stmt: cst.Try) -> list[_After]:
@@ -288,17 +298,21 @@ class _SiteFinder:
                 out.append(_After(kernel, import_line, digest, handler, name, frozenset(derived)))
         return out
 
-    def visit_after(self, stmt: cst.SimpleStatementLine, scope: _Scope) -> None:
-        """Logging calls of a statement after a site `try` that log a name one of its handlers bound."""
+    def visit_after(self, stmt: cst.SimpleStatementLine | cst.BaseSmallStatement, scope: _Scope) -> None:
+        """Logging calls of a statement after a site `try` that log a name one of its handlers bound (or a name
+        bound since to a value made of one: `reported = err`)."""
         reaching = self.reaching_in(scope)
         for node in walk(stmt):
             if not isinstance(node, cst.Call) or (log_method(node) is None and reached(node, reaching) is None):
                 continue
-            after = next((a for a in reversed(self.after) if any(_passes(node, n) for n in a.derived)), None)
+            if id(node) in self.in_handlers:  # a later site handler's call: its site (and guard) already
+                continue
+            after = next((a for a in reversed(self.after) if any(passes(node, n) for n in a.derived)), None)
             if after is not None:
                 found = SiteCall(node, after.handler, after.name, reached(node, reaching))
                 site = self.site(found, after.kernel, after.import_line, scope, (), place="after")
                 self.sites.append(replace(site, anchor=after.anchor))
+        self.after = [replace(a, derived=a.derived | _made_of(stmt, a.derived)) for a in self.after]
 
     def site(
         self,
@@ -373,10 +387,6 @@ class _SiteFinder:
         return within(handler.body.body, ()) or ()
 
 
-def _passes(call: cst.Call, name: str) -> bool:
-    return any(references(arg.value, name) for arg in checked_arguments(call))
-
-
 _BINDINGS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)
 
 
@@ -386,9 +396,7 @@ def _derived_names(handler: cst.ExceptHandler, name: str) -> set[str]:
     made_of = {name} if name else set()
 
     def made(value: ast.AST) -> bool:
-        return any(
-            (isinstance(n, ast.Name) and n.id in made_of) or handled_exception(n) is not None for n in ast.walk(value)
-        )
+        return _uses(value, made_of) or any(handled_exception(n) is not None for n in ast.walk(value))
 
     for stmt in handler.body.body:
         for tree in parsed(stmt):
@@ -396,9 +404,40 @@ def _derived_names(handler: cst.ExceptHandler, name: str) -> set[str]:
             for node in sorted(nodes, key=lambda n: (n.lineno, n.col_offset)):
                 if node.value is None or not made(node.value):
                     continue
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                made_of |= {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+                made_of |= _targets(node)
     return made_of - {name}
+
+
+def _made_of(stmt: cst.CSTNode, names: frozenset[str]) -> frozenset[str]:
+    """The names a statement binds to a value made of one of `names` (`reported = err`, `(r := err)`)."""
+    if not any(references(stmt, name) for name in names):
+        return frozenset()
+    bound: set[str] = set()
+    for node in (node for tree in parsed(stmt) for node in ast.walk(tree)):
+        if isinstance(node, _BINDINGS) and node.value is not None and _uses(node.value, names):
+            bound |= _targets(node)
+    return frozenset(bound)
+
+
+def _uses(value: ast.AST, names: frozenset[str] | set[str]) -> bool:
+    """`value` reads one of `names` (a name, or an attribute chain: `cls.kernel_error`)."""
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and dotted_name(n) in names for n in ast.walk(value))
+
+
+def _targets(node: ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr) -> set[str]:
+    """The names a binding binds: `err`, each of an unpacking's, or an attribute chain (`cls.kernel_error`, not
+    `cls`: what else `cls` holds is not the exception's)."""
+    todo: list[ast.expr] = list(node.targets) if isinstance(node, ast.Assign) else [node.target]
+    bound: set[str] = set()
+    while todo:
+        target = todo.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            todo += target.elts
+        elif isinstance(target, ast.Starred):
+            todo.append(target.value)
+        elif (name := dotted_name(target)) is not None:
+            bound.add(name)
+    return bound
 
 
 @contextlib.contextmanager

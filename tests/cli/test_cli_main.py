@@ -733,6 +733,25 @@ def test_a_site_gone_from_the_tree_fails_expect_sites_naming_it(
     assert f"{SITE_ID} (line " in said
 
 
+def test_mutate_with_every_recorded_site_gone_fails_naming_them_not_nothing_to_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As `sites` and `guards` do: a record's sites all gone is the verdict (exit 1 naming them), where `mutate` said
+    only "no kernel-import site logs through a *_once call" (exit 5)."""
+    record = tmp_path / "expected.json"
+    assert main(["sites", "--vllm-src", str(make_tree(tmp_path / "before")), "--write", str(record)]) == ExitCode.OK
+    after = make_tree(tmp_path / "after", INTERFACE.replace("except ImportError as e:", "except ValueError as e:"))
+    capsys.readouterr()
+    argv = ["--vllm-src", str(after), "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]
+
+    assert main(["mutate", *argv, "--expect-sites", str(record)]) == ExitCode.CHECK_FAILED
+
+    said = stderr_lines(capsys)[-1]
+    assert said.startswith(f"warnonce-guard: error: 1 expected site(s) of {record} not found, so not guarded: ")
+    assert f"{SITE_ID} (line " in said
+    assert main(["mutate", *argv]) == ExitCode.NOTHING_TO_CHECK  # without a record: nothing to check, as before
+
+
 def test_a_new_site_is_noted_on_stderr_and_guarded_all_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

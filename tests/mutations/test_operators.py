@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 
 import libcst as cst
 import pytest
@@ -10,11 +11,13 @@ from warnonce_guard.mutations.operators import (
     OPERATORS,
     describe_operators,
     mutate_try,
+    not_applied,
     operator_of,
     operators_for,
 )
+from warnonce_guard.rule.sites import sites_in_source
 
-from tests.toy import apply_operator
+from tests.toy import INTERFACE, apply_operator
 
 NAMES = list(OPERATORS)
 
@@ -319,3 +322,14 @@ def test_operator_of_names_the_operator_behind_a_mutant() -> None:
         (mutated,) = mutate_try(op.function, try_node, "vllm")
         assert operator_of(try_node, mutated) == name
         assert operator_of(try_node, try_node) is None
+
+
+def test_an_operator_without_a_mutant_at_a_site_says_what_it_needs_or_where_the_call_stands() -> None:
+    (site,) = sites_in_source(INTERFACE, "vllm/platforms/interface.py", "vllm.platforms.interface")
+    made = [name for name in NAMES if name != "fstring-revert"]
+    assert not_applied(site, made) == {"fstring-revert": "needs a plain f-string message that formats e"}
+    assert not_applied(site, NAMES) == {}
+    after = not_applied(replace(site, place="after"), [])
+    assert after == dict.fromkeys(NAMES, "the call is after the handler: no operator rewrites it there")
+    through = not_applied(replace(site, via="_warn"), [])
+    assert set(through.values()) == {"the call goes through `_warn`: no operator rewrites it there"}

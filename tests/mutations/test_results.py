@@ -11,7 +11,7 @@ from warnonce_guard.guards.sessions import GuardRecord, GuardSession, Phase, Rec
 from warnonce_guard.mutations.engine.attempts import STOPPED_CODES
 from warnonce_guard.mutations.engine.status import EXIT_CODE_STATUS
 from warnonce_guard.mutations.identify import NamedMutant
-from warnonce_guard.mutations.judge import judge, retest, site_baselines, verdicts
+from warnonce_guard.mutations.judge import LIVE_BUT_PASSED, judge, retest, site_baselines, verdicts
 from warnonce_guard.mutations.records import (
     CRASHED,
     EXPOSED,
@@ -173,6 +173,11 @@ def test_baselines_guarded_exposed_and_unreached() -> None:
     assert got[SITE_B] == (UNREACHED, (), "b unreached")
     assert got["c"][0] is UNREACHED and "did not run" in got["c"][2]
     assert site_baselines([FakeSite(SITE_A)], [session(0, PASS, mutant="")])[0].status is GUARDED  # type: ignore[list-item]
+
+
+def test_a_live_site_is_exposed_at_baseline_though_its_guard_passed() -> None:
+    (baseline,) = site_baselines([FakeSite(SITE_A, form="live")], [session(0, PASS, mutant="")])  # type: ignore[list-item]
+    assert (baseline.status, baseline.detectors, baseline.detail) == (EXPOSED, (), LIVE_BUT_PASSED)
 
 
 # --- verdicts: one per named mutant -----------------------------------------------------------------------

@@ -112,3 +112,25 @@ def test_write_replaces_an_earlier_record_but_never_a_file_of_the_users(tmp_path
     assert mine.read_text(encoding="utf-8") == '{"mine": true}'
     with pytest.raises(PathUnusable, match="a directory"):
         expected.write_target(tmp_path)
+
+
+def test_a_site_in_a_file_whose_name_is_not_utf8_is_recorded_and_found_again(tmp_path: Path) -> None:
+    """A file name's undecodable byte (`\\udcff`, as Python reads it) is written escaped, not a crash at the write
+    (UnicodeEncodeError, exit 70), and reads back as the same identity."""
+    found = [replace(s, file="vllm/platforms/inter\udcffface.py") for s in sites()]
+    path = recorded(tmp_path, found)
+
+    assert expected.compare(expected.read(path), found) == expected.Comparison((), ())
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [["abc"], [None], {"a": 1}, None, [{"id": "x", "line": "one", "form": "eager"}]],
+    ids=["a-string", "null", "an-object", "no-list", "a-line-not-a-number"],
+)
+def test_a_record_whose_sites_are_not_rows_says_what_a_row_holds(tmp_path: Path, rows: object) -> None:
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps({"kind": expected.KIND, "version": 1, "sites": rows}), encoding="utf-8")
+    with pytest.raises(BadSitesRecord, match=r"not a list of sites \{id, line, form\}") as caught:
+        expected.read(path)
+    assert "string indices" not in str(caught.value) and "NoneType" not in str(caught.value)

@@ -676,3 +676,148 @@ def test_a_nested_relative_site_under_a_branch_owns_the_calls_it_runs() -> None:
     assert [(s.exc_name, s.kernel_module) for s in sites_in_source(source, FILE, MODULE)] == [
         ("inner", "vllm.platforms._C_AVX2")
     ]
+
+
+# ---- no site vanishes in a block discovery did not walk (review of issue 33) ----------------------------------
+
+_TRY = """\
+try:
+    import vllm._C  # noqa: F401
+except ImportError as e:
+    logger.warning_once("Failed: %r", e)
+"""
+
+
+@pytest.mark.parametrize(
+    "block",
+    ["for _ in ():\n    pass\nelse:\n", "while False:\n    pass\nelse:\n", "match cls.kind:\n    case 'cpu':\n"],
+    ids=["for-else", "while-else", "match-case"],
+)
+def test_a_site_try_in_an_else_of_a_loop_or_a_case_of_a_match_is_found(block: str) -> None:
+    depth = 8 if block.startswith("match") else 4
+    body = textwrap.indent(block + textwrap.indent(_TRY, " " * depth), " " * 8)
+    site = only(f"class P:\n    @classmethod\n    def import_kernels(cls):\n{body}")
+    assert (site.qualname, site.form, site.kernel_module) == ("P.import_kernels", "live", "vllm._C")
+
+
+AFTER = """\
+class P:
+    @classmethod
+    def import_kernels(cls):
+        err = None
+        try:
+            import vllm._C  # noqa: F401
+        except ImportError as e:
+            err = e
+{after}
+"""
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "        finally:\n            if err is not None:\n                logger.warning_once('Failed: %r', err)",
+        "        if err is not None: logger.warning_once('Failed: %r', err)",
+        "        for _ in (1,): logger.warning_once('Failed: %r', err)",
+        "        reported = err\n        logger.warning_once('Failed: %r', reported)",
+        "        reported: object = err\n        if reported:\n            logger.warning_once('Failed: %r', reported)",
+        "        match err:\n            case None:\n                pass\n            case _:\n"
+        "                logger.warning_once('Failed: %r', err)",
+    ],
+    ids=["in-its-finally", "one-line-if", "one-line-for", "rebound", "rebound-annotated", "in-a-match"],
+)
+def test_a_call_after_the_handler_logging_what_it_bound_is_found_wherever_it_stands(after: str) -> None:
+    site = only(AFTER.format(after=after))
+    assert (site.place, site.form, site.exc_name) == ("after", "live", "e")
+
+
+def test_a_name_rebound_after_the_handler_to_something_else_logs_nothing_of_it() -> None:
+    after = "        reported = 'none'\n        logger.warning_once('Failed: %s', reported)"
+    assert find(AFTER.format(after=after)) == []
+
+
+HELPERS = """\
+class Base:
+    @classmethod
+    def _log_failure(cls, err):
+        logger.warning_once("Failed: %r", err)
+
+
+class Quiet(Base):
+    @classmethod
+    def _log_failure(cls, err):
+        print(err)
+
+
+class P({base}):
+    @classmethod
+    def import_kernels(cls):
+        warn = logger.warning_once
+        try:
+            import vllm._C  # noqa: F401
+        except ImportError as e:
+            {call}
+"""
+
+
+@pytest.mark.parametrize(
+    ("base", "call", "via"),
+    [
+        ("Base", "cls._log_failure(e)", "cls._log_failure"),
+        ("Quiet", "self._log_failure(e)", None),  # Quiet's own, which logs nothing, hides Base's
+        ("object", "Base._log_failure(e)", "Base._log_failure"),
+        ("object", "warn('Failed: %r', e)", "warn"),  # a local alias: found (its guard says it cannot drive it)
+    ],
+    ids=["inherited", "overridden", "another-class", "a-local-alias"],
+)
+def test_a_helper_is_followed_where_the_handler_can_call_it(base: str, call: str, via: str | None) -> None:
+    found = find(HELPERS.format(base=base, call=call))
+    assert [(s.via, s.form) for s in found] == ([(via, "live")] if via else [])
+
+
+def test_a_call_of_a_later_handler_logging_an_earlier_handlers_name_is_that_handlers_site_alone() -> None:
+    """One site per call: the handler that runs it owns it (its guard drives it, its mutants are its), not also the
+    earlier handler whose name it logs (two sites at one position: the mutants went to the wrong one)."""
+    after = (
+        "        try:\n            import vllm._C_AVX2  # noqa: F401\n        except ImportError as e2:\n"
+        "            logger.warning_once('Failed: %r %r', err, e2)"
+    )
+    site = only(AFTER.format(after=after))
+    assert (site.kernel_module, site.place, site.form) == ("vllm._C_AVX2", "handler", "live")
+
+
+@pytest.mark.parametrize(
+    ("argument", "form"),
+    [("repr(e)", "eager"), ("e", "live"), ("(\n                e\n            )", "live")],
+    ids=["eager", "live", "in-parentheses"],
+)
+def test_a_message_concatenated_over_lines_is_read_for_the_form(argument: str, form: str) -> None:
+    """As ruff formats a long message: implicit concatenation over lines. Its text alone does not parse (the second
+    line is indented): the form was an IndentationError out of discovery, a traceback and exit 70 from `sites`."""
+    lines = ['"Failed: %s; "', '"some ops are missing",', f"{argument},"]
+    call = "logger.warning_once(\n" + "".join(f"{' ' * 16}{line}\n" for line in lines) + " " * 12 + ")"
+    site = only(guarded("import vllm._C", call))
+    assert (site.form, site.message) == (form, "Failed: %s; some ops are missing")
+
+
+ATTRIBUTE = """\
+class P:
+    @classmethod
+    def import_kernels(cls):
+        try:
+            import vllm._C  # noqa: F401
+        except ImportError as e:
+            cls.kernel_error = {bound}
+        logger.info_once("kernels for %s", cls.device_name)
+        logger.warning_once("Failed: %s", cls.kernel_error)
+"""
+
+
+@pytest.mark.parametrize(("bound", "form"), [("repr(e)", "unknown"), ("e", "live")], ids=["fixed", "leaking"])
+def test_a_handler_binding_an_attribute_makes_that_attribute_logged_after_it_a_site_not_its_owner(
+    bound: str, form: str
+) -> None:
+    """`cls.kernel_error = ...` binds `cls.kernel_error`, not `cls`: `cls.device_name` logged after the handler is
+    no site of it (it was, and its guard failed the fixed code as `message changed`)."""
+    site = only(ATTRIBUTE.format(bound=bound))
+    assert (site.place, site.message, site.form) == ("after", "Failed: %s", form)
