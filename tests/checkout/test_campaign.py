@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 from warnonce_guard.common.errors import ExitCode
 from warnonce_guard.guards.detectors import OWNER_PINNED
+from warnonce_guard.mutations.report import stryker, summary
 
 from tests import layout
+from tests.records_support import sample_result
 from tools.campaign.cli import closing, remeasured, row
 from tools.campaign.judge import Observation, Outcome, judge
 from tools.campaign.plan import FAULTS, MAX_GAP_S, Aim, Windows, allowed_exits, draw_moment, plan, trial_rng
-from tools.campaign.runs import RunDirs, Verdicts
+from tools.campaign.runs import RunDirs, Verdicts, read_verdicts
 from tools.campaign.targets import Clean
 from tools.campaign.trial import TrialRecord, phase_of
 
@@ -285,3 +287,18 @@ def test_a_tiny_seeded_campaign_prints_a_row_per_trial_and_the_count_and_logs_th
     assert [t["number"] for t in document["trials"]] == [1, 2] and all(t["ok"] for t in document["trials"])
     assert document["summary"] == {"trials": 2, "ok": 2, "wrong": 0} and document["seed"] == 4
     assert list((tmp_path / "work").iterdir()) == []  # every trial ok: nothing kept
+
+
+def test_the_campaign_reads_every_sites_verdict_from_the_report_the_run_writes_today(tmp_path: Path) -> None:
+    """The campaign compares runs by their reports: a column added to summary.md's sites table (the form, the
+    operators without a mutant) must not make it read a site's form as its status (the slow tier's fault tests
+    then all failed in their clean run)."""
+    result = sample_result()
+    (tmp_path / "summary.md").write_text(summary.render(result), encoding="utf-8")
+    (tmp_path / "mutation.json").write_text(json.dumps(stryker.build(result)), encoding="utf-8")
+
+    verdicts = read_verdicts(tmp_path)
+    assert {site: status for site, (status, _) in verdicts.sites.items()} == {
+        b.site.id: str(b.status) for b in result.baselines
+    }
+    assert len(verdicts.mutants) >= len(result.mutants)

@@ -203,7 +203,11 @@ class RunDirs:
 
 # --- verdicts --------------------------------------------------------------------------------------------
 
-_BASELINE_ROW = re.compile(r"^\| `(?P<site>[^`]+)` \| \d+ \| (?P<status>\w+) \| (?P<detectors>.*) \|$")
+# A row of summary.md's "Sites at baseline": site, line, form, status (bold unless guarded), detectors, operators.
+_CELL = r"(?:[^|\\]|\\.)*?"  # a cell's text: anything but a pipe that is not escaped
+_BASELINE_ROW = re.compile(
+    rf"^\| `(?P<site>[^`]+)` \| \d+ \| \**\w+\** \| \**(?P<status>\w+)\** \| (?P<detectors>{_CELL}) \| {_CELL} \|$"
+)
 
 
 @dataclass(frozen=True)
