@@ -23,6 +23,28 @@ ALLOWED_IMPORTS = {"pytest", "torch", "vllm"} | set(sys.stdlib_module_names)
 # A toy vLLM (no torch) shaped like the real one: six cached sites in three platform modules, branch tests on an
 # enum and on flag functions, a platform module that imports a kernel module at its top (cuda.py), and the three
 # ways a site renders the exception eagerly (`%s` of `repr(e)`, an f-string's `{e!r}`, `%s` of `e.msg`).
+# A test that relies on a warning printed once for the whole session: two copies of it, one before a module under
+# trial and one after it, fail when that module's tests let the message print again.
+PRINT_ONCE = """
+import logging
+
+from vllm.logger import init_logger
+
+MESSAGE = "printed once for the whole session"
+logger = init_logger("print_once_trial")
+
+
+def test_a_warning_once_is_printed_once_for_the_whole_session():
+    seen = getattr(logger, "seen", None)
+    if seen is None:
+        seen = logger.seen = []
+        handler = logging.Handler()
+        handler.emit = lambda record: seen.append(record.getMessage())
+        logger.addHandler(handler)
+    logger.warning_once(MESSAGE)
+    assert seen.count(MESSAGE) == 1
+"""
+
 INTERFACE = """
 import enum
 

@@ -71,7 +71,13 @@ def once_test_source(levels: tuple[str, ...], logger_module: str, bound: frozens
     logs a live exception from its `except` block twice; the exception must be collected, the text logged once, from
     the test's own function. `bound`: the names the file binds at its top (an appended test imports the rest
     locally); `standalone`: a file of its own, with its header and imports."""
-    needed = {"gc": "import gc", "logging": "import logging", "sys": "import sys", "weakref": "import weakref"}
+    needed = {
+        "functools": "import functools",
+        "gc": "import gc",
+        "logging": "import logging",
+        "sys": "import sys",
+        "weakref": "import weakref",
+    }
     local = [line for name, line in needed.items() if name not in bound]
     first_party = [] if "init_logger" in bound else [f"from {logger_module} import init_logger"]
     local_block = ""
@@ -103,9 +109,10 @@ def {TEST_NAME}(method, monkeypatch):
     monkeypatch.setattr(logger, "handlers", [handler])
     monkeypatch.setattr(logger, "propagate", False)
     logger.setLevel(logging.DEBUG)
-    for cached in vars(sys.modules[init_logger.__module__]).values():
-        if hasattr(cached, "cache_clear"):
-            cached.cache_clear()  # an earlier run in this process logged the text
+    module = sys.modules[init_logger.__module__]
+    for name, cached in list(vars(module).items()):
+        if hasattr(cached, "cache_clear"):  # a cache of its own meanwhile
+            monkeypatch.setattr(module, name, functools.lru_cache(cached.__wrapped__))
 
     raised = []
     for _ in range(2):
@@ -123,7 +130,7 @@ def {TEST_NAME}(method, monkeypatch):
     if not standalone:
         return body
     header = VLLM_HEADER if logger_module.split(".")[0] == PACKAGE else ""  # vLLM's files start with its licence
-    imports = "import gc\nimport logging\nimport sys\nimport weakref\n\nimport pytest\n\n"
+    imports = "import functools\nimport gc\nimport logging\nimport sys\nimport weakref\n\nimport pytest\n\n"
     return f"{header}{imports}from {logger_module} import init_logger\n\n\n{body}"
 
 

@@ -18,6 +18,7 @@ from warnonce_guard.upstream.words import HEADER, LEAKS, MARKER
 from tests.exported_support import (
     ALLOWED_IMPORTS,
     COMMITTED,
+    PRINT_ONCE,
     TOY_IDS,
     add_seventh_site,
     export,
@@ -137,28 +138,9 @@ def test_the_toys_export_passes_on_it_and_fails_every_case_once_the_bug_is_back(
     assert all(", ".join(LEAKS) in line for line in lines)  # exception retained, object pinned, warning repeated
 
 
-# The interference trial: a test that relies on a warning printed once for the whole session, in a module before the
-# export (test_a_...) and one after it (test_z_...), and, beside the export, a check after each of its cases that
-# every once-cache of vllm.logger is the same object with the same contents as before it.
-PRINT_ONCE = """
-import logging
-
-from vllm.logger import init_logger
-
-MESSAGE = "printed once for the whole session"
-logger = init_logger("print_once_trial")
-
-
-def test_a_warning_once_is_printed_once_for_the_whole_session():
-    seen = getattr(logger, "seen", None)
-    if seen is None:
-        seen = logger.seen = []
-        handler = logging.Handler()
-        handler.emit = lambda record: seen.append(record.getMessage())
-        logger.addHandler(handler)
-    logger.warning_once(MESSAGE)
-    assert seen.count(MESSAGE) == 1
-"""
+# The interference trial: PRINT_ONCE in a module before the export (test_a_...) and one after it (test_z_...), and,
+# beside the export, a check after each of its cases that every once-cache of vllm.logger is the same object with the
+# same contents as before it.
 CACHES_KEPT = """
 import pytest
 import vllm.logger

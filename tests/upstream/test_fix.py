@@ -25,7 +25,7 @@ from warnonce_guard.upstream.fix import (
 )
 
 from tests import layout
-from tests.exported_support import ALLOWED_IMPORTS, RUFF, VLLM_PYPROJECT, imported_modules
+from tests.exported_support import ALLOWED_IMPORTS, PRINT_ONCE, RUFF, VLLM_PYPROJECT, imported_modules
 from tests.toy import FIXED_LOGGER_SOURCE, LOGGER_SOURCE, make_tree, write
 from tools.vllm_tests.fix_proof import UNMUTATED, prove
 
@@ -187,21 +187,27 @@ def test_export_fix_check_reads_a_file_as_it_is(tmp_path: Path, capsys: pytest.C
     assert "--check FILE reads a module or a patch as it is" in capsys.readouterr().err
 
 
-def test_the_patched_toy_tree_runs_its_own_test_in_a_fresh_interpreter(tmp_path: Path) -> None:
-    """The test as written into a checkout (a file of its own, importing the tree's logger) passes there."""
+def test_the_patched_toy_tree_runs_its_own_test_in_a_fresh_interpreter_and_leaves_a_print_once_test_alone(
+    tmp_path: Path,
+) -> None:
+    """The test as written into a checkout (a file of its own, importing the tree's logger) passes there, between the
+    halves of a test that relies on a message printed once for the session: it logs into once-caches of its own."""
     tree = make_tree(tmp_path / "tree")
     patch = render_patch(collect_fix(str(tree), None))
     assert git_apply(patch, tree).returncode == 0
+    halves = ["tests/test_a_print_once.py", OWN_TEST_FILE, "tests/test_z_print_once.py"]
+    for half in (halves[0], halves[2]):
+        write(tree, half, PRINT_ONCE)
 
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", OWN_TEST_FILE],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *halves],
         cwd=tree,
         capture_output=True,
         text=True,
         env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 0, done.stdout[-2000:]
-    assert "4 passed" in done.stdout
+    assert "6 passed" in done.stdout  # the patch's 4 cases, and each half saw its message once
 
 
 PLUGIN = """
