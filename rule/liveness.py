@@ -33,6 +33,8 @@ _PRIMITIVE_BUILTINS = _STR_BUILTINS | frozenset(
 )
 _STR_METHODS = frozenset({"format", "join"})
 _TYPE_NAME_ATTRS = frozenset({"__name__", "__qualname__"})
+# The standard library's level constants, ints: torchtune's `log_once(logger, msg, level=logging.DEBUG)` passes one.
+_LOGGING_LEVELS = frozenset({"CRITICAL", "FATAL", "ERROR", "WARNING", "WARN", "INFO", "DEBUG", "NOTSET"})
 # Builtins that always return a list, dict, set or bytearray (or raise): what they return cannot be hashed.
 _UNHASHABLE_BUILTINS = frozenset({"list", "dict", "set", "sorted", "bytearray", "vars"})
 _UNHASHABLE_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
@@ -88,6 +90,8 @@ EXAMPLES: tuple[LivenessExample, ...] = (
     LivenessExample("x", "name", "x = [1, 2]\nif y:\n    x = 'a'"),
     LivenessExample("x", "name", "for x in [[1]]:\n    pass"),
     LivenessExample("-len(xs)", None),
+    LivenessExample("logging.DEBUG", None),
+    LivenessExample("config.DEBUG", "attribute"),
     LivenessExample("e.args", "attribute"),
     LivenessExample("e.name", "attribute"),
     LivenessExample("e.args[0]", "subscript"),
@@ -138,6 +142,8 @@ def is_safe(node: ast.expr) -> bool:
     if isinstance(node, ast.Call):
         return _builtin_name(node) in _PRIMITIVE_BUILTINS
     if isinstance(node, ast.Attribute):
+        if node.attr in _LOGGING_LEVELS:
+            return dotted_name(node.value) == "logging"
         return node.attr in _TYPE_NAME_ATTRS and _is_type_call(node.value)
     if isinstance(node, ast.Tuple):
         return all(is_safe(el) for el in node.elts)
