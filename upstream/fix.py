@@ -130,8 +130,8 @@ def {TEST_NAME}(method, monkeypatch):
     if not standalone:
         return body
     header = VLLM_HEADER if logger_module.split(".")[0] == PACKAGE else ""  # vLLM's files start with its licence
-    imports = "import functools\nimport gc\nimport logging\nimport sys\nimport weakref\n\nimport pytest\n\n"
-    return f"{header}{imports}from {logger_module} import init_logger\n\n\n{body}"
+    imports = "\n".join(needed.values())
+    return f"{header}{imports}\n\nimport pytest\n\nfrom {logger_module} import init_logger\n\n\n{body}"
 
 
 def top_level_names(source: str) -> frozenset[str]:
