@@ -88,7 +88,6 @@ def make_site(file: str, qualname: str, kernel: str) -> Site:
         module=file.removesuffix(".py").replace("/", "."),
         qualname=qualname,
         kernel_module=kernel,
-        occurrence=0,
         line=line,
         end_line=line,
         column=text.index("logger"),
