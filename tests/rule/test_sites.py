@@ -11,6 +11,7 @@ import libcst
 import pytest
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 from warnonce_guard.common.errors import ExitCode, Interrupted, SourceDoesNotParse
+from warnonce_guard.rule.liveness import argument_kind_of_source
 from warnonce_guard.rule.site_rule import anchor, dotted, imported_modules, names_a_kernel, resolve_relative
 from warnonce_guard.rule.sites import Condition, Site, discover, might_hold_site, sites_in_source
 
@@ -850,3 +851,49 @@ def test_a_handler_binding_an_attribute_makes_that_attribute_logged_after_it_a_s
     no site of it (it was, and its guard failed the fixed code as `message changed`)."""
     site = only(ATTRIBUTE.format(bound=bound))
     assert (site.place, site.message, site.form) == ("after", "Failed: %s", form)
+
+
+# ---- the form column tells the truth (issue 40) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("handler", "form"),
+    [
+        ('logger.warning_once("F: %r", *[e])', "live"),
+        ('logger.warning_once("F: %s", *[repr(e)])', "eager"),
+        ('logger.warning_once("F: %r", (lambda x=e: x)())', "live"),
+        ('logger.warning_once("F: %s", (lambda x=e: repr(x))())', "eager"),
+        ('logger.warning_once("F: %r", (lambda x: x)(e))', "live"),
+        ('[logger.warning_once("F: %r", x) for x in [e]]', "live"),
+        ('[logger.warning_once("F: %s", repr(x)) for x in [e]]', "eager"),
+        ('logger.warning_once("F: %r", [x for x in [e]][0])', "live"),
+        ("try:\n                raise RuntimeError()\n            except RuntimeError as e2:\n"
+         '                logger.warning_once("F: %r", e2.__context__)', "live"),
+    ],
+    ids=["starred", "starred-eager", "default-lambda", "default-lambda-eager", "called-lambda", "comprehension",
+         "comprehension-eager", "comprehension-value", "context"],
+)  # fmt: skip
+def test_the_form_of_a_call_that_hides_the_exception_is_what_reaches_the_cache(handler: str, form: str) -> None:
+    (site,) = find(guarded("import vllm._C", handler))
+    assert site.form == form
+
+
+@pytest.mark.parametrize(
+    ("argument", "kind"),
+    [("(lambda x=e: x)()", "exception"), ("[x for x in [e]][0]", "exception"), ("(lambda x=e: repr(x))()", "call")],
+)
+def test_the_audit_reads_those_arguments_as_discovery_does(argument: str, kind: str | None) -> None:
+    assert argument_kind_of_source(argument, {"e"}) == kind
+
+
+def test_a_guarded_import_whose_handler_logs_nothing_discovery_reads_is_a_site_not_recognised() -> None:
+    source = guarded("import vllm._C", 'getattr(logger, "warning_once")("F: %r", e)')
+    (site,) = rows(source)
+    assert (site.recognised, site.guarded, site.form, site.line) == (False, True, "unknown", 5)
+    assert site.id == "vllm/platforms/x.py::P.import_kernels::vllm._C"
+    assert find(source) == []
+
+
+def test_sys_exception_is_no_logging_call() -> None:
+    (site,) = rows(guarded("import vllm._C", "exc = sys.exception()"))
+    assert site.log_method == ""  # the guarded import is the site; `sys.exception()` logs nothing
