@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 
@@ -204,3 +205,60 @@ def test_a_record_whose_sites_are_not_rows_says_what_a_row_holds(tmp_path: Path,
     with pytest.raises(BadSitesRecord, match=r"not a list of sites \{id, line, form, call\}") as caught:
         expected.read(path)
     assert "string indices" not in str(caught.value) and "NoneType" not in str(caught.value)
+
+
+# ---- the two position cases of issue 40, on vLLM 0.33.0's cpu.py ------------------------------------------------
+
+CPU = "vllm/platforms/cpu.py"
+BF16_SITE = """\
+                    try:
+                        import vllm._C  # noqa: F401
+                    except ImportError as e:
+                        logger.warning_once(
+                            "Failed to import from vllm._C: %s", repr(e)
+                        )
+"""
+
+
+def cpu_sites(text: str) -> list[Site]:
+    return sites_in_source(text, CPU, "vllm.platforms.cpu")
+
+
+def installed_cpu() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec("vllm")
+    assert spec is not None and spec.origin is not None
+    text = (Path(spec.origin).parent / "platforms" / "cpu.py").read_text(encoding="utf-8")
+    assert text.count(BF16_SITE) == 1
+    return text
+
+
+def test_renaming_the_first_kernel_import_names_exactly_that_site_missing(tmp_path: Path) -> None:
+    text = installed_cpu()
+    path = recorded(tmp_path, cpu_sites(text))
+    renamed = text.replace(BF16_SITE, BF16_SITE.replace("import vllm._C ", "import vllm._C_NEW "))
+
+    comparison = expected.compare(expected.read(path), cpu_sites(renamed))
+
+    (missing,) = comparison.missing
+    assert missing.id.startswith(f"{CPU}::CpuPlatform.import_kernels::vllm._C [") and "bf16" in missing.id
+    assert [s.kernel_module for s in comparison.new] == ["vllm._C_NEW"]
+
+
+def test_a_site_moved_to_another_branch_is_missing_where_it_was_and_new_where_it_is(tmp_path: Path) -> None:
+    text = installed_cpu()
+    path = recorded(tmp_path, cpu_sites(text))
+    avx2 = "                try:\n                    import vllm._C_AVX2  # noqa: F401\n"
+    added = textwrap.indent(textwrap.dedent(BF16_SITE), " " * 16)
+    assert text.count(avx2) == 1
+    moved = text.replace(BF16_SITE, "                    pass\n").replace(avx2, added + avx2)
+
+    comparison = expected.compare(expected.read(path), cpu_sites(moved))
+
+    (missing,) = comparison.missing
+    assert "bf16" in missing.id and missing.id.split("::")[2].startswith("vllm._C [")
+    with pytest.raises(ExpectedSitesMissing, match="1 expected site"):
+        comparison.check(path)
+    (new,) = comparison.new
+    assert new.kernel_module == "vllm._C" and new.branch.endswith("not (torch.cpu._is_avx512_supported())")
