@@ -59,7 +59,7 @@ class Condition:
         """The test's last name (`X86` of `arch in (CpuArchEnum.X86,)`), `not-` when false: for pytest ids."""
         names = re.findall(r"[A-Za-z_]\w*", self.expr)
         name = next((n for n in reversed(names) if n not in ("not", "in", "is", "and", "or", "None")), "if")
-        return name if self.want else f"not-{name}"
+        return name.lstrip("_") if self.want else f"not-{name.lstrip('_')}"
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,8 @@ class Site:
     def test_id(self) -> str:
         """The id of the site's guard in pytest node ids (no `::` or `/`, which node ids reserve)."""
         via = f"-via-{self.driver.replace(':', '.')}" if self.driver else ""
-        branch = "".join(f"-{c.short}" for c in self.conditions if not c.in_handler)
+        inner = [c.short for c in self.conditions if not c.in_handler][-1:]  # the test that tells siblings apart
+        branch = "".join(f"-{label}" for label in inner)
         return f"{Path(self.file).stem}-{self.qualname}-{self.kernel_module}{branch}{self.disambiguator}{via}"
 
     @property
