@@ -49,6 +49,35 @@ def test_sites_prints_a_table_of_the_sites_and_counts_them(toy_tree: Path, capsy
     )
 
 
+def test_sites_lists_a_guarded_import_whose_call_is_not_recognised(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hidden = "\n\nclass Hidden(Platform):\n    @classmethod\n    def import_kernels(cls) -> None:\n"
+    hidden += "        try:\n            import vllm._C_AVX2\n        except ImportError as e:\n"
+    hidden += "            getattr(logger, 'warning_once')('Failed: %r', e)\n"
+    tree = make_tree(tmp_path / "tree", INTERFACE + hidden)
+    assert main(["sites", "--vllm-src", str(tree), "--json"]) == ExitCode.OK
+    rows = {s["qualname"]: s for s in json.loads(capsys.readouterr().out)["sites"]}
+    assert (rows["Hidden.import_kernels"]["log_method"], rows["Hidden.import_kernels"]["form"]) == ("", "unknown")
+    assert main(["sites", "--vllm-src", str(tree)]) == ExitCode.OK
+    shown = capsys.readouterr().out
+    assert "not recognised" in shown
+    assert "2 guarded site(s): 1 eager, 0 live, 1 unknown; 1 without a recognised" in shown
+
+
+def test_a_second_sites_write_of_one_record_meanwhile_is_refused(
+    toy_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from warnonce_guard.rule import expected
+
+    record = tmp_path / "sites.json"
+    with expected.writing(record):
+        assert main(["sites", "--vllm-src", str(toy_tree), "--write", str(record)]) == ExitCode.ENVIRONMENT
+    (line,) = stderr_lines(capsys)
+    assert line.endswith("another warnonce-guard run is writing it; wait for it to finish, then run again")
+    assert not record.exists()
+
+
 def test_sites_counts_a_site_that_passes_the_exception_itself_as_live(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -543,3 +543,30 @@ def test_a_failed_session_is_named_by_its_own_line_in_its_log_never_by_an_earlie
     failed = rf"failed \(exit code {ExitCode.ENVIRONMENT:d}\): a process generating mutants died; see "
     with pytest.raises(EngineFailed, match=failed):
         run()
+
+
+UNREAD = """
+
+class Hidden(Platform):
+    @classmethod
+    def import_kernels(cls) -> None:
+        try:
+            import vllm._C_AVX2  # noqa: F401
+        except ImportError as e:
+            getattr(logger, "warning_once")("Failed to import from vllm._C_AVX2: %s", repr(e))
+"""
+
+
+def test_a_site_whose_call_is_not_recognised_is_guarded_listed_and_counted_without_failing_the_run(
+    tmp_path: Path, small_viewer: Path, fake_session: FakeSession
+) -> None:
+    run = Run(make_tree(tmp_path / "tree", INTERFACE + UNREAD), tmp_path, small_viewer)
+
+    assert run() == ExitCode.OK
+
+    summary = (run.out / "summary.md").read_text(encoding="utf-8")
+    (row,) = [line for line in summary.splitlines() if "Hidden.import_kernels::vllm._C_AVX2" in line]
+    assert "| guarded |" in row and "the handler's call is not recognised: no operator rewrites it there" in row
+    assert "2 sites: 2 guarded, 0 exposed, 0 unreached." in summary
+    assert "sites exposed: 0, unreached: 0, sites no operator mutates: 1)" in run.said
+    assert "baseline (no operator applies)" in run.said
