@@ -91,7 +91,6 @@ class Site:
     driver: str | None = None  # `module:Class` whose import_kernels the guard calls (a platform plugin)
     place: str = "handler"  # where the call stands: in the handler, or "after" it (logging a name it bound)
     via: str = ""  # the callable the call reaches the logger through: a helper function or a partial, as written
-    via_function: str = ""  # the helper function that makes the *_once call (a frame's name), "" for a partial
     logs_exception: bool = True  # an argument of the call is made of the exception (its text must be in the record)
     duplicate: int = 0  # the how-manieth row with the same file, function, kernel module and branch (0: the first)
 
@@ -429,7 +428,6 @@ class _SiteFinder:
             conditions=scope.conditions + in_handler,
             place=place,
             via=self.code(call.func) if via is not None else "",
-            via_function=via.function if via is not None else "",
             logs_exception=logs,
         )
 
