@@ -71,11 +71,13 @@ def install_hint(missing: str) -> str:
 def _sites_table(sites: list[Site], title: str) -> Any:
     from rich.table import Table
 
-    table = Table("file", "line", "function", "kernel module", "call", "form", "guarded", title=title)
+    table = Table("file", "line", "function", "kernel module", "branch", "call", "form", "guarded", title=title)
     for site in sites:
         form = f"[green]{site.form}[/]" if site.form == "eager" else f"[red]{site.form}[/]"
-        guarded = "yes" if site.cached else "no (not cached)"
-        table.add_row(site.file, str(site.line), site.qualname, site.kernel_module, site.log_method, form, guarded)
+        guarded = "yes" if site.guarded else "no (runs at import time)"
+        call = site.log_method or "not recognised"
+        kernel = site.kernel_module + site.disambiguator
+        table.add_row(site.file, str(site.line), site.qualname, kernel, site.branch, call, form, guarded)
     return table
 
 
@@ -98,35 +100,48 @@ def cmd_sites(args: argparse.Namespace) -> int:
         raise UsageError("--write records the sites found and --expect-sites checks them: give one of the two")
     recorded = expected.read(Path(args.expect_sites)) if args.expect_sites is not None else None
     out = expected.write_target(Path(args.write)) if args.write is not None else None
+    with expected.writing(out) if out is not None else contextlib.nullcontext():  # a second --write: refused
+        return _list_sites(args, recorded, out)
+
+
+def _list_sites(args: argparse.Namespace, recorded: list[Any] | None, out: Path | None) -> int:
+    from warnonce_guard.rule import expected
+    from warnonce_guard.rule.sites import NO_SITE
+
     target, sites = _target_sites(args)
-    cached = [s for s in sites if s.cached]
+    guarded = [s for s in sites if s.guarded]
     described = printable(target.describe())  # a path's undecodable byte as `\xff`, as the reports show it
     if args.json:
         print(json.dumps(printable_json({"target": described, "sites": [s.to_json() for s in sites]}), indent=2))
     else:
         shown = console()
         shown.print(_sites_table(sites, described))
-        forms = ", ".join(f"{sum(1 for s in cached if s.form == form)} {form}" for form in FORMS)
-        shown.print(f"{len(cached)} cached site(s): {forms}; {len(sites) - len(cached)} not cached")
+        forms = ", ".join(f"{sum(1 for s in guarded if s.form == form)} {form}" for form in FORMS)
+        unread = sum(1 for s in guarded if not s.cached)
+        shown.print(
+            f"{len(guarded)} guarded site(s): {forms}; {unread} without a recognised *_once call; "
+            f"{len(sites) - len(guarded)} at import time, not guarded"
+        )
     if recorded is not None:  # a guard gone is said first, whatever is left to guard
         _expected_sites(args.expect_sites, recorded, sites).check(Path(args.expect_sites))
-    if not cached:
-        raise NothingToCheck(f"no kernel-import site logs through a *_once call in {described}")
+    if not guarded:
+        raise NothingToCheck(f"{NO_SITE} in {described}")
     if out is not None:
         commit = f" ({target.commit})" if target.commit else ""
         expected.write(
             out, sites, f"vLLM {target.version}{commit}" + (f" through {args.platform}" if args.platform else "")
         )
-        print(f"{args.write}: {len(cached)} site(s) recorded", file=sys.stderr if args.json else sys.stdout)
+        print(f"{args.write}: {len(guarded)} site(s) recorded", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
 def _expected_sites(path: str, recorded: list[Any], sites: list[Site]) -> Any:
-    """The comparison of the sites found with those `path` records; a line on stderr for sites it lacks."""
+    """The comparison of the sites found with those `path` records; a line on stderr for each note (a site it lacks,
+    a site moved or changed)."""
     from warnonce_guard.rule import expected
 
     comparison = expected.compare(recorded, sites)
-    if (line := comparison.new_line(Path(path))) is not None:
+    for line in comparison.notes(Path(path)):
         print(f"warnonce-guard: note: {printable(line)}", file=sys.stderr)
     return comparison
 
@@ -158,19 +173,18 @@ def cmd_guards(args: argparse.Namespace) -> int:
     import pytest
     from warnonce_guard.rule import expected
     from warnonce_guard.rule.platforms import refuse_ending_plugins, registered_platforms
+    from warnonce_guard.rule.sites import NO_SITE
 
     recorded = expected.read(Path(args.expect_sites)) if args.expect_sites is not None else None
     target, sites = _target_sites(args)  # bad input and "nothing to check" stop here, before pytest starts
     comparison = _expected_sites(args.expect_sites, recorded, sites) if recorded is not None else None
-    if comparison is not None and not any(site.cached for site in sites):
+    if comparison is not None and not any(site.guarded for site in sites):
         comparison.check(Path(args.expect_sites))  # every guard gone: that is the verdict, not "nothing to check"
     check_importable(target)
     activate(target)  # a plugin that imports vLLM imports the target, as in the guards (undone after: `_command`)
     refuse_ending_plugins(registered_platforms())  # vLLM loads them when a guard first logs, and would end with them
-    if not any(site.cached for site in sites):
-        raise NothingToCheck(
-            f"no kernel-import site logs through a *_once call in {target.describe()}; nothing to guard"
-        )
+    if not any(site.guarded for site in sites):
+        raise NothingToCheck(f"{NO_SITE} in {target.describe()}; nothing to guard")
     print(f"guarding {printable(target.describe())}", flush=True)  # a path byte that is not UTF-8 as \xNN
     unimported = Unimported()
     with tempfile.TemporaryDirectory(prefix="warnonce-guard-") as folder:
@@ -386,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     sites.add_argument(
         "--write",
         metavar="FILE",
-        help="record the cached sites found (file, function, kernel module, occurrence) for --expect-sites: a new "
+        help="record the guarded sites found (file, function, kernel module, branch) for --expect-sites: a new "
         "file or an earlier record",
     )
     _expect_sites_option(sites)

@@ -43,9 +43,9 @@ def destination(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
-def regular_file(path: Path, option: str) -> bool:
-    """Whether `path`, given as `option`, is a regular file (False: nothing there); `PathUnusable` for anything
-    else (a directory, a FIFO, a path that cannot be looked at)."""
+def regular_file(path: Path, option: str, verb: str = "write") -> bool:
+    """Whether `path`, given as `option` (a file to `verb`), is a regular file (False: nothing there); `PathUnusable`
+    for anything else (a directory, a FIFO, a path that cannot be looked at)."""
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
@@ -53,7 +53,7 @@ def regular_file(path: Path, option: str) -> bool:
     except OSError as err:
         raise PathUnusable(f"{option} {path}: {err.strerror or err}; pass another path") from None
     if stat.S_ISDIR(mode):
-        raise PathUnusable(f"{option} {path}: a directory; pass the path of the file to write")
+        raise PathUnusable(f"{option} {path}: a directory; pass the path of the file to {verb}")
     if not stat.S_ISREG(mode):
         raise PathUnusable(f"{option} {path}: not a regular file; pass the path of a file")
     return True

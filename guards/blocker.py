@@ -24,18 +24,23 @@ class BlockedKernelImport(ImportError):
 class KernelBlocker(importlib.abc.MetaPathFinder):
     """Meta-path finder: importing a name `should_block` accepts raises a new `BlockedKernelImport`.
 
-    Only weak references to the raised exceptions are kept, so the blocker itself never keeps one alive.
+    Only weak references to the raised exceptions are kept, so the blocker itself never keeps one alive. With a
+    `witness`, `witnessed` names each module blocked while it held (the guard's: its site's function was running).
     """
 
-    def __init__(self, should_block: Callable[[str], bool]):
+    def __init__(self, should_block: Callable[[str], bool], witness: Callable[[], bool] | None = None):
         self.should_block = should_block
+        self.witness = witness
         self.raised: list[weakref.ReferenceType[BlockedKernelImport]] = []
+        self.witnessed: list[str] = []
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:
         if not self.should_block(fullname):
             return None
         error = BlockedKernelImport(BLOCK_MESSAGE.format(name=fullname), name=fullname)
         self.raised.append(weakref.ref(error))
+        if self.witness is not None and self.witness():
+            self.witnessed.append(fullname)
         try:
             raise error
         finally:
@@ -47,12 +52,12 @@ class KernelBlocker(importlib.abc.MetaPathFinder):
 
 
 @contextmanager
-def blocking(should_block: Callable[[str], bool]) -> Iterator[KernelBlocker]:
+def blocking(should_block: Callable[[str], bool], witness: Callable[[], bool] | None = None) -> Iterator[KernelBlocker]:
     """Install a `KernelBlocker` first on sys.meta_path; hide and later restore matching sys.modules entries."""
     hidden = {name: mod for name, mod in sys.modules.items() if should_block(name)}
     for name in hidden:
         del sys.modules[name]
-    blocker = KernelBlocker(should_block)
+    blocker = KernelBlocker(should_block, witness)
     sys.meta_path.insert(0, blocker)
     try:
         yield blocker

@@ -26,7 +26,7 @@ from warnonce_guard.guards.sessions import (
     session_phase,
 )
 from warnonce_guard.rule.platforms import platform_sites, resolve_platform
-from warnonce_guard.rule.sites import Site, discover
+from warnonce_guard.rule.sites import NO_SITE, Site, discover
 from warnonce_guard.rule.target import (
     Target,
     activate,
@@ -98,7 +98,8 @@ def _sites_from_file(path: str, mtime_ns: int) -> tuple[Site, ...]:
 
 
 def guarded_sites(config: pytest.Config) -> list[Site]:
-    """The cached (`*_once`) sites to guard: from the sites file when given, else discovered now."""
+    """The sites to guard (every guarded kernel import, whatever its handler writes): from the sites file when given,
+    else discovered now."""
     sites_file = config.getoption("sites_file")
     platform = config.getoption("platform")
     if sites_file:
@@ -107,11 +108,11 @@ def guarded_sites(config: pytest.Config) -> list[Site]:
         sites = platform_sites(resolve_platform(platform))
     else:
         sites = discover(config.stash[_TARGET].root)
-    cached = [site for site in sites if site.cached]
-    if not cached:
+    guarded = [site for site in sites if site.guarded]
+    if not guarded:
         where = sites_file or config.stash[_TARGET].describe()
-        raise NothingToCheck(f"no kernel-import site logs through a *_once call in {where}; nothing to guard")
-    return cached
+        raise NothingToCheck(f"{NO_SITE} in {where}; nothing to guard")
+    return guarded
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -1,7 +1,7 @@
 """Drive one site as a user meets it: an owner's __init__ calls the platform's kernel import, twice.
 
 `drive()` imports the site's module (stubbing kernel modules it imports at module level), blocks the
-site's kernel import, steers the branches, swaps the module's logger for a spy, builds and drops two
+site's kernel import, steers the branches, takes every log record (`observe.records`), builds and drops two
 `LLMStandIn`s, collects garbage and returns an `Observation` of plain values. Everything it touches
 (caches, handlers, levels, sys.modules, sys.meta_path, patched attributes) is restored afterwards.
 """
@@ -22,9 +22,9 @@ from typing import Any
 from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import PlatformImportFailed, PlatformNotFound
 from warnonce_guard.guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, blocking, stubbing
-from warnonce_guard.guards.observe import LoggerSpy, Observation, RecordCapture
+from warnonce_guard.guards.observe import Observation, Record, in_function, records
 from warnonce_guard.guards.steering import CannotSteer, steered
-from warnonce_guard.guards.stock_cache import StockOnce
+from warnonce_guard.guards.stock_cache import LEVELS, StockOnce
 from warnonce_guard.rule.platforms import load_class, must_not_exit
 from warnonce_guard.rule.site_rule import is_kernel_module
 from warnonce_guard.rule.sites import Site
@@ -186,75 +186,65 @@ def holders(obj: Any, depth: int = 9, rank: Callable[[Any], Any] = _callables_fi
     return chain
 
 
-def _logger_of(module: types.ModuleType, site: Site) -> tuple[logging.Logger, str]:
-    """The logger a site's call reaches, and the module attribute to swap for the spy: the receiver (`logger`), or
-    for a site that calls a partial or alias of a `*_once` method, that name (its logger is the method's own)."""
-    if site.via and not site.via_function:
-        held = getattr(module, site.via, None) if site.via.isidentifier() else None
-        logger = getattr(getattr(held, "func", held), "__self__", None)
-        if not isinstance(logger, logging.Logger):
-            raise CannotDrive(f"the site calls `{site.via}`, which is not a module-level partial of a logger's method")
-        return logger, site.via
-    real = getattr(module, site.receiver, None) if site.receiver.isidentifier() else None
-    if not isinstance(real, logging.Logger):
-        raise CannotDrive(f"the site logs through `{site.receiver}`, which is not a module-level logger")
-    return real, site.receiver
+def once_codes(*packages: str, stock: StockOnce | None = None) -> frozenset[types.CodeType]:
+    """The code of every function behind a `*_once` cache of the packages' logger modules (and of the stock cache's,
+    when a drive routes through it): a record emitted with one on the stack went through a once-cache."""
+    wrapped = [getattr(cache, "__wrapped__", None) for cache in once_caches(*packages)]
+    codes = {code for fn in wrapped if (code := getattr(fn, "__code__", None)) is not None}
+    return frozenset(codes | ({stock.code} if stock is not None else set()))
 
 
 @contextmanager
-def _spied_logger(
-    module: types.ModuleType, site: Site, stock: StockOnce | None = None
-) -> Iterator[tuple[LoggerSpy, RecordCapture]]:
-    real, swapped = _logger_of(module, site)
-    spy = LoggerSpy(
-        real,
-        site.kernel_module,
-        (site.function_name, site.via_function),
-        after=site.place == "after",
-        message=site.message,
-        once=stock.method if stock is not None else None,
-    )
-    capture = RecordCapture(spy)
-    level, propagate = real.level, real.propagate
-    real.setLevel(logging.DEBUG)
-    real.addHandler(capture)
-    # Records stop here: a handler further up (pytest's log capture on the root logger) keeps records,
-    # and with them their arguments, alive for the test's duration, which would look like retention.
-    real.propagate = False
-    original = getattr(module, swapped)
-    setattr(module, swapped, spy.wrapping(original) if swapped != site.receiver else spy)
+def _stock_routed(module: types.ModuleType, stock: StockOnce | None) -> Iterator[None]:
+    """With `stock`, the `*_once` methods of the module's loggers go through vLLM's stock cache meanwhile."""
+    loggers = [obj for obj in vars(module).values() if isinstance(obj, logging.Logger)] if stock else []
+    saved = [(logger, name, vars(logger).get(name)) for logger in loggers for name in LEVELS]
+    for logger, name, _ in saved:
+        setattr(logger, name, stock.method(logger, name))  # type: ignore[union-attr]
     try:
-        yield spy, capture
+        yield
     finally:
-        setattr(module, swapped, original)
-        real.removeHandler(capture)
-        real.setLevel(level)
-        real.propagate = propagate
+        for logger, name, before in saved:
+            if before is None:
+                delattr(logger, name)
+            else:
+                setattr(logger, name, before)
+
+
+def _site_records(site: Site, found: list[Record]) -> list[str]:
+    """The texts of the site's records: those emitted while its blocked import was handled; for a call after the
+    handler, those emitted after it (of the call's literal message, when it has one)."""
+    if site.place != "after":
+        return [r.text for r in found if r.handling]
+    return [r.text for r in found if not r.handling and (site.message is None or r.msg == site.message)]
 
 
 def drive(site: Site, package: str = PACKAGE, calls: int = CALLS, stock_cache: bool = False) -> Observation:
     """Run the site `calls` times from `LLMStandIn.__init__`, then observe what survived.
 
     Kernel modules of `package` and of the site's own package (a platform plugin's) are blocked, and
-    the `*_once` caches of both are cleared before and after. With `stock_cache`, the site's `*_once` calls go
-    through vLLM's stock cache (`guards.stock_cache.StockOnce`) instead of the target's.
+    the `*_once` caches of both are cleared before and after. Every record any logger emits meanwhile is taken, as
+    text (`observe.records`), whatever call the handler wrote. With `stock_cache`, the `*_once` methods of the
+    module's loggers go through vLLM's stock cache (`guards.stock_cache.StockOnce`) instead of the target's.
     """
     packages = (package, site.package)
     module = import_platform_module(site.module, *packages)
     target = site_callable(site, module)
     expected, fragment = expected_text(site)
-    obs = Observation(site.id, calls, expected_message=expected, expected_fragment=fragment)
+    obs = Observation(site.id, calls, expects_once=site.cached, expected_message=expected, expected_fragment=fragment)
     clear_once_caches(*packages)
     owners: list[weakref.ReferenceType[LLMStandIn]] = []
     stock = StockOnce() if stock_cache else None
+    witness = in_function(site.function_name)
     with _young_objects_only():
         with ExitStack() as stack:
-            spy, capture = stack.enter_context(_spied_logger(module, site, stock))
+            stack.enter_context(_stock_routed(module, stock))
+            found = stack.enter_context(records(site.kernel_module, once_codes(*packages, stock=stock)))
             try:
                 patches = stack.enter_context(steered(site.conditions, module))
             except CannotSteer as err:
                 raise CannotDrive(str(err)) from None
-            blocker = stack.enter_context(blocking(kernel_modules_of(packages)))
+            blocker = stack.enter_context(blocking(kernel_modules_of(packages), witness))
             for _ in range(calls):
                 owner = LLMStandIn(target)
                 owners.append(weakref.ref(owner))
@@ -262,7 +252,9 @@ def drive(site: Site, package: str = PACKAGE, calls: int = CALLS, stock_cache: b
         del target
         gc.collect()
     try:
-        obs.log_calls, obs.emitted, obs.steered = spy.calls, capture.texts, dict(patches.calls)
+        obs.imports_blocked = blocker.witnessed.count(site.kernel_module)
+        obs.emitted, obs.steered = _site_records(site, found), dict(patches.calls)
+        obs.once_emitted = [r.text for r in found if r.once]
         alive = blocker.alive()
         obs.exceptions_raised = len(blocker.raised)
         obs.exceptions_alive = len(alive)

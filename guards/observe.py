@@ -1,16 +1,19 @@
-"""What a guard sees of one site while it runs: how often it logs, and the records emitted.
+"""What a guard sees of one site while it runs: whether its blocked import was raised in its function, and every
+record any logger emitted meanwhile, judged by behaviour, whatever call the handler wrote.
 
-Everything recorded is a plain value (strings, counts, booleans): the observer must never keep the
-exception alive itself.
+Everything recorded is a plain value (strings, counts, booleans): the observer must never keep the exception, or a
+record (which holds its arguments), alive itself.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NamedTuple
 
 from warnonce_guard.guards.blocker import BlockedKernelImport
 
@@ -21,98 +24,93 @@ class Observation:
 
     site_id: str
     calls: int  # how many times the site's code was driven
-    log_calls: int = 0  # logger calls the site made while handling its blocked import
-    emitted: list[str] = field(default_factory=list)  # log records the site's calls emitted
+    imports_blocked: int = 0  # blocked imports of the site's kernel module raised while its function ran
+    emitted: list[str] = field(default_factory=list)  # the site's records: emitted while its blocked import was handled
+    once_emitted: list[str] = field(default_factory=list)  # every record of the drive emitted through a *_once cache
     exceptions_raised: int = 0
     exceptions_alive: int = 0
     exception_holders: list[str] = field(default_factory=list)
     owners_alive: int = 0
     owner_holders: list[str] = field(default_factory=list)
+    expects_once: bool = False  # the handler's *_once call is recognised: its text must come out, once
     expected_message: str | None = None
     expected_fragment: str | None = None  # the %r rendering the message must contain, when not literal
     steered: dict[str, int] = field(default_factory=dict)  # branch tests patched -> times they were evaluated
 
     @property
     def reached(self) -> bool:
-        return self.log_calls > 0
+        return self.imports_blocked > 0
 
 
-class LoggerSpy:
-    """Stands in for a module's `logger` (or wraps the partial a site calls): counts the calls made for the site.
+class Record(NamedTuple):
+    """One emitted record, as plain values."""
 
-    A call counts for the site when the exception being handled is the blocker's for the site's kernel module (for
-    a call after the handler, `after`, when it is not: the handler's own calls are not the site's, and with a literal
-    `message`, only a call of that message: the function's other calls are not either) and the caller is the site's
-    function or the helper it calls (mutmut's mangled copies included). With `once`, the site's `*_once` calls go to
-    `once(real, name)` in place of the logger's own (`guards.stock_cache.StockOnce`).
-    """
+    text: str  # record.getMessage()
+    msg: str | None  # the unformatted message, when a str
+    once: bool  # a *_once cache's function was on the stack: the cache let it through
+    handling: bool  # emitted while the site's blocked import (or an exception it led to) was being handled
 
-    def __init__(
-        self,
-        real: logging.Logger,
-        kernel_module: str,
-        function_names: tuple[str, ...],
-        after: bool = False,
-        message: str | None = None,
-        once: Callable[[logging.Logger, str], Callable[..., Any]] | None = None,
-    ) -> None:
-        self._real = real
-        self._kernel_module = kernel_module
-        self._function_names = tuple(name for name in function_names if name)
-        self._after = after
-        self._message = message if after else None  # no operator rewrites a call after the handler: it stays
-        self._once = once
-        self.calls = 0
-        self.in_site_call = False
 
-    def _is_site_call(self) -> bool:
-        handled = sys.exc_info()[1]
-        if (isinstance(handled, BlockedKernelImport) and handled.name == self._kernel_module) == self._after:
+def _handling(kernel_module: str) -> bool:
+    """The exception being handled is the blocked import of `kernel_module`, or was raised while handling it."""
+    exc: BaseException | None = sys.exc_info()[1]
+    for _ in range(16):  # `__context__` chains are short; a cycle must not loop
+        if exc is None:
             return False
-        caller = sys._getframe(2).f_code.co_name
-        return any(name in caller for name in self._function_names)
+        if isinstance(exc, BlockedKernelImport) and exc.name == kernel_module:
+            return True
+        exc = exc.__context__ or exc.__cause__
+    return False
 
-    def _counted(self, call: Any, *args: Any, **kwargs: Any) -> Any:
-        self.calls += 1
-        self.in_site_call = True
+
+def _through(codes: frozenset[types.CodeType]) -> bool:
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
+
+
+@contextmanager
+def records(kernel_module: str, once_codes: frozenset[types.CodeType]) -> Iterator[list[Record]]:
+    """Every record any logger emits meanwhile, at any level, as a `Record`; none reaches a handler (pytest's log
+    capture would keep it, and its arguments, alive for the test's duration, which would look like retention)."""
+    found: list[Record] = []
+    handle, enabled = logging.Logger.handle, logging.Logger.isEnabledFor
+
+    def taken(self: logging.Logger, record: logging.LogRecord) -> None:
         try:
-            return call(*args, **kwargs)
-        finally:
-            self.in_site_call = False
+            text = record.getMessage()
+        except Exception as err:  # a format its arguments do not fit: logging would print a traceback
+            text = f"<unformattable record {record.msg!r}: {type(err).__name__}>"
+        msg = record.msg if isinstance(record.msg, str) else None
+        found.append(Record(text, msg, _through(once_codes), _handling(kernel_module)))
 
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._real, name)
-        if not callable(attr) or not self._is_site_call():
-            return attr
-        if self._once is not None and name.endswith("_once"):
-            attr = self._once(self._real, name)
-
-        def spy(msg: Any = "", *args: Any, **kwargs: Any) -> Any:
-            if self._message is not None and msg != self._message:
-                return attr(msg, *args, **kwargs)
-            return self._counted(attr, msg, *args, **kwargs)
-
-        return spy
-
-    def wrapping(self, call: Any) -> Any:
-        """`call` (a partial of a `*_once` method, or the method itself, bound to the real logger), counted."""
-
-        def spy(*args: Any, **kwargs: Any) -> Any:
-            if not self._is_site_call():
-                return call(*args, **kwargs)
-            return self._counted(call, *args, **kwargs)
-
-        return spy
+    logging.Logger.handle = taken  # type: ignore[method-assign]
+    logging.Logger.isEnabledFor = lambda self, level: True  # type: ignore[method-assign]
+    try:
+        yield found
+    finally:
+        logging.Logger.handle = handle  # type: ignore[method-assign]
+        logging.Logger.isEnabledFor = enabled  # type: ignore[method-assign]
 
 
-class RecordCapture(logging.Handler):
-    """Collects the rendered text of records emitted during the spy's site calls."""
+def runs(code_name: str, name: str) -> bool:
+    """A frame of `code_name` runs the function `name`, or one of mutmut's copies of it (`x_name__mutmut_1`,
+    `xǁClassǁname__mutmut_orig`)."""
+    return code_name == name or (code_name.startswith(("x_", "xǁ")) and f"{name}__mutmut_" in code_name)
 
-    def __init__(self, spy: LoggerSpy):
-        super().__init__(logging.DEBUG)
-        self.spy = spy
-        self.texts: list[str] = []
 
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.spy.in_site_call:
-            self.texts.append(record.getMessage())
+def in_function(name: str) -> Callable[[], bool]:
+    """Whether a frame on the caller's stack runs the function `name`."""
+
+    def running() -> bool:
+        frame = sys._getframe(1)
+        while frame is not None:
+            if runs(frame.f_code.co_name, name):
+                return True
+            frame = frame.f_back
+        return False
+
+    return running

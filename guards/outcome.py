@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED, WARNING_REPEATED, Detection, detections
 from warnonce_guard.guards.drive import CannotDrive, drive, import_platform_module
@@ -36,7 +38,8 @@ class GuardFailure(AssertionError):
 class LeakDetected(GuardFailure):
     def __init__(self, site: Site, found: list[Detection]):
         self.detectors = tuple(f.detector for f in found)
-        lines = [f"{site.id} (line {site.line}, {site.log_method}, {site.form}): {len(found)} detector(s) fired"]
+        call = site.log_method or "call not recognised"
+        lines = [f"{site.id} (line {site.line}, {call}, {site.form}): {len(found)} detector(s) fired"]
         lines += [f"  - {finding}" for finding in found]
         super().__init__("\n".join(lines))
 
@@ -58,7 +61,7 @@ def check_site(site: Site, package: str = PACKAGE) -> tuple[str, ...]:
         steered = ", ".join(f"{test} evaluated {n}x" for test, n in obs.steered.items()) or "no branch steered"
         raise SiteUnreached(
             site,
-            f"no logging call from {site.function_name} while importing {site.kernel_module} was blocked "
+            f"{site.function_name} never imported {site.kernel_module} while it was blocked "
             f"({obs.exceptions_raised} blocked import(s); {steered}); the branch steering did not lead to the site",
         )
     found = detections(obs)
@@ -84,7 +87,9 @@ def neutralized(site: Site, package: str = PACKAGE) -> tuple[str, ...]:
     """For a site that passed: when its logger's cache renders first, the leak detectors that fire on the same drive
     with vLLM's stock cache (`guards.stock_cache`); none when the cache is the stock one or nothing would leak."""
     module = import_platform_module(site.module, package, site.package)
-    if not renders_first(logger_module_of(getattr(module, site.receiver, None))):
+    loggers = [getattr(module, site.receiver, None)] if site.receiver.isidentifier() else []
+    loggers += [obj for obj in vars(module).values() if isinstance(obj, logging.Logger)]
+    if not any(renders_first(logger_module_of(logger)) for logger in dict.fromkeys(loggers)):
         return ()
     try:
         stock = drive(site, package, stock_cache=True)

@@ -93,5 +93,10 @@ class StockOnce:
 
         return once
 
+    @property
+    def code(self) -> types.CodeType:
+        """The code a record emitted through this cache runs (`drive.once_codes`)."""
+        return _emit.__code__
+
     def clear(self) -> None:
         self._print.cache_clear()

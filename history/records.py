@@ -44,7 +44,8 @@ class Survey:
 
     @property
     def plain(self) -> tuple[Site, ...]:
-        return tuple(site for site in self.sites if not site.cached)
+        """The sites whose handler logs through a plain method (not those whose call is not recognised)."""
+        return tuple(site for site in self.sites if not site.cached and site.recognised)
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,6 @@ def _stand_in(file: str, mutant: naming.Made) -> Site:
         module=module,
         qualname=mutant.qualname,
         kernel_module=f"unattributed@{mutant.line}",
-        occurrence=0,
         line=mutant.line,
         end_line=mutant.end_line,
         column=mutant.column,

@@ -247,7 +247,9 @@ def not_applied(site: Site, made: Iterable[str]) -> dict[str, str]:
     """The operators that made no mutant at a site (`made`: those that did), each with why: what it needs of the
     call, or that the call stands where no operator rewrites one (after the handler, or through a helper)."""
     where = {"after": "the call is after the handler", "handler": ""}.get(site.place, site.place)
-    if site.via:
+    if not site.cached:
+        where = f"the call is a plain {site.log_method}" if site.recognised else "the handler's call is not recognised"
+    elif site.via:
         where = f"the call goes through `{site.via}`"
     return {
         name: f"{where}: no operator rewrites it there"

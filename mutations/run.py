@@ -63,7 +63,7 @@ from warnonce_guard.mutations.suite import Suite, SuiteBaseline, read_baseline, 
 from warnonce_guard.mutations.workspace import WorkRoot, Workspace
 from warnonce_guard.rule import expected
 from warnonce_guard.rule.platforms import platform_sites, refuse_ending_plugins, registered_platforms, resolve_platform
-from warnonce_guard.rule.sites import Site, discover
+from warnonce_guard.rule.sites import NO_SITE, Site, discover
 from warnonce_guard.rule.target import (
     PACKAGE,
     Target,
@@ -301,11 +301,11 @@ def collect_result(
 
 
 def _not_applied(sites: list[Site], named: list[NamedMutant]) -> dict[str, dict[str, str]]:
-    """Per mutable site, the operators that made no mutant of it and why (none: the site is left out)."""
+    """Per guarded site, the operators that made no mutant of it and why (none: the site is left out)."""
     made: dict[str, set[str]] = {}
     for mutant in named:
         made.setdefault(mutant.site_id, set()).add(mutant.operator)
-    found = {site.id: not_applied(site, made.get(site.id, ())) for site in sites if site.mutable}
+    found = {site.id: not_applied(site, made.get(site.id, ())) for site in sites if site.mutable or site.guarded}
     return {site_id: why for site_id, why in found.items() if why}
 
 
@@ -440,7 +440,7 @@ def mutate(
 def _sites_not_found(path: Path, recorded: list[expected.Expected], sites: list[Site], console: Console) -> list[str]:
     """The gate's line for the sites `path` records that this run did not find (none: no line); a note for new ones."""
     comparison = expected.compare(recorded, sites)
-    if (line := comparison.new_line(path)) is not None:
+    for line in comparison.notes(path):
         console.print(f"note: {printable(line)}", soft_wrap=True, markup=False)
     try:
         comparison.check(path)
@@ -593,9 +593,14 @@ def _run(
     log_start = _log_size(ws)
     with started_session(ws, run_id, imported_first(target), key.rounds) as session:
         sites = _sites(ws, find_sites, say)
-        guarded = [site for site in sites if site.cached]
+        guarded = [site for site in sites if site.guarded]
         if not guarded:
-            raise NothingToCheck(f"no kernel-import site logs through a *_once call in {target.describe()}")
+            raise NothingToCheck(f"{NO_SITE} in {target.describe()}")
+        if not any(site.mutable for site in sites):
+            raise NothingToCheck(
+                f"no *_once call recognised at a guarded kernel import in {target.describe()}: no operator can "
+                "put the bug back; `warnonce-guard guards` drives its sites"
+            )
         for line in stage.prepare(ws, target, sites, packages, suite, key.timeout):
             say(line)
         root.prune(ws)
@@ -603,7 +608,7 @@ def _run(
         via = f" through {platform}" if platform else ""
         scored = f"; scored by {suite.describe()}" if suite is not None else ""
         say(
-            f"staged {target.describe()}{via}: {len(guarded)} cached site(s) in {len(files)} file(s), "
+            f"staged {target.describe()}{via}: {len(guarded)} site(s) in {len(files)} file(s), "
             f"{len(OPERATORS)} operators{scored}; work in {ws.dir}"
         )
         repair_workspace(ws, files, say)

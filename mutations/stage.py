@@ -144,14 +144,14 @@ def read_sites(ws: Workspace) -> list[Site]:
         raise BadRecord(f"not a list of sites ({type(err).__name__})") from None
     if sites is None:
         raise BadRecord("not a list of sites")
-    if not any(site.cached for site in sites):  # a run writes the file only once it has a site to mutate
-        raise BadRecord("no *_once site in it")
+    if not any(site.guarded for site in sites):  # a run writes the file only once it has a site to guard
+        raise BadRecord("no guarded site in it")
     return sites
 
 
 def mutated_files(sites: Iterable[Site]) -> list[str]:
-    """The files mutmut mutates: those with a cached site (relative to the target root, sorted)."""
-    return sorted({site.file for site in sites if site.cached})
+    """The files staged and mutated: those with a guarded site (relative to the target root, sorted)."""
+    return sorted({site.file for site in sites if site.guarded})
 
 
 def stage_files(ws: Workspace, packages: dict[str, Path], files: Iterable[str]) -> list[str]:

@@ -1,22 +1,38 @@
 """The sites a target is expected to have: `sites --write FILE` records them, `--expect-sites FILE` compares a run's
 discovery with them, so that a site discovery no longer finds fails the run instead of taking its guard with it.
 
-A site is recorded by what survives a release's line shifts (`Site.id`: file, function, kernel module, occurrence,
-and the platform class it is driven through); its line and form are kept for the reader, never compared.
+A site is recorded by what survives a release's line shifts (`Site.id`: file, function, kernel module, branch, and
+the platform class it is driven through). A recorded site not found fails the run; a new one, a moved line, a changed
+form or call are notes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from warnonce_guard.common.errors import BadSitesRecord, ExpectedSitesMissing, PathRefused, PathUnusable
-from warnonce_guard.common.files import destination, regular_file, write_atomic
+from filelock import FileLock, Timeout
+from warnonce_guard.common.errors import (
+    BadSitesRecord,
+    ExpectedSitesMissing,
+    PathRefused,
+    PathUnusable,
+    StagingFailed,
+    WorkDirBusy,
+)
+from warnonce_guard.common.files import PERMISSION_ERRORS, destination, regular_file, write_atomic
 from warnonce_guard.rule.sites import Site
 
 KIND = "warnonce-guard expected sites"
-VERSION = 1
+VERSION = 2  # 1 named sites by occurrence (`#0`), not by branch
+_FIELDS = frozenset({"id", "line", "form", "call"})
+_TOP = frozenset({"kind", "version", "recorded_from", "sites"})
 RECORD_HELP = "record them again with `warnonce-guard sites --write FILE` once the change is reviewed"
 
 
@@ -27,6 +43,11 @@ class Expected:
     id: str  # Site.id, and ` via module:Class` for a site driven through a platform class
     line: int
     form: str
+    call: str  # the recognised call (`warning_once`), or "not recognised"
+
+
+def call_of(site: Site) -> str:
+    return site.log_method or "not recognised"
 
 
 def key(site: Site) -> str:
@@ -35,9 +56,10 @@ def key(site: Site) -> str:
 
 
 def render(sites: list[Site], source: str) -> str:
-    """The record of a target's cached sites (the guarded ones), as `--write` writes it; `source` says what was
-    discovered (`vLLM 0.33.0 (g4ba787ec9)`), never where: a record is committed and read on other machines."""
-    rows = [{"id": key(s), "line": s.line, "form": s.form} for s in sorted(sites, key=key) if s.cached]
+    """The record of a target's guarded sites, as `--write` writes it; `source` says what was discovered
+    (`vLLM 0.33.0 (g4ba787ec9)`), never where: a record is committed and read on other machines."""
+    guarded = sorted((s for s in sites if s.guarded), key=key)
+    rows = [{"id": key(s), "line": s.line, "form": s.form, "call": call_of(s)} for s in guarded]
     record = {"kind": KIND, "version": VERSION, "recorded_from": source, "sites": rows}
     # ASCII: a file name's undecodable byte (`\udcff`) is written as its escape, which reads back the same
     return json.dumps(record, indent=2) + "\n"
@@ -63,16 +85,39 @@ def write_target(path: Path) -> Path:
     return target
 
 
+@contextlib.contextmanager
+def writing(target: Path) -> Iterator[None]:
+    """Hold the lock of the record `target` for the block: a second `--write` of it meanwhile is refused at once
+    (`WorkDirBusy`, exit 4). The lock file is in the temporary folder, never beside the user's record."""
+    digest = hashlib.sha256(os.fsencode(os.path.realpath(target))).hexdigest()[:16]
+    lock = FileLock(Path(tempfile.gettempdir()) / f"warnonce-guard-sites-{digest}.lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise WorkDirBusy(
+            f"--write {target}: another warnonce-guard run is writing it; wait for it to finish, then run again"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def write(target: Path, sites: list[Site], source: str) -> None:
+    """Write the record whole; a disk that refuses (full, read-only) is the environment's (exit 4), a permission the
+    path's (3)."""
     try:
         write_atomic(target, render(sites, source))
     except OSError as err:
-        raise PathUnusable(f"--write {target}: cannot write it ({err.strerror or err})") from None
+        why = f"--write {target}: cannot write it ({err.strerror or err})"
+        if err.errno in PERMISSION_ERRORS:
+            raise PathUnusable(f"{why}; pass a path you may write") from None
+        raise StagingFailed(f"{why}; free space on its disk or pass a path on another one") from None
 
 
 def read(path: Path) -> list[Expected]:
     """The sites an `--expect-sites` FILE records; `BadSitesRecord` naming what is wrong with it."""
-    if not regular_file(destination(path), "--expect-sites"):
+    if not regular_file(destination(path), "--expect-sites", "read"):
         raise PathUnusable(f"--expect-sites {path}: no such file; record one with `warnonce-guard sites --write FILE`")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -82,6 +127,10 @@ def read(path: Path) -> list[Expected]:
         raise BadSitesRecord(f"--expect-sites {path}: not JSON ({err}); pass a file `sites --write` wrote") from None
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise BadSitesRecord(f"--expect-sites {path}: not a sites record; pass a file `sites --write` wrote")
+    if unknown := sorted(set(data) - _TOP):
+        raise BadSitesRecord(
+            f"--expect-sites {path}: unknown entry {unknown[0]!r}; write it again with `sites --write`"
+        )
     if data.get("version") != VERSION:
         raise BadSitesRecord(
             f"--expect-sites {path}: a record of version {data.get('version')!r}, not {VERSION}; write it again"
@@ -90,16 +139,23 @@ def read(path: Path) -> list[Expected]:
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
         raise BadSitesRecord(f"--expect-sites {path}: {_ROWS}; write it again with `sites --write`")
     try:
-        return [Expected(str(row["id"]), int(row["line"]), str(row["form"])) for row in rows]
+        found = [Expected(str(row["id"]), int(row["line"]), str(row["form"]), str(row["call"])) for row in rows]
     except KeyError as err:
         raise BadSitesRecord(
             f"--expect-sites {path}: a site without {err}; write it again with `sites --write`"
         ) from None
     except (TypeError, ValueError):
         raise BadSitesRecord(f"--expect-sites {path}: {_ROWS}; write it again with `sites --write`") from None
+    if extra := sorted({name for row in rows for name in row} - _FIELDS):
+        raise BadSitesRecord(f"--expect-sites {path}: a site with an unknown entry {extra[0]!r}; {_AGAIN}")
+    ids = [e.id for e in found]
+    if twice := next((i for i in ids if ids.count(i) > 1), None):
+        raise BadSitesRecord(f"--expect-sites {path}: the site {twice} is recorded twice; {_AGAIN}")
+    return found
 
 
-_ROWS = "its `sites` is not a list of sites {id, line, form} (line a number)"
+_ROWS = "its `sites` is not a list of sites {id, line, form, call} (line a number)"
+_AGAIN = "write it again with `sites --write`"
 
 
 @dataclass(frozen=True)
@@ -108,13 +164,24 @@ class Comparison:
 
     missing: tuple[Expected, ...]  # recorded, not found: a guard gone
     new: tuple[Site, ...]  # found, not recorded: guarded, to be recorded
+    changed: tuple[tuple[Expected, Site], ...] = ()  # found on another line, or with another form or call
 
     def new_line(self, path: Path) -> str | None:
         """One line naming the sites found that the record lacks (they are guarded all the same), or None."""
         if not self.new:
             return None
-        shown = ", ".join(f"{key(s)} (line {s.line}, {s.form})" for s in self.new)
+        shown = ", ".join(f"{key(s)} (line {s.line}, {s.form}, {call_of(s)})" for s in self.new)
         return f"{path}: {len(self.new)} site(s) found that it does not record: {shown}; {RECORD_HELP}"
+
+    def notes(self, path: Path) -> list[str]:
+        """One line for the new sites, one per site that moved or changed its form or call (all guarded)."""
+        out = [line] if (line := self.new_line(path)) is not None else []
+        for was, now in self.changed:
+            what = [f"line {was.line} -> {now.line}"] if was.line != now.line else []
+            what += [f"form {was.form} -> {now.form}"] if was.form != now.form else []
+            what += [f"call {was.call} -> {call_of(now)}"] if was.call != call_of(now) else []
+            out.append(f"{path}: {was.id}: {', '.join(what)}")
+        return out
 
     def check(self, path: Path) -> None:
         """`ExpectedSitesMissing` (exit 1) naming every recorded site this run did not find."""
@@ -127,7 +194,12 @@ class Comparison:
 
 
 def compare(expected: list[Expected], sites: list[Site]) -> Comparison:
-    found = {key(s): s for s in sites if s.cached}
+    found = {key(s): s for s in sites if s.guarded}
     recorded = {e.id for e in expected}
     missing = tuple(e for e in expected if e.id not in found)
-    return Comparison(missing, tuple(s for k, s in sorted(found.items()) if k not in recorded))
+    changed = tuple(
+        (e, s)
+        for e in expected
+        if (s := found.get(e.id)) is not None and (e.line, e.form, e.call) != (s.line, s.form, call_of(s))
+    )
+    return Comparison(missing, tuple(s for k, s in sorted(found.items()) if k not in recorded), changed)

@@ -325,9 +325,41 @@ def carries(node: ast.AST, live: frozenset[str] | set[str]) -> bool:
         return False  # the exception's data, not the exception
     if _is_type_call(node):  # type(e): the class
         return False
-    if isinstance(node, ast.Lambda):
-        return carries(node.body, set(live) - params(node.args))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Lambda):  # called at once: what its body makes
+        return carries(node.func.body, _lambda_live(node.func, node, live))
+    if isinstance(node, ast.Lambda):  # its defaults are held by the function, and bound to its parameters
+        defaults = [d for d in (*node.args.defaults, *node.args.kw_defaults) if d is not None]
+        return any(carries(d, live) for d in defaults) or carries(node.body, set(live) - params(node.args))
+    if isinstance(node, _COMPREHENSIONS):  # a target iterating over what carries one carries it
+        inner = set(live) | comprehension_names(node, live)
+        return any(carries(child, inner) for child in ast.iter_child_nodes(node))
     return any(carries(child, live) for child in ast.iter_child_nodes(node))
+
+
+def _lambda_live(fn: ast.Lambda, call: ast.Call, live: frozenset[str] | set[str]) -> set[str]:
+    """The live names in a lambda's body called at once: the enclosing ones it does not shadow, its parameters given
+    a live argument (any one: positions are not followed) or a live default."""
+    inner = set(live) - params(fn.args)
+    if any(carries(arg, live) for arg in [*call.args, *(k.value for k in call.keywords)]):
+        inner |= params(fn.args)
+    positional = [*fn.args.posonlyargs, *fn.args.args]
+    pairs = [*zip(positional[len(positional) - len(fn.args.defaults) :], fn.args.defaults, strict=True)]
+    pairs += [(arg, default) for arg, default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if default]
+    return inner | {arg.arg for arg, default in pairs if carries(default, live)}
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def comprehension_names(node: ast.AST, live: frozenset[str] | set[str]) -> set[str]:
+    """The names the comprehensions under `node` bind to what iterates over a live exception (`x` of
+    `[f(x) for x in [e]]`), generator by generator."""
+    bound: set[str] = set()
+    for comp in (n for n in ast.walk(node) if isinstance(n, _COMPREHENSIONS)):
+        for generator in comp.generators:
+            if carries(generator.iter, set(live) | bound):
+                bound |= {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+    return bound
 
 
 def _bound_pairs(stmt: ast.stmt) -> list[tuple[ast.AST, ast.expr | None]]:

@@ -192,16 +192,17 @@ def resolve_platform(spec: str) -> PlatformTarget:
 
 
 def platform_sites(target: PlatformTarget) -> list[Site]:
-    """The cached sites the platform runs, each to be driven through the platform class."""
+    """The sites the platform runs, each to be driven through the platform class."""
     source = (target.root / target.file).read_text(encoding="utf-8")
     sites = sites_in_source(source, target.file, target.defining_module, target.package)
     if target.package != PACKAGE:  # a plugin's own kernels, or vLLM's, may be imported there
         sites += [s for s in sites_in_source(source, target.file, target.defining_module, PACKAGE) if s not in sites]
-    chosen = [replace(s, driver=target.spec) for s in sites if s.qualname == target.defining_qualname and s.cached]
+    chosen = [replace(s, driver=target.spec) for s in sites if s.qualname == target.defining_qualname and s.guarded]
     if not chosen:
         raise NothingToCheck(
             f"platform {target.spec} runs {target.defining_module}.{target.defining_qualname}, "
-            "which has no kernel-import site logging through a *_once call; nothing to guard"
+            "which has no guarded kernel import (a try importing a kernel module, catching ImportError); "
+            "nothing to guard"
         )
     return chosen
 

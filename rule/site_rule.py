@@ -23,6 +23,7 @@ from warnonce_guard.rule.liveness import (
     ONCE_METHODS,
     UNKNOWN,
     argument_kind,
+    comprehension_names,
     dotted_name,
     flow,
     rebind,
@@ -142,7 +143,7 @@ def handler_name(handler: cst.ExceptHandler) -> str | None:
 
 def log_method(call: cst.Call) -> str | None:
     """The logger method a call invokes (`logger.warning_once(...)` -> warning_once)."""
-    if isinstance(call.func, cst.Attribute):
+    if isinstance(call.func, cst.Attribute) and dotted(call.func.value) != "sys":  # sys.exception() logs nothing
         method = call.func.attr.value
         if method in ONCE_METHODS or method in PLAIN_METHODS:
             return method
@@ -205,7 +206,8 @@ def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> 
             continue
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
-                if holds(small, call):
+                if holds(small, call):  # a comprehension around the call binds its own names
+                    live |= comprehension_names(parsed(cst.SimpleStatementLine([small]))[0], live)
                     return True
                 for parsed_small in parsed(cst.SimpleStatementLine([small])):
                     rebind(parsed_small, live)
@@ -255,6 +257,12 @@ def _blocks(stmt: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
+def _argument(arg: cst.Arg) -> ast.expr:
+    """An argument as the standard library parses it; `*xs` as `ast.Starred` (what it unpacks reaches the call)."""
+    value: ast.expr = parsed(arg.value)[0].value  # type: ignore[attr-defined]
+    return ast.Starred(value, ast.Load()) if arg.star else value
+
+
 def form_of(site: SiteCall, body: Sequence[cst.CSTNode]) -> str:
     """What the site's call passes the cache, as the liveness policy says with the names `live_names` follows through
     `body` (the enclosing function's): `live` when an argument carries a live exception, `eager` when every argument
@@ -263,7 +271,7 @@ def form_of(site: SiteCall, body: Sequence[cst.CSTNode]) -> str:
     if helper == EAGER:
         return EAGER
     names = live_names(body, site.call)
-    values = [parsed(arg.value)[0].value for arg in checked_arguments(site.call)]  # type: ignore[attr-defined]
+    values = [_argument(arg) for arg in checked_arguments(site.call)]
     safe = safe_names([tree for stmt in body for tree in parsed(stmt)]) - names
     kinds = [None if isinstance(v, ast.Name) and v.id in safe else argument_kind(v, names) for v in values]
     if EXCEPTION in kinds:

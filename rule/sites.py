@@ -16,7 +16,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from warnonce_guard.common.errors import SourceDoesNotParse
-from warnonce_guard.rule.liveness import dotted_name, handled_exception
+from warnonce_guard.rule.liveness import UNKNOWN, dotted_name, handled_exception
 from warnonce_guard.rule.site_rule import (
     ONCE_METHODS,
     Reaching,
@@ -48,17 +48,32 @@ class Condition:
     want: bool
     in_handler: bool = False
 
+    @property
+    def label(self) -> str:
+        """As the site's branch names it: the test, `not (...)` when the site needs it false."""
+        text = " ".join(self.expr.split())  # a test over several lines, as one
+        return text if self.want else f"not ({text})"
+
+    @property
+    def short(self) -> str:
+        """The test's last name (`X86` of `arch in (CpuArchEnum.X86,)`), `not-` when false: for pytest ids."""
+        names = re.findall(r"[A-Za-z_]\w*", self.expr)
+        name = next((n for n in reversed(names) if n not in ("not", "in", "is", "and", "or", "None")), "if")
+        return name.lstrip("_") if self.want else f"not-{name.lstrip('_')}"
+
 
 @dataclass(frozen=True)
 class Site:
-    """One kernel-import site; `id` survives line shifts between vLLM releases."""
+    """One kernel-import site: a guarded kernel import (a `try` importing a kernel module, with a handler catching
+    ImportError), and the `*_once` call of its handler discovery recognises, if any (one row per such call; a try
+    without one is one row, `recognised` False). `id` is file, function, kernel module and branch: it survives line
+    shifts between vLLM releases, never depends on position."""
 
     file: str  # posix path relative to the target root, e.g. vllm/platforms/cpu.py
     module: str  # vllm.platforms.cpu
     qualname: str  # CpuPlatform.import_kernels
     kernel_module: str  # vllm._C_AVX2
-    occurrence: int  # index among sites with the same file, qualname and kernel module
-    line: int  # first line of the logging call
+    line: int  # first line of the logging call (of the import, when no call is recognised)
     end_line: int  # last line of the logging call
     column: int  # 0-based column where the call starts
     end_column: int  # 0-based column just past the call's end
@@ -76,18 +91,42 @@ class Site:
     driver: str | None = None  # `module:Class` whose import_kernels the guard calls (a platform plugin)
     place: str = "handler"  # where the call stands: in the handler, or "after" it (logging a name it bound)
     via: str = ""  # the callable the call reaches the logger through: a helper function or a partial, as written
-    via_function: str = ""  # the helper function that makes the *_once call (a frame's name), "" for a partial
     logs_exception: bool = True  # an argument of the call is made of the exception (its text must be in the record)
+    duplicate: int = 0  # the how-manieth row with the same file, function, kernel module and branch (0: the first)
+
+    @property
+    def branch(self) -> str:
+        """The `if` conditions on the way to the import, as the source writes them: `not X86 / avx512`."""
+        return " / ".join(c.label for c in self.conditions if not c.in_handler)
 
     @property
     def id(self) -> str:
-        return f"{self.file}::{self.qualname}::{self.kernel_module}#{self.occurrence}"
+        branch = f" [{self.branch}]" if self.branch else ""
+        return f"{self.file}::{self.qualname}::{self.kernel_module}{branch}{self.disambiguator}"
+
+    @property
+    def disambiguator(self) -> str:
+        """`#2`, `#3` for a second, third row of one identity (two calls of one handler, two tries of one branch)."""
+        return f"#{self.duplicate + 1}" if self.duplicate else ""
 
     @property
     def test_id(self) -> str:
         """The id of the site's guard in pytest node ids (no `::` or `/`, which node ids reserve)."""
         via = f"-via-{self.driver.replace(':', '.')}" if self.driver else ""
-        return f"{Path(self.file).stem}-{self.qualname}-{self.kernel_module}-{self.occurrence}{via}"
+        inner = [c.short for c in self.conditions if not c.in_handler][-1:]  # the test that tells siblings apart
+        branch = "".join(f"-{label}" for label in inner)
+        return f"{Path(self.file).stem}-{self.qualname}-{self.kernel_module}{branch}{self.disambiguator}{via}"
+
+    @property
+    def recognised(self) -> bool:
+        """Discovery recognised the handler's logging call (else the row is the try's alone: `call: not recognised`)."""
+        return bool(self.log_method)
+
+    @property
+    def guarded(self) -> bool:
+        """A guard drives it: a site in a function or method, whatever its handler writes; at module level (run at
+        import time, which no guard repeats) only a cached call's, whose guard then says it is unreached."""
+        return self.cached or self.qualname != "<module>"
 
     @property
     def package(self) -> str:
@@ -124,6 +163,9 @@ class Site:
         fields["conditions"] = tuple(Condition(**c) for c in fields["conditions"])  # type: ignore[arg-type,union-attr]
         return cls(**fields)  # type: ignore[arg-type]
 
+
+# What "nothing to guard" says: no `try` of a function imports a kernel module and catches ImportError.
+NO_SITE = "no guarded kernel import (a try importing a kernel module, catching ImportError) in a function"
 
 # ---- discovery ----------------------------------------------------------------------------------
 
@@ -271,10 +313,38 @@ class _SiteFinder:
             return
         import_line = self.line(stmt.body.body[0])
         digest = anchor(stmt)
+        if is_site_try(stmt, self.package, self.current_package):  # the guarded import, whatever its handler writes
+            self.sites.append(self.try_row(stmt, kernel, import_line, scope, digest))
         for found in site_calls(stmt, self.package, self.current_package, self.reaching_in(scope)):
             self.in_handlers.add(id(found.call))
             site = self.site(found, kernel, import_line, scope, self.handler_conditions(found.handler, found.call))
             self.sites.append(replace(site, anchor=digest))
+
+    def try_row(self, stmt: cst.Try, kernel: str, import_line: int, scope: _Scope, digest: str) -> Site:
+        """The row of a guarded import whose handlers run no call discovery recognises (`call: not recognised`)."""
+        first = stmt.body.body[0]
+        return Site(
+            file=self.file,
+            module=self.module,
+            qualname=".".join(scope.names) or "<module>",
+            kernel_module=kernel,
+            line=import_line,
+            end_line=self.line(first, end=True),
+            column=self.positions[first].start.column,
+            end_column=self.positions[first].end.column,
+            import_line=import_line,
+            log_method="",
+            form=UNKNOWN,
+            exc_name=next((name for h in stmt.handlers if (name := handler_name(h))), ""),
+            message=None,
+            message_source="",
+            args=(),
+            exc_arg_index=-1,
+            receiver="",
+            anchor=digest,
+            conditions=scope.conditions,
+            logs_exception=False,
+        )
 
     def reaching_in(self, scope: _Scope) -> Reaching:
         """What reaches a *_once method from code in this scope: the module's callables, its classes' methods."""
@@ -323,7 +393,7 @@ class _SiteFinder:
         in_handler: tuple[Condition, ...],
         place: str = "handler",
     ) -> Site:
-        """The site of one call; its `occurrence` is counted over the whole file afterwards (`_renumbered`)."""
+        """The site of one call; a second row of its identity is numbered over the whole file afterwards."""
         call, name, via = found.call, found.name, found.via
         first = call.args[0].value if call.args else None
         literal = getattr(first, "evaluated_value", None)  # a str or bytes literal's value; None for an f-string
@@ -338,7 +408,6 @@ class _SiteFinder:
             module=self.module,
             qualname=".".join(scope.names) or "<module>",
             kernel_module=kernel,
-            occurrence=0,
             line=self.line(call),
             end_line=self.line(call, end=True),
             column=self.positions[call].start.column,
@@ -359,7 +428,6 @@ class _SiteFinder:
             conditions=scope.conditions + in_handler,
             place=place,
             via=self.code(call.func) if via is not None else "",
-            via_function=via.function if via is not None else "",
             logs_exception=logs,
         )
 
@@ -568,13 +636,20 @@ def _regions(
 
 
 def _renumbered(sites: list[Site]) -> list[Site]:
-    """Occurrence indices counted over the whole file, in source order."""
-    seen: dict[tuple[str, str], int] = {}
-    out = []
+    """One file's rows, in source order: a try's recognised `*_once` calls, or else its one row (a plain call's, or
+    its import's: not recognised); a second row of one identity numbered (`Site.duplicate`)."""
+    by_try: dict[int, list[Site]] = {}
     for site in sorted(sites, key=lambda s: (s.line, s.column)):
-        key = (site.qualname, site.kernel_module)
-        out.append(replace(site, occurrence=seen.get(key, 0)))
-        seen[key] = seen.get(key, 0) + 1
+        by_try.setdefault(site.import_line, []).append(site)
+    rows = []
+    for found in by_try.values():
+        cached = [site for site in found if site.cached]
+        rows += cached or [next((site for site in found if site.recognised), found[0])]
+    seen: dict[str, int] = {}
+    out = []
+    for site in sorted(rows, key=lambda s: (s.line, s.column)):
+        out.append(replace(site, duplicate=seen.get(site.id, 0)))
+        seen[site.id] = seen.get(site.id, 0) + 1
     return out
 
 

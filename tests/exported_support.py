@@ -128,12 +128,12 @@ class CudaPlatform(Platform):
             logger.warning_once("Failed to import from vllm._C_stable: %s", repr(e))
 """
 TOY_IDS = [
-    "cpu-CpuPlatform.import_kernels-vllm._C_AVX512-0",
-    "cpu-CpuPlatform.import_kernels-vllm._C_AVX2-0",
-    "cpu-CpuPlatform.import_kernels-vllm._C-0",
-    "cuda-CudaPlatform.import_kernels-vllm._C_stable-0",
-    "interface-Platform.import_kernels-vllm._C-0",
-    "interface-MoePlatform.import_kernels-vllm._moe_C-0",
+    "cpu-CpuPlatform.import_kernels-vllm._C_AVX512-avx512",
+    "cpu-CpuPlatform.import_kernels-vllm._C_AVX2-not-avx512",
+    "cpu-CpuPlatform.import_kernels-vllm._C-not-X86",
+    "cuda-CudaPlatform.import_kernels-vllm._C_stable",
+    "interface-Platform.import_kernels-vllm._C",
+    "interface-MoePlatform.import_kernels-vllm._moe_C",
 ]
 # A seventh site, after CpuPlatform.import_kernels' branches (on its last line + 1 onwards).
 SEVENTH = """        try:

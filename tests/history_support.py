@@ -24,7 +24,7 @@ from tests.toy import EAGER_CALL, PLATFORM_SOURCE, write_toy
 
 LIVE_CALL = 'logger.warning_once("Failed to import from PKG._C: %r", e)'
 PLAIN_CALL = 'logger.warning("Failed to import from PKG._C: %r", e)'
-INTERFACE_SITE = "vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0"
+INTERFACE_SITE = "vllm/platforms/interface.py::Platform.import_kernels::vllm._C"
 META = ReleaseMeta("9.9.9", "2026-01-02", None, "vllm-9.9.9.tar.gz")
 LEAKS = ("exception retained", "owner pinned", "warning repeated")
 

@@ -88,7 +88,6 @@ def make_site(file: str, qualname: str, kernel: str) -> Site:
         module=file.removesuffix(".py").replace("/", "."),
         qualname=qualname,
         kernel_module=kernel,
-        occurrence=0,
         line=line,
         end_line=line,
         column=text.index("logger"),
@@ -306,7 +305,7 @@ class FakeSession:
         if not self.generates:
             return 1 if self.exit_code is None else self.exit_code
         sites, _ = _staged(ws)
-        guarded = [site for site in sites if site.cached and site.file in files]
+        guarded = [site for site in sites if site.guarded and site.file in files]
         clean = self.baseline is RecordKind.PASSED
         records = tuple(passed(s) if clean else leaked(s) for s in guarded)
         write_session(ws.attribution, GuardSession(run_id, Phase.BASELINE, "", 0 if clean else 1, records))

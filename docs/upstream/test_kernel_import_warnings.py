@@ -38,7 +38,7 @@ CASES = [
             "torch.cpu._is_avx512_supported()": True,
             "torch.cpu._is_avx512_bf16_supported()": True,
         },
-        id="cpu-CpuPlatform.import_kernels-vllm._C-0",
+        id="cpu-CpuPlatform.import_kernels-vllm._C-is_avx512_bf16_supported",
     ),
     pytest.param(
         "vllm/platforms/cpu.py:678",
@@ -50,7 +50,7 @@ CASES = [
             "torch.cpu._is_avx512_supported()": True,
             "torch.cpu._is_avx512_bf16_supported()": False,
         },
-        id="cpu-CpuPlatform.import_kernels-vllm._C_AVX512-0",
+        id="cpu-CpuPlatform.import_kernels-vllm._C_AVX512-not-is_avx512_bf16_supported",
     ),
     pytest.param(
         "vllm/platforms/cpu.py:686",
@@ -61,7 +61,7 @@ CASES = [
             "Platform.get_cpu_architecture()": CpuArchEnum.X86,
             "torch.cpu._is_avx512_supported()": False,
         },
-        id="cpu-CpuPlatform.import_kernels-vllm._C_AVX2-0",
+        id="cpu-CpuPlatform.import_kernels-vllm._C_AVX2-not-is_avx512_supported",
     ),
     pytest.param(
         "vllm/platforms/cpu.py:693",
@@ -69,7 +69,7 @@ CASES = [
         "vllm._C",
         "Failed to import from vllm._C: {error!r}",
         {"Platform.get_cpu_architecture()": CpuArchEnum.ARM},
-        id="cpu-CpuPlatform.import_kernels-vllm._C-1",
+        id="cpu-CpuPlatform.import_kernels-vllm._C-not-X86",
     ),
     pytest.param(
         "vllm/platforms/cuda.py:244",
@@ -77,7 +77,7 @@ CASES = [
         "vllm._C_stable_libtorch",
         "Failed to import from vllm._C_stable_libtorch: {error!r}",
         {},
-        id="cuda-CudaPlatformBase.import_kernels-vllm._C_stable_libtorch-0",
+        id="cuda-CudaPlatformBase.import_kernels-vllm._C_stable_libtorch",
     ),
     pytest.param(
         "vllm/platforms/interface.py:371",
@@ -85,7 +85,7 @@ CASES = [
         "vllm._C",
         "Failed to import from vllm._C: {error!r}",
         {},
-        id="interface-Platform.import_kernels-vllm._C-0",
+        id="interface-Platform.import_kernels-vllm._C",
     ),
 ]
 # Kernel modules a platform module imports at its top: stood in where not built.

@@ -367,12 +367,12 @@ def _tested(ws: Workspace, run_id: str, rounds: int) -> int:
 
 
 def _guarded_at_baseline(ws: Workspace, run_id: str) -> list[Site]:
-    """The cached sites whose guard passed on the unmutated code when some other one failed there (none when every
+    """The sites whose guard passed on the unmutated code when some other one failed there (none when every
     guard failed, or none did)."""
     failed = {r.site for s in baseline_sessions(ws.attribution, run_id) for r in s.records if r.failed}
-    cached = [site for site in _sites(ws) if site.cached]
-    guarded = [site for site in cached if site.id not in failed]
-    return guarded if failed and len(guarded) < len(cached) else []
+    every = [site for site in _sites(ws) if site.guarded]
+    guarded = [site for site in every if site.id not in failed]
+    return guarded if failed and len(guarded) < len(every) else []
 
 
 def suite_stopped(ws: Workspace, files: list[str], code: int) -> int:

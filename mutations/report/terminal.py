@@ -32,8 +32,8 @@ def status_text(status: str) -> Text:
 
 
 def site_label(site: Site) -> str:
-    """`cpu.py:670 vllm._C#0`: short enough for a terminal; the full id is in the report files."""
-    return f"{Path(site.file).name}:{site.line} {site.kernel_module}#{site.occurrence}"
+    """`cpu.py:670 vllm._C`: short enough for a terminal; the full id (with its branch) is in the report files."""
+    return f"{Path(site.file).name}:{site.line} {site.kernel_module}{site.disambiguator}"
 
 
 def build(result: RunResult) -> Table:
@@ -50,10 +50,10 @@ def build(result: RunResult) -> Table:
             Text(", ".join(verdict.detectors)),
         )
     for baseline in result.baselines:
-        if baseline.status in (EXPOSED, UNREACHED):
+        if baseline.status in (EXPOSED, UNREACHED) or not baseline.site.cached:
             table.add_row(
                 Text(site_label(baseline.site)),
-                Text("baseline", style="italic"),
+                Text("baseline" if baseline.site.cached else "baseline (no operator applies)", style="italic"),
                 status_text(baseline.status),
                 Text(""),
                 Text(", ".join(baseline.detectors)),
@@ -68,6 +68,8 @@ def score_line(result: RunResult) -> Text:
     if result.suite is None:  # a suite's run has no site baselines
         exposed, unreached = len(result.sites_with(EXPOSED)), len(result.sites_with(UNREACHED))
         line.append(f"; sites exposed: {exposed}, unreached: {unreached}")
+        if unmutable := sum(1 for b in result.baselines if not b.site.cached):
+            line.append(f", sites no operator mutates: {unmutable}")
     line.append(")")
     return line
 

@@ -28,8 +28,12 @@ from warnonce_guard.rule.target import source_tree
 from tests.faults import hash_tree
 from tests.toy import INTERFACE, make_tree
 
-SITE_ID = "vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0"
-PLAIN = INTERFACE.replace("warning_once", "warning")  # a site, but not a cached one: nothing to guard
+SITE_ID = "vllm/platforms/interface.py::Platform.import_kernels::vllm._C"
+# a guarded import at module level only: run at import time, which no guard repeats: listed, nothing to guard
+AT_IMPORT = (
+    "import logging\nlogger = logging.getLogger(__name__)\n"
+    "try:\n    import vllm._C\nexcept ImportError as e:\n    logger.warning('%r', e)\n"
+)
 
 
 def stderr_lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
@@ -40,7 +44,38 @@ def test_sites_prints_a_table_of_the_sites_and_counts_them(toy_tree: Path, capsy
     assert main(["sites", "--vllm-src", str(toy_tree)]) == ExitCode.OK
     shown = capsys.readouterr().out
     assert "vLLM 9.9.9 (gtoy), source tree at" in shown and "Platform.import_kernels" in shown
-    assert "1 cached site(s): 1 eager, 0 live, 0 unknown; 0 not cached" in shown
+    assert (
+        "1 guarded site(s): 1 eager, 0 live, 0 unknown; 0 without a recognised *_once call; 0 at import time" in shown
+    )
+
+
+def test_sites_lists_a_guarded_import_whose_call_is_not_recognised(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hidden = "\n\nclass Hidden(Platform):\n    @classmethod\n    def import_kernels(cls) -> None:\n"
+    hidden += "        try:\n            import vllm._C_AVX2\n        except ImportError as e:\n"
+    hidden += "            getattr(logger, 'warning_once')('Failed: %r', e)\n"
+    tree = make_tree(tmp_path / "tree", INTERFACE + hidden)
+    assert main(["sites", "--vllm-src", str(tree), "--json"]) == ExitCode.OK
+    rows = {s["qualname"]: s for s in json.loads(capsys.readouterr().out)["sites"]}
+    assert (rows["Hidden.import_kernels"]["log_method"], rows["Hidden.import_kernels"]["form"]) == ("", "unknown")
+    assert main(["sites", "--vllm-src", str(tree)]) == ExitCode.OK
+    shown = capsys.readouterr().out
+    assert "not recognised" in shown
+    assert "2 guarded site(s): 1 eager, 0 live, 1 unknown; 1 without a recognised" in shown
+
+
+def test_a_second_sites_write_of_one_record_meanwhile_is_refused(
+    toy_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from warnonce_guard.rule import expected
+
+    record = tmp_path / "sites.json"
+    with expected.writing(record):
+        assert main(["sites", "--vllm-src", str(toy_tree), "--write", str(record)]) == ExitCode.ENVIRONMENT
+    (line,) = stderr_lines(capsys)
+    assert line.endswith("another warnonce-guard run is writing it; wait for it to finish, then run again")
+    assert not record.exists()
 
 
 def test_sites_counts_a_site_that_passes_the_exception_itself_as_live(
@@ -48,7 +83,7 @@ def test_sites_counts_a_site_that_passes_the_exception_itself_as_live(
 ) -> None:
     tree = make_tree(tmp_path / "tree", INTERFACE.replace('%s", repr(e)', '%r", e'))
     assert main(["sites", "--vllm-src", str(tree)]) == ExitCode.OK
-    assert "1 cached site(s): 0 eager, 1 live, 0 unknown; 0 not cached" in capsys.readouterr().out
+    assert "1 guarded site(s): 0 eager, 1 live, 0 unknown; 0 without a recognised" in capsys.readouterr().out
 
 
 def test_sites_json_is_the_target_and_its_site_records(toy_tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -61,11 +96,11 @@ def test_sites_json_is_the_target_and_its_site_records(toy_tree: Path, capsys: p
 def test_sites_of_a_tree_without_a_cached_site_are_listed_then_fail_as_nothing_to_check(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    tree = make_tree(tmp_path / "tree", PLAIN)
+    tree = make_tree(tmp_path / "tree", AT_IMPORT)
     assert main(["sites", "--vllm-src", str(tree), "--json"]) == ExitCode.NOTHING_TO_CHECK
     captured = capsys.readouterr()
-    assert [s["cached"] for s in json.loads(captured.out)["sites"]] == [False]
-    assert captured.err.startswith("warnonce-guard: error: no kernel-import site logs through a *_once call")
+    assert [(s["qualname"], s["cached"]) for s in json.loads(captured.out)["sites"]] == [("<module>", False)]
+    assert captured.err.startswith("warnonce-guard: error: no guarded kernel import (a try importing a kernel module")
 
 
 def test_bad_input_is_one_line_naming_the_problem_and_its_own_exit_code(
@@ -382,7 +417,7 @@ def test_guards_on_a_tree_without_a_cached_site_stop_before_pytest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(pytest, "main", lambda args: pytest.fail("pytest ran"))
-    assert main(["guards", "--vllm-src", str(make_tree(tmp_path / "tree", PLAIN))]) == ExitCode.NOTHING_TO_CHECK
+    assert main(["guards", "--vllm-src", str(make_tree(tmp_path / "tree", AT_IMPORT))]) == ExitCode.NOTHING_TO_CHECK
 
 
 def test_guards_stopped_by_sigterm_exit_143_not_pytests_interrupted(

@@ -26,7 +26,8 @@ ALIAS = """\
             except ImportError as e:
                 err = e
                 logger.warning_once("Failed to import from vllm._C: %r", err)"""
-ARM_SITE = "vllm/platforms/cpu.py::CpuPlatform.import_kernels::vllm._C#1"  # cpu.py's fourth: the ARM branch
+ARM_BRANCH = "not (Platform.get_cpu_architecture() in (CpuArchEnum.X86,))"
+ARM_SITE = f"vllm/platforms/cpu.py::CpuPlatform.import_kernels::vllm._C [{ARM_BRANCH}]"  # cpu.py's fourth
 RECORD = layout.ROOT / "expected-sites" / "vllm-0.33.0.json"
 
 

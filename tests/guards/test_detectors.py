@@ -19,6 +19,7 @@ def leaking() -> Observation:
     return replace(
         clean_observation(),
         emitted=[TEXT, TEXT],
+        once_emitted=[TEXT, TEXT],
         exceptions_alive=2,
         exception_holders=["tuple", "_lru_cache_wrapper vllm.logger._print_warning_once"],
         owners_alive=2,
@@ -48,7 +49,7 @@ def test_detector_names_are_distinct_and_every_observation_field_is_filled_or_re
     assert len({d.name for d in DETECTORS}) == len(DETECTORS)
     read = {name for d in DETECTORS for name in d.reads}
     plain = {f.name for f in fields(Observation)} - read
-    assert plain == {"site_id", "log_calls", "steered"}  # facts for `reached` and the unreached message
+    assert plain == {"site_id", "imports_blocked", "steered"}  # facts for `reached` and the unreached message
 
 
 def test_a_leaking_observation_is_reported_by_every_detector_it_trips_in_order() -> None:
@@ -83,7 +84,7 @@ def test_owner_pinned_names_counts_and_the_referrer_chain() -> None:
 
 
 def test_warning_repeated_names_the_count_and_the_text() -> None:
-    found = BY_NAME[detectors.WARNING_REPEATED](replace(clean_observation(), emitted=[TEXT, TEXT]))
+    found = BY_NAME[detectors.WARNING_REPEATED](replace(clean_observation(), once_emitted=[TEXT, TEXT]))
 
     assert found is not None
     assert found.evidence == f"emitted 2 times over 2 calls: {TEXT!r}"
@@ -118,22 +119,42 @@ def test_finding_reads_as_detector_and_evidence() -> None:
     assert str(Detection(detectors.OWNER_PINNED, "2 of 2")) == f"{detectors.OWNER_PINNED}: 2 of 2"
 
 
-def test_observation_is_reached_only_when_the_site_logged() -> None:
+def test_observation_is_reached_only_when_the_blocked_import_was_raised_in_the_sites_function() -> None:
     assert clean_observation().reached
-    assert not replace(clean_observation(), log_calls=0).reached
+    assert not replace(clean_observation(), imports_blocked=0).reached
 
 
 def test_the_clean_observation_is_what_the_eager_interface_site_gives_when_driven_twice() -> None:
     """The examples (README's detector table) start from it: it must be a real site's, not any quiet one."""
     obs = clean_observation()
-    assert obs.site_id == "vllm/platforms/interface.py::Platform.import_kernels::vllm._C#0"
-    assert obs.calls == obs.log_calls == obs.exceptions_raised == 2  # one log call per drive
-    assert obs.emitted == [obs.expected_message]
+    assert obs.site_id == "vllm/platforms/interface.py::Platform.import_kernels::vllm._C"
+    assert obs.calls == obs.imports_blocked == obs.exceptions_raised == 2  # one blocked import per drive
+    assert obs.emitted == obs.once_emitted == [obs.expected_message]  # once, through the cache
     assert obs.expected_fragment == "No module named 'vllm._C'"
     assert obs.expected_fragment in (obs.expected_message or "")
 
 
-def test_a_repeated_warning_is_shown_by_its_first_record() -> None:
-    obs = replace(clean_observation(), emitted=["first", "second"])
-    (repeated,) = [found for found in detections(obs) if found.detector == detectors.WARNING_REPEATED]
-    assert repeated.evidence == "emitted 2 times over 2 calls: 'first'"
+def test_two_different_texts_are_no_repeat() -> None:
+    obs = replace(clean_observation(), emitted=[TEXT, "second"], once_emitted=[TEXT, "second"])
+    assert BY_NAME[detectors.WARNING_REPEATED](obs) is None
+
+
+def test_without_a_recognised_call_only_a_text_the_once_cache_let_through_twice_is_a_repeat() -> None:
+    unread = replace(clean_observation(), expects_once=False, expected_message=None, expected_fragment="")
+    plain_twice = replace(unread, emitted=[TEXT, TEXT], once_emitted=[])  # logger.warning, twice: no cache
+    cached_twice = replace(unread, emitted=[], once_emitted=[TEXT, TEXT])  # whatever call sent it to the cache
+
+    assert detections(plain_twice) == []
+    found = BY_NAME[detectors.WARNING_REPEATED](cached_twice)
+    assert found is not None and found.evidence == f"emitted 2 times over 2 calls: {TEXT!r}"
+
+
+def test_the_recognised_calls_text_twice_is_a_repeat_by_any_path() -> None:
+    """`once-dropped` makes the call uncached: its text comes out twice, never through the cache."""
+    found = BY_NAME[detectors.WARNING_REPEATED](replace(clean_observation(), emitted=[TEXT, TEXT], once_emitted=[]))
+    assert found is not None
+
+
+def test_message_changed_needs_a_recognised_call() -> None:
+    unread = replace(clean_observation(), expects_once=False, emitted=[])
+    assert BY_NAME[detectors.MESSAGE_CHANGED](unread) is None

@@ -18,6 +18,7 @@ from warnonce_guard.guards.outcome import LeakDetected, SiteUnreached, check_sit
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.rule.sites import Site, discover
 
+from tests.hostile_forms import FORMS, written
 from tests.toy import EAGER_CALL, PLATFORM_SOURCE, purge, unique_package, write_toy
 
 PLATFORM = PLATFORM_SOURCE
@@ -145,13 +146,21 @@ def test_a_leak_driven_again_leaks_again_and_a_clean_site_passes_each_time(toy: 
     assert drive_again(site, 0, package=package) == ()
 
 
-def test_plain_warning_repeats_without_retaining(toy: Toy) -> None:
+def test_a_plain_warning_site_is_guarded_and_passes_its_repeat_is_no_once_warnings(toy: Toy) -> None:
     package, (site,) = toy(call=PLAIN)
+    assert site.guarded and not site.cached
 
-    with pytest.raises(LeakDetected) as caught:
-        check_site(site, package=package)
+    obs = drive(site, package=package)
 
-    assert detector_names(caught.value) == {detectors.WARNING_REPEATED}
+    assert obs.reached and len(obs.emitted) == 2 and obs.once_emitted == []
+    assert detectors.detections(obs) == []
+
+
+def test_a_once_call_made_plain_repeats_without_retaining(toy: Toy) -> None:
+    """`once-dropped`'s mutant: the site's recognised *_once call, run uncached."""
+    obs = observe(toy, EAGER, PLAIN)
+
+    assert [found.detector for found in detectors.detections(obs)] == [detectors.WARNING_REPEATED]
 
 
 def test_a_mutant_passing_the_exception_to_percent_s_changes_the_message_and_is_retained(toy: Toy) -> None:
@@ -169,7 +178,7 @@ def test_a_mutant_passing_the_exception_to_percent_s_changes_the_message_and_is_
         (detectors.EXCEPTION_RETAINED, LIVE_REPR),
         (detectors.OWNER_PINNED, LIVE_REPR),
         (detectors.WARNING_REPEATED, LIVE_REPR),
-        (detectors.WARNING_REPEATED, PLAIN),
+        (detectors.WARNING_REPEATED, (EAGER, PLAIN)),
         (detectors.MESSAGE_CHANGED, (EAGER, LIVE_STR)),
     ],
     ids=["retained-live", "pinned-live", "repeated-live", "repeated-plain", "changed-str"],
@@ -258,7 +267,7 @@ def test_site_that_never_runs_is_unreached(toy: Toy) -> None:
     )
     package, (site,) = toy(source)
 
-    with pytest.raises(SiteUnreached, match="no logging call from import_kernels"):
+    with pytest.raises(SiteUnreached, match=r"import_kernels never imported \S+\._C while it was blocked"):
         check_site(site, package=package)
 
 
@@ -366,3 +375,39 @@ def test_drive_leaves_no_trace(toy: Toy) -> None:
     caches = once_caches(package)
     assert len(caches) == 4
     assert [cache.cache_info().currsize for cache in caches] == [0, 0, 0, 0]
+
+
+# ---- whatever the handler writes (issue 40) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_leak_in_any_form_fails_its_guard_with_the_leak_detectors(toy: Toy, form: str) -> None:
+    package, sites = toy(call=written(form, "PKG", 12))
+    (site,) = [s for s in sites if s.qualname == "Platform.import_kernels"]
+
+    with pytest.raises(LeakDetected) as caught:
+        check_site(site, package=package)
+
+    assert {detectors.EXCEPTION_RETAINED, detectors.OWNER_PINNED, detectors.WARNING_REPEATED} <= set(
+        caught.value.detectors
+    )
+
+
+def test_a_handler_that_logs_nothing_is_a_guarded_site_that_passes(toy: Toy) -> None:
+    package, (site,) = toy(call="pass")
+    assert site.guarded and not site.recognised
+
+    obs = drive(site, package=package)
+
+    assert obs.reached and obs.emitted == obs.once_emitted == []
+    assert detectors.detections(obs) == []
+
+
+def test_a_once_warning_of_a_fixed_text_through_an_unrecognised_call_is_no_repeat(toy: Toy) -> None:
+    """The cache lets one text through once: the second drive finds it cached (no repeat, nothing kept)."""
+    package, (site,) = toy(call='getattr(logger, "warning_once")("Failed: %s", repr(e))')
+
+    obs = drive(site, package=package)
+
+    assert len(obs.once_emitted) == 1 and obs.once_emitted[0].startswith("Failed: BlockedKernelImport(")
+    assert detectors.detections(obs) == []

@@ -47,9 +47,15 @@ def test_a_platform_module_that_cannot_import_names_the_missing_module(tmp_path:
 
 
 def test_a_run_that_guards_nothing_fails_as_a_whole_with_its_one_line_reason(tmp_path: Path) -> None:
-    run = run_guards(vllm_tree(tmp_path / "tree", PLAIN_CALL), tmp_path / "logs" / "plain.log")
+    at_import = "try:\n    import PKG._C\nexcept ImportError as e:\n    pass\n"  # no guarded site: import time
+    run = run_guards(vllm_tree(tmp_path / "tree", None, {"interface": at_import}), tmp_path / "logs" / "none.log")
     assert run.outcomes == () and run.exit_code != 0
-    assert run.error is not None and run.error.startswith("no kernel-import site logs through a *_once call")
+    assert run.error is not None and run.error.startswith("no guarded kernel import (a try importing a kernel")
+
+
+def test_a_plain_warning_site_is_guarded_and_passes(tmp_path: Path) -> None:
+    run = run_guards(vllm_tree(tmp_path / "tree", PLAIN_CALL), tmp_path / "logs" / "plain.log")
+    assert [(o.site_id, o.outcome) for o in run.outcomes] == [(INTERFACE_SITE, RecordKind.PASSED)]
 
 
 def test_the_guards_are_pointed_at_the_tree_whatever_the_caller_environment_says(tmp_path: Path, monkeypatch) -> None:

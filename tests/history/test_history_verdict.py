@@ -13,7 +13,7 @@ from warnonce_guard.history.verdict import not_checked, release_verdict
 from tests.history_support import INTERFACE_SITE, LEAKS, LIVE_CALL, META, PLAIN_CALL, guard_run, platform, vllm_tree
 from tests.toy import EAGER_CALL, write
 
-CPU_SITE = "vllm/platforms/cpu.py::Platform.import_kernels::vllm._C#0"
+CPU_SITE = "vllm/platforms/cpu.py::Platform.import_kernels::vllm._C"
 MISSING = (
     "importing vllm.platforms.cpu failed: no module named 'cloudpickle'; install it where the guards run "
     "(pip install cloudpickle)"

@@ -36,11 +36,11 @@ def test_a_sites_file_without_a_site_to_mutate_is_not_trusted(ws: Workspace, tex
         stage.read_sites(ws)
 
 
-def test_a_sites_file_of_uncached_sites_only_is_not_trusted(tmp_path: Path, ws: Workspace) -> None:
-    sites = discover(make_tree(tmp_path / "tree", INTERFACE.replace("warning_once", "warning")))
-    assert sites and not any(site.cached for site in sites)
-    ws.sites_file.write_text(json.dumps([site.to_json() for site in sites]))
-    with pytest.raises(BadRecord, match="no \\*_once site"):
+def test_a_sites_file_of_unguarded_sites_only_is_not_trusted(tmp_path: Path, ws: Workspace) -> None:
+    module_level = "try:\n    import vllm._C\nexcept ImportError as e:\n    logger.warning('%r', e)\n"
+    sites = discover(make_tree(tmp_path / "tree", INTERFACE + module_level))
+    ws.sites_file.write_text(json.dumps([site.to_json() for site in sites if not site.guarded]))
+    with pytest.raises(BadRecord, match="no guarded site"):
         stage.read_sites(ws)
 
 
@@ -275,18 +275,18 @@ def test_a_site_file_this_user_may_not_read_is_exit_5_naming_it_not_the_work_dir
 def test_prepare_stages_the_files_with_a_cached_site_and_writes_the_runs_files(tmp_path: Path, ws: Workspace) -> None:
     tree = make_tree(tmp_path / "tree")
     plain = INTERFACE.replace("class Platform", "class CpuPlatform").replace("warning_once", "warning")
-    (tree / "vllm" / "platforms" / "cpu.py").write_text(plain)  # a site, not cached: not guarded, not mutated
+    (tree / "vllm" / "platforms" / "cpu.py").write_text(plain)  # a site, not cached: guarded, staged, no operator
     sites = discover(tree)
     assert sorted(site.file for site in sites) == ["vllm/platforms/cpu.py", SITE_FILE]
 
     stage.prepare(ws, source_tree(tree), sites)
 
-    assert staged(ws) == [SITE_FILE] and stage.mutated_files(sites) == [SITE_FILE]
+    cpu = "vllm/platforms/cpu.py"
+    assert staged(ws) == [cpu, SITE_FILE] and stage.mutated_files(sites) == [cpu, SITE_FILE]
     assert not ws.mutants.exists()  # mutmut writes its own copies there
     assert json.loads(ws.packages_file.read_text()) == {"vllm": str(tree / "vllm")}  # imported from there
     assert sorted(p.name for p in ws.guard_tests.iterdir()) == sorted(stage.GUARD_TEST_FILES)
-    assert f"only_mutate = \n    {SITE_FILE}\n" in ws.setup_cfg.read_text()
-    assert "cpu.py" not in ws.setup_cfg.read_text()
+    assert f"only_mutate = \n    {cpu}\n    {SITE_FILE}\n" in ws.setup_cfg.read_text()
     assert stage.read_sites(ws) == sites
 
 

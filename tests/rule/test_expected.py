@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from warnonce_guard.common.errors import BadSitesRecord, ExitCode, ExpectedSitesMissing, PathRefused, PathUnusable
+from warnonce_guard.common.errors import (
+    BadSitesRecord,
+    ExitCode,
+    ExpectedSitesMissing,
+    PathRefused,
+    PathUnusable,
+    StagingFailed,
+    WorkDirBusy,
+)
 from warnonce_guard.rule import expected
 from warnonce_guard.rule.sites import Site, sites_in_source
 
 from tests.toy import INTERFACE
 
+ROW = {"id": "x", "line": 1, "form": "eager", "call": "warning_once"}
 TWO = (
     INTERFACE
     + """
@@ -39,15 +50,15 @@ def recorded(tmp_path: Path, found: list[Site]) -> Path:
     return path
 
 
-def test_a_record_holds_the_cached_sites_by_identity_and_reads_back(tmp_path: Path) -> None:
+def test_a_record_holds_the_guarded_sites_by_identity_and_reads_back(tmp_path: Path) -> None:
     found = sites()
     data = json.loads(recorded(tmp_path, found).read_text(encoding="utf-8"))
 
-    assert data["kind"] == expected.KIND and data["recorded_from"] == "vLLM 9.9.9"
-    assert [row["id"] for row in data["sites"]] == sorted(s.id for s in found if s.cached)
-    assert len(data["sites"]) == 2  # the plain warning is not guarded: not recorded
+    assert data["kind"] == expected.KIND and data["recorded_from"] == "vLLM 9.9.9" and data["version"] == 2
+    assert [row["id"] for row in data["sites"]] == sorted(s.id for s in found if s.guarded)
+    assert len(data["sites"]) == 2  # one row per try: the plain warning beside a *_once call is no row of its own
     assert expected.read(tmp_path / "sites.json") == [
-        expected.Expected(r["id"], r["line"], r["form"]) for r in data["sites"]
+        expected.Expected(r["id"], r["line"], r["form"], r["call"]) for r in data["sites"]
     ]
 
 
@@ -55,8 +66,25 @@ def test_the_same_sites_on_shifted_lines_compare_equal(tmp_path: Path) -> None:
     path = recorded(tmp_path, sites())
     comparison = expected.compare(expected.read(path), sites("\n\n\n" + TWO))
 
-    assert comparison == expected.Comparison((), ())
+    assert comparison.missing == comparison.new == ()
     comparison.check(path)  # nothing missing: no error
+    lines = sorted(s.line for s in sites() if s.guarded)
+    assert sorted(note.rsplit(": ", 1)[1] for note in comparison.notes(path)) == [f"line {n} -> {n + 3}" for n in lines]
+
+
+def test_a_changed_form_and_call_are_notes(tmp_path: Path) -> None:
+    path = recorded(tmp_path, sites())
+    live = TWO.replace(
+        '"Failed to import from vllm._C_AVX2: %s", repr(e)', '"Failed to import from vllm._C_AVX2: %r", e'
+    )
+    comparison = expected.compare(expected.read(path), sites(live))
+
+    assert comparison.missing == () and comparison.new == ()
+    (note,) = comparison.notes(path)
+    assert note.endswith("Other.import_kernels::vllm._C_AVX2: form eager -> live")
+    unread = TWO.replace('logger.warning_once("Failed to import from vllm._C_AVX2: %s", repr(e))', "pass")
+    (note,) = expected.compare(expected.read(path), sites(unread)).notes(path)
+    assert note.endswith("Other.import_kernels::vllm._C_AVX2: line 22 -> 23, call warning_once -> warning")
 
 
 def test_a_site_gone_is_missing_and_fails_naming_it_and_a_new_one_is_noted(tmp_path: Path) -> None:
@@ -64,13 +92,13 @@ def test_a_site_gone_is_missing_and_fails_naming_it_and_a_new_one_is_noted(tmp_p
     gone = TWO.replace("import vllm._C_AVX2  # noqa: F401", "import vllm._C_AVX512  # noqa: F401")
     comparison = expected.compare(expected.read(path), sites(gone))
 
-    assert [e.id for e in comparison.missing] == ["vllm/platforms/interface.py::Other.import_kernels::vllm._C_AVX2#0"]
-    assert [s.id for s in comparison.new] == ["vllm/platforms/interface.py::Other.import_kernels::vllm._C_AVX512#0"]
+    assert [e.id for e in comparison.missing] == ["vllm/platforms/interface.py::Other.import_kernels::vllm._C_AVX2"]
+    assert [s.id for s in comparison.new] == ["vllm/platforms/interface.py::Other.import_kernels::vllm._C_AVX512"]
     with pytest.raises(ExpectedSitesMissing, match=r"^1 expected site\(s\) of .* not found, so not guarded: ") as err:
         comparison.check(path)
     assert err.value.exit_code == ExitCode.CHECK_FAILED
-    assert "Other.import_kernels::vllm._C_AVX2#0 (line " in str(err.value)
-    assert "_C_AVX512#0" in (comparison.new_line(path) or "")
+    assert "Other.import_kernels::vllm._C_AVX2 (line " in str(err.value)
+    assert "_C_AVX512 (line" in (comparison.new_line(path) or "")
 
 
 def test_a_site_driven_through_a_platform_class_is_its_own_identity() -> None:
@@ -84,9 +112,26 @@ def test_a_site_driven_through_a_platform_class_is_its_own_identity() -> None:
         ("{", BadSitesRecord, "not JSON"),
         ("[]", BadSitesRecord, "not a sites record"),
         (json.dumps({"kind": expected.KIND, "version": 99, "sites": []}), BadSitesRecord, "of version 99"),
-        (json.dumps({"kind": expected.KIND, "version": 1, "sites": [{"line": 1}]}), BadSitesRecord, "without 'id'"),
+        (json.dumps({"kind": expected.KIND, "version": 1, "sites": []}), BadSitesRecord, "of version 1, not 2"),
+        (json.dumps({"kind": expected.KIND, "version": 2, "sites": [{"line": 1}]}), BadSitesRecord, "without 'id'"),
+        (json.dumps({"kind": expected.KIND, "version": 2, "sites": [], "extra": 1}), BadSitesRecord, "entry 'extra'"),
+        (json.dumps({"kind": expected.KIND, "version": 2, "sites": [dict(ROW, why=1)]}), BadSitesRecord, "entry 'why'"),
+        (
+            json.dumps({"kind": expected.KIND, "version": 2, "sites": [ROW, ROW]}),
+            BadSitesRecord,
+            "the site x is recorded twice",
+        ),
     ],
-    ids=["not-json", "not-a-record", "another-version", "a-site-without-id"],
+    ids=[
+        "not-json",
+        "not-a-record",
+        "another-version",
+        "by-occurrence",
+        "a-site-without-id",
+        "unknown",
+        "its",
+        "twice",
+    ],
 )
 def test_a_file_that_is_no_record_is_bad_input_naming_why(tmp_path: Path, text: str, error: type, says: str) -> None:
     path = tmp_path / "f.json"
@@ -94,6 +139,32 @@ def test_a_file_that_is_no_record_is_bad_input_naming_why(tmp_path: Path, text: 
     with pytest.raises(error, match=says) as caught:
         expected.read(path)
     assert caught.value.exit_code == ExitCode.BAD_INPUT
+
+
+def test_a_folder_given_as_the_record_says_it_is_a_file_to_read(tmp_path: Path) -> None:
+    with pytest.raises(PathUnusable, match=r"a directory; pass the path of the file to read$"):
+        expected.read(tmp_path)
+
+
+def test_a_second_write_of_one_record_meanwhile_is_refused_saying_so(tmp_path: Path) -> None:
+    path = tmp_path / "sites.json"
+    busy = pytest.raises(WorkDirBusy, match="another warnonce-guard run is writing it")
+    with expected.writing(path), busy as err, expected.writing(tmp_path / "." / "sites.json"):
+        pass
+    assert err.value.exit_code == ExitCode.ENVIRONMENT
+    with expected.writing(path):  # released
+        pass
+    assert sorted(tmp_path.iterdir()) == []  # its lock is not left beside the record
+
+
+def test_a_full_disk_is_the_environments_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(path: Path, text: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(expected, "write_atomic", full)
+    with pytest.raises(StagingFailed, match=r"\(No space left on device\); free space") as err:
+        expected.write(tmp_path / "s.json", sites(), "vLLM 9.9.9")
+    assert err.value.exit_code == ExitCode.ENVIRONMENT
 
 
 def test_a_missing_record_says_how_to_make_one(tmp_path: Path) -> None:
@@ -120,17 +191,74 @@ def test_a_site_in_a_file_whose_name_is_not_utf8_is_recorded_and_found_again(tmp
     found = [replace(s, file="vllm/platforms/inter\udcffface.py") for s in sites()]
     path = recorded(tmp_path, found)
 
-    assert expected.compare(expected.read(path), found) == expected.Comparison((), ())
+    assert expected.compare(expected.read(path), found) == expected.Comparison((), (), ())
 
 
 @pytest.mark.parametrize(
     "rows",
-    [["abc"], [None], {"a": 1}, None, [{"id": "x", "line": "one", "form": "eager"}]],
+    [["abc"], [None], {"a": 1}, None, [dict(ROW, line="one")]],
     ids=["a-string", "null", "an-object", "no-list", "a-line-not-a-number"],
 )
 def test_a_record_whose_sites_are_not_rows_says_what_a_row_holds(tmp_path: Path, rows: object) -> None:
     path = tmp_path / "f.json"
-    path.write_text(json.dumps({"kind": expected.KIND, "version": 1, "sites": rows}), encoding="utf-8")
-    with pytest.raises(BadSitesRecord, match=r"not a list of sites \{id, line, form\}") as caught:
+    path.write_text(json.dumps({"kind": expected.KIND, "version": 2, "sites": rows}), encoding="utf-8")
+    with pytest.raises(BadSitesRecord, match=r"not a list of sites \{id, line, form, call\}") as caught:
         expected.read(path)
     assert "string indices" not in str(caught.value) and "NoneType" not in str(caught.value)
+
+
+# ---- the two position cases of issue 40, on vLLM 0.33.0's cpu.py ------------------------------------------------
+
+CPU = "vllm/platforms/cpu.py"
+BF16_SITE = """\
+                    try:
+                        import vllm._C  # noqa: F401
+                    except ImportError as e:
+                        logger.warning_once(
+                            "Failed to import from vllm._C: %s", repr(e)
+                        )
+"""
+
+
+def cpu_sites(text: str) -> list[Site]:
+    return sites_in_source(text, CPU, "vllm.platforms.cpu")
+
+
+def installed_cpu() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec("vllm")
+    assert spec is not None and spec.origin is not None
+    text = (Path(spec.origin).parent / "platforms" / "cpu.py").read_text(encoding="utf-8")
+    assert text.count(BF16_SITE) == 1
+    return text
+
+
+def test_renaming_the_first_kernel_import_names_exactly_that_site_missing(tmp_path: Path) -> None:
+    text = installed_cpu()
+    path = recorded(tmp_path, cpu_sites(text))
+    renamed = text.replace(BF16_SITE, BF16_SITE.replace("import vllm._C ", "import vllm._C_NEW "))
+
+    comparison = expected.compare(expected.read(path), cpu_sites(renamed))
+
+    (missing,) = comparison.missing
+    assert missing.id.startswith(f"{CPU}::CpuPlatform.import_kernels::vllm._C [") and "bf16" in missing.id
+    assert [s.kernel_module for s in comparison.new] == ["vllm._C_NEW"]
+
+
+def test_a_site_moved_to_another_branch_is_missing_where_it_was_and_new_where_it_is(tmp_path: Path) -> None:
+    text = installed_cpu()
+    path = recorded(tmp_path, cpu_sites(text))
+    avx2 = "                try:\n                    import vllm._C_AVX2  # noqa: F401\n"
+    added = textwrap.indent(textwrap.dedent(BF16_SITE), " " * 16)
+    assert text.count(avx2) == 1
+    moved = text.replace(BF16_SITE, "                    pass\n").replace(avx2, added + avx2)
+
+    comparison = expected.compare(expected.read(path), cpu_sites(moved))
+
+    (missing,) = comparison.missing
+    assert "bf16" in missing.id and missing.id.split("::")[2].startswith("vllm._C [")
+    with pytest.raises(ExpectedSitesMissing, match="1 expected site"):
+        comparison.check(path)
+    (new,) = comparison.new
+    assert new.kernel_module == "vllm._C" and new.branch.endswith("not (torch.cpu._is_avx512_supported())")

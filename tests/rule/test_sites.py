@@ -11,6 +11,7 @@ import libcst
 import pytest
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 from warnonce_guard.common.errors import ExitCode, Interrupted, SourceDoesNotParse
+from warnonce_guard.rule.liveness import argument_kind_of_source
 from warnonce_guard.rule.site_rule import anchor, dotted, imported_modules, names_a_kernel, resolve_relative
 from warnonce_guard.rule.sites import Condition, Site, discover, might_hold_site, sites_in_source
 
@@ -20,8 +21,14 @@ from tests.toy import INTERFACE, add_odd_files, make_tree
 FILE, MODULE = "vllm/platforms/x.py", "vllm.platforms.x"
 
 
-def find(source: str, file: str = FILE, module: str = MODULE, package: str = "vllm") -> list[Site]:
+def rows(source: str, file: str = FILE, module: str = MODULE, package: str = "vllm") -> list[Site]:
+    """Every row discovery gives: one per recognised *_once call, or one per guarded import without one."""
     return sites_in_source(textwrap.dedent(source), file, module, package)
+
+
+def find(source: str, file: str = FILE, module: str = MODULE, package: str = "vllm") -> list[Site]:
+    """The rows whose call discovery recognises (what the rule's recognition of calls decides: the columns)."""
+    return [site for site in rows(source, file, module, package) if site.recognised]
 
 
 def only(source: str, **where: str) -> Site:
@@ -104,7 +111,7 @@ def test_site_records_message_arguments_receiver_and_lines() -> None:
     assert site.exc_arg_index == 0
     assert site.receiver == "self_logger"
     assert (site.import_line, site.line) == (5, 7)
-    assert site.id == "vllm/platforms/x.py::P.import_kernels::vllm._C#0"
+    assert site.id == "vllm/platforms/x.py::P.import_kernels::vllm._C"
     assert "::" not in site.test_id and "/" not in site.test_id
 
 
@@ -172,26 +179,27 @@ IGNORED = "ignored_msg not in e.msg"
 
 
 def test_nested_branches_are_recorded_with_the_truth_value_each_site_needs() -> None:
-    by_id = {site.id.split("::", 1)[1]: site.conditions for site in find(CPU_LIKE)}
+    by_id = {site.id.split("::", 1)[1].split(" [")[0] + str(site.line): site.conditions for site in find(CPU_LIKE)}
+    lines = sorted(site.line for site in find(CPU_LIKE))
 
     assert by_id == {
-        "CpuPlatform.import_kernels::vllm._C#0": (
+        f"CpuPlatform.import_kernels::vllm._C{lines[0]}": (
             Condition(ARCH, True),
             Condition(AVX512, True),
             Condition(BF16, True),
         ),
-        "CpuPlatform.import_kernels::vllm._C_AVX512#0": (
+        f"CpuPlatform.import_kernels::vllm._C_AVX512{lines[1]}": (
             Condition(ARCH, True),
             Condition(AVX512, True),
             Condition(BF16, False),
             Condition(IGNORED, True, in_handler=True),
         ),
-        "CpuPlatform.import_kernels::vllm._C_AVX2#0": (
+        f"CpuPlatform.import_kernels::vllm._C_AVX2{lines[2]}": (
             Condition(ARCH, True),
             Condition(AVX512, False),
             Condition(IGNORED, True, in_handler=True),
         ),
-        "CpuPlatform.import_kernels::vllm._C#1": (Condition(ARCH, False),),
+        f"CpuPlatform.import_kernels::vllm._C{lines[3]}": (Condition(ARCH, False),),
     }
 
 
@@ -237,11 +245,31 @@ def test_branches_of_the_enclosing_function_do_not_leak_into_a_nested_def() -> N
     assert only(source).conditions == ()
 
 
-def test_occurrence_counts_imports_of_one_module_within_one_function() -> None:
+def test_imports_of_one_module_in_one_function_are_told_apart_by_their_branch_never_by_position() -> None:
     ids = [site.id for site in find(CPU_LIKE)]
+    prefix = "vllm/platforms/x.py::CpuPlatform.import_kernels::vllm._C "
 
-    assert "vllm/platforms/x.py::CpuPlatform.import_kernels::vllm._C#0" in ids
-    assert "vllm/platforms/x.py::CpuPlatform.import_kernels::vllm._C#1" in ids
+    assert f"{prefix}[{ARCH} / {AVX512} / {BF16}]" in ids
+    assert f"{prefix}[not ({ARCH})]" in ids
+    # the first one gone: the other keeps its id (a positional index would have renumbered it)
+    renamed = CPU_LIKE.replace("import vllm._C  # noqa: F401", "import vllm._C_X  # noqa: F401", 1)
+    assert f"{prefix}[not ({ARCH})]" in [s.id for s in find(renamed)]
+
+
+def test_two_tries_of_one_branch_are_told_apart_by_a_disambiguator() -> None:
+    source = """
+        def import_kernels():
+            try:
+                import vllm._C
+            except ImportError as e:
+                logger.warning_once("a: %s", repr(e))
+            try:
+                import vllm._C
+            except ImportError:
+                pass
+    """
+    ids = [site.id for site in rows(source)]
+    assert ids == ["vllm/platforms/x.py::import_kernels::vllm._C", "vllm/platforms/x.py::import_kernels::vllm._C#2"]
 
 
 def test_ids_survive_a_shift_of_lines() -> None:
@@ -673,8 +701,10 @@ def test_a_nested_relative_site_under_a_branch_owns_the_calls_it_runs() -> None:
                     logger.warning_once("both: %r %r", e, inner)
         """
     )
-    assert [(s.exc_name, s.kernel_module) for s in sites_in_source(source, FILE, MODULE)] == [
-        ("inner", "vllm.platforms._C_AVX2")
+    # the outer try is a guarded import too, whose handler runs no call of its own
+    assert [(s.exc_name, s.kernel_module, s.log_method) for s in sites_in_source(source, FILE, MODULE)] == [
+        ("e", "vllm._C", ""),
+        ("inner", "vllm.platforms._C_AVX2", "warning_once"),
     ]
 
 
@@ -821,3 +851,49 @@ def test_a_handler_binding_an_attribute_makes_that_attribute_logged_after_it_a_s
     no site of it (it was, and its guard failed the fixed code as `message changed`)."""
     site = only(ATTRIBUTE.format(bound=bound))
     assert (site.place, site.message, site.form) == ("after", "Failed: %s", form)
+
+
+# ---- the form column tells the truth (issue 40) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("handler", "form"),
+    [
+        ('logger.warning_once("F: %r", *[e])', "live"),
+        ('logger.warning_once("F: %s", *[repr(e)])', "eager"),
+        ('logger.warning_once("F: %r", (lambda x=e: x)())', "live"),
+        ('logger.warning_once("F: %s", (lambda x=e: repr(x))())', "eager"),
+        ('logger.warning_once("F: %r", (lambda x: x)(e))', "live"),
+        ('[logger.warning_once("F: %r", x) for x in [e]]', "live"),
+        ('[logger.warning_once("F: %s", repr(x)) for x in [e]]', "eager"),
+        ('logger.warning_once("F: %r", [x for x in [e]][0])', "live"),
+        ("try:\n                raise RuntimeError()\n            except RuntimeError as e2:\n"
+         '                logger.warning_once("F: %r", e2.__context__)', "live"),
+    ],
+    ids=["starred", "starred-eager", "default-lambda", "default-lambda-eager", "called-lambda", "comprehension",
+         "comprehension-eager", "comprehension-value", "context"],
+)  # fmt: skip
+def test_the_form_of_a_call_that_hides_the_exception_is_what_reaches_the_cache(handler: str, form: str) -> None:
+    (site,) = find(guarded("import vllm._C", handler))
+    assert site.form == form
+
+
+@pytest.mark.parametrize(
+    ("argument", "kind"),
+    [("(lambda x=e: x)()", "exception"), ("[x for x in [e]][0]", "exception"), ("(lambda x=e: repr(x))()", "call")],
+)
+def test_the_audit_reads_those_arguments_as_discovery_does(argument: str, kind: str | None) -> None:
+    assert argument_kind_of_source(argument, {"e"}) == kind
+
+
+def test_a_guarded_import_whose_handler_logs_nothing_discovery_reads_is_a_site_not_recognised() -> None:
+    source = guarded("import vllm._C", 'getattr(logger, "warning_once")("F: %r", e)')
+    (site,) = rows(source)
+    assert (site.recognised, site.guarded, site.form, site.line) == (False, True, "unknown", 5)
+    assert site.id == "vllm/platforms/x.py::P.import_kernels::vllm._C"
+    assert find(source) == []
+
+
+def test_sys_exception_is_no_logging_call() -> None:
+    (site,) = rows(guarded("import vllm._C", "exc = sys.exception()"))
+    assert site.log_method == ""  # the guarded import is the site; `sys.exception()` logs nothing

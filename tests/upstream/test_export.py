@@ -32,12 +32,12 @@ from tests.exported_support import (
 from tests.toy import write
 
 VLLM_IDS = [
-    "cpu-CpuPlatform.import_kernels-vllm._C-0",
-    "cpu-CpuPlatform.import_kernels-vllm._C_AVX512-0",
-    "cpu-CpuPlatform.import_kernels-vllm._C_AVX2-0",
-    "cpu-CpuPlatform.import_kernels-vllm._C-1",
-    "cuda-CudaPlatformBase.import_kernels-vllm._C_stable_libtorch-0",
-    "interface-Platform.import_kernels-vllm._C-0",
+    "cpu-CpuPlatform.import_kernels-vllm._C-is_avx512_bf16_supported",
+    "cpu-CpuPlatform.import_kernels-vllm._C_AVX512-not-is_avx512_bf16_supported",
+    "cpu-CpuPlatform.import_kernels-vllm._C_AVX2-not-is_avx512_supported",
+    "cpu-CpuPlatform.import_kernels-vllm._C-not-X86",
+    "cuda-CudaPlatformBase.import_kernels-vllm._C_stable_libtorch",
+    "interface-Platform.import_kernels-vllm._C",
 ]
 
 
@@ -217,7 +217,7 @@ def test_a_seventh_site_is_a_seventh_case_and_check_names_it(toy: Path, tmp_path
 
     done = export("--vllm-src", str(toy), "--check", str(six), cwd=tmp_path)
     assert done.returncode == ExitCode.CHECK_FAILED
-    seventh = f"case cpu-CpuPlatform.import_kernels-vllm._C_extra-0 is new (vllm/platforms/cpu.py:{line})"
+    seventh = f"case cpu-CpuPlatform.import_kernels-vllm._C_extra is new (vllm/platforms/cpu.py:{line})"
     assert done.stdout == f"{six}: {seventh}; re-export\n"
 
 
@@ -229,7 +229,7 @@ def test_check_names_a_site_that_moved(toy: Path, tmp_path: Path) -> None:
     done = export("--vllm-src", str(toy), "--check", str(before), cwd=tmp_path)
     assert done.returncode == 1
     assert done.stdout.endswith(
-        ": case cuda-CudaPlatform.import_kernels-vllm._C_stable-0 changed: its site (vllm/platforms/cuda.py:14 -> "
+        ": case cuda-CudaPlatform.import_kernels-vllm._C_stable changed: its site (vllm/platforms/cuda.py:14 -> "
         "vllm/platforms/cuda.py:15); re-export\n"
     )
 
@@ -244,7 +244,8 @@ def test_check_of_an_edited_export_names_the_edited_case_or_says_the_text_differ
     out.write_text(text.replace("vllm._C_AVX2: {error!r}", "vllm._C_AVX2 : {error!r}"))
     done = export("--vllm-src", str(toy), "--check", str(out), cwd=tmp_path)
     assert done.returncode == 1
-    assert done.stdout == f"{out}: case cpu-CpuPlatform.import_kernels-vllm._C_AVX2-0 changed: its warning; re-export\n"
+    case = "cpu-CpuPlatform.import_kernels-vllm._C_AVX2-not-avx512"
+    assert done.stdout == f"{out}: case {case} changed: its warning; re-export\n"
 
 
 def test_the_patch_applies_to_a_checkout_and_adds_the_module(toy: Path, tmp_path: Path) -> None:
@@ -300,7 +301,7 @@ def test_a_platform_plugins_cases_are_its_own_and_import_it_as_first_party(toy: 
     assert done.returncode == 0, done.stderr
     cases = listed_cases(done.stdout)
     assert cases is not None and [(c.id, c.site) for c in cases] == [
-        ("platform-MyPlatform.import_kernels-my_plugin._C-0", "my_plugin/platform.py:13")
+        ("platform-MyPlatform.import_kernels-my_plugin._C", "my_plugin/platform.py:13")
     ]
     assert "SPDX" not in done.stdout and done.stdout.startswith(HEADER)  # not vLLM's file
     assert "import pytest\nimport vllm.logger\n\n# One case" in done.stdout  # vllm is third-party here

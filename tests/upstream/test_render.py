@@ -70,7 +70,7 @@ def test_a_text_without_the_exception_in_it_cannot_be_exported(call: str) -> Non
 def test_a_case_says_what_runs_the_site_and_what_it_logs() -> None:
     case = case_of(site_of('logger.warning_once("Failed: %s", repr(e))'), None)
     assert case == Case(
-        id="toy-Platform.import_kernels-vllm._C-0",
+        id="toy-Platform.import_kernels-vllm._C",
         site="vllm/platforms/toy.py:9",
         call="vllm.platforms.toy:Platform.import_kernels",
         kernel="vllm._C",
@@ -153,7 +153,7 @@ def export_of(*cases: Case, first_party: str = "vllm") -> Export:
 
 
 CASE = Case(
-    "toy-Platform.import_kernels-vllm._C-0",
+    "toy-Platform.import_kernels-vllm._C",
     "vllm/platforms/toy.py:8",
     "vllm.platforms.toy:Platform.import_kernels",
     "vllm._C",
@@ -208,23 +208,23 @@ def test_a_render_reads_back_as_its_cases_and_carries_its_header() -> None:
 
 def test_difference_names_each_case_new_gone_or_changed_by_id_then_any_other_change() -> None:
     old = render(export_of(CASE))
-    other = replace(CASE, id="toy-Platform.import_kernels-vllm._C_AVX2-0", kernel="vllm._C_AVX2", site="v/t.py:20")
+    other = replace(CASE, id="toy-Platform.import_kernels-vllm._C_AVX2", kernel="vllm._C_AVX2", site="v/t.py:20")
     moved = replace(CASE, site="vllm/platforms/toy.py:9")
     reworded = replace(CASE, warning="Failed again: {error!r}", steer=(("Platform.get_arch()", "Arch.ARM"),))
     assert difference(old, old) is None
     assert difference(old, render(export_of(CASE, other))) == (
-        "case toy-Platform.import_kernels-vllm._C_AVX2-0 is new (v/t.py:20); re-export"
+        "case toy-Platform.import_kernels-vllm._C_AVX2 is new (v/t.py:20); re-export"
     )
     assert difference(render(export_of(CASE, other)), old) == (
-        "case toy-Platform.import_kernels-vllm._C_AVX2-0 is gone (v/t.py:20); re-export"
+        "case toy-Platform.import_kernels-vllm._C_AVX2 is gone (v/t.py:20); re-export"
     )
     assert difference(old, render(export_of(moved))) == (
-        "case toy-Platform.import_kernels-vllm._C-0 changed: its site (vllm/platforms/toy.py:8 -> "
+        "case toy-Platform.import_kernels-vllm._C changed: its site (vllm/platforms/toy.py:8 -> "
         "vllm/platforms/toy.py:9); re-export"
     )
     assert difference(render(export_of(other, CASE)), render(export_of(reworded))) == (
-        "case toy-Platform.import_kernels-vllm._C_AVX2-0 is gone (v/t.py:20); "
-        "case toy-Platform.import_kernels-vllm._C-0 changed: its warning, its steer; re-export"
+        "case toy-Platform.import_kernels-vllm._C_AVX2 is gone (v/t.py:20); "
+        "case toy-Platform.import_kernels-vllm._C changed: its warning, its steer; re-export"
     )
     edited = old.replace("gc.collect()", "gc.collect()  # edited")
     assert difference(edited, old) == "its text differs from a fresh export outside its cases; re-export"
