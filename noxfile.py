@@ -420,9 +420,10 @@ def upstream(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, venv_backend="none")
 def wheel(session: nox.Session) -> None:
-    """The wheel's tests alone (`nox -s tests` runs them too): build the wheel, install it with the mutation extra
-    into a fresh venv beside vLLM, and run the main job outside the checkout: nothing but the installed package (no
-    checkout, no npm) makes the report."""
+    """The wheel's tests alone (`nox -s tests` runs them too): build the wheel (from its sdist, as `nox -s build`; `--
+    --wheel FILE` tests that one, as release.yml does the one it publishes), install it into fresh venvs beside vLLM,
+    and run `--version`, the guards, the Buildkite step and the main job outside the checkout: nothing but the
+    installed package (no checkout, no npm) makes the report."""
     env = _project_env(session)
     env.run(
         session, "python", "-m", "pytest", "tests", "-m", "wheel", "--vllm-release", PINNED_VLLM, "-v", *session.posargs

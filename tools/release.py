@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import os
 import re
 import shutil
 import subprocess
@@ -97,9 +98,9 @@ def check_tag(tag: str, version: str, changelog: str) -> None:
 def twine_check(artifacts: Artifacts) -> str:
     """`twine check --strict` of both (metadata complete, the long description renders on the index): its output."""
     paths = [str(artifacts.sdist), str(artifacts.wheel)]
-    checked = subprocess.run(
-        [sys.executable, "-m", "twine", "check", "--strict", *paths], capture_output=True, text=True, check=False
-    )
+    twine = [sys.executable, "-m", "twine", "--no-color", "check", "--strict", *paths]
+    wide = {**os.environ, "COLUMNS": "200"}  # one line an artifact, as a log shows it
+    checked = subprocess.run(twine, capture_output=True, text=True, check=False, env=wide)
     if checked.returncode != 0:
         raise ReleaseError(f"twine check failed:\n{checked.stdout}{checked.stderr}")
     return checked.stdout
