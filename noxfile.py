@@ -6,7 +6,8 @@
     nox -s mutation -- [--vllm X | --vllm-src PATH] [--out DIR] [--fail-under PERCENT]
     nox -s audit -- [--vllm X | --vllm-src PATH | PATH ...] [--format FORMAT] [--baseline FILE]
     nox -s replay                         the guards and the mutation run against vLLM 0.29.0 must fail
-    nox -s wheel                          the wheel's tests alone: built, installed in a fresh venv, run there
+    nox -s wheel -- [--wheel FILE]        the wheel's tests alone: built (or FILE), installed in a fresh venv, run there
+    nox -s build -- [--tag vX.Y.Z] [--out DIR]   the sdist and the wheel from it, `twine check`ed (tools/release.py)
     nox -s history -- [--from X] [--to Y] [--only X,Y] [--out DIR]   every release on the index, checked
     nox -s faults -- [--trials N] [--seed S] [--vllm-trials K]   the fault campaign (tools/campaign/)
     nox -s vllm-tests -- [PATHS]          vLLM's own CPU tests, with and without --warnonce-strict, compared
@@ -419,13 +420,25 @@ def upstream(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, venv_backend="none")
 def wheel(session: nox.Session) -> None:
-    """The wheel's tests alone (`nox -s tests` runs them too): build the wheel, install it with the mutation extra
-    into a fresh venv beside vLLM, and run the main job outside the checkout: nothing but the installed package (no
-    checkout, no npm) makes the report."""
+    """The wheel's tests alone (`nox -s tests` runs them too): build the wheel (from its sdist, as `nox -s build`; `--
+    --wheel FILE` tests that one, as release.yml does the one it publishes), install it into fresh venvs beside vLLM,
+    and run `--version`, the guards, the Buildkite step and the main job outside the checkout: nothing but the
+    installed package (no checkout, no npm) makes the report."""
     env = _project_env(session)
     env.run(
         session, "python", "-m", "pytest", "tests", "-m", "wheel", "--vllm-release", PINNED_VLLM, "-v", *session.posargs
     )
+
+
+@nox.session(python=PYTHON)
+def build(session: nox.Session) -> None:
+    """The release's artifacts, as .github/workflows/release.yml publishes them: the sdist, the wheel built from it,
+    both carrying setup.cfg's version and passing `twine check --strict`, in dist/ (`-- --tag vX.Y.Z` also holds the
+    tag and CHANGELOG.md to that version); in a venv of build and twine alone (requirements/build-env.txt)."""
+    _install_once(
+        session, {"requirements": _digest("requirements/build-env.txt")}, ("-r", "requirements/build-env.txt")
+    )
+    session.run("python", "-m", "tools.release", *session.posargs)
 
 
 @nox.session(python=PYTHON, venv_backend="none")

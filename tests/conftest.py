@@ -54,6 +54,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the vLLM release the replay and wheel tests work with (`nox -s tests`, `replay` and `wheel` pass it)",
     )
     parser.addoption(
+        "--wheel",
+        metavar="FILE",
+        help="the wheel the wheel tests install, as built (`nox -s wheel -- --wheel dist/...whl`); default: built anew",
+    )
+    parser.addoption(
         "--engine-env",
         action="append",
         default=[],

@@ -52,8 +52,7 @@ def test_the_readme_shows_the_commands_this_module_runs() -> None:
         ["python3", "-m", "pip", "install"],
         ["python3", "-m", "pip", "install"],
     ]
-    assert PLACEHOLDER in TRY_REPO and PLACEHOLDER in HOOK_YAML
-    assert not re.search(r"warnonce-guard==|rev: v|https://github.com/warnonce-guard", README)  # no such release
+    assert PLACEHOLDER in TRY_REPO and PLACEHOLDER in HOOK_YAML  # no release: tests/checkout/test_ci_files.py
 
 
 def shell(command: str, cwd: Path, bin_dir: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -12,8 +12,10 @@ environments, where these tests run.
 from __future__ import annotations
 
 import ast
+import configparser
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +25,11 @@ import pytest
 from ruamel.yaml import YAML  # check-jsonschema's own YAML parser (YAML 1.2: `on` stays a string)
 
 from tests import layout
+from tools.release import package_version
 
 ROOT = layout.ROOT
 WORKFLOW = ROOT / ".github" / "workflows" / "mutation-guard.yml"
+RELEASE = ROOT / ".github" / "workflows" / "release.yml"
 BUILDKITE = ROOT / ".buildkite" / "mutation-guard.yml"
 JOB_SCHEMA = ROOT / "tests" / "schemas" / "vllm-buildkite-job.json"
 VLLM_JOBS = sorted((ROOT / "tests" / "data" / "vllm-0.33.0-buildkite" / "test_areas").glob("*.yaml"))
@@ -70,8 +74,8 @@ def pinned_vllm() -> str:
     raise AssertionError("noxfile.py defines no PINNED_VLLM")
 
 
-def workflow_commands() -> list[str]:
-    return [step["run"] for job in load(WORKFLOW)["jobs"].values() for step in job["steps"] if "run" in step]
+def workflow_commands(path: Path = WORKFLOW) -> list[str]:
+    return [step["run"] for job in load(path)["jobs"].values() for step in job["steps"] if "run" in step]
 
 
 def buildkite_commands() -> list[str]:
@@ -88,7 +92,9 @@ def sessions_called(commands: list[str]) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    ("schema", "path"), [("vendor.github-workflows", WORKFLOW), (JOB_SCHEMA, BUILDKITE)], ids=["gha", "bk"]
+    ("schema", "path"),
+    [("vendor.github-workflows", WORKFLOW), ("vendor.github-workflows", RELEASE), (JOB_SCHEMA, BUILDKITE)],
+    ids=["gha", "gha-release", "bk"],
 )
 def test_ci_file_validates_against_its_schema_offline(schema: str | Path, path: Path) -> None:
     result = check_jsonschema(schema, path)
@@ -106,7 +112,7 @@ def test_the_job_file_schema_accepts_every_job_file_vllm_writes() -> None:
     [
         ("vendor.github-workflows", WORKFLOW, "runs-on: ubuntu-24.04", "runs-on: 24.04"),
         (JOB_SCHEMA, BUILDKITE, "  optional: true", "  optional: sometimes"),
-        (JOB_SCHEMA, BUILDKITE, "  commands:\n  - python3 -m pip", "  command:\n  - python3 -m pip"),
+        (JOB_SCHEMA, BUILDKITE, "  commands:\n  - 'python3 -m pip", "  command:\n  - 'python3 -m pip"),
     ],
     ids=["gha", "bk-value", "bk-command-key"],
 )
@@ -126,9 +132,12 @@ def test_session_names_are_read_from_the_noxfile() -> None:
     assert {"tests", "guards", "sites", "mutation", "lint"} <= nox_sessions()
 
 
-def test_workflow_calls_only_nox_sessions_the_noxfile_defines() -> None:
-    called = sessions_called(workflow_commands())
-    assert {"tests", "mutation"} <= called
+@pytest.mark.parametrize(
+    ("path", "needed"), [(WORKFLOW, {"tests", "build", "mutation"}), (RELEASE, {"build", "wheel"})]
+)
+def test_workflow_calls_only_nox_sessions_the_noxfile_defines(path: Path, needed: set[str]) -> None:
+    called = sessions_called(workflow_commands(path))
+    assert needed <= called
     assert called <= nox_sessions(), f"unknown nox sessions: {sorted(called - nox_sessions())}"
 
 
@@ -177,8 +186,9 @@ def test_buildkite_steps_are_written_as_vllm_writes_its_own() -> None:
     assert 'buildkite-agent artifact upload "mutation-report/**/*"' in upload and upload.endswith("exit $$status")
 
 
-def test_workflow_pins_every_action_by_commit_with_its_version_in_a_comment() -> None:
-    uses = re.findall(r"uses: (\S+)(.*)", WORKFLOW.read_text(encoding="utf-8"))
+@pytest.mark.parametrize("path", [WORKFLOW, RELEASE], ids=["gha", "gha-release"])
+def test_workflow_pins_every_action_by_commit_with_its_version_in_a_comment(path: Path) -> None:
+    uses = re.findall(r"uses: (\S+)(.*)", path.read_text(encoding="utf-8"))
     assert uses
     for action, comment in uses:
         assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", action), action
@@ -203,3 +213,107 @@ def test_the_pinned_vllms_committed_sites_record_is_what_sites_write_records_tod
     assert main(["sites", "--write", str(fresh)]) == 0
     assert committed.read_text(encoding="utf-8") == fresh.read_text(encoding="utf-8")
     assert 'EXPECTED_SITES = ROOT / "expected-sites"' in NOXFILE.read_text(encoding="utf-8")
+
+
+SPEC = "WARNONCE_GUARD_SPEC"
+STUBBED = ("python3", "warnonce-guard", "buildkite-agent")  # every program the steps run
+
+
+def run_step_as_buildkite(step: dict[str, Any], env: dict[str, str], stubs: Path) -> subprocess.CompletedProcess[str]:
+    """The step's commands as Buildkite's agent runs them: `$$` unescaped (Buildkite's interpolation), one bash script
+    with -e, here with every program it calls a stub that appends its arguments, one per line, to `stubs/calls`."""
+    stubs.mkdir(exist_ok=True)
+    for name in STUBBED:
+        stub = stubs / name
+        stub.write_text(f'#!/bin/bash\n{{ echo "== {name}"; printf "%s\\n" "$@"; }} >> "{stubs}/calls"\n')
+        stub.chmod(0o755)
+    script = "\n".join(step["commands"]).replace("$$", "$")
+    bash = [shutil.which("bash") or "/bin/bash", "-e", "-c", script]
+    return subprocess.run(bash, env={"PATH": str(stubs), **env}, capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.parametrize("env", [{}, {SPEC: ""}], ids=["unset", "empty"])
+def test_a_buildkite_step_without_the_variable_stops_in_one_line_naming_it(env: dict[str, str], tmp_path: Path) -> None:
+    for step in load(BUILDKITE)["steps"]:
+        done = run_step_as_buildkite(step, env, tmp_path)
+        assert done.returncode != 0 and not (tmp_path / "calls").exists()  # nothing installed, nothing run
+        (line,) = done.stderr.splitlines()
+        assert f"{SPEC}: set it to what pip installs warnonce-guard from: a wheel, a checkout, or " in line
+
+
+def test_a_buildkite_step_installs_what_the_variable_names_as_one_argument(tmp_path: Path) -> None:
+    wheel = f"{tmp_path}/a folder/warnonce_guard-{package_version()}-py3-none-any.whl"
+    for step in load(BUILDKITE)["steps"]:
+        (tmp_path / "calls").unlink(missing_ok=True)
+        done = run_step_as_buildkite(step, {SPEC: wheel}, tmp_path)
+        assert done.returncode == 0, done.stderr
+        pip, tool, *upload = (tmp_path / "calls").read_text().split("== ")[1:]
+        assert [call.split()[:3] for call in upload] in ([], [["buildkite-agent", "artifact", "upload"]])
+        assert pip.splitlines()[:6] == ["python3", "-m", "pip", "install", "--no-deps", wheel]
+        assert not any(line.startswith("warnonce-guard") for line in pip.splitlines()[6:])
+        assert tool.splitlines()[:2] in (["warnonce-guard", "guards"], ["warnonce-guard", "mutate"])
+
+
+# What names a release: pip's NAME==VERSION, a wheel's file name, a pre-commit `rev:`, a PEP 508 URL, a PyPI page, a
+# repository on a git host (none is published).
+RELEASE_NAMES = re.compile(
+    r"warnonce[-_]guard==(?P<pin>[0-9][\w.]*)|warnonce_guard-(?P<wheel>[0-9][\w.]*)-py3-none-any\.whl"
+    r"|^\s*rev: v(?P<rev>[0-9][\w.]*)|warnonce-guard\s*@|pypi\.org/(?:p|project)/warnonce"
+    r"|github\.com/(?:[\w.-]+/)?warnonce",
+    re.MULTILINE,
+)
+
+
+def tracked_text_files() -> list[Path]:
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    paths = [ROOT / name for name in listed.stdout.splitlines() if not name.startswith("tests/data/")]
+    return [path for path in paths if path.is_file() and path.suffix not in (".png", ".js", ".whl", ".gz")]
+
+
+def test_nothing_names_a_release_that_does_not_exist_and_a_wheel_names_the_packages_version() -> None:
+    """No release is published (CHANGELOG.md has no dated section): no pin, tag, URL or index page of one; a wheel file
+    the CI files and README name (one `nox -s build` makes) carries setup.cfg's version."""
+    assert not re.search(r"^## \[\d", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), re.MULTILINE)
+    naming_the_wheel, wrong = set(), []
+    for path in tracked_text_files():
+        for found in RELEASE_NAMES.finditer(path.read_text(encoding="utf-8", errors="replace")):
+            if found["wheel"] == package_version():
+                naming_the_wheel.add(path.relative_to(ROOT).as_posix())
+            else:
+                wrong.append(f"{path.relative_to(ROOT)}: {found[0].strip()}")
+    assert not wrong, wrong
+    assert {"README.md", ".buildkite/mutation-guard.yml"} <= naming_the_wheel  # what they say to set the variable to
+
+
+def test_the_release_names_the_package_name_the_workflow_installs() -> None:
+    """release.yml installs `dist/warnonce_guard-${TAG#v}-py3-none-any.whl`: the name setup.cfg's metadata makes."""
+    setup = configparser.ConfigParser()
+    setup.read(ROOT / "setup.cfg", encoding="utf-8")
+    assert setup["metadata"]["name"].replace("-", "_") == "warnonce_guard"
+    assert 'dist/warnonce_guard-${TAG#v}-py3-none-any.whl"' in "\n".join(workflow_commands(RELEASE))
+
+
+def test_release_publishes_on_a_version_tag_only_after_building_and_checking() -> None:
+    release = load(RELEASE)
+    assert release["on"] == {"push": {"tags": ["v*"]}}
+    assert release["permissions"] == {"contents": "read"}
+    build, publish = release["jobs"]["build"], release["jobs"]["publish"]
+    runs = [step["run"] for step in build["steps"] if "run" in step]
+    assert any('nox -s build -- --tag "$TAG"' in run for run in runs)
+    assert any("nox -s wheel -- --wheel " in run for run in runs)
+    tags = [step["env"]["TAG"] for step in build["steps"] if "TAG" in step.get("env", {})]
+    assert len(tags) == 2 and set(tags) == {"${{ github.ref_name }}"}
+    assert publish["needs"] == "build" and publish["environment"] == "pypi"
+    assert publish["permissions"] == {"id-token": "write"}  # trusted publishing, and nothing more
+    assert "permissions" not in build
+    assert publish["steps"][-1]["uses"].startswith("pypa/gh-action-pypi-publish@")
+    assert not any("password" in step.get("with", {}) for step in publish["steps"])  # no stored token
+
+
+def test_ci_builds_and_checks_both_artifacts_on_every_run() -> None:
+    assert "build" in sessions_called((ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines())
+    steps = load(WORKFLOW)["jobs"]["mutation"]["steps"]
+    (build,) = [step for step in steps if "nox -s build" in step.get("run", "")]
+    assert build["if"] == "matrix.vllm == 'pinned'"

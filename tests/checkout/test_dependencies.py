@@ -73,11 +73,17 @@ def test_the_mutation_extra_resolves_beside_vllms_lock_without_moving_a_pin(with
 
 
 def test_the_buildkite_steps_install_exactly_what_the_extra_adds_to_vllms_lock(with_the_extra: dict[str, str]) -> None:
+    """warnonce-guard itself from what WARNONCE_GUARD_SPEC names (tests/checkout/test_ci_files.py runs that), then
+    every package the extra adds to vLLM's lock, at the versions it resolves to there."""
     resolved = with_the_extra
     pinned = lock()
     added = {f"{name}=={version}" for name, version in resolved.items() if pinned.get(name) != version}
+    assert "warnonce-guard==" + resolved["warnonce-guard"] in added
     steps = yaml.safe_load(BUILDKITE.read_text(encoding="utf-8"))["steps"]
     installs = [c for step in steps for c in step["commands"] if c.startswith("python3 -m pip install --no-deps ")]
     assert len(installs) == len(steps)
     for command in installs:
-        assert {normal(p.split("==")[0]) + "==" + p.split("==")[1] for p in command.split()[5:]} == added
+        spec, rest = command.removeprefix("python3 -m pip install --no-deps ").split('}" ', 1)
+        assert spec.startswith('"$${WARNONCE_GUARD_SPEC:?')
+        pins = {normal(p.split("==")[0]) + "==" + p.split("==")[1] for p in rest.split()}
+        assert pins == {pin for pin in added if not pin.startswith("warnonce-guard==")}
