@@ -465,10 +465,15 @@ def _suite_session_ended(ws: Workspace, suite: Suite, code: int, said: str) -> N
             f"{suite.describe()} could not be run on the unmutated code (errors while pytest collected it){said}; "
             f"run pytest on it there to see them (mutmut's log: {ws.log_file})"
         )
+    guess = (  # when the session said nothing itself
+        ""
+        if said
+        else ": a test that passed on the unmutated code failed in mutmut's clean run, or no test failed with every "
+        "mutant forced to fail"
+    )
     raise EngineFailed(
-        f"the mutmut session stopped before the mutants (exit code {code}){said}: a test that passed on the "
-        f"unmutated code failed in mutmut's clean run, or no test failed with every mutant forced to fail; see "
-        f"{ws.log_file} (finished verdicts are kept: the next run tests the rest)"
+        f"the mutmut session stopped before the mutants (exit code {code}){said}{guess}; see {ws.log_file} "
+        "(finished verdicts are kept: the next run tests the rest)"
     )
 
 

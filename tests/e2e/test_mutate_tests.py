@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from warnonce_guard.common.errors import ExitCode, NothingToCheck, PathUnusable, PlatformImportFailed
+from warnonce_guard.common.errors import EngineFailed, ExitCode, NothingToCheck, PathUnusable, PlatformImportFailed
 from warnonce_guard.mutations.run import mutate
 
 from tests.toy import EAGER_CALL, PLATFORM_SOURCE, make_tree, write
@@ -441,3 +441,16 @@ def test_a_test_that_ends_its_process_on_a_mutant_makes_it_crashed_naming_the_te
             ("RuntimeError", f"{test} ended its test process (exit code 0) before the session finished")
         }, console.export_text()
         assert "no finished run" not in console.export_text()
+
+
+def test_a_test_that_ends_its_process_on_the_unmutated_code_is_one_line_naming_it_never_a_score(
+    tmp_path: Path,
+) -> None:
+    tree, suite = one_site_suite(tmp_path, {"test_exits.py": EXITS.replace("if len(caplog.records) > 1:", "if True:")})
+    with pytest.raises(EngineFailed) as raised:
+        run(tree, tmp_path, str(suite / "tests"), root=suite)
+    assert "tests/test_exits.py::test_exits_when_warned_twice ended the process of the suite's session" in str(
+        raised.value
+    )
+    assert "clean run" not in str(raised.value)  # what the session said, not a guess
+    assert "\n" not in str(raised.value) and not (tmp_path / "report").exists()
