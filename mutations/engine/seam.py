@@ -37,7 +37,7 @@ ENGINE_NAMES: dict[str, tuple[str, ...]] = {
     "mutmut.configuration": ("reset_config",),
     "mutmut.mutation.data": ("SourceFileMutationData",),
     "mutmut.mutation.file_mutation": ("create_mutations", "get_ignored_lines", SEAM_ATTRIBUTE),
-    "mutmut.mutation.trampoline": ("set_mutant_under_test",),
+    "mutmut.mutation.trampoline": ("set_mutant_under_test", "get_mutant_under_test"),
     "mutmut.mutation.trampoline_templates": ("mangle_function_name",),
     "mutmut.stats": ("status_by_exit_code", "load_stats", "save_stats"),
     "mutmut.utils.file_utils": ("change_cwd", "copy_src_dir"),
@@ -120,6 +120,8 @@ def check_seam() -> None:
 
     if "_stats" not in getattr(MutmutState, "__dataclass_fields__", {}):
         raise SeamMismatch("mutmut's state no longer gathers trampoline hits in `_stats`; re-check suite_plugin.py")
+    if "self._pytest_add_cli_args_test_selection" not in inspect.getsource(PytestRunner.__init__):
+        raise SeamMismatch("mutmut's PytestRunner no longer keeps its test selection; re-check engine/pristine.py")
     if "pytest.main(params" not in inspect.getsource(PytestRunner.execute_pytest):
         raise SeamMismatch("mutmut's PytestRunner.execute_pytest no longer runs pytest.main; re-check tests_run_in")
     saved = inspect.getsource(data.SourceFileMutationData.load)
