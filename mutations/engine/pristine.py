@@ -20,16 +20,11 @@ from typing import Any
 
 from warnonce_guard.common.errors import EngineFailed
 from warnonce_guard.mutations.engine import running
-from warnonce_guard.mutations.engine.seam import STATS_PHASE
+from warnonce_guard.mutations.engine.seam import FORKED, STATS_PHASE
 
 
 class SessionCannotStart(Exception):
     """A suite's session on the unmutated code could not start (pytest's exit status 4)."""
-
-
-# The methods of mutmut's fork-server runner that run a session in a child, each through `_run_in_child` or
-# `_exit_code_from_child` (engine.seam checks they still do).
-FORKED = ("collect_stats", "run_clean_tests", "run_forced_fail", "list_all_tests")
 
 
 def fork_runner(attribution: Path) -> Any:

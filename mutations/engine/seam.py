@@ -22,6 +22,9 @@ MUTANT_VARIABLE = "MUTANT_UNDER_TEST"  # the mutant a test process runs; mutmut 
 STATS_PHASE = "stats"  # its value for the session that finds which tests reach which function (the whole suite)
 BASELINE_PHASES = ("", STATS_PHASE)  # its values for runs of the unmutated code (clean run, coverage stats)
 MUTANT_MARK = "__mutmut_"  # in every mutant's name (its other phases, "fail", "list_all_tests", have none)
+# The methods of mutmut's fork-server runner that run a session in a child, each through `_run_in_child` or
+# `_exit_code_from_child`: engine.pristine's runner takes them for a suite (`check_seam` checks they still do).
+FORKED = ("collect_stats", "run_clean_tests", "run_forced_fail", "list_all_tests")
 
 
 # Every name of mutmut's the engine uses, by module. `check_seam` fails loudly if one moves.
@@ -101,8 +104,6 @@ def check_seam() -> None:
     for call in (*calls, "get_mutant_runner(max_children)"):
         if call not in source:
             raise SeamMismatch(f"mutmut.__main__ no longer calls `{call}...`; re-check mutations/engine/session.py")
-    from warnonce_guard.mutations.engine.pristine import FORKED
-
     for name in FORKED:  # a suite's sessions on the unmutated code each run in a child (engine.pristine)
         method = inspect.getsource(getattr(isolation.ForkServerRunner, name, lambda: None))
         if "self._run_in_child(" not in method and "self._exit_code_from_child(" not in method:
