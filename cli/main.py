@@ -361,8 +361,13 @@ def _number(
 
 # The types of `--fail-under`, `--confirm` and `--timeout`.
 percent = _number(float, lambda v: 0 <= v <= 100, "a percentage from 0 to 100", "is not a percentage from 0 to 100")
-positive_count = _number(
-    int, lambda v: v >= 1, "1 or more", "is less than 1: a kill is confirmed by one re-run at least"
+MAX_CONFIRM = 10  # re-runs of each kill: each is a pytest session per kill, on the mutant and on the unmutated code
+confirm_count = _number(
+    int,
+    lambda v: 1 <= v <= MAX_CONFIRM,
+    f"1 to {MAX_CONFIRM}",
+    f"is not from 1 to {MAX_CONFIRM}: a kill is confirmed by one re-run at least, and {MAX_CONFIRM} at most "
+    "(each re-runs the killing tests on the mutant and on the unmutated code)",
 )
 seconds = _number(float, lambda v: v > 0, "seconds above 0", "is not a number of seconds above 0")
 
@@ -452,10 +457,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mutate.add_argument(
         "--confirm",
-        type=positive_count,
+        type=confirm_count,
         metavar="N",
-        help="re-run the tests of each kill N times, on the mutant and (with --tests) on the unmutated code: a test "
-        "that does otherwise is flaky and none of its kills counts (default: 2 with --tests, 1 for the guards)",
+        help=f"re-run the tests of each kill N times (1 to {MAX_CONFIRM}), on the mutant and (with --tests) on the "
+        "unmutated code, each from the state its first run started in: a test that does otherwise is flaky and none "
+        "of its kills counts (default: 2 with --tests, 1 for the guards)",
     )
     mutate.add_argument(
         "--timeout",

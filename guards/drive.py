@@ -8,6 +8,7 @@ site's kernel import, steers the branches, takes every log record (`observe.reco
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import inspect
@@ -70,7 +71,14 @@ def import_platform_module(name: str, *packages: str) -> types.ModuleType:
 
 def kernel_modules_of(packages: tuple[str, ...]) -> Callable[[str], bool]:
     """Whether a module name is a kernel module of any of `packages` (what is stubbed, then blocked)."""
-    return lambda name: any(is_kernel_module(name, package) for package in packages)
+    packages = tuple(dict.fromkeys(packages))
+    return lambda name: _kernel_module_of(name, packages)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _kernel_module_of(name: str, packages: tuple[str, ...]) -> bool:
+    """Kept per name: each drive asks it of every module in sys.modules, twice (with torch, about 2,600 of them)."""
+    return any(is_kernel_module(name, package) for package in packages)
 
 
 def site_callable(site: Site, module: types.ModuleType) -> Callable[[], Any]:

@@ -3,9 +3,11 @@ stock one have kept?
 
 `renders_first(module)` asks a logger module at run time: a live object passed twice to `warning_once` on a
 throwaway logger must be logged once and collected (vLLM's stock cache, an `lru_cache` on `(logger, msg, *args)`,
-logs it twice and keeps both). `StockOnce` is that stock cache, written once here: a guard whose site passes on a
-target that renders first drives it again with its `*_once` calls routed through `StockOnce`, and reports the site
-`neutralized` when that drive leaks: the bug is at the site, and only the target's cache keeps it harmless.
+logs it twice and keeps both). The answer is the module's code's: asked once per module (and its caches) in a
+process, so the workers a mutation run forks inherit it, and its collection scans only what the probe made.
+`StockOnce` is that stock cache, written once here: a guard whose site passes on a target that renders first drives
+it again with its `*_once` calls routed through `StockOnce`, and reports the site `neutralized` when that drive
+leaks: the bug is at the site, and only the target's cache keeps it harmless.
 """
 
 from __future__ import annotations
@@ -48,9 +50,24 @@ def logger_module_of(logger: Any) -> types.ModuleType | None:
     return sys.modules.get(name) if isinstance(name, str) else None
 
 
+# What `renders_first` found, per logger module: the module's caches (their ids) when it was asked, and the answer.
+_ASKED: weakref.WeakKeyDictionary[types.ModuleType, tuple[tuple[int, ...], bool]] = weakref.WeakKeyDictionary()
+
+
 def renders_first(module: types.ModuleType | None) -> bool:
     """Whether the module's `*_once` methods keep only the rendered message: two live objects rendering the same
-    text, passed to `warning_once` of a logger of its `init_logger`, are logged once and both collected."""
+    text, passed to `warning_once` of a logger of its `init_logger`, are logged once and both collected. Probed once
+    per module and process, again when its caches were replaced since."""
+    if module is None:
+        return False
+    caches = tuple(id(value) for value in vars(module).values() if hasattr(value, "cache_clear"))
+    asked = _ASKED.get(module)
+    if asked is None or asked[0] != caches:
+        asked = _ASKED[module] = (caches, _probe(module))
+    return asked[1]
+
+
+def _probe(module: types.ModuleType) -> bool:
     init = getattr(module, "init_logger", None)
     if not callable(init):
         return False
@@ -59,16 +76,20 @@ def renders_first(module: types.ModuleType | None) -> bool:
     saved = (probe.handlers, probe.propagate, probe.level)
     probe.handlers, probe.propagate = [collect], False
     probe.setLevel(logging.DEBUG)
-    objects = [_Probe(), _Probe()]
-    refs = [weakref.ref(obj) for obj in objects]
+    gc.freeze()  # what exists now is not scanned (with torch imported a full collection takes about 0.3 s)
     try:
-        for obj in objects:
-            probe.warning_once("warnonce-guard probes the *_once cache: %r", obj)
+        objects = [_Probe(), _Probe()]
+        refs = [weakref.ref(obj) for obj in objects]
+        try:
+            for obj in objects:
+                probe.warning_once("warnonce-guard probes the *_once cache: %r", obj)
+        finally:
+            del objects, obj
+            probe.handlers, probe.propagate = saved[0], saved[1]
+            probe.setLevel(saved[2])
+        gc.collect()  # a frozen cache still keeps alive what it holds
     finally:
-        del objects, obj
-        probe.handlers, probe.propagate = saved[0], saved[1]
-        probe.setLevel(saved[2])
-    gc.collect()
+        gc.unfreeze()
     return len(collect.texts) == 1 and all(ref() is None for ref in refs)
 
 

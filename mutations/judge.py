@@ -84,6 +84,8 @@ def judge(
     if code not in (0, 1):
         why = f"; {failed.message}" if failed else ""
         return Judgement(CRASHED, f"the guard run ended without a guard's verdict (exit code {code}, {engine}){why}")
+    if session is None and running:  # its own exit code, mid-test: the test ended its process (os._exit)
+        return Judgement(CRASHED, f"{running} ended its test process (exit code {code}) before the session finished")
     if session is None:
         return Judgement(NOT_RUN, f"exit code {code} but no finished guard record (an interrupted run?); tested again")
     if session.exit_status != code:
@@ -120,13 +122,16 @@ def retest(
     codes: Mapping[str, int | None],
     sessions: Mapping[str, GuardSession],
     attempts: Mapping[str, tuple[int, ...]] | None = None,
+    running: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Mutants with an exit code that no verdict stands on, and why: their codes are cleared before a run."""
+    """Mutants with an exit code that no verdict stands on, and why: their codes are cleared before a run (`running`:
+    the test each unfinished session was running, as `verdicts` takes it)."""
     out = {}
     for mutant, code in codes.items():
         if code is None:
             continue
-        judgement = judge(code, sessions.get(mutant), len((attempts or {}).get(mutant, ())))
+        tries, last = len((attempts or {}).get(mutant, ())), (running or {}).get(mutant)
+        judgement = judge(code, sessions.get(mutant), tries, running=last)
         if judgement.status is NOT_RUN:
             out[mutant] = judgement.reason
     return out

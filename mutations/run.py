@@ -222,7 +222,7 @@ def repair_workspace(ws: Workspace, files: list[str], say: Callable[[str], None]
     except BadRecord as err:  # validate() left only valid files: a change under our feet
         raise EngineFailed(f"{err}; remove {ws.dir} and run again") from None
     sessions = {name: s for name in codes if (s := read_session(mutant_session_path(ws.attribution, name)))}
-    stale = judge.retest(codes, sessions, ledger)
+    stale = judge.retest(codes, sessions, ledger, _last_tests(ws))
     if cleared := state.reset(ws, generated, stale):
         say(f"{cleared} mutant result(s) had no finished guard record behind them (an interrupted run): testing again")
     for name, code in codes.items():  # whatever mutmut tests now must leave a record of its own
@@ -244,6 +244,11 @@ def _identities_problem(ws: Workspace) -> str | None:
     if sorted(m.mutant_id for m in named) != made:
         return "its mutants are not the ones mutmut generated"
     return None
+
+
+def _last_tests(ws: Workspace) -> dict[str, str]:
+    """The test each unfinished session of a suite was running, by mutant (`engine.running`)."""
+    return {mutant: test for mutant, (_, test) in running.last_tests(ws.attribution).items()}
 
 
 def collect_result(
@@ -269,7 +274,7 @@ def collect_result(
     except BadRecord:
         ledger = {}  # a stored code the ledger no longer backs is "not run": tested again by the next run
     checks = confirm.read_or_empty(ws.confirmations_file)  # a kill it does not confirm is "not run" yet
-    last_tests = {mutant: test for mutant, (_, test) in running.last_tests(ws.attribution).items()}
+    last_tests = _last_tests(ws)
     site_baselines, suite_baseline = [], _suite_baseline(ws) if suite is not None else None
     if suite is None:
         site_baselines = judge.site_baselines(sites, baseline_sessions(ws.attribution, run_id))
@@ -460,10 +465,15 @@ def _suite_session_ended(ws: Workspace, suite: Suite, code: int, said: str) -> N
             f"{suite.describe()} could not be run on the unmutated code (errors while pytest collected it){said}; "
             f"run pytest on it there to see them (mutmut's log: {ws.log_file})"
         )
+    guess = (  # when the session said nothing itself
+        ""
+        if said
+        else ": a test that passed on the unmutated code failed in mutmut's clean run, or no test failed with every "
+        "mutant forced to fail"
+    )
     raise EngineFailed(
-        f"the mutmut session stopped before the mutants (exit code {code}){said}: a test that passed on the "
-        f"unmutated code failed in mutmut's clean run, or no test failed with every mutant forced to fail; see "
-        f"{ws.log_file} (finished verdicts are kept: the next run tests the rest)"
+        f"the mutmut session stopped before the mutants (exit code {code}){said}{guess}; see {ws.log_file} "
+        "(finished verdicts are kept: the next run tests the rest)"
     )
 
 

@@ -16,7 +16,10 @@ Tiers: the markers are setup.cfg's; `vllm_release` is the release a replay or wh
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
+import shutil
 import signal
 import sys
 import threading
@@ -24,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from tests.faults import (
     MAKING,
@@ -156,10 +160,27 @@ def fault_shape() -> TreeShape:
     return TreeShape()
 
 
+def shared_by_shape(tmp_path_factory: pytest.TempPathFactory, shape: TreeShape) -> Path:
+    """A folder of this pytest run for the tree of `shape` and its clean run, one for every module and xdist worker
+    asking for that shape: made once, by whichever asks first (under a lock), read by the others."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # xdist: the workers' common folder
+    folder = root / "fault-shapes" / hashlib.sha256(repr(shape).encode()).hexdigest()[:16]
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 @pytest.fixture(scope="module")
 def user_tree(tmp_path_factory: pytest.TempPathFactory, fault_shape: TreeShape) -> Path:
-    """The user's vLLM tree (--vllm-src): no run may change a byte of it."""
-    return fault_tree(tmp_path_factory.mktemp("user") / "tree", fault_shape)
+    """The user's vLLM tree (--vllm-src): no run may change a byte of it. One per shape, shared by the modules that
+    use it (`untouched_user_tree` checks every test leaves it as it was)."""
+    folder = shared_by_shape(tmp_path_factory, fault_shape)
+    with FileLock(folder / "tree.lock"):
+        if not (folder / "tree.made").exists():
+            shutil.rmtree(folder / "tree", ignore_errors=True)
+            fault_tree(folder / "tree", fault_shape)
+            (folder / "tree.made").touch()
+    return folder / "tree"
 
 
 @pytest.fixture(scope="module")
@@ -181,8 +202,20 @@ def report_viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def clean_run(
     user_tree: Path, small_viewer: Path, tmp_path_factory: pytest.TempPathFactory, fault_shape: TreeShape
 ) -> CleanRun:
-    """An uninterrupted run of the module's tree in a fresh work directory: the verdicts to get back."""
-    base = tmp_path_factory.mktemp("clean")
+    """An uninterrupted run of the module's tree in a fresh work directory: the verdicts to get back. One per shape,
+    shared as its tree is (tests copy its work directory before they change one)."""
+    folder = shared_by_shape(tmp_path_factory, fault_shape)
+    with FileLock(folder / "clean.lock"):
+        if (folder / "clean.pickle").exists():
+            return pickle.loads((folder / "clean.pickle").read_bytes())
+        shutil.rmtree(folder / "clean", ignore_errors=True)
+        clean = _clean_run(user_tree, small_viewer, folder / "clean", fault_shape)
+        (folder / "clean.pickle").write_bytes(pickle.dumps(clean))
+        return clean
+
+
+def _clean_run(user_tree: Path, small_viewer: Path, base: Path, fault_shape: TreeShape) -> CleanRun:
+    base.mkdir()
     dirs = RunDirs(user_tree, base / "report", base / "work")
     started = start(cli_args(user_tree, dirs.out, dirs.work, small_viewer), base, base / "logs", env=unhurried())
     making_s = phases_seconds(MAKING, dirs, started)

@@ -22,20 +22,36 @@ MUTANT_VARIABLE = "MUTANT_UNDER_TEST"  # the mutant a test process runs; mutmut 
 STATS_PHASE = "stats"  # its value for the session that finds which tests reach which function (the whole suite)
 BASELINE_PHASES = ("", STATS_PHASE)  # its values for runs of the unmutated code (clean run, coverage stats)
 MUTANT_MARK = "__mutmut_"  # in every mutant's name (its other phases, "fail", "list_all_tests", have none)
+# The methods of mutmut's fork-server runner that run a session in a child, each through `_run_in_child` or
+# `_exit_code_from_child`: engine.pristine's runner takes them for a suite (`check_seam` checks they still do).
+FORKED = ("collect_stats", "run_clean_tests", "run_forced_fail", "list_all_tests")
 
 
 # Every name of mutmut's the engine uses, by module. `check_seam` fails loudly if one moves.
 ENGINE_NAMES: dict[str, tuple[str, ...]] = {
-    "mutmut.__main__": ("_run", "copy_src_dir", "create_mutants", "_register_mutant_result", "Pool"),
+    "mutmut.__main__": (
+        "_run",
+        "copy_src_dir",
+        "create_mutants",
+        "_register_mutant_result",
+        "Pool",
+        "get_mutant_runner",
+    ),
     "mutmut.configuration": ("reset_config",),
     "mutmut.mutation.data": ("SourceFileMutationData",),
     "mutmut.mutation.file_mutation": ("create_mutations", "get_ignored_lines", SEAM_ATTRIBUTE),
-    "mutmut.mutation.trampoline": ("set_mutant_under_test",),
+    "mutmut.mutation.trampoline": ("set_mutant_under_test", "get_mutant_under_test"),
     "mutmut.mutation.trampoline_templates": ("mangle_function_name",),
     "mutmut.stats": ("status_by_exit_code", "load_stats", "save_stats"),
     "mutmut.utils.file_utils": ("change_cwd", "copy_src_dir"),
     "mutmut.utils.format_utils": ("get_mutant_name",),
-    "mutmut.workers.isolation": ("MutantResult",),
+    "mutmut.workers.isolation": (
+        "MutantResult",
+        "ForkRunner",
+        "ForkServerRunner",
+        "run_in_fork",
+        "run_in_fork_with_result",
+    ),
     "mutmut.state": ("state",),
     # last: importing it imports mutmut.stats' names
     "mutmut.runners.harness": ("PytestRunner", "BadTestExecutionCommandsException"),
@@ -84,9 +100,16 @@ def check_seam() -> None:
     # The session swaps these module globals; each must still be looked up by name where mutmut calls it.
     source = inspect.getsource(mutmut_main)
     # and the session generates as `_run` does, before it: copy the files to mutate, then make their mutants
-    for call in ("_register_mutant_result(result, ", "with Pool(", "copy_src_dir()", "create_mutants(max_children)"):
+    calls = ("_register_mutant_result(result, ", "with Pool(", "copy_src_dir()", "create_mutants(max_children)")
+    for call in (*calls, "get_mutant_runner(max_children)"):
         if call not in source:
             raise SeamMismatch(f"mutmut.__main__ no longer calls `{call}...`; re-check mutations/engine/session.py")
+    for name in FORKED:  # a suite's sessions on the unmutated code each run in a child (engine.pristine)
+        method = inspect.getsource(getattr(isolation.ForkServerRunner, name, lambda: None))
+        if "self._run_in_child(" not in method and "self._exit_code_from_child(" not in method:
+            raise SeamMismatch(
+                f"mutmut's ForkServerRunner.{name} no longer runs in a child; re-check engine/pristine.py"
+            )
     fields = getattr(isolation.MutantResult, "__dataclass_fields__", {})
     if not {"mutant_name", "exit_code"} <= set(fields):
         raise SeamMismatch("mutmut's MutantResult changed; re-check mutations/engine/workers.py")
@@ -98,6 +121,8 @@ def check_seam() -> None:
 
     if "_stats" not in getattr(MutmutState, "__dataclass_fields__", {}):
         raise SeamMismatch("mutmut's state no longer gathers trampoline hits in `_stats`; re-check suite_plugin.py")
+    if "self._pytest_add_cli_args_test_selection" not in inspect.getsource(PytestRunner.__init__):
+        raise SeamMismatch("mutmut's PytestRunner no longer keeps its test selection; re-check engine/pristine.py")
     if "pytest.main(params" not in inspect.getsource(PytestRunner.execute_pytest):
         raise SeamMismatch("mutmut's PytestRunner.execute_pytest no longer runs pytest.main; re-check tests_run_in")
     saved = inspect.getsource(data.SourceFileMutationData.load)
@@ -217,10 +242,12 @@ def patched_main(
     pool: type,
     record_generation: Callable[[Callable[..., Any]], Callable[..., Any]],
     register_result: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None,
+    get_runner: Callable[[int], Any] | None = None,
 ) -> Any:
     """mutmut's `__main__` as the session runs it: its `.meta` files written atomically (in this process and its
     forks), generation on `pool`, `create_mutants` wrapped by `record_generation` and, when given, the one place it
-    stores a worker's exit code (`_register_mutant_result`) by `register_result`."""
+    stores a worker's exit code (`_register_mutant_result`) by `register_result`, and its runner (`get_mutant_runner`)
+    made by `get_runner` (engine.pristine's for a suite)."""
     import mutmut.__main__ as mutmut_main
     from mutmut.mutation.data import SourceFileMutationData
     from warnonce_guard.common.files import write_atomic
@@ -235,4 +262,6 @@ def patched_main(
     mutmut_main.create_mutants = record_generation(mutmut_main.create_mutants)
     if register_result is not None:
         mutmut_main._register_mutant_result = register_result(mutmut_main._register_mutant_result)
+    if get_runner is not None:
+        mutmut_main.get_mutant_runner = get_runner
     return mutmut_main

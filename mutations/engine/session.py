@@ -23,7 +23,7 @@ from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS
 from warnonce_guard.common.processes import bind_to_parent, child_environment, die_with_parent
 from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, baseline_sessions
-from warnonce_guard.mutations.engine import confirm, naming, overlay, state
+from warnonce_guard.mutations.engine import confirm, naming, overlay, pristine, state
 from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.seam import (
     BASELINE_PHASES,
@@ -167,13 +167,17 @@ def described_into(ws: Workspace, files: Sequence[str], packages: Sequence[str],
     return record
 
 
-def _mutmut(ws: Workspace, run_id: str, files: list[str], registrar: Registrar | None = None) -> Any:
+def _mutmut(
+    ws: Workspace, run_id: str, files: list[str], registrar: Registrar | None = None, suite: bool = False
+) -> Any:
     """mutmut's `__main__` as the session runs it (`seam.patched_main`): generation on a pool that notices a dead
-    worker, recorded (`generation.json`) once it returned; with `registrar`, each worker's result decided by it."""
+    worker, recorded (`generation.json`) once it returned; with `registrar`, each worker's result decided by it; for
+    a `suite`, every pytest session forked from this process before any test ran (`engine.pristine`)."""
     return patched_main(
         FailFastPool,
         lambda create_mutants: record_generation(ws, run_id, files, create_mutants),
         registrar.wrap if registrar is not None else None,
+        pristine.fork_runner(ws.attribution) if suite else None,
     )
 
 
@@ -206,7 +210,7 @@ def run_mutmut(
 
     overlay.install(ws, packages, files)
     registrar = Registrar.load(ws, run_id)
-    mutmut_main = _mutmut(ws, run_id, files, registrar)
+    mutmut_main = _mutmut(ws, run_id, files, registrar, suite is not None)
     with (
         our_operators(sorted(packages), anchors=anchors_of(_sites(ws))),
         tests_run_in(suite.root if suite is not None else None),
@@ -219,8 +223,8 @@ def run_mutmut(
                 mutmut_main._run(again, max_children=None)
         except SystemExit as stop:  # and a suite whose tests reach no mutated function: its failing tests re-run
             code = stop.code if isinstance(stop.code, int) else 1
-        except BadTestExecutionCommandsException as err:  # pytest exited 4: a conftest.py that fails, a bad option
-            if suite is None:
+        except (BadTestExecutionCommandsException, pristine.SessionCannotStart) as err:  # pytest exited 4: a
+            if suite is None:  # conftest.py that fails, a bad option
                 raise
             print(f"the suite's pytest session could not start (pytest's exit status 4): {err}", flush=True)
             return SUITE_BROKEN

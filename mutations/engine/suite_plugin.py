@@ -112,6 +112,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     told = config.stash[_TOLD]
+    if config.option.collectonly:  # a collection alone (mutmut's listing, engine.pristine's): no test ran
+        return
     if told.attribution:
         running.ended(Path(told.attribution), _running_on(told))
     if not record_finished(told, int(exitstatus), config.stash[_RECORDS]):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from warnonce_guard.common.errors import ExitCode, NothingToCheck, PathUnusable, PlatformImportFailed
+from warnonce_guard.common.errors import EngineFailed, ExitCode, NothingToCheck, PathUnusable, PlatformImportFailed
 from warnonce_guard.mutations.run import mutate
 
 from tests.toy import EAGER_CALL, PLATFORM_SOURCE, make_tree, write
@@ -92,6 +92,7 @@ def run(
     root: Path | None = None,
     console: Console | None = None,
     timeout: float | None = None,
+    confirm: int | None = None,
 ) -> int:
     return mutate(
         str(tree),
@@ -103,6 +104,7 @@ def run(
         tests=list(tests),
         tests_root=str(root) if root else None,
         timeout=timeout,
+        confirm=confirm,
     )
 
 
@@ -294,3 +296,161 @@ def test_the_exported_test_kills_every_mutant_of_the_installed_vllm_each_by_its_
         (case.site.partition(":")[0], int(case.site.partition(":")[2]), "Killed") for case in cases
     }
     assert all(site == f"{file}:{line}" for file, line, _, site in killed)  # each by the case of its own site
+
+
+# The test a vLLM maintainer writes first (issue 43): deterministic, and it needs the once-cache as a process starts.
+LOGGED_ONCE = """\
+    import logging
+
+    from vllm.platforms.interface import Platform
+
+
+    def test_kernel_warning_is_logged_once(caplog):
+        caplog.set_level(logging.WARNING)
+        Platform.import_kernels()
+        Platform.import_kernels()
+        hits = [r for r in caplog.records if "Failed to import from vllm._C" in r.getMessage()]
+        assert len(hits) == 1
+    """
+# The same check in vLLM's own style: its tests/conftest.py's `caplog_vllm` (vLLM's loggers do not propagate to the
+# root logger, where caplog listens), a module docstring, SPDX header.
+VLLM_CONFTEST = """\
+    # SPDX-License-Identifier: Apache-2.0
+    import logging
+
+    import pytest
+
+
+    @pytest.fixture
+    def temporary_enable_log_propagate():
+        logger = logging.getLogger("vllm")
+        logger.propagate = True
+        yield
+        logger.propagate = False
+
+
+    @pytest.fixture
+    def caplog_vllm(temporary_enable_log_propagate, caplog):
+        yield caplog
+    """
+VLLM_STYLE = """\
+    # SPDX-License-Identifier: Apache-2.0
+    \"\"\"Kernel import failures are warned about once per process.\"\"\"
+    import logging
+
+    from vllm.platforms.interface import Platform
+
+
+    def test_failed_kernel_import_is_warned_once(caplog_vllm):
+        logging.getLogger("vllm").propagate = False  # as vLLM's logging config leaves it
+        with caplog_vllm.at_level(logging.WARNING, logger="vllm"):
+            logging.getLogger("vllm").propagate = True
+            Platform.import_kernels()
+            Platform.import_kernels()
+        assert caplog_vllm.text.count("Failed to import from vllm._C") == 1
+    """
+
+
+def one_site_suite(tmp_path: Path, sources: dict[str, str]) -> tuple[Path, Path]:
+    """A vLLM-shaped tree with one site (Platform.import_kernels, eager) and a suite of `sources` (name -> text)."""
+    tree = make_tree(tmp_path / "tree")
+    suite = tmp_path / "suite"
+    for name, source in sources.items():
+        write(suite, f"tests/{name}", textwrap.dedent(source))
+    return tree, suite
+
+
+@pytest.mark.parametrize(
+    "sources",
+    [{"test_once.py": LOGGED_ONCE}, {"conftest.py": VLLM_CONFTEST, "test_vllm_style.py": VLLM_STYLE}],
+    ids=["the-issues-test", "vllms-style"],
+)
+def test_a_print_once_test_kills_every_mutant_it_reaches_each_session_starting_where_the_first_did(
+    tmp_path: Path, sources: dict[str, str]
+) -> None:
+    tree, suite = one_site_suite(tmp_path, sources)
+    console = Console(width=240, record=True)
+
+    assert run(tree, tmp_path, str(suite / "tests"), root=suite, console=console) == ExitCode.OK, console.export_text()
+
+    mutants = verdicts(tmp_path / "report")["vllm/platforms/interface.py"]
+    (test,) = [f"tests/{name}" for name in sources if name.startswith("test_")]
+    assert len(mutants) == 3 and {(m["status"], m["killedBy"][0].partition("::")[0]) for m in mutants} == {
+        ("Killed", test)
+    }
+    report = json.loads((tmp_path / "report" / "mutation.json").read_text())
+    assert report["config"].get("flakyTests", {}) == report["config"].get("failingOnUnmutated", {}) == {}
+    assert "Mutation score: 100.00% (3 killed of 3 reached)" in console.export_text()
+
+
+# Fails at random (one time in two), on any code: whatever it kills, a re-run from the same state can disagree. To
+# have a kill counted it must pass twice on the unmutated code (mutmut's first session and clean run), then, for each
+# of its K kills, fail N more times on the mutant, and pass N more times on the unmutated code: with --confirm 2 a
+# run counts a kill about once in 130 runs (1/16 * sum over K), with --confirm 5 about once in 10,000.
+RANDOM = """\
+    import random
+
+    from vllm.platforms.interface import Platform
+
+
+    def test_fails_at_random():
+        Platform.import_kernels()
+        assert random.SystemRandom().random() < 0.5
+    """
+
+
+def test_a_test_that_fails_at_random_has_no_kill_counted_in_five_runs(tmp_path: Path) -> None:
+    counted = []
+    for attempt in range(5):
+        tree, suite = one_site_suite(tmp_path / str(attempt), {"test_random.py": RANDOM})
+        console = Console(width=240, record=True)
+        code = run(tree, tmp_path / str(attempt), str(suite / "tests"), root=suite, console=console, confirm=5)
+        assert code == ExitCode.CHECK_FAILED, console.export_text()
+        mutants = verdicts(tmp_path / str(attempt) / "report")["vllm/platforms/interface.py"]
+        counted += [m for m in mutants if m["status"] == "Killed"]
+    assert counted == []
+
+
+# Ends its own process when the warning is logged twice (on a mutant): no session record, no verdict to read back.
+EXITS = """\
+    import logging
+    import os
+
+    from vllm.platforms.interface import Platform
+
+
+    def test_exits_when_warned_twice(caplog):
+        caplog.set_level(logging.WARNING)
+        Platform.import_kernels()
+        Platform.import_kernels()
+        if len(caplog.records) > 1:
+            os._exit(0)
+    """
+
+
+def test_a_test_that_ends_its_process_on_a_mutant_makes_it_crashed_naming_the_test_in_that_run(
+    tmp_path: Path,
+) -> None:
+    tree, suite = one_site_suite(tmp_path, {"test_exits.py": EXITS})
+    for _ in range(2):  # and the next run keeps the verdict: nothing is left to test again
+        console = Console(width=240, record=True)
+        assert run(tree, tmp_path, str(suite / "tests"), root=suite, console=console) == ExitCode.CHECK_FAILED
+        mutants = verdicts(tmp_path / "report")["vllm/platforms/interface.py"]
+        test = "tests/test_exits.py::test_exits_when_warned_twice"
+        assert {(m["status"], m["statusReason"]) for m in mutants} == {
+            ("RuntimeError", f"{test} ended its test process (exit code 0) before the session finished")
+        }, console.export_text()
+        assert "no finished run" not in console.export_text()
+
+
+def test_a_test_that_ends_its_process_on_the_unmutated_code_is_one_line_naming_it_never_a_score(
+    tmp_path: Path,
+) -> None:
+    tree, suite = one_site_suite(tmp_path, {"test_exits.py": EXITS.replace("if len(caplog.records) > 1:", "if True:")})
+    with pytest.raises(EngineFailed) as raised:
+        run(tree, tmp_path, str(suite / "tests"), root=suite)
+    assert "tests/test_exits.py::test_exits_when_warned_twice ended the process of the suite's session" in str(
+        raised.value
+    )
+    assert "clean run" not in str(raised.value)  # what the session said, not a guess
+    assert "\n" not in str(raised.value) and not (tmp_path / "report").exists()

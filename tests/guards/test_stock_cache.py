@@ -4,6 +4,7 @@ cache leaks."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import logging
@@ -56,6 +57,18 @@ def test_a_logger_that_keeps_its_arguments_does_not_render_first_and_a_fixed_one
     assert renders_first(fixed)
     assert not renders_first(None)
     assert not renders_first(logging)  # no init_logger
+
+
+def test_a_module_is_probed_once_until_its_caches_are_replaced(toy: Toy, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, _, stock = toy(LOGGER_SOURCE, EAGER_CALL)
+    asked, init = [], stock.init_logger
+    monkeypatch.setattr(stock, "init_logger", lambda name: asked.append(name) or init(name))
+
+    assert [renders_first(stock), renders_first(stock)] == [False, False]
+    assert len(asked) == 1  # the mutation run's workers inherit the answer: a guard that passes probes nothing
+    monkeypatch.setattr(stock, "_print_warning_once", functools.lru_cache(stock._print_warning_once.__wrapped__))
+    assert not renders_first(stock)
+    assert len(asked) == 2
 
 
 def test_the_probe_leaves_the_probe_logger_as_it_found_it(toy: Toy) -> None:

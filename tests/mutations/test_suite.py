@@ -14,8 +14,8 @@ from warnonce_guard.guards.sessions import GuardRecord, GuardSession, Phase, Rec
 from warnonce_guard.mutations.engine import config
 from warnonce_guard.mutations.engine.state import NO_TESTS_CODE
 from warnonce_guard.mutations.identify import NamedMutant
-from warnonce_guard.mutations.judge import judge_in_suite, verdicts
-from warnonce_guard.mutations.records import KILLED, NO_TESTS, SURVIVED, TIMEOUT, SiteBaseline, SiteStatus
+from warnonce_guard.mutations.judge import judge_in_suite, retest, verdicts
+from warnonce_guard.mutations.records import CRASHED, KILLED, NO_TESTS, SURVIVED, TIMEOUT, SiteBaseline, SiteStatus
 from warnonce_guard.mutations.suite import Suite, SuiteBaseline, read_baseline, read_suite, resolve_suite, signature
 from warnonce_guard.rule.sites import sites_in_source
 
@@ -194,3 +194,14 @@ def test_a_test_past_the_timeout_makes_its_mutant_timeout_naming_it_and_a_stoppe
     assert timed.killer == late  # the report's "killed by" column names it
     stopped = judge_in_suite(SuiteBaseline(0, 2), MUTANT, -24, None, 2, "s", running="tests/test_a.py::test_h")
     assert stopped.status is TIMEOUT and stopped.reason.endswith("; tests/test_a.py::test_h was running")
+
+
+def test_a_test_that_ends_its_process_makes_its_mutant_crashed_naming_it_and_no_run_tests_it_again() -> None:
+    test = "tests/test_a.py::test_exits"
+    ended = judge_in_suite(SuiteBaseline(0, 1), MUTANT, 0, None, 0, "s", running=test)
+    assert (ended.status, ended.reason) == (
+        CRASHED,
+        f"{test} ended its test process (exit code 0) before the session finished",
+    )
+    assert retest({MUTANT: 0}, {}, running={MUTANT: test}) == {}  # its verdict stands: the next run keeps it
+    assert MUTANT in retest({MUTANT: 0}, {})  # no test named: an interrupted run's code, tested again

@@ -1,0 +1,107 @@
+"""Every pytest session of a suite's run starts from one state: the session's process before any test ran.
+
+mutmut's `ForkRunner` runs its stats, clean and forced-fail sessions in the process that then forks a worker per
+mutant, so a worker (and a confirmation re-run, forked after them: `engine.confirm`) would start where those sessions
+left the process: vLLM's once-caches warm, module state changed. A test of once-semantics (a warning logged once over
+two calls) then fails on the unmutated code when run a second time, and is called flaky. `fork_runner` is mutmut's
+`get_mutant_runner` for a suite: those sessions run in forked children too, as mutmut's own fork-server runner runs
+them, so every session (stats, clean run, each mutant, each re-run) starts from the same pre-test state: the suite
+collected once in this process (its modules imported, as pytest imports them all before its first test; what a
+mutated function does on import recorded for the stats), no test run. The guards keep mutmut's runner: they clear
+the once-caches they use, and their sites' modules are imported once, by the stats.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+from typing import Any
+
+from warnonce_guard.common.errors import EngineFailed
+from warnonce_guard.mutations.engine import running
+from warnonce_guard.mutations.engine.seam import FORKED, STATS_PHASE
+
+
+class SessionCannotStart(Exception):
+    """A suite's session on the unmutated code could not start (pytest's exit status 4)."""
+
+
+def fork_runner(attribution: Path) -> Any:
+    """mutmut's `get_mutant_runner(max_workers)` whose runner runs every session on the unmutated code in a forked
+    child; `EngineFailed` naming the test that ended such a child (read from `attribution`: `engine.running`)."""
+    from mutmut.configuration import config
+    from mutmut.mutation.trampoline import get_mutant_under_test, set_mutant_under_test
+    from mutmut.runners.harness import BadTestExecutionCommandsException, PytestRunner
+    from mutmut.utils.file_utils import change_cwd
+    from mutmut.workers.isolation import ForkRunner, ForkServerRunner, run_in_fork_with_result
+
+    class PristineForkRunner(ForkRunner):  # type: ignore[misc, valid-type]
+        collected = False
+
+        def _collect_once(self) -> None:
+            """Collect the suite here, once, running no test (mutmut's fork-server warm-up), under mutmut's stats
+            phase: a mutated function that runs on import is a hit no test is credited with (`suite_plugin`). A
+            collection that fails fails again in the stats' child, which says why."""
+            if self.collected:
+                return
+            self.collected = True
+            previous = get_mutant_under_test()
+            set_mutant_under_test(STATS_PHASE)
+            selection = self.test_runner._pytest_add_cli_args_test_selection
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), change_cwd("mutants"):
+                    self.test_runner.execute_pytest(["--collect-only", "-qqq", *selection])
+            except (Exception, SystemExit):  # said by the stats' child, which collects it again
+                pass
+            finally:
+                set_mutant_under_test(previous)
+
+        def startup(self) -> None:
+            self._collect_once()
+            super().startup()
+
+        def _run_in_child(self, operation: Any) -> Any:
+            """`operation(test_runner)` in a forked child: its value, or what it raised that mutmut's own session
+            would have seen (pytest's exit status 4, a SystemExit, which is raised again here)."""
+            self._collect_once()
+
+            def child() -> dict[str, Any]:
+                try:
+                    return {"value": operation(self.test_runner)}
+                except BadTestExecutionCommandsException as err:
+                    return {"cannot start": str(err)}
+                except SystemExit as stop:  # the child must not go on running this process's code
+                    return {"exit": stop.code}
+
+            try:
+                result = run_in_fork_with_result(child)
+            except ChildProcessError as err:
+                raise EngineFailed(_ended(attribution, err)) from None
+            if "cannot start" in result:
+                raise SessionCannotStart(result["cannot start"])
+            if "exit" in result:
+                raise SystemExit(result["exit"])
+            return result["value"]
+
+        def _exit_code_from_child(self, operation: Any) -> int:
+            return int(self._run_in_child(operation))
+
+    for name in FORKED:
+        setattr(PristineForkRunner, name, getattr(ForkServerRunner, name))
+
+    def get_mutant_runner(max_workers: int = 1) -> Any:
+        runner = PytestRunner()
+        runner.prepare_main_test_run()
+        return PristineForkRunner(max_workers=max_workers, test_runner=runner, debug=config().debug)
+
+    return get_mutant_runner
+
+
+def _ended(attribution: Path, err: ChildProcessError) -> str:
+    """Why a session on the unmutated code ended without a result: the test it was running, when one was."""
+    try:
+        pid, test = running.last_tests(attribution)[running.UNMUTATED]
+    except KeyError:
+        return f"its process ended without a result ({str(err).splitlines()[0]})"
+    return f"{test} ended the process of the suite's session on the unmutated code (pid {pid}) before it finished"
