@@ -411,3 +411,20 @@ def test_a_once_warning_of_a_fixed_text_through_an_unrecognised_call_is_no_repea
 
     assert len(obs.once_emitted) == 1 and obs.once_emitted[0].startswith("Failed: BlockedKernelImport(")
     assert detectors.detections(obs) == []
+
+
+@pytest.mark.parametrize(
+    ("try_line", "except_line"),
+    [("import PKG._C", "except:"), ('__import__("PKG._C")', "except ImportError as e:")],
+    ids=["bare-except", "dunder-import"],
+)
+def test_a_leak_behind_a_bare_except_or_dunder_import_fails(toy: Toy, try_line: str, except_line: str) -> None:
+    """Both were no site at all: the leak passed every guard in silence."""
+    source = "import sys\n" + PLATFORM.replace("import PKG._C  # noqa: F401", try_line)
+    source = source.replace("except ImportError as e:", except_line)
+    package, (site,) = toy(source, 'logger.warning_once("Failed: %r", sys.exc_info()[1])')
+
+    with pytest.raises(LeakDetected) as caught:
+        check_site(site, package=package)
+
+    assert {detectors.EXCEPTION_RETAINED, detectors.OWNER_PINNED} <= set(caught.value.detectors)
