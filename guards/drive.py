@@ -86,18 +86,27 @@ def site_callable(site: Site, module: types.ModuleType) -> Callable[[], Any]:
     if site.qualname == "<module>":
         raise CannotDrive("the site runs at import time, not in a function")
     owner: Any = module
-    *path, name = site.qualname.split(".")
+    *path, name = _outermost_function(site.qualname.split("."), module)
     try:
         for part in path:
             owner = getattr(owner, part)
         raw = inspect.getattr_static(owner, name)
     except AttributeError as err:
         raise CannotDrive(f"{site.module}.{site.qualname} not found: {err}") from None
-    if not isinstance(owner, (type, types.ModuleType)):
-        raise CannotDrive(f"{site.qualname} is nested in a function; only module functions and methods are driven")
     if isinstance(owner, type) and inspect.isfunction(raw):
         return getattr(owner(), name)  # a plain method: call it on a fresh instance
     return getattr(owner, name)
+
+
+def _outermost_function(parts: list[str], module: types.ModuleType) -> list[str]:
+    """The qualname of the module function or method a site's function is nested in (itself when it is none): the
+    guard calls that, and the witness sees the nested function run (`observe.in_function`)."""
+    owner: Any = module
+    for depth, part in enumerate(parts):
+        if not isinstance(owner, (type, types.ModuleType)):
+            return parts[:depth]
+        owner = inspect.getattr_static(owner, part, None)
+    return parts
 
 
 # What evaluating a site's arguments may call: the formatting builtins the liveness policy knows.

@@ -428,3 +428,34 @@ def test_a_leak_behind_a_bare_except_or_dunder_import_fails(toy: Toy, try_line: 
         check_site(site, package=package)
 
     assert {detectors.EXCEPTION_RETAINED, detectors.OWNER_PINNED} <= set(caught.value.detectors)
+
+
+NESTED_FUNCTION = """
+from PKG.logger import init_logger
+
+logger = init_logger(__name__)
+
+
+class Platform:
+    @classmethod
+    def import_kernels(cls) -> None:
+        def load():
+            try:
+                import PKG._C  # noqa: F401
+            except ImportError as e:
+                CALL
+
+        load()
+"""
+
+
+@pytest.mark.parametrize(("call", "leaks"), [(EAGER, False), (LIVE_REPR, True)], ids=["eager", "live"])
+def test_a_site_in_a_function_nested_in_a_method_is_driven_through_the_method(toy: Toy, call: str, leaks: bool) -> None:
+    """It was unreached ("nested in a function"): a false alarm on a correct site, a leak reported unreached."""
+    package, (site,) = toy(NESTED_FUNCTION, call)
+    assert site.qualname == "Platform.import_kernels.load"
+
+    obs = drive(site, package=package)
+
+    assert obs.reached
+    assert bool(detectors.detections(obs)) is leaks
