@@ -255,8 +255,12 @@ def drive(site: Site, package: str = PACKAGE, calls: int = CALLS, stock_cache: b
                 raise CannotDrive(str(err)) from None
             blocker = stack.enter_context(blocking(kernel_modules_of(packages), witness))
             for _ in range(calls):
-                owner = LLMStandIn(target)
+                owner = LLMStandIn.__new__(LLMStandIn)
                 owners.append(weakref.ref(owner))
+                try:
+                    owner.__init__(target)  # type: ignore[misc]
+                except Exception as err:  # what escapes is dropped here; what the site kept is judged below
+                    _escaped(err, site)
                 del owner
         del target
         gc.collect()
@@ -278,6 +282,25 @@ def drive(site: Site, package: str = PACKAGE, calls: int = CALLS, stock_cache: b
         if stock is not None:
             stock.clear()
     return obs
+
+
+def _escaped(err: Exception, site: Site) -> None:
+    """An exception out of the site's function: one its handler raised from the blocked import is the site's answer
+    (a user's `LLM()` fails; nothing is kept by that), the blocked import itself means no handler caught it
+    (`CannotDrive`), anything else is raised again."""
+    if isinstance(err, BlockedKernelImport) and err.name == site.kernel_module:
+        raise CannotDrive(
+            f"the blocked import of {site.kernel_module} escaped {site.qualname} uncaught (the guard's blocked import "
+            "is an ImportError, not a ModuleNotFoundError); catch ImportError in its handler"
+        ) from None
+    cause: BaseException | None = err.__cause__ or err.__context__
+    for _ in range(16):  # `__context__` chains are short; a cycle must not loop
+        if cause is None:
+            raise err
+        if isinstance(cause, BlockedKernelImport):
+            return
+        cause = cause.__cause__ or cause.__context__
+    raise err
 
 
 @contextmanager

@@ -459,3 +459,31 @@ def test_a_site_in_a_function_nested_in_a_method_is_driven_through_the_method(to
 
     assert obs.reached
     assert bool(detectors.detections(obs)) is leaks
+
+
+@pytest.mark.parametrize(
+    ("call", "leaks"),
+    [
+        ('raise RuntimeError("no kernels") from e', False),
+        ('_ERRORS.append(e)\n            raise RuntimeError("x")', True),
+    ],
+    ids=["raises", "keeps-then-raises"],
+)
+def test_a_handler_raising_another_exception_is_judged_by_what_it_kept(toy: Toy, call: str, leaks: bool) -> None:
+    """The exception escaping the site's function was a test error: a false alarm on a site that keeps nothing."""
+    package, (site,) = toy(PLATFORM.replace("class Platform:", "_ERRORS = []\n\n\nclass Platform:"), call)
+
+    obs = drive(site, package=package)
+
+    assert obs.reached
+    found = {f.detector for f in detectors.detections(obs)}
+    assert found == ({detectors.EXCEPTION_RETAINED, detectors.OWNER_PINNED} if leaks else set())
+
+
+def test_a_handler_that_does_not_catch_the_blocked_import_is_unreached_saying_so(toy: Toy) -> None:
+    """`except ModuleNotFoundError` does not catch the guard's blocked import (an ImportError): a raw test error."""
+    source = PLATFORM.replace("except ImportError as e:", "except ModuleNotFoundError as e:")
+    package, (site,) = toy(source, LIVE_REPR)
+
+    with pytest.raises(SiteUnreached, match=r"escaped Platform\.import_kernels uncaught"):
+        check_site(site, package=package)
