@@ -25,7 +25,7 @@ from warnonce_guard.guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, bl
 from warnonce_guard.guards.observe import Observation, Record, in_function, records
 from warnonce_guard.guards.steering import CannotSteer, steered
 from warnonce_guard.guards.stock_cache import LEVELS, StockOnce
-from warnonce_guard.rule.platforms import load_class, must_not_exit
+from warnonce_guard.rule.platforms import IMPORT_KERNELS, load_class, must_not_exit
 from warnonce_guard.rule.site_rule import is_kernel_module
 from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE
@@ -76,11 +76,12 @@ def kernel_modules_of(packages: tuple[str, ...]) -> Callable[[str], bool]:
 def site_callable(site: Site, module: types.ModuleType) -> Callable[[], Any]:
     """The function the site lives in, callable without arguments (classmethods bound to their class).
 
-    A site with a `driver` is called through that platform class (which inherits or overrides it).
+    A site with a `driver` is reached through that platform class's `import_kernels` (which inherits or overrides
+    the site's, or calls the function the site stands in).
     """
     if site.driver:
         try:
-            return getattr(load_class(site.driver), site.function_name)
+            return getattr(load_class(site.driver), IMPORT_KERNELS)
         except PlatformNotFound as err:
             raise CannotDrive(str(err)) from None
     if site.qualname == "<module>":
