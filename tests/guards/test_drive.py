@@ -487,3 +487,29 @@ def test_a_handler_that_does_not_catch_the_blocked_import_is_unreached_saying_so
 
     with pytest.raises(SiteUnreached, match=r"escaped Platform\.import_kernels uncaught"):
         check_site(site, package=package)
+
+
+MODULE_LEVEL = """
+from PKG.logger import init_logger
+
+logger = init_logger(__name__)
+
+try:
+    import PKG._C  # noqa: F401
+except ImportError as e:
+    CALL
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a module-level guarded import is listed, never driven ('runs at import time'): written in a form "
+    "discovery does not recognise, its leak has no guard at all (the recognised form's guard fails unreached). "
+    "Driving one means executing a fresh copy of its module under the blocker, from the stand-in's __init__",
+)
+def test_a_module_level_leak_in_an_unrecognised_form_fails_its_guard(toy: Toy) -> None:
+    package, (site,) = toy(MODULE_LEVEL, 'getattr(logger, "warning_once")("Failed: %r", e)')
+    assert site.guarded
+
+    with pytest.raises(LeakDetected):
+        check_site(site, package=package)
