@@ -286,14 +286,17 @@ def drive(site: Site, package: str = PACKAGE, calls: int = CALLS, stock_cache: b
 
 
 def _escaped(err: Exception, site: Site) -> None:
-    """An exception out of the site's function: one its handler raised from the blocked import is the site's answer
-    (a user's `LLM()` fails; nothing is kept by that), the blocked import itself means no handler caught it
-    (`CannotDrive`), anything else is raised again."""
+    """An exception out of the site's function: one its handler raised on purpose (`raise X from e`, `from None`)
+    while handling the blocked import is the site's answer (a user's `LLM()` fails; nothing is kept by that), the
+    blocked import itself means no handler caught it (`CannotDrive`), anything else (a handler that crashed) is
+    raised again."""
     if isinstance(err, BlockedKernelImport) and err.name == site.kernel_module:
         raise CannotDrive(
             f"the blocked import of {site.kernel_module} escaped {site.qualname} uncaught (the guard's blocked import "
             "is an ImportError, not a ModuleNotFoundError); catch ImportError in its handler"
         ) from None
+    if err.__cause__ is None and not err.__suppress_context__:
+        raise err
     cause: BaseException | None = err.__cause__ or err.__context__
     for _ in range(16):  # `__context__` chains are short; a cycle must not loop
         if cause is None:

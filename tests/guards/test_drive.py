@@ -465,7 +465,7 @@ def test_a_site_in_a_function_nested_in_a_method_is_driven_through_the_method(to
     ("call", "leaks"),
     [
         ('raise RuntimeError("no kernels") from e', False),
-        ('_ERRORS.append(e)\n            raise RuntimeError("x")', True),
+        ('_ERRORS.append(e)\n            raise RuntimeError("x") from None', True),
     ],
     ids=["raises", "keeps-then-raises"],
 )
@@ -513,3 +513,11 @@ def test_a_module_level_leak_in_an_unrecognised_form_fails_its_guard(toy: Toy) -
 
     with pytest.raises(LeakDetected):
         check_site(site, package=package)
+
+
+def test_a_handler_that_crashes_is_a_test_error_not_a_pass(toy: Toy) -> None:
+    """Only a raise on purpose (`from e`, `from None`) is the site's answer; a crash in the handler is no verdict."""
+    package, (site,) = toy(call='logger.warn_once("Failed: %r", e)')
+
+    with pytest.raises(AttributeError, match="warn_once"):
+        drive(site, package=package)
