@@ -26,7 +26,7 @@ from warnonce_guard.guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, bl
 from warnonce_guard.guards.observe import Observation, Record, in_function, records
 from warnonce_guard.guards.steering import CannotSteer, steered
 from warnonce_guard.guards.stock_cache import LEVELS, StockOnce
-from warnonce_guard.rule.platforms import load_class, must_not_exit
+from warnonce_guard.rule.platforms import IMPORT_KERNELS, load_class, must_not_exit
 from warnonce_guard.rule.site_rule import is_kernel_module
 from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE
@@ -84,28 +84,38 @@ def _kernel_module_of(name: str, packages: tuple[str, ...]) -> bool:
 def site_callable(site: Site, module: types.ModuleType) -> Callable[[], Any]:
     """The function the site lives in, callable without arguments (classmethods bound to their class).
 
-    A site with a `driver` is called through that platform class (which inherits or overrides it).
+    A site with a `driver` is reached through that platform class's `import_kernels` (which inherits or overrides
+    the site's, or calls the function the site stands in).
     """
     if site.driver:
         try:
-            return getattr(load_class(site.driver), site.function_name)
+            return getattr(load_class(site.driver), IMPORT_KERNELS)
         except PlatformNotFound as err:
             raise CannotDrive(str(err)) from None
     if site.qualname == "<module>":
         raise CannotDrive("the site runs at import time, not in a function")
     owner: Any = module
-    *path, name = site.qualname.split(".")
+    *path, name = _outermost_function(site.qualname.split("."), module)
     try:
         for part in path:
             owner = getattr(owner, part)
         raw = inspect.getattr_static(owner, name)
     except AttributeError as err:
         raise CannotDrive(f"{site.module}.{site.qualname} not found: {err}") from None
-    if not isinstance(owner, (type, types.ModuleType)):
-        raise CannotDrive(f"{site.qualname} is nested in a function; only module functions and methods are driven")
     if isinstance(owner, type) and inspect.isfunction(raw):
         return getattr(owner(), name)  # a plain method: call it on a fresh instance
     return getattr(owner, name)
+
+
+def _outermost_function(parts: list[str], module: types.ModuleType) -> list[str]:
+    """The qualname of the module function or method a site's function is nested in (itself when it is none): the
+    guard calls that, and the witness sees the nested function run (`observe.in_function`)."""
+    owner: Any = module
+    for depth, part in enumerate(parts):
+        if not isinstance(owner, (type, types.ModuleType)):
+            return parts[:depth]
+        owner = inspect.getattr_static(owner, part, None)
+    return parts
 
 
 # What evaluating a site's arguments may call: the formatting builtins the liveness policy knows.
@@ -254,8 +264,12 @@ def drive(site: Site, package: str = PACKAGE, calls: int = CALLS, stock_cache: b
                 raise CannotDrive(str(err)) from None
             blocker = stack.enter_context(blocking(kernel_modules_of(packages), witness))
             for _ in range(calls):
-                owner = LLMStandIn(target)
+                owner = LLMStandIn.__new__(LLMStandIn)
                 owners.append(weakref.ref(owner))
+                try:
+                    owner.__init__(target)  # type: ignore[misc]
+                except Exception as err:  # what escapes is dropped here; what the site kept is judged below
+                    _escaped(err, site)
                 del owner
         del target
         gc.collect()
@@ -277,6 +291,28 @@ def drive(site: Site, package: str = PACKAGE, calls: int = CALLS, stock_cache: b
         if stock is not None:
             stock.clear()
     return obs
+
+
+def _escaped(err: Exception, site: Site) -> None:
+    """An exception out of the site's function: one its handler raised on purpose (`raise X from e`, `from None`)
+    while handling the blocked import is the site's answer (a user's `LLM()` fails; nothing is kept by that), the
+    blocked import itself means no handler caught it (`CannotDrive`), anything else (a handler that crashed) is
+    raised again."""
+    if isinstance(err, BlockedKernelImport) and err.name == site.kernel_module:
+        raise CannotDrive(
+            f"the blocked import of {site.kernel_module} escaped {site.qualname} uncaught (the guard's blocked import "
+            "is an ImportError, not a ModuleNotFoundError); catch ImportError in its handler"
+        ) from None
+    if err.__cause__ is None and not err.__suppress_context__:
+        raise err
+    cause: BaseException | None = err.__cause__ or err.__context__
+    for _ in range(16):  # `__context__` chains are short; a cycle must not loop
+        if cause is None:
+            raise err
+        if isinstance(cause, BlockedKernelImport):
+            return
+        cause = cause.__cause__ or cause.__context__
+    raise err
 
 
 @contextmanager

@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from warnonce_guard.rule.sites import Site
 
 KIND = "warnonce-guard expected sites"
 VERSION = 2  # 1 named sites by occurrence (`#0`), not by branch
-_FIELDS = frozenset({"id", "line", "form", "call"})
+_FIELDS = frozenset({"id", "line", "form", "call", "anchor"})
 _TOP = frozenset({"kind", "version", "recorded_from", "sites"})
 RECORD_HELP = "record them again with `warnonce-guard sites --write FILE` once the change is reviewed"
 
@@ -44,6 +45,7 @@ class Expected:
     line: int
     form: str
     call: str  # the recognised call (`warning_once`), or "not recognised"
+    anchor: str = ""  # digest of the site's `try` (`Site.anchor`): tells apart rows of one identity (`#2`); "" unknown
 
 
 def call_of(site: Site) -> str:
@@ -59,7 +61,7 @@ def render(sites: list[Site], source: str) -> str:
     """The record of a target's guarded sites, as `--write` writes it; `source` says what was discovered
     (`vLLM 0.33.0 (g4ba787ec9)`), never where: a record is committed and read on other machines."""
     guarded = sorted((s for s in sites if s.guarded), key=key)
-    rows = [{"id": key(s), "line": s.line, "form": s.form, "call": call_of(s)} for s in guarded]
+    rows = [{"id": key(s), "line": s.line, "form": s.form, "call": call_of(s), "anchor": s.anchor} for s in guarded]
     record = {"kind": KIND, "version": VERSION, "recorded_from": source, "sites": rows}
     # ASCII: a file name's undecodable byte (`\udcff`) is written as its escape, which reads back the same
     return json.dumps(record, indent=2) + "\n"
@@ -139,7 +141,10 @@ def read(path: Path) -> list[Expected]:
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
         raise BadSitesRecord(f"--expect-sites {path}: {_ROWS}; write it again with `sites --write`")
     try:
-        found = [Expected(str(row["id"]), int(row["line"]), str(row["form"]), str(row["call"])) for row in rows]
+        found = [
+            Expected(str(row["id"]), int(row["line"]), str(row["form"]), str(row["call"]), str(row.get("anchor", "")))
+            for row in rows
+        ]
     except KeyError as err:
         raise BadSitesRecord(
             f"--expect-sites {path}: a site without {err}; write it again with `sites --write`"
@@ -180,6 +185,7 @@ class Comparison:
             what = [f"line {was.line} -> {now.line}"] if was.line != now.line else []
             what += [f"form {was.form} -> {now.form}"] if was.form != now.form else []
             what += [f"call {was.call} -> {call_of(now)}"] if was.call != call_of(now) else []
+            what += [f"now {key(now)}"] if was.id != key(now) else []
             out.append(f"{path}: {was.id}: {', '.join(what)}")
         return out
 
@@ -195,11 +201,31 @@ class Comparison:
 
 def compare(expected: list[Expected], sites: list[Site]) -> Comparison:
     found = {key(s): s for s in sites if s.guarded}
-    recorded = {e.id for e in expected}
-    missing = tuple(e for e in expected if e.id not in found)
+    paired = _paired(expected, found)
+    missing = tuple(e for e in expected if e.id not in paired)
     changed = tuple(
         (e, s)
         for e in expected
-        if (s := found.get(e.id)) is not None and (e.line, e.form, e.call) != (s.line, s.form, call_of(s))
+        if (s := paired.get(e.id)) is not None
+        and (e.id, e.line, e.form, e.call) != (key(s), s.line, s.form, call_of(s))
     )
-    return Comparison(missing, tuple(s for k, s in sorted(found.items()) if k not in recorded), changed)
+    taken = {key(s) for s in paired.values()}
+    return Comparison(missing, tuple(s for k, s in sorted(found.items()) if k not in taken), changed)
+
+
+_POSITION = re.compile(r"#\d+(?= via |$)")
+
+
+def _paired(expected: list[Expected], found: dict[str, Site]) -> dict[str, Site]:
+    """Each recorded site's found site: rows of one identity told apart only by position (`#2`) pair by the digest
+    of their `try` first (the one left after another went keeps its digest, not its number), the rest by identity."""
+    paired: dict[str, Site] = {}
+    for e in expected:
+        group = _POSITION.sub("", e.id)
+        same = [s for k, s in found.items() if _POSITION.sub("", k) == group and s not in paired.values()]
+        if e.anchor and (by_digest := [s for s in same if s.anchor == e.anchor]):
+            paired[e.id] = by_digest[0]
+    for e in expected:
+        if e.id not in paired and (s := found.get(e.id)) is not None and s not in paired.values():
+            paired[e.id] = s
+    return paired

@@ -6,6 +6,7 @@ and the guards call them through the given class; code of theirs that tries to e
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
 import importlib.metadata
@@ -197,7 +198,8 @@ def platform_sites(target: PlatformTarget) -> list[Site]:
     sites = sites_in_source(source, target.file, target.defining_module, target.package)
     if target.package != PACKAGE:  # a plugin's own kernels, or vLLM's, may be imported there
         sites += [s for s in sites_in_source(source, target.file, target.defining_module, PACKAGE) if s not in sites]
-    chosen = [replace(s, driver=target.spec) for s in sites if s.qualname == target.defining_qualname and s.guarded]
+    reached = runs_from(source, target.defining_qualname)
+    chosen = [replace(s, driver=target.spec) for s in sites if _within(s.qualname, reached) and s.guarded]
     if not chosen:
         raise NothingToCheck(
             f"platform {target.spec} runs {target.defining_module}.{target.defining_qualname}, "
@@ -205,6 +207,42 @@ def platform_sites(target: PlatformTarget) -> list[Site]:
             "nothing to guard"
         )
     return chosen
+
+
+def runs_from(source: str, start: str) -> set[str]:
+    """The qualnames of the file's functions that `start` (`Cls.import_kernels`) runs, by name, itself included: a
+    method called as `cls.name`, `self.name` or `Cls.name`, a module function called as `name`, and what those call."""
+    functions: dict[str, ast.AST] = {}
+
+    def collect(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions[prefix + node.name] = node
+            elif isinstance(node, ast.ClassDef):
+                collect(node.body, f"{prefix}{node.name}.")
+
+    collect(ast.parse(source).body, "")
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        qualname = todo.pop()
+        if qualname in seen or qualname not in functions:
+            continue
+        seen.add(qualname)
+        owner = qualname.rpartition(".")[0]
+        receivers = ("cls", "self", owner.rpartition(".")[2]) if owner else ()
+        for node in ast.walk(functions[qualname]):
+            func = node.func if isinstance(node, ast.Call) else None
+            if isinstance(func, ast.Name):
+                todo.append(func.id)
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in receivers:
+                todo.append(f"{owner}.{func.attr}")
+    return seen
+
+
+def _within(qualname: str, functions: set[str]) -> bool:
+    """`qualname` is one of `functions`, or a function nested in one."""
+    return any(qualname == f or qualname.startswith(f"{f}.") for f in functions)
 
 
 @dataclass(frozen=True)

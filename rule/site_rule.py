@@ -9,6 +9,7 @@ arguments carry (the site's form) is the liveness policy's to say (`form_of`), n
 from __future__ import annotations
 
 import ast
+import builtins
 import hashlib
 import re
 from collections.abc import Iterator, Sequence
@@ -98,7 +99,7 @@ def resolve_relative(dots: int, base: str, current_package: str) -> str | None:
 
 
 def imported_modules(stmt: cst.CSTNode, current_package: str) -> Iterator[str]:
-    """Dotted names a statement imports, including `importlib.import_module("x")` calls."""
+    """Dotted names a statement imports, including `importlib.import_module("x")` and `__import__("x")` calls."""
     for node in walk(stmt):
         if isinstance(node, cst.Import):
             yield from filter(None, (dotted(alias.name) for alias in node.names))
@@ -114,7 +115,7 @@ def imported_modules(stmt: cst.CSTNode, current_package: str) -> Iterator[str]:
                 yield from (f"{base}.{name}" for alias in node.names if (name := dotted(alias.name)))
         elif (
             isinstance(node, cst.Call)
-            and (dotted(node.func) or "").endswith("import_module")
+            and (dotted(node.func) or "").endswith(("import_module", "__import__"))
             and node.args
             and isinstance(node.args[0].value, cst.SimpleString)
         ):
@@ -128,11 +129,18 @@ def kernel_import(try_node: cst.Try, package: str, current_package: str) -> str 
 
 
 def catches_import_error(handler: cst.ExceptHandler) -> bool:
-    """`except ImportError as e` (or a tuple or base class that includes it)."""
+    """`except ImportError as e` (or a tuple or base class that includes it), a bare `except:`, or a class the source
+    only names (`except _ERRORS`, `except errors.KernelMissing`): the guard's drive tells whether it catches."""
     if handler.type is None:
-        return False
+        return True
     types = [el.value for el in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
-    return any((dotted(t) or "").rsplit(".", 1)[-1] in IMPORT_ERRORS for t in types)
+    return any(_may_catch_import_error((dotted(t) or "").rsplit(".", 1)[-1]) for t in types)
+
+
+def _may_catch_import_error(name: str) -> bool:
+    """A class named `name` catches ImportError, or the name is none of the builtin exceptions that do not."""
+    builtin = getattr(builtins, name, None)
+    return name in IMPORT_ERRORS or not (isinstance(builtin, type) and issubclass(builtin, BaseException))
 
 
 def handler_name(handler: cst.ExceptHandler) -> str | None:

@@ -561,9 +561,9 @@ def sites_in_source(source: str, file: str, module: str, package: str = PACKAGE)
 
 # Module names a file may import, found by two regexes that start with a literal (fast to scan for):
 # `from vllm._C import ops` names the kernel before `import`; `import vllm._C`, `from vllm import (\n _C,\n)`
-# and `import_module(\n "vllm._C")` after it, possibly past a parenthesised part spanning lines.
+# `import_module(\n "vllm._C")` and `__import__("vllm._C")` after it, possibly past a parenthesised part spanning lines.
 _FROM_MODULE = re.compile(r"from[ \t]+([\w.]+)[ \t]+import")
-_IMPORTED = re.compile(r"import(?:_module)?\b([^\n(]*(?:\([^)]*\)[^\n]*)?)")
+_IMPORTED = re.compile(r"import(?:_module|__)?\b([^\n(]*(?:\([^)]*\)[^\n]*)?)")
 _TOKEN = re.compile(r"[A-Za-z_][\w.]*")
 
 

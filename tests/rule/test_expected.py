@@ -58,7 +58,7 @@ def test_a_record_holds_the_guarded_sites_by_identity_and_reads_back(tmp_path: P
     assert [row["id"] for row in data["sites"]] == sorted(s.id for s in found if s.guarded)
     assert len(data["sites"]) == 2  # one row per try: the plain warning beside a *_once call is no row of its own
     assert expected.read(tmp_path / "sites.json") == [
-        expected.Expected(r["id"], r["line"], r["form"], r["call"]) for r in data["sites"]
+        expected.Expected(r["id"], r["line"], r["form"], r["call"], r["anchor"]) for r in data["sites"]
     ]
 
 
@@ -262,3 +262,42 @@ def test_a_site_moved_to_another_branch_is_missing_where_it_was_and_new_where_it
         comparison.check(path)
     (new,) = comparison.new
     assert new.kernel_module == "vllm._C" and new.branch.endswith("not (torch.cpu._is_avx512_supported())")
+
+
+SAME_BRANCH = """
+def import_kernels():
+    try:
+        import vllm._C  # noqa: F401
+    except ImportError as e:
+        logger.warning_once("first: %s", repr(e))
+    try:
+        import vllm._C  # noqa: F401
+    except ImportError as e:
+        logger.warning_once("second: %s", repr(e))
+"""
+FIRST_TRY = SAME_BRANCH[SAME_BRANCH.index("    try:") : SAME_BRANCH.index("    try:", 30)]
+
+
+def test_of_two_tries_of_one_branch_the_one_removed_is_named_missing_not_the_one_left(tmp_path: Path) -> None:
+    """`#2` is a position: the record's digest of each try tells which one went (it named the one left)."""
+    path = recorded(tmp_path, sites(SAME_BRANCH))
+    comparison = expected.compare(expected.read(path), sites(SAME_BRANCH.replace(FIRST_TRY, "")))
+
+    assert [e.id for e in comparison.missing] == ["vllm/platforms/interface.py::import_kernels::vllm._C"]
+    assert comparison.new == ()
+    (note,) = comparison.notes(path)
+    assert note.endswith(
+        "import_kernels::vllm._C#2: line 10 -> 6, now vllm/platforms/interface.py::import_kernels::vllm._C"
+    )
+
+
+def test_a_record_without_digests_still_reads_and_compares_by_identity(tmp_path: Path) -> None:
+    path = recorded(tmp_path, sites())
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for row in data["sites"]:
+        del row["anchor"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    comparison = expected.compare(expected.read(path), sites())
+
+    assert comparison.missing == comparison.new == comparison.changed == ()

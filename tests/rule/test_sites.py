@@ -447,6 +447,25 @@ def test_handlers_that_catch_import_error_count(except_clause: str) -> None:
     assert len(find(source)) == 1
 
 
+@pytest.mark.parametrize(
+    "except_clause", ["except:", "except _ERRORS as e:", "except (OSError, errors.KernelMissing) as e:"]
+)
+def test_a_handler_the_source_cannot_tell_from_one_catching_import_error_is_a_site(except_clause: str) -> None:
+    """A bare `except:` catches the blocked import; a class the source only names may: the guard's drive decides.
+    Dropping either made a leak at the site a silent pass."""
+    source = guarded("import vllm._C", 'logger.warning_once("Failed: %r", sys.exc_info()[1])')
+
+    (site,) = find(source.replace("except ImportError as e:", except_clause))
+
+    assert (site.kernel_module, site.form) == ("vllm._C", "live")
+
+
+def test_a_handler_of_builtin_exceptions_that_do_not_catch_import_error_is_no_site() -> None:
+    source = guarded("import vllm._C").replace("except ImportError as e:", "except (OSError, KeyError) as e:")
+
+    assert rows(source) == []
+
+
 # ---- the prefilter and parse errors ------------------------------------------------------------------------
 
 
@@ -456,9 +475,10 @@ def test_handlers_that_catch_import_error_count(except_clause: str) -> None:
         guarded("import vllm._C"),
         guarded("from vllm._C import ops"),
         guarded('importlib.import_module("vllm._C_AVX2")'),
+        guarded('__import__("vllm._C_AVX2")'),
         "try:\n    from vllm import (\n        _C,\n    )\nexcept ImportError:\n    pass\n",
     ],
-    ids=["import", "from-kernel-module", "import-module", "parenthesised"],
+    ids=["import", "from-kernel-module", "import-module", "dunder-import", "parenthesised"],
 )
 def test_prefilter_keeps_files_that_might_hold_a_site(source: str) -> None:
     assert might_hold_site(source)
@@ -628,6 +648,7 @@ def test_a_relative_import_resolves_in_its_package_or_not_at_all(
         ("if x:\n    from .... import a\n    import vllm._C\n", ["vllm._C"]),  # one climbs above the top: the next
         ("get().import_module('vllm._C')", []),  # not a dotted name: nothing known is called
         ("importlib.import_module('vllm._C')", ["vllm._C"]),
+        ("__import__('vllm._C')", ["vllm._C"]),
     ],
 )
 def test_what_a_statement_imports(statement: str, imported: list[str]) -> None:
