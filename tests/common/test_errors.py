@@ -37,6 +37,7 @@ INTERNAL = {
     "warnonce_guard.guards.outcome": {"GuardFailure", "LeakDetected", "SiteUnreached"},
     "warnonce_guard.guards.steering": {"CannotSteer"},
     "warnonce_guard.history.fetch": {"FetchFailed"},
+    "warnonce_guard.mutations.engine.pristine": {"SessionCannotStart"},  # the engine's session says it, exit 4
     # the audit's settings make them a UsageError, strict mode a pytest.UsageError
     "warnonce_guard.rule.caches": {"BadCacheEntry", "BadSignature"},
     "warnonce_guard.rule.target": {"NotPythonText"},  # read_source makes it a SourceDoesNotParse, the audit a WOG000
