@@ -182,6 +182,31 @@ def test_export_fix_on_a_logger_that_renders_first_has_nothing_to_patch(
     assert "renders *_once messages before caching them already: nothing to patch" in capsys.readouterr().err
 
 
+def test_export_fix_check_on_a_tree_that_has_the_fix_already_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = release_tree(tmp_path / "tree", "0.33.0")
+    patch = tmp_path / "fix.patch"
+    assert export_fix("--vllm-src", str(tree), "--patch", "--out", str(patch)) == ExitCode.OK
+    assert git_apply(patch.read_text(), tree).returncode == 0  # merged upstream
+
+    assert export_fix("--vllm-src", str(tree), "--check", str(patch)) == ExitCode.OK
+    assert f"{patch}: the target has the fix already (vllm/logger.py renders" in capsys.readouterr().out
+    assert export_fix("--vllm-src", str(tree), "--patch") == ExitCode.NOTHING_TO_CHECK  # but nothing to export
+
+
+def test_export_fix_names_the_cache_it_cannot_patch_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = release_tree(tmp_path / "tree", "0.33.0")
+    logger = tree / "vllm" / "logger.py"
+    logger.write_text(logger.read_text().replace("logger.info(msg, *args, stacklevel=3)", "print(msg % args)"))
+
+    assert export_fix("--vllm-src", str(tree), "--patch") == ExitCode.BAD_INPUT == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "_print_info_once (line " in err and "Traceback" not in err
+
+
 def test_export_fix_check_reads_a_file_as_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert export_fix("--check", str(tmp_path / "x.patch"), "--patch") == ExitCode.USAGE
     assert "--check FILE reads a module or a patch as it is" in capsys.readouterr().err
