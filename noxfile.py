@@ -391,8 +391,8 @@ def engine(session: nox.Session) -> None:
 def exported(session: nox.Session) -> None:
     """The exported test (docs/upstream/, from the pinned vLLM; `-- --file FILE` for another) dropped into a vLLM
     release's own suite (its sdist's tests/, conftest.py loaded) and run in the environment of vLLM's CPU test lock
-    with that release installed: `-- --vllm 0.34.0` (the default) and 0.33.0 must pass every case, `-- --vllm 0.29.0` (before
-    the fix) must fail every case, each naming its site and what leaked."""
+    with that release installed: `-- --vllm 0.34.0` (the default) and 0.33.0 must pass every case, `-- --vllm
+    0.29.0` (before the fix) must fail every case, each naming its site and what leaked."""
     version, args = _take_vllm(session.posargs)
     _vllm_tests_env(session, version)
     expect = {PINNED_VLLM: "pass", PREVIOUS_VLLM: "pass", REPLAYED_VLLM: "leak"}.get(version, "any")

@@ -115,7 +115,8 @@ def test_the_patch_starts_with_its_marker_and_a_commit_message_git_skips(tmp_pat
     head = patch.split("diff --git", 1)[0]
 
     assert patch.startswith(f"{FIX_MARKER}: re-export it rather than edit it.\n")
-    assert "[Bugfix] Render *_once messages before caching them" in head
+    assert "[Bugfix] Key the *_once caches on the rendered message, not its arguments" in head
+    assert "24 in 0.34.0" in head
     assert f"Test: {TEST_FILE}::{TEST_NAME}" in head
     assert [line for line in patch.splitlines() if line.startswith("diff --git")] == [
         "diff --git a/vllm/logger.py b/vllm/logger.py",
