@@ -4,8 +4,9 @@
 
 Both loggers are the target's `vllm/logger.py` (the installed vLLM by default), the patched one loaded beside it under
 a name of its own (nothing installed is written), each on a logger of its own with a handler that drops records. Per
-case, ns per call and the patched/stock ratio, the medians of R pairs of runs of N calls (stock and patched alternated
-in each pair, so that a load that comes and goes weighs on both alike):
+case, ns per call and the patched/stock ratio, the medians of R pairs of runs of N calls, timed in this process's CPU
+time (stock and patched alternated in each pair, the order swapped every other pair, so that a load that comes and goes
+weighs on both alike):
 
 - new message: `warning_once("kernel %s missing", i)`, a new `i` each call: a cache miss, a record emitted;
 - repeated: the same `warning_once` call each time: a cache hit, nothing emitted (what a hot path pays);
