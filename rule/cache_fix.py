@@ -73,8 +73,10 @@ def _cache_decorators(node: ast.FunctionDef) -> list[tuple[ast.expr, int | None]
     return found
 
 
-def _called_names(node: ast.AST) -> set[str]:
-    return {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+def _passed_args(node: ast.AST) -> set[str]:
+    """The functions `node` passes a `*args` to (where a `*_once` method's arguments go)."""
+    calls = [n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    return {call.func.id for call in calls if any(isinstance(a, ast.Starred) for a in call.args)}  # type: ignore[attr-defined]
 
 
 def _once_functions(tree: ast.Module) -> Iterator[ast.FunctionDef]:
@@ -85,9 +87,9 @@ def _once_functions(tree: ast.Module) -> Iterator[ast.FunctionDef]:
 
 
 def printers(tree: ast.Module) -> list[Printer]:
-    """The module's `*_once` caches, in source order: its cached top-level functions named `*_once`, or called by a
-    `*_once` function or method."""
-    called = set().union(*(_called_names(f) for f in _once_functions(tree)))
+    """The module's `*_once` caches, in source order: its cached top-level functions named `*_once`, or given a
+    `*_once` function's or method's `*args`."""
+    called = set().union(*(_passed_args(f) for f in _once_functions(tree)))
     found = []
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef) or not (node.name.endswith("_once") or node.name in called):

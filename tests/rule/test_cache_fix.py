@@ -205,3 +205,20 @@ def test_each_mutant_of_the_patch_keeps_arguments_in_the_cache_again(version: st
     assert mutated != fixed
     assert leaking(mutated) == list(once_methods(fixed))
     compile(mutated, "vllm/logger.py", "exec")
+
+
+def test_a_cached_helper_a_once_method_gives_no_argument_is_left_as_it_is() -> None:
+    source = vllm_logger("0.33.0").replace(
+        "\n\nLogScope = ", "\n\n@lru_cache\ndef _first_rank() -> bool:\n    return True\n\n\nLogScope = ", 1
+    )
+    source = source.replace(
+        "        if not _should_log_with_scope(scope):\n            return\n        _print_warning_once",
+        "        if not _first_rank():\n            return\n        _print_warning_once",
+        1,
+    )
+
+    fixed = patched(source)
+
+    assert "@lru_cache\ndef _first_rank() -> bool:" in fixed and "from functools import lru_cache, partial" in fixed
+    assert [p.name for p in printers(ast.parse(source))] == [f"_print_{m}" for m in once_methods(source)]
+    assert leaking(fixed) == []
