@@ -135,9 +135,8 @@ def to_markdown(report: HistoryReport) -> str:
         lines.append(f"With the fix: {len(saved)} of {len(fixed)} exposed releases guarded, no site changed.")
     if report.prereleases_left_out:
         lines.append(f"Pre-releases left out (`--pre` to include): {', '.join(report.prereleases_left_out)}.")
-    lines.append(
-        f"This run: {report.checked} checked, {report.from_cache} from the cache, {duration(report.duration_s)}."
-    )
+    took = duration(round(report.duration_s, 1))  # as history.json keeps it: the table reads back to itself
+    lines.append(f"This run: {report.checked} checked, {report.from_cache} from the cache, {took}.")
     return "\n".join(lines) + "\n"
 
 
