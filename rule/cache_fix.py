@@ -38,7 +38,7 @@ from warnonce_guard.common.errors import LoggerNotPatchable, NothingToCheck
 from warnonce_guard.rule.caches import decorator_maxsize
 from warnonce_guard.rule.renders_first import leaking, once_methods
 
-KEY, TEXT = "_once_key", "_once_text"  # the functions the patch adds
+KEY, TEXT, CLEAR = "_once_key", "_once_text", "_once_clear"  # the functions the patch adds
 STORE, MAXSIZE = "_once_logged", "_ONCE_MAXSIZE"
 LINE_LENGTH = 88  # vLLM's (ruff's default, which its pyproject.toml keeps)
 _SEEN_COMMENT = "the level is off, or the message was logged already"
@@ -252,8 +252,10 @@ def helper_source(
             f"def {KEY}(\n    logger: {logger_type}, level: int, msg: str, args: {values}\n) -> {key_type} | None:"
         )
         text_def = f"def {TEXT}(msg: str, args: {values}) -> str:"
+        clear_def = f"def {CLEAR}(level: int) -> None:"
     else:
         store, key_def, text_def = f"{STORE} = {{}}", f"def {KEY}(logger, level, msg, args):", f"def {TEXT}(msg, args):"
+        clear_def = f"def {CLEAR}(level):"
     what = "lru_cache" if len(sizes) == 1 else f"{len(sizes)} lru_caches"
     if None in sizes:
         bound, forget = f"# What the *_once methods logged (unbounded, as the {what} before).\n", ""
@@ -302,7 +304,25 @@ def helper_source(
         return f"{{msg!r}} % ({{', '.join(type(arg).__name__ for arg in args)}})"
 
 
+{clear_def}
+    """Forget one level's messages: what cache_clear() of its lru_cache did."""
+    for key in [key for key in {STORE} if key[1] == level]:
+        {STORE}.pop(key, None)
+
+
 '''
+
+
+def clear_source(levels: list[tuple[str, str]]) -> str:
+    """After the last printer: each printer's `cache_clear()`, as its lru_cache had (vLLM's tests call it)."""
+    pairs = "".join(f"    ({name}, logging.{level}),\n" for name, level in levels)
+    return f"""
+
+# As the lru_caches had: _print_<level>_once.cache_clear() forgets that level.
+for _printer, _level in (
+{pairs}):
+    _printer.cache_clear = partial({CLEAR}, _level)  # type: ignore[attr-defined]
+"""
 
 
 def _annotation(arg: ast.arg | None) -> str | None:
@@ -340,7 +360,7 @@ def _import_edits(tree: ast.Module) -> tuple[dict[str, str], list[_Edit]]:
         first_from = [n.lineno for n in stdlib if isinstance(n, ast.ImportFrom)]
         inserted.setdefault(min([*later, *first_from, after_stdlib]), []).append("import logging\n")
     names = {}
-    for module, name, also in (("collections.abc", "Mapping", "typing"),):
+    for module, name, also in (("collections.abc", "Mapping", "typing"), ("functools", "partial", "functools")):
         held = [
             alias.asname or alias.name
             for node in top
@@ -398,7 +418,7 @@ def patched(source: str, where: str = "the logger module") -> str:
         raise NothingToCheck(f"{where} renders *_once messages before caching them already: nothing to patch")
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     defined |= {t.id for n in tree.body if isinstance(n, ast.Assign | ast.AnnAssign) for t in _targets(n)}
-    taken = sorted({KEY, TEXT, STORE, MAXSIZE} & defined)
+    taken = sorted({KEY, TEXT, CLEAR, STORE, MAXSIZE} & defined)
     if taken:
         raise LoggerNotPatchable(f"{where} defines {taken[0]} already")
     try:
@@ -441,6 +461,9 @@ def _edits(tree: ast.Module, found: list[Printer], lines: list[str]) -> tuple[li
         seen.add(site.function.name)
         edits += _site_edits(site, levels[site.printer.name], lines)
     bound, import_edits = _import_edits(tree)
+    last = max(found, key=lambda p: p.node.end_lineno or p.node.lineno).node
+    clear = clear_source([(p.name, levels[p.name]) for p in found]).replace("partial(", f"{bound['partial']}(")
+    edits.append(_Edit.before((last.end_lineno or last.lineno) + 1, clear))
     first = found[0].node
     start = min([first.lineno, *(d.lineno for d in first.decorator_list)])
     sizes = [p.maxsize for p in found]

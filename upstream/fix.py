@@ -119,7 +119,7 @@ def {TEST_NAME}(method, monkeypatch):
     logger.setLevel(logging.DEBUG)
     module = sys.modules[init_logger.__module__]
     for name, cached in list(vars(module).items()):
-        if hasattr(cached, "cache_clear"):  # a cache of its own meanwhile
+        if hasattr(cached, "cache_info"):  # an lru_cache: one of its own meanwhile
             monkeypatch.setattr(module, name, functools.lru_cache(cached.__wrapped__))
     if hasattr(module, "{STORE}"):  # what it logged, meanwhile
         monkeypatch.setattr(module, "{STORE}", {{}})

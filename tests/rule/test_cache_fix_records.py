@@ -296,3 +296,24 @@ def test_a_further_critical_once_logs_vllms_record_once_and_keeps_nothing(load: 
     assert kept == [("CRITICAL", "engine died: %r", "engine died: Unbuilt('engine')", line)]
     assert [ref() for ref in refs] == [None, None]
     logger.handlers = []
+
+
+def test_cache_clear_of_a_printer_forgets_its_level_as_the_lru_cache_did(both: tuple[ModuleType, ModuleType]) -> None:
+    """vLLM's own tests call `vllm.logger._print_warning_once.cache_clear()` (tests/watermarking)."""
+    logged = []
+    for module in both:
+        logger = module.init_logger(f"{module.__name__}.clear")
+        kept: list[str] = []
+        handler = logging.Handler()
+        handler.emit = lambda r, kept=kept: kept.append(r.getMessage())  # type: ignore[method-assign]
+        logger.handlers, logger.propagate = [handler], False
+        logger.setLevel(logging.DEBUG)
+        logger.warning_once("greedy")
+        logger.info_once("kept")
+        module._print_warning_once.cache_clear()
+        logger.warning_once("greedy")
+        logger.info_once("kept")
+        logged.append(kept)
+        logger.handlers = []
+
+    assert logged == [["greedy", "kept", "greedy"]] * 2
