@@ -19,7 +19,7 @@
     nox -s lint
 
 The guard environment, `.nox/guard`, which every session that runs the guards shares, holds torch 2.13.0 (the
-CPU build on local disk), the runtime modules of requirements/guard-env.txt, vLLM 0.33.0 installed with --no-deps,
+CPU build on local disk), the runtime modules of requirements/guard-env.txt, vLLM 0.34.0 installed with --no-deps,
 and this project with its extras, every version as requirements/constraints.txt pins it; `--vllm X` puts vLLM X,
 installed apart, first on PYTHONPATH (.nox/vllm-X); lint runs there too. wheel and engine share `.nox/project`.
 vllm-tests: vLLM's CPU test lock, requirements/vllm-tests.txt, beside vLLM and this project, all --no-deps; engine:
@@ -48,7 +48,8 @@ nox.options.reuse_venv = "yes"
 nox.options.sessions = ["tests"]
 nox.options.error_on_missing_interpreters = True  # a session that cannot run fails; it is never skipped
 
-PINNED_VLLM = "0.33.0"
+PINNED_VLLM = "0.34.0"
+PREVIOUS_VLLM = "0.33.0"  # the pin before: its sdist's tests and CPU test lock are what tools/vllm_tests runs
 REPLAYED_VLLM = "0.29.0"  # the last release before the fix
 PYTHON = None  # the interpreter that runs nox
 CONSTRAINTS = "requirements/constraints.txt"
@@ -352,7 +353,7 @@ def vllm_tests(session: nox.Session) -> None:
     """vLLM's own tests (`-- PATHS`, pytest arguments inside its sdist; default VLLM_TESTS) run twice with `-n 2`,
     without and with --warnonce-strict, in an environment from vLLM's CPU test lock (requirements/vllm-tests.txt);
     prints both runs' counts and times and every test whose outcome differs (the session fails when one does)."""
-    _vllm_tests_env(session, PINNED_VLLM)
+    _vllm_tests_env(session, PREVIOUS_VLLM)
     work = Path(session.virtualenv.location)
     fetched = session.run("python", "-m", "tools.vllm_tests.sources", str(work / "vllm-sources"), silent=True)
     tree = Path(str(fetched).strip().splitlines()[-1])
@@ -399,11 +400,11 @@ def engine(session: nox.Session) -> None:
 def exported(session: nox.Session) -> None:
     """The exported test (docs/upstream/, from the pinned vLLM; `-- --file FILE` for another) dropped into a vLLM
     release's own suite (its sdist's tests/, conftest.py loaded) and run in the environment of vLLM's CPU test lock
-    with that release installed: `-- --vllm 0.33.0` (the default) must pass every case, `-- --vllm 0.29.0` (before
-    the fix) must fail every case, each naming its site and what leaked."""
+    with that release installed: `-- --vllm 0.34.0` (the default) and 0.33.0 must pass every case, `-- --vllm
+    0.29.0` (before the fix) must fail every case, each naming its site and what leaked."""
     version, args = _take_vllm(session.posargs)
     _vllm_tests_env(session, version)
-    expect = {PINNED_VLLM: "pass", REPLAYED_VLLM: "leak"}.get(version, "any")
+    expect = {PINNED_VLLM: "pass", PREVIOUS_VLLM: "pass", REPLAYED_VLLM: "leak"}.get(version, "any")
     work = Path(session.virtualenv.location)
     started = time.monotonic()
     tool = ("python", "-m", "tools.vllm_tests.exported", "--vllm", version, "--work", str(work), "--expect", expect)
@@ -419,7 +420,7 @@ def upstream(session: nox.Session) -> None:
     selection with and without it, every test whose outcome differs listed, and its own test against each mutant of
     the patch (tools/vllm_tests/with_fix.py). Fails unless the export kills every mutant and holds in both suites,
     and the fix changes no outcome and its test kills every mutant of it."""
-    _vllm_tests_env(session, PINNED_VLLM, engine=True)
+    _vllm_tests_env(session, PREVIOUS_VLLM, engine=True)
     work = Path(session.virtualenv.location)
     started = time.monotonic()
     session.run("python", "-m", "tools.vllm_tests.upstream", "--work", str(work), *session.posargs)

@@ -7,16 +7,16 @@ import sys
 from pathlib import Path
 
 from warnonce_guard.cli.export import check_options
-from warnonce_guard.common.errors import ExitCode
+from warnonce_guard.common.errors import ExitCode, NothingToCheck
 
-HELP = "write the cache-level fix of vLLM's *_once methods (render first, cache the text) as a patch with its test"
+HELP = "write the cache-level fix of vLLM's *_once methods (keyed on the rendered text) as a patch with its test"
 DESCRIPTION = f"""{HELP}.
 
 The patch changes vllm/logger.py of the target (the installed vLLM, --vllm-src, or the logger a --platform class logs
-through): debug/info/warning/error_once render the message as logging would and their lru_caches key on (logger,
-text) alone, keeping scope=, the caller's file:line and the output as they were. It adds a test to tests/test_logger.py
-(a file of its own when the target has none) that imports only pytest, the standard library and init_logger. Without
---patch, the patched module is written; without --out, to stdout."""
+through): every *_once method remembers what it logged by (logger, level, rendered text) in a bounded dict instead of
+an lru_cache on its arguments, and emits the record vLLM emits (the template, its arguments, the caller's file:line).
+It adds a test to tests/test_logger.py (a file of its own when the target has none) that imports only pytest, the
+standard library and init_logger. Without --patch, the patched module is written; without --out, to stdout."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -34,7 +34,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     parser.add_argument(
         "--check",
         metavar="FILE",
-        help="write nothing; exit 1 when FILE (a patch or a patched module) is not what an export writes now",
+        help="write nothing; exit 1 when FILE (a patch or a patched module) is not what an export writes now, 0 when "
+        "the target has the fix already",
     )
     parser.add_argument(
         "--patch",
@@ -52,7 +53,13 @@ def cmd_export_fix(args: argparse.Namespace) -> int:
     check_options(args)
     out = check_out(Path(args.out), FIX_MARKER) if args.out is not None else None
     checked = read_check(Path(args.check), None) if args.check is not None else None
-    fix = collect_fix(args.vllm_src, args.platform)
+    try:
+        fix = collect_fix(args.vllm_src, args.platform)
+    except NothingToCheck as err:
+        if checked is None:
+            raise
+        print(f"{args.check}: the target has the fix already ({err})")  # merged upstream: CI stays green
+        return ExitCode.OK
     if checked is not None:
         wanted = render_patch(fix) if is_fix_patch(checked) else fix.logger.after
         differs = first_difference(checked, wanted)

@@ -154,18 +154,23 @@ def rendered_text(site: Site, error: BaseException) -> str | None:
 
 
 def once_caches(*packages: str) -> list[Any]:
-    """The lru_caches behind each `<package>.logger`'s `*_once` methods."""
+    """The lru_caches behind each `<package>.logger`'s `*_once` methods, and the sets or dicts of what they logged
+    (`export-fix`'s `_once_logged`)."""
     caches = []
     for package in dict.fromkeys(packages):
         logger_module = sys.modules.get(f"{package}.logger")
         if logger_module is not None:
-            caches += [fn for name, fn in vars(logger_module).items() if "once" in name and hasattr(fn, "cache_clear")]
+            caches += [
+                value
+                for name, value in vars(logger_module).items()
+                if "once" in name and (hasattr(value, "cache_clear") or isinstance(value, dict | set))
+            ]
     return caches
 
 
 def clear_once_caches(*packages: str) -> None:
     for cache in once_caches(*packages):
-        cache.cache_clear()
+        cache.cache_clear() if hasattr(cache, "cache_clear") else cache.clear()
 
 
 def _describe(obj: Any) -> str:

@@ -37,6 +37,7 @@ class Survey:
     hooks: tuple[str, ...]  # where `import_kernels` is defined: `vllm/platforms/interface.py::Platform`
     has_platforms: bool  # the tree has a `vllm/platforms/` package
     error: str | None = None  # discovery could not run on this tree (why, in one line)
+    live_calls: int | None = None  # `*_once` calls anywhere in the tree passing a live exception (the audit's WOG001)
 
     @property
     def cached(self) -> tuple[Site, ...]:
@@ -116,6 +117,7 @@ class ReleaseVerdict:
     plain_sites: int = 0  # kernel-import sites logging through a plain, uncached method
     live: int = 0
     eager: int = 0
+    live_calls: int | None = None  # the audit's WOG001 over the whole release (None: not counted)
     detectors: tuple[str, ...] = ()
     reason: str = ""
     site_outcomes: tuple[SiteOutcome, ...] = field(default=())

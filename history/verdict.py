@@ -48,6 +48,7 @@ def release_verdict(
         plain_sites=len(survey.plain),
         live=sum(1 for s in cached if s.form == "live"),
         eager=sum(1 for s in cached if s.form == "eager"),
+        live_calls=survey.live_calls,
         duration_s=duration_s,
     )
     if survey.error:

@@ -1,28 +1,29 @@
-"""The cache-level fix of a vLLM-shaped logger module: its `*_once` caches keep the rendered message only.
+"""The cache-level fix of a vLLM-shaped logger module: its `*_once` methods remember the rendered message, never the
+arguments, and emit the record vLLM emits.
 
 vLLM's `_print_{debug,info,warning,error}_once` are `functools.lru_cache`s on `(logger, msg, *args)`: whatever a
 caller passes (an exception, and through its traceback every frame and its locals) stays in the cache. `patched`
-rewrites such a module's source so that each `*_once` method renders `msg % args` first, as
-`logging.LogRecord.getMessage` does, and hands the cache `(logger, text)` alone:
+rewrites such a module's source, for every `*_once` cache it defines (any level, any name, `lru_cache` or `cache`):
 
-    @lru_cache
-    def _print_warning_once(logger: Logger, msg: str) -> None:      # (logger, msg): the cache holds text only
-        logger.warning(msg, stacklevel=3)                            # the caller's file:line, as before
+    def _print_warning_once(logger: Logger, msg: str, *args: Hashable) -> None:   # no cache: the same record,
+        logger.warning(msg, *args, stacklevel=3)                                    # from the caller's line
 
-    text = _render_once(msg, args)                                   # in warning_once, after the scope check
-    if text is None:  # logging reports the mismatch; nothing is cached
-        self.warning(msg, *args, stacklevel=2)
-    else:
-        _print_warning_once(self, text)
+    key = _once_key(self, logging.WARNING, msg, args)   # first in warning_once: (logger, level, text), or None
+    if key is None:  # the level is off, or the message was logged already         # when the level is off (nothing
+        return                                                                       # rendered) or seen already
+    ...                                                  # the method as it was (the scope= check)
+    _once_logged[key] = None                             # a bounded set of keys (a dict), the older half dropped
+    _print_warning_once(self, msg, *args)
 
-What is emitted is the same text (a record of the rendered message and no arguments), from the same file and line;
-a call whose arguments do not fit its message goes to logging as it is, which reports it as it reports any such
-call (each time: the cache never sees it). The edits are made in place, so the rest of the module keeps its bytes
-and its diff is small; what is inserted is written as `ruff format` writes it at vLLM's settings.
+The first call of a message emits exactly vLLM's record (`msg` the template, `args` the arguments, the caller's
+file:line); only what is remembered changed. A repeated call returns before the scope check, so it costs less than
+vLLM's; a call whose arguments do not fit is keyed by their types and logged once, as vLLM's cache logged it
+(logging reports it). The edits are made in place, so the rest of the module keeps its bytes; what is inserted is
+written as `ruff format` writes it at vLLM's settings.
 
 A patched module is told from vLLM's by `rule.renders_first`, the audit's and strict mode's reading of a logger
-module: nothing but rendered text reaches a cache. `PATCH_MUTANTS` are the three ways back to a cache that keeps the
-arguments, which the patch's own test must kill.
+module: nothing but text reaches a cache. `PATCH_MUTANTS` are three ways back to keeping the arguments, which the
+patch's own test must kill.
 """
 
 from __future__ import annotations
@@ -34,47 +35,68 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from warnonce_guard.common.errors import LoggerNotPatchable, NothingToCheck
-from warnonce_guard.rule.renders_first import renders_first
+from warnonce_guard.rule.caches import decorator_maxsize
+from warnonce_guard.rule.renders_first import leaking, once_methods
 
-PRINTER = re.compile(r"_print_(?P<level>debug|info|warning|error)_once")
-HELPER = "_render_once"  # the function the patch adds before the first printer
+KEY, TEXT, CLEAR = "_once_key", "_once_text", "_once_clear"  # the functions the patch adds
+STORE, MAXSIZE = "_once_logged", "_ONCE_MAXSIZE"
 LINE_LENGTH = 88  # vLLM's (ruff's default, which its pyproject.toml keeps)
-_FALLBACK_COMMENT = "logging reports the mismatch; nothing is cached"
-_TEXT_NAMES = ("text", "rendered", "rendered_message")  # the local holding the rendered message: the first unused
+_SEEN_COMMENT = "the level is off, or the message was logged already"
+_KEY_NAMES = ("key", "once_key", "logged_key")  # the local holding the key: the first unused
+# A logging method's level, as `logging` names it (`logger.warn` and `logger.fatal` are its aliases).
+LEVELS = {"debug": "DEBUG", "info": "INFO", "warning": "WARNING", "warn": "WARNING", "error": "ERROR"}
+LEVELS |= {"exception": "ERROR", "critical": "CRITICAL", "fatal": "CRITICAL"}
 
 
-__all__ = ["PATCH_MUTANTS", "LoggerNotPatchable", "PatchMutant", "Printer", "patched", "printers"]
+__all__ = ["PATCH_MUTANTS", "LoggerNotPatchable", "PatchMutant", "Printer", "once_methods", "patched", "printers"]
 
 
 @dataclass(frozen=True)
 class Printer:
-    """One `lru_cache`d `_print_<level>_once` of a logger module."""
+    """A cached function of a logger module that a `*_once` method passes its message and arguments to."""
 
     name: str
-    level: str
     node: ast.FunctionDef
+    maxsize: int | None  # the cache's bound (None: unbounded, `functools.cache`)
 
     @property
-    def keeps_arguments(self) -> bool:
-        """It takes more than `(logger, msg)`: what a caller passes beside the message is part of the cache's key."""
-        params = self.node.args
-        named = params.posonlyargs + params.args + params.kwonlyargs
-        return len(named) != 2 or params.vararg is not None or params.kwarg is not None
+    def where(self) -> str:
+        return f"{self.name} (line {self.node.lineno})"
 
 
-def _is_lru_cache(decorator: ast.expr) -> bool:
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
-    return name == "lru_cache"
+def _cache_decorators(node: ast.FunctionDef) -> list[tuple[ast.expr, int | None]]:
+    found = []
+    for decorator in node.decorator_list:
+        cached, maxsize = decorator_maxsize(decorator)
+        if cached:
+            found.append((decorator, maxsize))
+    return found
+
+
+def _passed_args(node: ast.AST) -> set[str]:
+    """The functions `node` passes a `*args` to (where a `*_once` method's arguments go)."""
+    calls = [n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    return {call.func.id for call in calls if any(isinstance(a, ast.Starred) for a in call.args)}  # type: ignore[attr-defined]
+
+
+def _once_functions(tree: ast.Module) -> Iterator[ast.FunctionDef]:
+    """Every `def` of the module named `*_once`: at its top, or a method of one of its classes."""
+    for node in tree.body:
+        inner = node.body if isinstance(node, ast.ClassDef) else [node]
+        yield from (n for n in inner if isinstance(n, ast.FunctionDef) and n.name.endswith("_once"))
 
 
 def printers(tree: ast.Module) -> list[Printer]:
-    """The module's `lru_cache`d `_print_<level>_once` functions, in source order."""
+    """The module's `*_once` caches, in source order: its cached top-level functions named `*_once`, or given a
+    `*_once` function's or method's `*args`."""
+    called = set().union(*(_passed_args(f) for f in _once_functions(tree)))
     found = []
     for node in tree.body:
-        match = PRINTER.fullmatch(node.name) if isinstance(node, ast.FunctionDef) else None
-        if match and any(_is_lru_cache(d) for d in node.decorator_list):
-            found.append(Printer(node.name, match["level"], node))
+        if not isinstance(node, ast.FunctionDef) or not (node.name.endswith("_once") or node.name in called):
+            continue
+        decorators = _cache_decorators(node)
+        if decorators:
+            found.append(Printer(node.name, node, decorators[0][1]))
     return found
 
 
@@ -89,14 +111,13 @@ class _Edit:
     text: str
 
     @classmethod
-    def between(cls, start: ast.expr | ast.arg, end: ast.expr | ast.arg, text: str = "") -> _Edit:
-        """From the end of `start` to the end of `end`."""
-        return cls(start.end_lineno or 0, start.end_col_offset or 0, end.end_lineno or 0, end.end_col_offset or 0, text)
-
-    @classmethod
     def lines(cls, first: int, last: int, text: str) -> _Edit:
         """Lines `first` to `last`, whole (their line ends included)."""
         return cls(first, 0, last + 1, 0, text)
+
+    @classmethod
+    def before(cls, line: int, text: str) -> _Edit:
+        return cls(line, 0, line, 0, text)
 
 
 def _apply(source: str, edits: list[_Edit]) -> str:
@@ -116,39 +137,51 @@ def _apply(source: str, edits: list[_Edit]) -> str:
     return out
 
 
-def _printer_edits(printer: Printer) -> tuple[list[_Edit], int]:
-    """Drop `*args` from the printer's parameters and from its one logging call; that call's stacklevel."""
-    node, what = printer.node, f"{printer.name} (line {printer.node.lineno})"
-    params, vararg = node.args, node.args.vararg
-    if vararg is None or len(params.args) != 2 or params.kwonlyargs or params.kwarg or params.posonlyargs:
-        raise LoggerNotPatchable(f"{what} does not take (logger, msg, *args) as vLLM's do")
-    logger, msg = (arg.arg for arg in params.args)
+def _level(printer: Printer) -> str:
+    """The level the printer logs at (`WARNING`), from its one `logger.<level>(msg, *args, ...)` call."""
+    node, params = printer.node, printer.node.args
+    if params.vararg is None or len(params.args) != 2 or params.kwonlyargs or params.kwarg or params.posonlyargs:
+        raise LoggerNotPatchable(f"{printer.where} does not take (logger, msg, *args) as vLLM's do")
+    logger, msg, vararg = params.args[0].arg, params.args[1].arg, params.vararg.arg
     calls = [
         n
         for n in ast.walk(node)
-        if isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and ast.unparse(n.func) == f"{logger}.{printer.level}"
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and ast.unparse(n.func.value) == logger
     ]
-    if len(calls) != 1 or [ast.unparse(a) for a in calls[0].args] != [msg, f"*{vararg.arg}"]:
-        raise LoggerNotPatchable(f"{what} does not make one `{logger}.{printer.level}({msg}, *{vararg.arg}, ...)` call")
-    (call,) = calls
-    levels = [k.value for k in call.keywords if k.arg == "stacklevel"]
-    if len(call.keywords) != 1 or not (isinstance(levels[0], ast.Constant) and isinstance(levels[0].value, int)):
-        raise LoggerNotPatchable(f"{what} does not log with a constant stacklevel and nothing else")
-    return [_Edit.between(params.args[-1], vararg), _Edit.between(call.args[0], call.args[1])], levels[0].value
+    if len(calls) != 1 or [ast.unparse(a) for a in calls[0].args] != [msg, f"*{vararg}"]:
+        raise LoggerNotPatchable(f"{printer.where} does not make one `{logger}.<level>({msg}, *{vararg}, ...)` call")
+    method = calls[0].func.attr  # type: ignore[attr-defined]
+    if method not in LEVELS:
+        raise LoggerNotPatchable(f"{printer.where} logs with `{logger}.{method}`, not a method of one level")
+    return LEVELS[method]
+
+
+def _decorator_edits(printer: Printer, lines: list[str]) -> tuple[list[_Edit], set[str]]:
+    """Remove the printer's cache decorator lines; the names they used (whose imports may go)."""
+    edits, names = [], set()
+    for decorator, _ in _cache_decorators(printer.node):
+        first, last = decorator.lineno, decorator.end_lineno or decorator.lineno
+        if not lines[first - 1].lstrip().startswith("@") or lines[last - 1][decorator.end_col_offset or 0 :].strip():
+            raise LoggerNotPatchable(f"{printer.where}: its cache decorator shares its line with other code")
+        edits.append(_Edit.lines(first, last, ""))
+        root = decorator.func if isinstance(decorator, ast.Call) else decorator
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name):
+            names.add(root.id)
+    return edits, names
 
 
 @dataclass(frozen=True)
 class _Site:
-    """A statement `_print_<level>_once(logger, msg, *args)` and the function it is in."""
+    """A statement `printer(logger, msg, *args)` in the `*_once` function `function`."""
 
     printer: Printer
     statement: ast.Expr
     logger: str
     msg: str
     args: str
-    function: ast.FunctionDef | None
+    function: ast.FunctionDef
 
 
 def _call_sites(tree: ast.Module, by_name: dict[str, Printer]) -> Iterator[_Site]:
@@ -164,59 +197,132 @@ def _call_sites(tree: ast.Module, by_name: dict[str, Printer]) -> Iterator[_Site
 def _site_of(call: ast.Call, parent: ast.AST, printer: Printer, function: ast.FunctionDef | None) -> _Site:
     names = [ast.unparse(a) for a in call.args]
     shaped = len(names) == 3 and names[0].isidentifier() and names[1].isidentifier() and names[2][1:].isidentifier()
+    where = f"the call of {printer.name} on line {call.lineno}"
     if not isinstance(parent, ast.Expr) or call.keywords or not shaped or not names[2].startswith("*"):
-        raise LoggerNotPatchable(
-            f"the call of {printer.name} on line {call.lineno} is not `{printer.name}(self, msg, *args)` as a statement"
-        )
+        raise LoggerNotPatchable(f"{where} is not `{printer.name}(self, msg, *args)` as a statement")
+    if function is None:
+        raise LoggerNotPatchable(f"{where} is not in a function")
+    params = function.args
+    own = {a.arg for a in (*params.posonlyargs, *params.args)}
+    stored = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    vararg = params.vararg.arg if params.vararg else None
+    if names[0] not in own or names[1] not in own or names[2][1:] != vararg or stored & {*names[:2], vararg}:
+        raise LoggerNotPatchable(f"{where} does not pass {function.name}'s own (self, msg, *args) as it got them")
     return _Site(printer, parent, names[0], names[1], names[2][1:], function)
 
 
-def _text_name(function: ast.FunctionDef | None) -> str:
-    if function is None:
-        return _TEXT_NAMES[0]
+def _key_name(function: ast.FunctionDef) -> str:
     used = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
     used |= {a.arg for a in ast.walk(function) if isinstance(a, ast.arg)}
-    return next(name for name in _TEXT_NAMES if name not in used)
+    return next(name for name in _KEY_NAMES if name not in used)
 
 
-def _site_block(site: _Site, stacklevel: int, indent: str) -> str:
-    """What replaces `_print_X_once(self, msg, *args)`: render first, then cache the text alone."""
-    text, level = _text_name(site.function), site.printer.level
-    lines = (
-        f"{text} = {HELPER}({site.msg}, {site.args})",
-        f"if {text} is None:  # {_FALLBACK_COMMENT}",
-        f"    {site.logger}.{level}({site.msg}, *{site.args}, stacklevel={stacklevel - 1})",
-        "else:",
-        f"    {site.printer.name}({site.logger}, {text})",
+def _site_edits(site: _Site, level: str, lines: list[str]) -> list[_Edit]:
+    """The key first in the `*_once` function (after its docstring); remembered just before the printer's call."""
+    first, last = site.statement.lineno, site.statement.end_lineno or site.statement.lineno
+    indent = lines[first - 1][: site.statement.col_offset]
+    if indent.strip() or lines[last - 1][site.statement.end_col_offset or 0 :].strip():
+        raise LoggerNotPatchable(f"the call on line {first} shares its line with other code")
+    key = _key_name(site.function)
+    body = site.function.body
+    docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    opening = body[0] if not docstring else body[1] if len(body) > 1 else body[0]
+    head = lines[opening.lineno - 1][: opening.col_offset]
+    at = (body[0].end_lineno or body[0].lineno) + 1 if docstring else body[0].lineno
+    key_block = (
+        f"{key} = {KEY}({site.logger}, logging.{level}, {site.msg}, {site.args})",
+        f"if {key} is None:  # {_SEEN_COMMENT}",
+        "    return",
     )
-    return "".join(f"{indent}{line}\n" for line in lines)
+    block, remember = "".join(f"{head}{line}\n" for line in key_block), f"{indent}{STORE}[{key}] = None\n"
+    if at == first:  # the call is the function's first statement
+        return [_Edit.before(first, block + remember)]
+    return [_Edit.before(at, block), _Edit.before(first, remember)]
 
 
-def helper_source(msg_annotation: str | None, args_annotation: str | None, mapping: str) -> str:
-    """The function the patch adds before the first printer (annotated as the printers are)."""
-    if msg_annotation is not None:
-        values = f"tuple[{args_annotation or 'object'}, ...]"
-        signature = f"def {HELPER}(msg: {msg_annotation}, args: {values}) -> str | None:"
+def helper_source(
+    logger_type: str | None, args_type: str | None, sizes: list[int | None], names: dict[str, str]
+) -> str:
+    """The functions the patch adds before the first printer (annotated as the printers are)."""
+    mapping = names["Mapping"]
+    if logger_type is not None:
+        key_type, values = f"tuple[{logger_type}, int, str]", f"tuple[{args_type or 'object'}, ...]"
+        store = f"{STORE}: dict[{key_type}, None] = {{}}"
+        key_def = (
+            f"def {KEY}(\n    logger: {logger_type}, level: int, msg: str, args: {values}\n) -> {key_type} | None:"
+        )
+        text_def = f"def {TEXT}(msg: str, args: {values}) -> str:"
+        clear_def = f"def {CLEAR}(level: int) -> None:"
     else:
-        signature = f"def {HELPER}(msg, args):"
+        store, key_def, text_def = f"{STORE} = {{}}", f"def {KEY}(logger, level, msg, args):", f"def {TEXT}(msg, args):"
+        clear_def = f"def {CLEAR}(level):"
+    what = "lru_cache" if len(sizes) == 1 else f"{len(sizes)} lru_caches"
+    if None in sizes:
+        bound, forget = f"# What the *_once methods logged (unbounded, as the {what} before).\n", ""
+    else:
+        maxsize = sum(size or 0 for size in sizes)
+        each = f"{sizes[0]} calls each" if len(set(sizes)) == 1 < len(sizes) else f"{maxsize} calls in all"
+        bound = f"{MAXSIZE} = {maxsize}  # as the {what} of the *_once methods kept {each}\n"
+        forget = f"""\
+    if len({STORE}) >= {MAXSIZE}:  # full: the older half is forgotten
+        for old in list({STORE})[: {MAXSIZE} // 2]:
+            {STORE}.pop(old, None)
+"""
     return f'''\
-{signature}
-    """Render a *_once message as logging.LogRecord.getMessage does.
+{bound}{store}
 
-    The *_once caches key on this text, never on the arguments: an argument kept
-    there (an exception, with every frame on its traceback) would never be freed.
-    None when the arguments do not fit the message: logging reports that call.
+
+{key_def}
+    """The key a *_once call is remembered by: its logger, level and text.
+
+    The text as logging.LogRecord.getMessage renders it, never the arguments: an
+    argument kept in a cache (an exception, with every frame on its traceback)
+    would never be freed. None when the level is disabled (nothing is rendered)
+    or the message was logged already.
     """
-    values{": object" if msg_annotation is not None else ""} = args
-    if len(args) == 1 and isinstance(args[0], {mapping}) and args[0]:
-        values = args[0]  # as LogRecord takes a single mapping
-    try:
-        return str(msg) % values if args else str(msg)
-    except Exception:
+    if not logger.isEnabledFor(level):
         return None
+    try:
+        text = str(msg) % args if args else str(msg)
+    except Exception:
+        text = {TEXT}(msg, args)
+    key = (logger, level, text)
+    if key in {STORE}:
+        return None
+{forget}    return key
+
+
+{text_def}
+    """The text of a *_once call that `str(msg) % args` refuses: a single mapping
+    renders as logging renders it; arguments that do not fit the message are
+    known by their types (logging reports the call when it is logged).
+    """
+    single = len(args) == 1 and isinstance(args[0], {mapping}) and args[0]
+    try:
+        return str(msg) % (args[0] if single else args)
+    except Exception:
+        return f"{{msg!r}} % ({{', '.join(type(arg).__name__ for arg in args)}})"
+
+
+{clear_def}
+    """Forget one level's messages: what cache_clear() of its lru_cache did."""
+    for key in [key for key in {STORE} if key[1] == level]:
+        {STORE}.pop(key, None)
 
 
 '''
+
+
+def clear_source(levels: list[tuple[str, str]]) -> str:
+    """After the last printer: each printer's `cache_clear()`, as its lru_cache had (vLLM's tests call it)."""
+    pairs = "".join(f"    ({name}, logging.{level}),\n" for name, level in levels)
+    return f"""
+
+# As the lru_caches had: _print_<level>_once.cache_clear() forgets that level.
+for _printer, _level in (
+{pairs}):
+    _printer.cache_clear = partial({CLEAR}, _level)  # type: ignore[attr-defined]
+"""
 
 
 def _annotation(arg: ast.arg | None) -> str | None:
@@ -234,73 +340,135 @@ def _from_import(module: str, names: list[str]) -> str:
     return "".join([f"from {module} import (\n", *(f"    {name},\n" for name in names), ")\n"])
 
 
-def _mapping_import(tree: ast.Module) -> tuple[str, list[_Edit]]:
-    """The name `Mapping` has in the module, and the edit that imports it (none when it is imported)."""
-    top = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-    for node in top:
-        if isinstance(node, ast.ImportFrom) and node.module in ("collections.abc", "typing"):
-            for alias in node.names:
-                if alias.name == "Mapping":
-                    return alias.asname or "Mapping", []
-    for node in top:
-        if isinstance(node, ast.ImportFrom) and node.module == "collections.abc" and not node.level:
-            names = sorted([*(ast.unparse(alias) for alias in node.names), "Mapping"])
-            end = node.end_lineno or node.lineno
-            return "Mapping", [_Edit.lines(node.lineno, end, _from_import("collections.abc", names))]
-    # A line of its own among the standard library's `from` imports, where isort puts it (else after its imports).
+def _top_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    return [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+
+
+def _import_edits(tree: ast.Module) -> tuple[dict[str, str], list[_Edit]]:
+    """The name `Mapping` has in the module, and the edits that import it and `logging` where isort puts them (none
+    for what is imported already)."""
+    top = _top_imports(tree)
     stdlib = [node for node in top if _imported_module(node).split(".")[0] in sys.stdlib_module_names]
     if not stdlib:
-        raise LoggerNotPatchable("it imports nothing from the standard library: no place for `Mapping`'s import")
-    after = [n for n in stdlib if isinstance(n, ast.ImportFrom) and _imported_module(n).lower() > "collections.abc"]
-    line = after[0].lineno if after else (stdlib[-1].end_lineno or stdlib[-1].lineno) + 1
-    return "Mapping", [_Edit(line, 0, line, 0, "from collections.abc import Mapping\n")]
+        raise LoggerNotPatchable("it imports nothing from the standard library: no place for the patch's imports")
+    after_stdlib = (stdlib[-1].end_lineno or stdlib[-1].lineno) + 1
+    inserted: dict[int, list[str]] = {}  # line -> the import lines inserted before it
+    replaced: dict[ast.ImportFrom, list[str]] = {}  # an import -> the names it imports after the patch
+    if not any(isinstance(n, ast.Import) and any(a.name == "logging" and not a.asname for a in n.names) for n in top):
+        plain = [n for n in stdlib if isinstance(n, ast.Import)]
+        later = [n.lineno for n in plain if n.names[0].name > "logging"]
+        first_from = [n.lineno for n in stdlib if isinstance(n, ast.ImportFrom)]
+        inserted.setdefault(min([*later, *first_from, after_stdlib]), []).append("import logging\n")
+    names = {}
+    for module, name, also in (("collections.abc", "Mapping", "typing"), ("functools", "partial", "functools")):
+        held = [
+            alias.asname or alias.name
+            for node in top
+            if isinstance(node, ast.ImportFrom) and node.module in (module, also)
+            for alias in node.names
+            if alias.name == name
+        ]
+        names[name] = held[0] if held else name
+        if held:
+            continue
+        same = [n for n in top if isinstance(n, ast.ImportFrom) and n.module == module and not n.level]
+        if same:
+            replaced.setdefault(same[0], [ast.unparse(alias) for alias in same[0].names]).append(name)
+            continue
+        later = [n.lineno for n in stdlib if isinstance(n, ast.ImportFrom) and _imported_module(n).lower() > module]
+        inserted.setdefault(min([*later, after_stdlib]), []).append(f"from {module} import {name}\n")
+    edits = []
+    for node, kept in replaced.items():
+        text = "".join(inserted.pop(node.lineno, [])) + _from_import(node.module or "", sorted(kept))
+        edits.append(_Edit.lines(node.lineno, node.end_lineno or node.lineno, text))
+    edits += [_Edit.before(line, "".join(lines)) for line, lines in inserted.items()]
+    return names, edits
+
+
+def _unused_imports(source: str, names: set[str]) -> str:
+    """The source without the imports of `names` (the cache decorators) that nothing uses any more."""
+    tree = ast.parse(source)
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    edits = []
+    for node in _top_imports(tree):
+        bound = [(alias, alias.asname or alias.name.split(".")[0]) for alias in node.names]
+        kept = [ast.unparse(alias) for alias, name in bound if name not in names or name in used]
+        if len(kept) == len(bound):
+            continue
+        end = node.end_lineno or node.lineno
+        if not kept:
+            edits.append(_Edit.lines(node.lineno, end, ""))
+        elif isinstance(node, ast.ImportFrom):
+            edits.append(_Edit.lines(node.lineno, end, _from_import("." * node.level + (node.module or ""), kept)))
+        else:
+            edits.append(_Edit.lines(node.lineno, end, f"import {', '.join(kept)}\n"))
+    return _apply(source, edits)
 
 
 def patched(source: str, where: str = "the logger module") -> str:
-    """The module's source with the fix: `NothingToCheck` when its caches render first already,
-    `LoggerNotPatchable` when they are not shaped as vLLM's (`where` names the file in both)."""
+    """The module's source with the fix: `NothingToCheck` when no `*_once` method's arguments reach a cache already,
+    `LoggerNotPatchable` naming the function that cannot be patched (`where` names the file in both)."""
     try:
         tree = ast.parse(source)
     except SyntaxError as err:
         raise LoggerNotPatchable(f"{where} does not parse ({err.msg}, line {err.lineno})") from None
-    found = printers(tree)
-    if not found:
-        raise LoggerNotPatchable(f"{where} has no lru_cache'd _print_<level>_once function: not vLLM's *_once cache")
-    if not any(p.keeps_arguments for p in found):
+    if not list(_once_functions(tree)):
+        raise LoggerNotPatchable(f"{where} defines no *_once function or method: not vLLM's logger module")
+    if not leaking(source):
         raise NothingToCheck(f"{where} renders *_once messages before caching them already: nothing to patch")
-    if HELPER in {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}:
-        raise LoggerNotPatchable(f"{where} defines {HELPER} already")
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign | ast.AnnAssign) for t in _targets(n)}
+    taken = sorted({KEY, TEXT, CLEAR, STORE, MAXSIZE} & defined)
+    if taken:
+        raise LoggerNotPatchable(f"{where} defines {taken[0]} already")
     try:
-        result = _apply(source, _edits(tree, found, source.splitlines(keepends=True)))
+        found = printers(tree)
+        if not found:
+            raise LoggerNotPatchable(
+                f"{', '.join(leaking(source))} passes its arguments to a cache that is not a cached function of the "
+                "module; patch it by hand"
+            )
+        edits, names = _edits(tree, found, source.splitlines(keepends=True))
+        result = _unused_imports(_apply(source, edits), names)
     except LoggerNotPatchable as err:
         raise LoggerNotPatchable(f"{where}: {err}") from None
-    if renders_first(result) is not True:  # a check of this function's own work
-        raise AssertionError(f"{where}: the patched module still passes more than the text to a _print_*_once cache")
+    still = leaking(result)
+    if still:
+        raise LoggerNotPatchable(f"{where}: {', '.join(still)} still passes its arguments to a cache after the patch")
     return result
 
 
-def _edits(tree: ast.Module, found: list[Printer], lines: list[str]) -> list[_Edit]:
+def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.Name]:
+    return [t for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)]
+
+
+def _edits(tree: ast.Module, found: list[Printer], lines: list[str]) -> tuple[list[_Edit], set[str]]:
     edits: list[_Edit] = []
-    stacklevels = {}
+    names: set[str] = set()
+    levels = {printer.name: _level(printer) for printer in found}
     for printer in found:
-        printer_edits, stacklevels[printer.name] = _printer_edits(printer)
-        edits += printer_edits
+        decorator_edits, used = _decorator_edits(printer, lines)
+        edits += decorator_edits
+        names |= used
     sites = list(_call_sites(tree, {p.name: p for p in found}))
     for printer in found:
         if not any(site.printer is printer for site in sites):
             raise LoggerNotPatchable(f"nothing calls {printer.name}")
+    seen: set[str] = set()
     for site in sites:
-        first, last = site.statement.lineno, site.statement.end_lineno or site.statement.lineno
-        indent = lines[first - 1][: site.statement.col_offset]
-        if indent.strip() or lines[last - 1][site.statement.end_col_offset or 0 :].strip():
-            raise LoggerNotPatchable(f"the call on line {first} shares its line with other code")
-        edits.append(_Edit.lines(first, last, _site_block(site, stacklevels[site.printer.name], indent)))
-    mapping, import_edits = _mapping_import(tree)
-    first_printer = found[0].node
-    start = min([first_printer.lineno, *(d.lineno for d in first_printer.decorator_list)])
-    params = first_printer.args
-    helper = helper_source(_annotation(params.args[1]), _annotation(params.vararg), mapping)
-    return [*edits, *import_edits, _Edit(start, 0, start, 0, helper)]
+        if site.function.name in seen:
+            raise LoggerNotPatchable(f"{site.function.name} calls a *_once cache twice")
+        seen.add(site.function.name)
+        edits += _site_edits(site, levels[site.printer.name], lines)
+    bound, import_edits = _import_edits(tree)
+    last = max(found, key=lambda p: p.node.end_lineno or p.node.lineno).node
+    clear = clear_source([(p.name, levels[p.name]) for p in found]).replace("partial(", f"{bound['partial']}(")
+    edits.append(_Edit.before((last.end_lineno or last.lineno) + 1, clear))
+    first = found[0].node
+    start = min([first.lineno, *(d.lineno for d in first.decorator_list)])
+    sizes = [p.maxsize for p in found]
+    helper = helper_source(_annotation(first.args.args[0]), _annotation(first.args.vararg), sizes, bound)
+    return [*edits, *import_edits, _Edit.before(start, helper)], names
 
 
 @dataclass(frozen=True)
@@ -319,33 +487,20 @@ def _sub(pattern: str, replacement: str, text: str) -> str:
     return out
 
 
-_PRINTER_DEF = r"(def _print_\w+_once\(\w+(?:: [\w.]+)?, \w+(?:: [\w.]+)?)\)"  # def _print_x_once(logger, msg)
-_PRINTER_CALL = r"^(\s+\w+\.\w+)\((\w+), stacklevel=(\d+)\)$"  # logger.x(msg, stacklevel=3)
-_CACHED = r"^(\s+_print_\w+_once)\((\w+), (\w+)\)$"  # _print_x_once(self, text)
-_RENDERED = rf"^(\s+\w+) = {HELPER}\((\w+), \w+\)$"  # text = _render_once(msg, args)
-
-
 def _cache_on_args(text: str) -> str:
-    text = _sub(_PRINTER_DEF, r"\1, *args)", text)
-    return _sub(_CACHED, r"\1(\2, \3, *args)", text)
+    return _sub(r"^(def _print_\w+_once\()", r"import functools\n\n\n@functools.lru_cache\n\1", text)
+
+
+def _key_on_args(text: str) -> str:
+    return _sub(r"^(    key = \(logger, level, text)\)$", r"\1, args)", text)
 
 
 def _render_dropped(text: str) -> str:
-    text = _sub(_PRINTER_DEF, r"\1, *args)", text)
-    text = _sub(_PRINTER_CALL, r"\1(\2, *args, stacklevel=\3)", text)
-    text = _sub(_RENDERED, r"\1 = \2", text)
-    return _sub(_CACHED, r"\1(\2, \3, *args)", text)
-
-
-def _render_lazily(text: str) -> str:
-    text = _sub(_PRINTER_DEF, r"\1, args)", text)
-    text = _sub(_PRINTER_CALL, rf"\1({HELPER}(\2, args), stacklevel=\3)", text)
-    text = _sub(_RENDERED, r"\1 = \2", text)
-    return _sub(_CACHED, r"\1(\2, \3, args)", text)
+    return _sub(r"^(        text = )str\(msg\) % args if args else str\(msg\)$", r"\1(msg, *args)", text)
 
 
 PATCH_MUTANTS: tuple[PatchMutant, ...] = (
-    PatchMutant("cache-on-args", "the cache keys on the raw arguments again, beside the text", _cache_on_args),
-    PatchMutant("render-dropped", "no eager render: the cache gets msg and args, as vLLM's", _render_dropped),
-    PatchMutant("render-lazily", "the render moves into the cache, keyed on (msg, args)", _render_lazily),
+    PatchMutant("cache-on-args", "the lru_cache on (logger, msg, *args) is back on each printer", _cache_on_args),
+    PatchMutant("key-on-args", "the remembered key holds the arguments beside the text", _key_on_args),
+    PatchMutant("render-dropped", "no render: the key holds the message and its arguments", _render_dropped),
 )

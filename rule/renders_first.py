@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from warnonce_guard.rule.caches import cache_decorator, decorator_maxsize
 
-LEVELS = ("debug", "info", "warning", "error")
 RAW, TEXT = True, False
 _RENDERERS = frozenset({"str", "repr", "ascii", "format"})
 # Builtins and methods that make something new from their arguments and keep nothing.
@@ -55,17 +54,26 @@ def _module(tree: ast.Module) -> _Module:
 
 
 def _entries(tree: ast.Module, module: _Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """The `*_once` methods of the module's classes; without any, its `*_once` and `_print_*_once` functions."""
-    names = {f"{level}_once" for level in LEVELS}
+    """The `*_once` methods of the module's classes (any level, any name); without any, its `*_once` functions."""
     methods = [
         node
         for cls in tree.body
         if isinstance(cls, ast.ClassDef)
         for node in cls.body
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in names
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.endswith("_once")
     ]
-    names |= {f"_print_{name}" for name in names}
-    return methods or [function for name, function in module.functions.items() if name in names]
+    return methods or [function for name, function in module.functions.items() if name.endswith("_once")]
+
+
+def once_methods(source: str) -> tuple[str, ...]:
+    """The names a logger of the module has its `*_once` methods under (`warning_once`, ...), in source order: the
+    `*_once` functions that no other function of the module calls, their leading underscores dropped."""
+    tree = ast.parse(source)
+    entries = _entries(tree, _module(tree))
+    called = {
+        n.func.id for e in entries for n in ast.walk(e) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+    return tuple(dict.fromkeys(e.name.lstrip("_") for e in entries if e.name not in called))
 
 
 class _Flow:
@@ -226,18 +234,16 @@ def _own_exprs(stmt: ast.stmt) -> Iterable[ast.expr]:
     return []
 
 
-def renders_first(source: str) -> bool | None:
-    """Whether every `*_once` method of the logger module `source` renders the message before anything caches it;
-    None when the source does not parse or holds no `*_once` method."""
+def leaking(source: str) -> list[str]:
+    """The `*_once` methods (or functions) of the logger module `source` whose arguments may reach a cache before they
+    are rendered, in source order (empty when the source does not parse or has none)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return None
+        return []
     module = _module(tree)
-    entries = _entries(tree, module)
-    if not entries:
-        return None
-    for entry in entries:
+    found = []
+    for entry in _entries(tree, module):
         args = entry.args
         env = {a.arg: TEXT for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
         if args.vararg:
@@ -247,5 +253,17 @@ def renders_first(source: str) -> bool | None:
         flow = _Flow(module)
         flow.run(entry, env)
         if flow.leaks:
-            return False
-    return True
+            found.append(entry.name)
+    return found
+
+
+def renders_first(source: str) -> bool | None:
+    """Whether every `*_once` method of the logger module `source` renders the message before anything caches it;
+    None when the source does not parse or holds no `*_once` method."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    if not _entries(tree, _module(tree)):
+        return None
+    return not leaking(source)

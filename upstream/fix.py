@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from warnonce_guard.common.errors import GuardError, LoggerNotPatchable
-from warnonce_guard.rule.cache_fix import patched, printers
+from warnonce_guard.rule.cache_fix import STORE, patched
+from warnonce_guard.rule.renders_first import once_methods
 from warnonce_guard.rule.target import PACKAGE, Target, activate, check_loaded, read_source, resolve_target
 from warnonce_guard.upstream.render import VLLM_HEADER
 
@@ -27,19 +28,24 @@ TEST_FILE = "tests/test_logger.py"  # where the test goes in a checkout (vLLM's 
 OWN_TEST_FILE = "tests/test_logger_once_cache.py"  # where it goes when the target has no such file (a wheel)
 TEST_NAME = "test_once_caches_text_not_arguments"
 ERROR_CLASS = "_OnceCacheError"
-TITLE = "[Bugfix] Render *_once messages before caching them"
+TITLE = "[Bugfix] Key the *_once caches on the rendered message, not its arguments"
 WHY = """\
-The debug/info/warning/error_once methods keep their arguments in an lru_cache
-until 128 newer calls evict them. An exception logged from its except block
-holds every frame of its traceback and their locals: Platform.import_kernels()
-kept the LLM under construction alive this way (fixed at six call sites in
-0.30.0, by passing repr(e)), and since every exception is a new cache key, the
-"once" warning repeated. Any new caller can bring the leak back.
+The *_once methods keep their arguments in an lru_cache until 128 newer calls
+evict them. An exception logged from its except block holds every frame of its
+traceback and their locals: Platform.import_kernels() kept the LLM under
+construction alive this way (fixed at six call sites in 0.30.0, by passing
+repr(e)), and since every exception is a new cache key, the "once" warning
+repeated. Any new caller brings the leak back: a live exception reaches a
+*_once method at 15 calls in 0.25.0, 20 in 0.29.0, 14 in 0.30.0, 20 in 0.33.0
+and 24 in 0.34.0.
 
-Render the message as logging.LogRecord.getMessage does before the cache sees
-it: the caches key on (logger, text) and keep no argument. The text emitted,
-the caller's file:line (stacklevel) and scope= are unchanged; a call whose
-arguments do not fit its message goes to logging as it is, which reports it.
+Remember what was logged by (logger, level, rendered text) in a bounded dict
+instead, for every *_once method. The record emitted is the one emitted before
+(msg the template, args the arguments, the caller's file:line); nothing keeps
+an argument; a disabled level renders nothing; a repeated message returns
+before the scope check. Arguments that do not fit their message are reported
+once, as before. A message first called while its level is off is now logged
+once its level is on (the lru_cache had taken the call and never logged it).
 """
 
 
@@ -58,7 +64,7 @@ class FixExport:
 
     logger: FileChange
     test: FileChange
-    levels: tuple[str, ...]  # the *_once methods the module has (debug, info, warning, error)
+    methods: tuple[str, ...]  # the *_once methods a logger of the module has (debug_once, ..., critical_once)
     source: str  # what was patched, for the command's closing line
 
     @property
@@ -66,7 +72,7 @@ class FixExport:
         return (self.logger, self.test)
 
 
-def once_test_source(levels: tuple[str, ...], logger_module: str, bound: frozenset[str], standalone: bool) -> str:
+def once_test_source(methods: tuple[str, ...], logger_module: str, bound: frozenset[str], standalone: bool) -> str:
     """The patch's test, in vLLM's style (formatted as `ruff format` writes it at line length 88): each `*_once` method
     logs a live exception from its `except` block twice; the exception must be collected, the text logged once, from
     the test's own function. `bound`: the names the file binds at its top (an appended test imports the rest
@@ -84,10 +90,10 @@ def once_test_source(levels: tuple[str, ...], logger_module: str, bound: frozens
     if not standalone and (local or first_party):
         groups = ["\n".join(f"    {line}" for line in group) for group in (local, first_party) if group]
         local_block = "\n\n".join(groups) + "\n\n"
-    methods = ", ".join(f'"{level}_once"' for level in levels)
-    parametrize = f'@pytest.mark.parametrize("method", [{methods}])'
+    listed = ", ".join(f'"{method}"' for method in methods)
+    parametrize = f'@pytest.mark.parametrize("method", [{listed}])'
     if len(parametrize) > 88:  # as ruff format breaks it
-        parametrize = f'@pytest.mark.parametrize(\n    "method", [{methods}]\n)'
+        parametrize = f'@pytest.mark.parametrize(\n    "method", [{listed}]\n)'
     body = f'''\
 class {ERROR_CLASS}(Exception):
     """Built-in exceptions take no weak references; a subclass does."""
@@ -105,14 +111,18 @@ def {TEST_NAME}(method, monkeypatch):
 {local_block}    logger = init_logger(f"{{__name__}}.{{method}}")
     logged = []
     handler = logging.Handler()
-    handler.emit = lambda r: logged.append((r.getMessage(), r.pathname, r.funcName))
+    handler.emit = lambda r: logged.append(
+        (r.msg, r.getMessage(), r.pathname, r.funcName)
+    )
     monkeypatch.setattr(logger, "handlers", [handler])
     monkeypatch.setattr(logger, "propagate", False)
     logger.setLevel(logging.DEBUG)
     module = sys.modules[init_logger.__module__]
     for name, cached in list(vars(module).items()):
-        if hasattr(cached, "cache_clear"):  # a cache of its own meanwhile
+        if hasattr(cached, "cache_info"):  # an lru_cache: one of its own meanwhile
             monkeypatch.setattr(module, name, functools.lru_cache(cached.__wrapped__))
+    if hasattr(module, "{STORE}"):  # what it logged, meanwhile
+        monkeypatch.setattr(module, "{STORE}", {{}})
 
     raised = []
     for _ in range(2):
@@ -125,7 +135,8 @@ def {TEST_NAME}(method, monkeypatch):
 
     assert [ref() for ref in raised] == [None, None], "the cache kept the exception"
     text = "Failed to import: {ERROR_CLASS}('kernel module not built')"
-    assert logged == [(text, __file__, "{TEST_NAME}")]
+    here = (__file__, "{TEST_NAME}")
+    assert logged == [("Failed to import: %r", text, *here)], "not logged once as is"
 '''
     if not standalone:
         return body
@@ -145,7 +156,7 @@ def top_level_names(source: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def test_change(root: Path, logger_module: str, levels: tuple[str, ...]) -> FileChange:
+def test_change(root: Path, logger_module: str, methods: tuple[str, ...]) -> FileChange:
     """The test appended to the checkout's tests/test_logger.py (when it tests this logger module and imports
     pytest at its top), else a file of its own."""
     existing = root / TEST_FILE
@@ -153,9 +164,9 @@ def test_change(root: Path, logger_module: str, levels: tuple[str, ...]) -> File
         text = read_source(existing)
         bound = top_level_names(text)
         if logger_module in text and "pytest" in bound and TEST_NAME not in text:
-            appended = text.rstrip("\n") + "\n\n\n" + once_test_source(levels, logger_module, bound, standalone=False)
+            appended = text.rstrip("\n") + "\n\n\n" + once_test_source(methods, logger_module, bound, standalone=False)
             return FileChange(TEST_FILE, text, appended)
-    return FileChange(OWN_TEST_FILE, None, once_test_source(levels, logger_module, frozenset(), standalone=True))
+    return FileChange(OWN_TEST_FILE, None, once_test_source(methods, logger_module, frozenset(), standalone=True))
 
 
 def logger_of_platform(spec: str) -> str:
@@ -203,8 +214,8 @@ def collect_fix(vllm_src: str | None, platform: str | None) -> FixExport:
     except GuardError as err:
         raise LoggerNotPatchable(str(err)) from None
     after = patched(text, path)
-    levels = tuple(p.level for p in printers(ast.parse(text)))
-    return FixExport(FileChange(path, text, after), test_change(root, logger_module, levels), levels, source)
+    methods = once_methods(text)
+    return FixExport(FileChange(path, text, after), test_change(root, logger_module, methods), methods, source)
 
 
 def _diff(change: FileChange) -> str:

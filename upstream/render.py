@@ -97,7 +97,7 @@ def _imported(name, monkeypatch):
 def _fresh_once_caches(monkeypatch):
     """Each ``*_once`` printer of ``vllm.logger`` gets a new, empty cache meanwhile."""
     for name, cached in list(vars(vllm.logger).items()):
-        if hasattr(cached, "cache_clear"):
+        if hasattr(cached, "cache_info"):  # an lru_cache
             fresh = functools.lru_cache(inspect.unwrap(cached))
             monkeypatch.setattr(vllm.logger, name, fresh)
 

@@ -18,7 +18,7 @@ from tests import layout
 from tests.history_support import INTERFACE_SITE, LEAKS, META
 
 EXPOSED = ReleaseVerdict(
-    META, Verdict.EXPOSED, sites=6, live=6, detectors=LEAKS,
+    META, Verdict.EXPOSED, sites=6, live=6, live_calls=20, detectors=LEAKS,
     site_outcomes=(SiteOutcome(INTERFACE_SITE, RecordKind.LEAK, LEAKS, "fired"),), duration_s=12.3,
 )  # fmt: skip
 NO_SITES = ReleaseVerdict(
@@ -52,21 +52,21 @@ def report(*verdicts: ReleaseVerdict) -> HistoryReport:
 
 def test_an_exposed_row_lists_sites_forms_and_detectors() -> None:
     assert row(EXPOSED) == (
-        "| 9.9.9 | 2026-01-02 | 6 | 6 live | exposed | exception retained, owner pinned, warning repeated |  |"
+        "| 9.9.9 | 2026-01-02 | 6 | 6 live | 20 | exposed | exception retained, owner pinned, warning repeated |  |"
     )
 
 
 def test_a_no_sites_row_counts_the_plain_sites_and_escapes_pipes_in_the_reason() -> None:
     assert (
         row(NO_SITES)
-        == "| 0.11.0 | 2026-01-02 | 0 (3 plain) | – | no sites |  | no import_kernels \\| in vllm/platforms |"
+        == "| 0.11.0 | 2026-01-02 | 0 (3 plain) | – | – | no sites |  | no import_kernels \\| in vllm/platforms |"
     )
 
 
 def test_a_row_says_when_the_release_was_yanked_or_checked_from_a_wheel() -> None:
     cells = row(WHEEL).split(" | ")
-    assert cells[0] == "| 0.15.0 (yanked)" and cells[2] == "–" and cells[4] == "not checked"
-    assert cells[6].endswith(
+    assert cells[0] == "| 0.15.0 (yanked)" and cells[2] == "–" and cells[5] == "not checked"
+    assert cells[7].endswith(
         "history-env.txt; checked from the wheel vllm-0.15.0-cp38-abi3-manylinux_2_31_aarch64.whl "
         "(no sdist on the index); yanked: broken |"
     )
@@ -75,7 +75,7 @@ def test_a_row_says_when_the_release_was_yanked_or_checked_from_a_wheel() -> Non
 def test_the_markdown_header_has_the_command_and_the_date_and_the_footer_the_counts() -> None:
     text = to_markdown(report())
     assert "Produced by `nox -s history -- --from 0.11.0 --to 0.33.0 --out docs` on 2026-11-30" in text
-    assert "| release | date | sites | live/eager | verdict | detectors | reason |" in text
+    assert "| release | date | sites | live/eager | live once-calls | verdict | detectors | reason |" in text
     assert "3 releases: 1 exposed, 0 guarded, 1 no sites, 1 not checked." in text
     assert "This run: 2 checked, 1 from the cache, 1 min 15 s." in text
     assert text.index("| 9.9.9 |") < text.index("| 0.11.0 |") < text.index("| 0.15.0 (yanked) |")

@@ -87,7 +87,8 @@ def test_each_release_gets_a_verdict_a_line_on_the_console_and_a_line_in_the_log
     assert "0.8.0       not checked –                        fetch failed" in text
     log = (tmp_path / "work" / "history.log").read_text(encoding="utf-8").splitlines()
     assert [line.split()[1] for line in log] == ["1.0.0", "0.9.0", "0.8.0"]
-    assert "| 1.0.0 | 2026-03-01 | 1 | 1 live | exposed |" in (tmp_path / "out" / "history.md").read_text()
+    # the live once-calls, counted by the audit on the release's tree: its one live site
+    assert "| 1.0.0 | 2026-03-01 | 1 | 1 live | 1 | exposed |" in (tmp_path / "out" / "history.md").read_text()
     assert (tmp_path / "out" / "history.json").is_file()
 
 

@@ -5,23 +5,15 @@ from __future__ import annotations
 
 import ast
 import difflib
-import gc
-import importlib
-import inspect
-import logging
 import re
-import weakref
-from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 from warnonce_guard.common.errors import ExitCode, LoggerNotPatchable, NothingToCheck
 from warnonce_guard.rule.cache_fix import PATCH_MUTANTS, PatchMutant, patched, printers
-from warnonce_guard.rule.renders_first import renders_first
+from warnonce_guard.rule.renders_first import leaking, once_methods, renders_first
 
 from tests import layout
-from tests.toy import FIXED_LOGGER_SOURCE, LOGGER_SOURCE, purge, unique_package, write
+from tests.toy import FIXED_LOGGER_SOURCE, LOGGER_SOURCE
 
 RELEASES = ("0.33.0", "0.29.0")
 
@@ -41,31 +33,38 @@ def test_vllms_logger_keeps_its_arguments_and_the_patched_one_renders_first(vers
     source = vllm_logger(version)
     fixed = patched(source)
 
-    assert not renders_first(source)
-    assert renders_first(fixed)
-    assert [p.keeps_arguments for p in printers(ast.parse(fixed))] == [False] * len(printers(ast.parse(source)))
+    assert leaking(source) == list(once_methods(source))
+    assert (leaking(fixed), renders_first(fixed), printers(ast.parse(fixed))) == ([], True, [])
+    assert once_methods(fixed) == once_methods(source)
     compile(fixed, "vllm/logger.py", "exec")
 
 
 @pytest.mark.parametrize("version", RELEASES)
-def test_the_patch_changes_only_the_caches_their_callers_and_one_import(version: str) -> None:
+def test_the_patch_drops_each_cache_decorator_and_adds_the_key_to_each_method(version: str) -> None:
     source = vllm_logger(version)
-    levels = [p.level for p in printers(ast.parse(source))]
+    methods = once_methods(source)
     removed, added = changed_lines(source, patched(source))
 
-    assert len(removed) == 1 + 2 * len(levels) + len(levels)  # the import; each printer's def and call; each caller
+    # Each printer's `@lru_cache`, the import of lru_cache and the collections.abc import that gains Mapping: nothing
+    # else of vLLM's lines goes, the printers' bodies (their stacklevel=3) are as they were.
+    assert sorted(removed) == sorted(
+        ["@lru_cache"] * len(methods) + ["from functools import lru_cache, partial", removed[0]]
+    )
     assert removed[0].startswith("from collections.abc import") and added[0] == removed[0] + ", Mapping"
-    for level in levels:
-        assert f"        _print_{level}_once(self, msg, *args)" in removed
-        assert f"    logger.{level}(msg, stacklevel=3)" in added
-        assert f"def _print_{level}_once(logger: Logger, msg: str) -> None:" in added
-        assert f"            self.{level}(msg, *args, stacklevel=2)" in added
-    assert "def _render_once(msg: str, args: tuple[Hashable, ...]) -> str | None:" in added
+    assert "from functools import partial" in added
+    for method in methods:
+        level = method.removesuffix("_once").upper()
+        assert added.count(f"        key = _once_key(self, logging.{level}, msg, args)") == 1
+    assert added.count("        if key is None:  # the level is off, or the message was logged already") == len(methods)
+    assert added.count("        _once_logged[key] = None") == len(methods)
+    bound = f"_ONCE_MAXSIZE = {128 * len(methods)}  # as the {len(methods)} lru_caches of the *_once methods"
+    assert f"{bound} kept 128 calls each" in added
+    assert "_once_logged: dict[tuple[Logger, int, str], None] = {}" in added
 
 
-def test_vllm_0_33_0_has_four_once_levels_and_0_29_0_three() -> None:
-    assert [p.level for p in printers(ast.parse(vllm_logger("0.33.0")))] == ["debug", "info", "warning", "error"]
-    assert [p.level for p in printers(ast.parse(vllm_logger("0.29.0")))] == ["debug", "info", "warning"]
+def test_vllm_0_33_0_has_four_once_methods_and_0_29_0_three() -> None:
+    assert once_methods(vllm_logger("0.33.0")) == ("debug_once", "info_once", "warning_once", "error_once")
+    assert once_methods(vllm_logger("0.29.0")) == ("debug_once", "info_once", "warning_once")
 
 
 def test_a_patched_module_is_not_patched_again() -> None:
@@ -73,44 +72,128 @@ def test_a_patched_module_is_not_patched_again() -> None:
         patched(patched(vllm_logger("0.33.0")), "vllm/logger.py")
 
 
+PRINTER = "import logging\nfrom functools import lru_cache\n\n@lru_cache\ndef _print_warning_once(logger, msg, *a):\n"
+
+
 @pytest.mark.parametrize(
     ("source", "says"),
     [
-        ("import logging\n", "no lru_cache'd _print_<level>_once"),
+        ("import logging\n", "defines no \\*_once function or method"),
         ("def (:\n", "does not parse"),
         (
-            "from functools import lru_cache\n\n@lru_cache\ndef _print_warning_once(logger, msg, *args):\n"
-            "    logger.warning(msg % args)\n",
-            re.escape("does not make one `logger.warning(msg, *args, ...)` call"),
+            PRINTER + "    logger.warning(msg % a)\n\n\ndef warning_once(self, msg, *args):\n"
+            "    _print_warning_once(self, msg, *args)\n",
+            re.escape("_print_warning_once (line 5) does not make one `logger.<level>(msg, *a, ...)` call"),
         ),
         (
-            "from functools import lru_cache\n\n@lru_cache\ndef _print_warning_once(logger, msg, *args):\n"
-            "    logger.warning(msg, *args, stacklevel=3)\n\n\ndef warning_once(self, msg, *args):\n"
+            PRINTER
+            + "    logger.log(logging.WARNING, msg, *a, stacklevel=3)\n\n\ndef warning_once(self, msg, *args):\n"
+            "    _print_warning_once(self, msg, *args)\n",
+            re.escape("_print_warning_once (line 5) does not make one `logger.<level>(msg, *a, ...)` call"),
+        ),
+        (
+            PRINTER + "    logger.warning(msg, *a, stacklevel=3)\n\n\ndef warning_once(self, msg, *args):\n"
             "    return _print_warning_once(self, msg, *args)\n",
             re.escape("is not `_print_warning_once(self, msg, *args)` as a statement"),
         ),
         (
-            "from functools import lru_cache\n\n@lru_cache\ndef _print_warning_once(logger, msg, *args):\n"
-            "    logger.warning(msg, *args, stacklevel=3)\n",
+            PRINTER + "    logger.warning(msg, *a, stacklevel=3)\n",
             "nothing calls _print_warning_once",
         ),
+        (
+            "import logging\n_seen = set()\n\n\ndef warning_once(self, msg, *args):\n"
+            "    if (msg, args) not in _seen:\n        _seen.add((msg, args))\n        self.warning(msg, *args)\n",
+            "warning_once passes its arguments to a cache that is not a cached function of the module",
+        ),
     ],
-    ids=["no-cache", "syntax", "other-call", "not-a-statement", "no-caller"],
+    ids=["no-once", "syntax", "other-call", "log-call", "not-a-statement", "no-caller", "a-set"],
 )
-def test_a_logger_not_shaped_as_vllms_is_refused_saying_what_differs(source: str, says: str) -> None:
+def test_a_logger_not_shaped_as_vllms_is_refused_in_one_line_naming_the_function(source: str, says: str) -> None:
     with pytest.raises(LoggerNotPatchable, match=says) as caught:
         patched(source, "my/logger.py")
 
     assert caught.value.exit_code is ExitCode.BAD_INPUT
-    assert str(caught.value).startswith("my/logger.py")
+    assert str(caught.value).startswith("my/logger.py") and "\n" not in str(caught.value)
 
 
-def test_the_import_of_mapping_goes_where_isort_puts_it() -> None:
+def test_the_imports_go_where_isort_puts_them_and_an_unused_lru_cache_import_goes() -> None:
     _, added = changed_lines(LOGGER_SOURCE, FIXED_LOGGER_SOURCE)
+    lines = FIXED_LOGGER_SOURCE.splitlines()
 
     assert "from collections.abc import Mapping" in added
-    lines = FIXED_LOGGER_SOURCE.splitlines()
-    assert lines.index("from collections.abc import Mapping") == lines.index("from functools import lru_cache") - 1
+    assert lines.index("import logging") < lines.index("from collections.abc import Mapping")
+    assert lines.index("from collections.abc import Mapping") < lines.index("from types import MethodType")
+    assert "from functools import lru_cache" not in FIXED_LOGGER_SOURCE
+
+
+# ---- every cache of the module: any level, any name, lru_cache or cache -----------------------------
+
+CRITICAL_PRINTER = """
+
+@lru_cache(maxsize=64)
+def _print_critical_once(logger: Logger, msg: str, *args: Hashable) -> None:
+    # Set the stacklevel to 3 to print the original caller's line info
+    logger.critical(msg, *args, stacklevel=3)
+"""
+CRITICAL_METHOD = """
+    def critical_once(self, msg: str, *args: Hashable, scope: LogScope = "local") -> None:
+        if not _should_log_with_scope(scope):
+            return
+        _print_critical_once(self, msg, *args)
+"""
+
+
+def with_critical_once(source: str) -> str:
+    """vLLM's logger module with a further `critical_once` over `_print_critical_once(self, msg, *args)`."""
+    source = source.replace("\n\nLogScope = ", CRITICAL_PRINTER + "\n\nLogScope = ", 1)
+    source = source.replace(
+        "\n\n# Pre-defined methods mapping", CRITICAL_METHOD + "\n\n# Pre-defined methods mapping", 1
+    )
+    return source.replace(
+        '    "error_once": _VllmLogger.error_once,\n',
+        '    "error_once": _VllmLogger.error_once,\n    "critical_once": _VllmLogger.critical_once,\n',
+        1,
+    )
+
+
+def renamed_and_functools_cache(source: str) -> str:
+    """vLLM's logger with `_print_warning_once` renamed and `@functools.cache`-decorated."""
+    source = source.replace("_print_warning_once", "_emit_warning_cached")
+    source = source.replace("@lru_cache\ndef _emit_warning_cached", "@functools.cache\ndef _emit_warning_cached", 1)
+    return source.replace("import datetime\n", "import datetime\nimport functools\n", 1)
+
+
+def test_a_further_critical_once_cache_is_found_and_patched() -> None:
+    source = with_critical_once(vllm_logger("0.33.0"))
+    assert "critical_once" in leaking(source)
+
+    fixed = patched(source)
+
+    assert once_methods(fixed)[-1] == "critical_once" and leaking(fixed) == []
+    assert "        key = _once_key(self, logging.CRITICAL, msg, args)" in fixed.splitlines()
+    assert "_ONCE_MAXSIZE = 576  # as the 5 lru_caches of the *_once methods kept 576 calls in all" in fixed
+
+
+def test_a_renamed_printer_under_functools_cache_is_found_and_patched_its_import_dropped() -> None:
+    source = renamed_and_functools_cache(vllm_logger("0.33.0"))
+    assert [p.name for p in printers(ast.parse(source))][2] == "_emit_warning_cached"
+
+    fixed = patched(source)
+
+    assert leaking(fixed) == [] and "import functools\n" not in fixed
+    assert "# What the *_once methods logged (unbounded, as the 4 lru_caches before)." in fixed
+    assert "_ONCE_MAXSIZE" not in fixed  # functools.cache is unbounded, and so is what replaces it
+
+
+def test_a_cache_that_cannot_be_patched_is_one_line_exit_3_naming_it() -> None:
+    source = vllm_logger("0.33.0").replace(
+        "    logger.error(msg, *args, stacklevel=3)", "    logger.log(logging.ERROR, msg, *args, stacklevel=3)"
+    )
+    with pytest.raises(LoggerNotPatchable) as caught:
+        patched(source, "vllm/logger.py")
+
+    assert str(caught.value).startswith("vllm/logger.py: _print_error_once (line ")
+    assert caught.value.exit_code == ExitCode.BAD_INPUT == 3
 
 
 @pytest.mark.parametrize("version", RELEASES)
@@ -120,101 +203,22 @@ def test_each_mutant_of_the_patch_keeps_arguments_in_the_cache_again(version: st
     mutated = mutant.apply(fixed)
 
     assert mutated != fixed
-    assert not renders_first(mutated)
+    assert leaking(mutated) == list(once_methods(fixed))
     compile(mutated, "vllm/logger.py", "exec")
 
 
-# ---- what the patched module does (the toy logger, patched as vLLM's is) ---------------------------
+def test_a_cached_helper_a_once_method_gives_no_argument_is_left_as_it_is() -> None:
+    source = vllm_logger("0.33.0").replace(
+        "\n\nLogScope = ", "\n\n@lru_cache\ndef _first_rank() -> bool:\n    return True\n\n\nLogScope = ", 1
+    )
+    source = source.replace(
+        "        if not _should_log_with_scope(scope):\n            return\n        _print_warning_once",
+        "        if not _first_rank():\n            return\n        _print_warning_once",
+        1,
+    )
 
+    fixed = patched(source)
 
-class Kept(Exception):
-    """Built-in exceptions take no weak references; a subclass does."""
-
-
-@pytest.fixture
-def fixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
-    """The patched toy logger module, imported."""
-    package = unique_package()
-    write(tmp_path, f"{package}/__init__.py", "")
-    write(tmp_path, f"{package}/logger.py", FIXED_LOGGER_SOURCE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    importlib.invalidate_caches()
-    yield importlib.import_module(f"{package}.logger")
-    purge(package)
-
-
-@pytest.fixture
-def records(fixed: ModuleType) -> Iterator[tuple[logging.Logger, list[logging.LogRecord]]]:
-    logger = fixed.init_logger(f"{fixed.__name__}.test")
-    kept: list[logging.LogRecord] = []
-    handler = logging.Handler()
-    handler.emit = kept.append  # type: ignore[method-assign]
-    logger.handlers, logger.propagate = [handler], False
-    logger.setLevel(logging.DEBUG)
-    yield logger, kept
-    logger.handlers = []
-
-
-@pytest.mark.parametrize("method", ["debug_once", "info_once", "warning_once", "error_once"])
-def test_a_live_exception_is_logged_once_as_its_text_from_the_callers_line_and_collected(
-    records: tuple[logging.Logger, list[logging.LogRecord]], method: str
-) -> None:
-    logger, kept = records
-    refs = []
-    for _ in range(2):
-        try:
-            raise Kept("not built")
-        except Kept as e:
-            refs.append(weakref.ref(e))
-            here = inspect.getframeinfo(inspect.currentframe())  # type: ignore[arg-type]
-            getattr(logger, method)("Failed: %r", e)
-    gc.collect()
-
-    assert [ref() for ref in refs] == [None, None]
-    assert [(r.getMessage(), r.msg, r.args) for r in kept] == [("Failed: Kept('not built')",) * 2 + ((),)]
-    assert (kept[0].pathname, kept[0].lineno, kept[0].funcName) == (here.filename, here.lineno + 1, here.function)
-
-
-def test_a_single_mapping_and_an_unhashable_argument_render_as_logging_renders_them(
-    records: tuple[logging.Logger, list[logging.LogRecord]],
-) -> None:
-    logger, kept = records
-    logger.warning_once("%(kernel)s missing", {"kernel": "_C"})
-    logger.warning_once("tried %s", ["_C", "_C_AVX2"])  # vLLM's cache would raise TypeError: unhashable
-
-    assert [r.getMessage() for r in kept] == ["_C missing", "tried ['_C', '_C_AVX2']"]
-
-
-def test_arguments_that_do_not_fit_go_to_logging_which_reports_them_and_nothing_is_cached(
-    records: tuple[logging.Logger, list[logging.LogRecord]], capsys: pytest.CaptureFixture[str]
-) -> None:
-    logger, _ = records
-    logger.handlers = [logging.StreamHandler()]  # a handler that formats, as vLLM's does
-    error = Kept("not built")
-    ref = weakref.ref(error)
-    for _ in range(2):
-        logger.warning_once("Failed to import", error)  # no placeholder for the exception
-    del error
-    gc.collect()
-
-    report = capsys.readouterr().err
-    assert report.count("--- Logging error ---") == 2  # logging's report, each time: the call is not cached
-    assert "TypeError: not all arguments converted during string formatting" in report
-    assert "Message: 'Failed to import'\nArguments: (Kept('not built'),)" in report
-    assert ref() is None
-
-
-def test_a_disabled_level_logs_nothing_and_keeps_nothing(
-    records: tuple[logging.Logger, list[logging.LogRecord]],
-) -> None:
-    logger, kept = records
-    logger.setLevel(logging.ERROR)
-    error = Kept("not built")
-    ref = weakref.ref(error)
-    logger.debug_once("Failed: %r", error)
-    logger.debug_once("Failed to import", error)  # and one that does not fit: silent, as logging is
-    del error
-    gc.collect()
-
-    assert kept == []
-    assert ref() is None
+    assert "@lru_cache\ndef _first_rank() -> bool:" in fixed and "from functools import lru_cache, partial" in fixed
+    assert [p.name for p in printers(ast.parse(source))] == [f"_print_{m}" for m in once_methods(source)]
+    assert leaking(fixed) == []

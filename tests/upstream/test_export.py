@@ -43,11 +43,11 @@ VLLM_IDS = [
 
 @pytest.fixture(scope="module")
 def vllm_export(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The module exported from the installed vLLM (0.33.0), by the command line in a process of its own."""
+    """The module exported from the installed vLLM (the pinned 0.34.0), by the command line in a process of its own."""
     out = tmp_path_factory.mktemp("export") / "test_kernel_import_warnings.py"
     done = export("--out", str(out), cwd=out.parent)
     assert done.returncode == 0, done.stderr
-    assert "6 cases from vLLM 0.33.0" in done.stdout
+    assert "6 cases from vLLM 0.34.0" in done.stdout
     return out.read_text(encoding="utf-8")
 
 

@@ -87,7 +87,7 @@ def test_the_test_is_appended_to_tests_test_logger_py_importing_what_the_file_la
     added = fix.test.after[len(fix.test.before.rstrip("\n")) :]
     assert f"def {TEST_NAME}(method, monkeypatch):" in added
     assert "    import gc\n    import weakref\n" in added  # the file imports logging, sys, pytest and init_logger
-    assert str([f"{level}_once" for level in fix.levels]).replace("'", '"') in added.replace("\n    ", "")
+    assert str(list(fix.methods)).replace("'", '"') in added.replace("\n    ", "")
 
 
 def test_a_target_without_tests_gets_the_test_as_a_file_of_its_own(tmp_path: Path) -> None:
@@ -115,7 +115,8 @@ def test_the_patch_starts_with_its_marker_and_a_commit_message_git_skips(tmp_pat
     head = patch.split("diff --git", 1)[0]
 
     assert patch.startswith(f"{FIX_MARKER}: re-export it rather than edit it.\n")
-    assert "[Bugfix] Render *_once messages before caching them" in head
+    assert "[Bugfix] Key the *_once caches on the rendered message, not its arguments" in head
+    assert "24 in 0.34.0" in head
     assert f"Test: {TEST_FILE}::{TEST_NAME}" in head
     assert [line for line in patch.splitlines() if line.startswith("diff --git")] == [
         "diff --git a/vllm/logger.py b/vllm/logger.py",
@@ -157,7 +158,7 @@ def test_export_fix_writes_the_patched_module_or_the_patch_and_checks_either(
 
     assert export_fix("--vllm-src", tree, "--check", str(patch)) == ExitCode.OK
     assert export_fix("--vllm-src", tree, "--check", str(module)) == ExitCode.OK
-    patch.write_text(patch.read_text().replace("stacklevel=2", "stacklevel=1", 1))
+    patch.write_text(patch.read_text().replace("_ONCE_MAXSIZE = 512", "_ONCE_MAXSIZE = 511", 1))
     assert export_fix("--vllm-src", tree, "--check", str(patch)) == ExitCode.CHECK_FAILED
     assert "differs from a fresh export from line" in capsys.readouterr().out
 
@@ -180,6 +181,31 @@ def test_export_fix_on_a_logger_that_renders_first_has_nothing_to_patch(
 
     assert export_fix("--vllm-src", str(tree)) == ExitCode.NOTHING_TO_CHECK
     assert "renders *_once messages before caching them already: nothing to patch" in capsys.readouterr().err
+
+
+def test_export_fix_check_on_a_tree_that_has_the_fix_already_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = release_tree(tmp_path / "tree", "0.33.0")
+    patch = tmp_path / "fix.patch"
+    assert export_fix("--vllm-src", str(tree), "--patch", "--out", str(patch)) == ExitCode.OK
+    assert git_apply(patch.read_text(), tree).returncode == 0  # merged upstream
+
+    assert export_fix("--vllm-src", str(tree), "--check", str(patch)) == ExitCode.OK
+    assert f"{patch}: the target has the fix already (vllm/logger.py renders" in capsys.readouterr().out
+    assert export_fix("--vllm-src", str(tree), "--patch") == ExitCode.NOTHING_TO_CHECK  # but nothing to export
+
+
+def test_export_fix_names_the_cache_it_cannot_patch_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = release_tree(tmp_path / "tree", "0.33.0")
+    logger = tree / "vllm" / "logger.py"
+    logger.write_text(logger.read_text().replace("logger.info(msg, *args, stacklevel=3)", "print(msg % args)"))
+
+    assert export_fix("--vllm-src", str(tree), "--patch") == ExitCode.BAD_INPUT == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "_print_info_once (line " in err and "Traceback" not in err
 
 
 def test_export_fix_check_reads_a_file_as_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,7 +14,6 @@ patch fails its test or a mutant passes it.
 from __future__ import annotations
 
 import argparse
-import ast
 import os
 import subprocess
 import sys
@@ -22,7 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from warnonce_guard.rule.cache_fix import PATCH_MUTANTS, patched, printers
+from warnonce_guard.rule.cache_fix import PATCH_MUTANTS, patched
+from warnonce_guard.rule.renders_first import once_methods
 from warnonce_guard.rule.target import resolve_target
 from warnonce_guard.upstream.fix import once_test_source
 
@@ -72,7 +72,7 @@ def _module_name(variant: str) -> str:
 
 def prove(logger_text: str, work: Path, env: dict[str, str] | None = None) -> list[Row]:
     """Run the patch's test against every variant of the patched module; one row per variant."""
-    levels = tuple(p.level for p in printers(ast.parse(logger_text)))
+    methods = once_methods(logger_text)
     made = variants(logger_text)
     work.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="fix-proof-", dir=work) as scratch:
@@ -81,7 +81,7 @@ def prove(logger_text: str, work: Path, env: dict[str, str] | None = None) -> li
         for name, _, source in made:
             module = _module_name(name)
             (folder / f"{module}.py").write_text(source, encoding="utf-8")
-            test = once_test_source(levels, module, frozenset(), standalone=True)
+            test = once_test_source(methods, module, frozenset(), standalone=True)
             (folder / f"test_{module}.py").write_text(test, encoding="utf-8")
         junit = folder / "junit.xml"
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--tb=line", "-p", "no:randomly"]

@@ -24,7 +24,11 @@ VERSION = "0.33.0"
 SHA256 = "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"  # vllm-0.33.0.tar.gz
 # Every sdist whose tests/ a session takes (tests/data/README.md gives the same): the pinned release's, and that of
 # 0.29.0, the last before the fix, whose suite `nox -s exported -- --vllm 0.29.0` runs the exported test in.
-SDISTS = {VERSION: SHA256, "0.29.0": "c03feb07943ecae9e69e7dc424d7c5569ecf8d1292513aef2a4de67af381cd97"}
+SDISTS = {
+    VERSION: SHA256,
+    "0.34.0": "fcad848b246a9d8652b47e6425af92334dc02492f9802720f54e27b823cf0113",  # the pinned vLLM (noxfile.py)
+    "0.29.0": "c03feb07943ecae9e69e7dc424d7c5569ecf8d1292513aef2a4de67af381cd97",
+}
 KIND = Kind.RELEASE_TREE  # files of a release, from its archive (marker fields: archive, sha256)
 
 

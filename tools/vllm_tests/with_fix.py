@@ -15,7 +15,6 @@ differs, the patch's test does not pass on the patch and fail on vLLM's, or a mu
 from __future__ import annotations
 
 import argparse
-import ast
 import os
 import shutil
 import subprocess
@@ -24,7 +23,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from warnonce_guard.rule.cache_fix import patched, printers
+from warnonce_guard.rule.cache_fix import patched
+from warnonce_guard.rule.renders_first import once_methods
 from warnonce_guard.rule.target import installed
 from warnonce_guard.upstream.fix import TEST_NAME, test_change
 
@@ -60,8 +60,8 @@ def suite_with_test(tree: Path, into: Path) -> tuple[Path, str]:
     if into.exists():
         shutil.rmtree(into)
     shutil.copytree(tree, into, copy_function=_link_or_copy, ignore=shutil.ignore_patterns("__pycache__"))
-    levels = tuple(p.level for p in printers(ast.parse((installed().package_dir / "logger.py").read_text())))
-    change = test_change(into, "vllm.logger", levels)
+    methods = once_methods((installed().package_dir / "logger.py").read_text())
+    change = test_change(into, "vllm.logger", methods)
     (into / change.path).unlink(missing_ok=True)
     (into / change.path).write_text(change.after, encoding="utf-8")
     return into, change.path
