@@ -101,6 +101,7 @@ class AuditResult:
     files_parsed: int  # those that passed the text prefilter
     seconds: float
     suppressed: tuple[Finding, ...] = ()
+    reached: frozenset[str] = frozenset()  # the keys of the rows a call reaches (or whose function is defined)
 
     @property
     def exceptions(self) -> tuple[Finding, ...]:

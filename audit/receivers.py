@@ -48,6 +48,7 @@ class Receivers:
     bindings: dict[tuple[ast.AST | None, str], list[ast.expr]] = field(default_factory=dict)
     functions: dict[str, Cache] = field(default_factory=dict)  # lru_cache'd `*_once` functions the module defines
     defined: set[str] = field(default_factory=set)  # every other name the module's own `def`s and classes bind
+    reached: set[str] = field(default_factory=set)  # the keys of the rows a call reaches, or whose function it defines
 
     def add(self, tree: ast.AST) -> None:
         """Gather the imports, bindings and cached functions of a module (or a piece of one)."""
@@ -79,6 +80,8 @@ class Receivers:
                 listed = self.model.named(f"{self.module}.{node.name}") if self.module else None
                 row = listed if listed is not None and listed.kind == FUNCTION else None
                 row = row or cached_function(node, self.module, node.lineno)
+                if listed is not None:
+                    self.reached.add(listed.key)
                 if row is not None:
                     self.functions[node.name] = row
                     continue

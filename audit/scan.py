@@ -19,22 +19,21 @@ from warnonce_guard.audit.findings import Finding, numbered, unchecked
 from warnonce_guard.audit.grammar import DoesNotParse, modules
 from warnonce_guard.audit.pragmas import MENTIONED, Pragmas, Span
 from warnonce_guard.audit.receivers import Receivers
-from warnonce_guard.rule.caches import DEFAULT_MODEL, Model
+from warnonce_guard.rule.caches import DEFAULT_MODEL, ONCE, Model
 from warnonce_guard.rule.liveness import dotted_name, params, rebind, unhashable_names
 
-# A file without this text holds no `*_once` call (nor an alias of one): it is only compiled (`grammar.compiles`).
-PREFILTER = "_once"
+PREFILTER = ONCE  # a file holding none of the model's needles (`Model.needles`) holds no call of a cache: not read
 _NOT_AN_INSTANCE = frozenset({"staticmethod", "classmethod"})  # a method so decorated has no `self`
 
 
 def words(model: Model = DEFAULT_MODEL) -> tuple[str, ...]:
-    """What a file holding a once-cache call holds: `_once`, or the name of a configured cached function."""
-    return (PREFILTER, *sorted(name for name in model.function_names if PREFILTER not in name))
+    """What a file holding a call of one of the model's caches holds (every row's, the configured ones too)."""
+    return model.needles
 
 
 def needs_parse(source: str, model: Model = DEFAULT_MODEL) -> bool:
-    """Whether the source may hold a once-cache call (else it is only compiled)."""
-    return any(word in source for word in words(model))
+    """Whether the source may hold a once-cache call (else it is neither parsed nor compiled)."""
+    return any(word in source for word in model.needles)
 
 
 # A `*_once` method named but not called right there (`warn = logger.warning_once`, `getattr(x, "info_once")`):
@@ -57,7 +56,7 @@ class _Scanner:
         self.aliases = aliases
         self.receivers = receivers  # which cache each call reaches, from the module's imports and bindings
         # Lines holding `_once` (or an alias): code spanning none of them holds no call to look at (a 2x speed-up).
-        found = [*words(receivers.model), *{name.rsplit(".", 1)[-1] for name in aliases}]
+        found = [*receivers.model.line_words, *{name.rsplit(".", 1)[-1] for name in aliases}]
         self.once_lines = [n for n, text in enumerate(self.lines, 1) if any(w in text for w in found)]  # as ast counts
         # Without a handler's name in scope, only `sys`'s view of the handled exception can be live.
         self.mentions_sys = "sys" in source
@@ -199,6 +198,8 @@ class _Scanner:
             shadowed = set()
             once = once_call(node, self.aliases, self.receivers, self.functions) if isinstance(node, ast.Call) else None
             if once is not None:
+                if once.known:
+                    self.receivers.reached.update(cache.key for cache in once.caches)
                 self.record(once, names, live)
         with self.shadowing(shadowed) if shadowed else nullcontext():
             for child in ast.iter_child_nodes(node):
@@ -265,20 +266,26 @@ def _scanned(source: str, file: str, receivers: Receivers) -> list[Finding]:
 
 
 def findings_in_source(
-    source: str, file: str, module: str | None = None, model: Model = DEFAULT_MODEL, is_package: bool = False
+    source: str,
+    file: str,
+    module: str | None = None,
+    model: Model = DEFAULT_MODEL,
+    is_package: bool = False,
+    reached: set[str] | None = None,
 ) -> list[Finding]:
-    """Every finding in one file's source text: without `_once` it is only read by Python's compiler
-    (`grammar.compiles`: no `ast` objects) and its pragmas, and parsed only when the compiler refuses it, to say
-    where it does not parse (or to find it is newer syntax, which parses). `module` is the file's module name (its
-    relative imports are followed to the caches they name), `model` the caches known (`rule.caches`)."""
-    if not needs_parse(source, model) and grammar.compiles(source):
+    """Every finding in one file's source text: one the prefilter (`needs_parse`) drops is neither parsed nor
+    compiled (its pragmas alone are read: one may be unused), so its syntax is not checked. `module` is the file's
+    module name (its relative imports are followed to the caches they name), `model` the caches known (`rule.caches`);
+    `reached` gathers the keys of the rows a call in it reaches (or that it defines)."""
+    if not needs_parse(source, model):
         return numbered(Pragmas(file, source.split("\n")).findings(source)) if MENTIONED.search(source) else []
+    reached = reached if reached is not None else set()
     try:
-        return numbered(_scanned(source, file, Receivers(module, is_package, model)))
+        return numbered(_scanned(source, file, Receivers(module, is_package, model, reached=reached)))
     except RecursionError:
         pass
     with _deeper():
         try:
-            return numbered(_scanned(source, file, Receivers(module, is_package, model)))
+            return numbered(_scanned(source, file, Receivers(module, is_package, model, reached=reached)))
         except RecursionError:
             return [unchecked(file, "an expression nested too deeply to check")]

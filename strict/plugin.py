@@ -34,6 +34,10 @@ NONE_PRESENT = (
     "(it looked for {caches})"
 )
 PRESENT = "warnonce-strict: checked {checked}"
+INERT = (
+    "warnonce-strict: the configured cache {name} was found nowhere in this session (looked for {places}): nothing "
+    "checked it; check its name, loggers and methods"
+)
 SETTINGS = "warnonce-guard"  # `[tool.warnonce-guard]`, the audit's settings: its `cache` entries add caches
 STRICT = pytest.StashKey["StrictMode"]()
 _PLUGIN_NAME = "warnonce-strict"
@@ -250,6 +254,9 @@ class StrictMode:
                 for line in lines:
                     terminalreporter.write_line(f"  {line}")
         model = self.places.model
+        for cache in model.caches:
+            if cache.key.startswith("user:") and cache.key not in self.present:
+                terminalreporter.write_line(INERT.format(name=cache.name, places=", ".join(cache.runtime)), yellow=True)
         if not self.present:
             every = self.places.shown({c.key for c in model.caches})
             terminalreporter.write_line(NONE_PRESENT.format(caches=every), yellow=True)
