@@ -53,9 +53,10 @@ def audit_files(files: FileSet, model: Model = DEFAULT_MODEL) -> AuditResult:
         except NotPythonText as err:
             found.append(unchecked(keyed, str(err), err.line, err.column))
             continue
-        parsed += needs_parse(source, model)  # findings_in_source parses these alone
+        kept = needs_parse(source, model)  # findings_in_source parses these alone
+        parsed += kept
         module, is_package = module_name(path)
-        found.extend(findings_in_source(source, keyed, module, model, is_package, reached))
+        found.extend(findings_in_source(source, keyed, module, model, is_package, reached, kept))
     every = numbered(found)
     return AuditResult(
         tuple(f for f in every if f.suppressed is None),

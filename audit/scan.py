@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -22,23 +23,22 @@ from warnonce_guard.audit.receivers import Receivers
 from warnonce_guard.rule.caches import DEFAULT_MODEL, ONCE, Model
 from warnonce_guard.rule.liveness import dotted_name, params, rebind, unhashable_names
 
-PREFILTER = ONCE  # a file holding none of the model's needles (`Model.needles`) holds no call of a cache: not read
 _NOT_AN_INSTANCE = frozenset({"staticmethod", "classmethod"})  # a method so decorated has no `self`
 
 
-def words(model: Model = DEFAULT_MODEL) -> tuple[str, ...]:
-    """What a file holding a call of one of the model's caches holds (every row's, the configured ones too)."""
-    return model.needles
-
-
 def needs_parse(source: str, model: Model = DEFAULT_MODEL) -> bool:
-    """Whether the source may hold a once-cache call (else it is neither parsed nor compiled)."""
-    return any(word in source for word in model.needles)
+    """Whether the source may hold a once-cache call (`Model.holds_call`; else it is neither parsed nor compiled)."""
+    return model.holds_call(source)
 
 
-# A `*_once` method named but not called right there (`warn = logger.warning_once`, `getattr(x, "info_once")`):
-# only then is the module searched for aliases.
-_REFERENCED = re.compile(r"_once\b(?!\s*\()")
+@functools.cache
+def _referenced(methods: frozenset[str]) -> re.Pattern[str]:
+    """A cache's method named but not called right there (`warn = logger.warning_once`, `getattr(x, "info_once")`;
+    a method not named `*_once` as an attribute: `w = cache.warn`): only then is the module searched for aliases."""
+    once = "|".join(re.escape(m) for m in sorted(methods) if m.endswith(ONCE))
+    other = "|".join(re.escape(m) for m in sorted(methods) if not m.endswith(ONCE))
+    either = [f"(?<![\\w])_?(?:{once})" if once else "", f"\\.(?:{other})" if other else ""]
+    return re.compile(rf"(?:{'|'.join(e for e in either if e)})\b(?!\s*\()")
 _CLASS_BODY = "<class body>"  # `_Scanner.instance` while a class body is in hand
 # How much deeper than Python's recursion limit a file whose expressions nest deeply is scanned (ast.parse itself
 # reads expressions about 3 times as deep as the limit; scanning takes a few frames per level).
@@ -56,8 +56,9 @@ class _Scanner:
         self.aliases = aliases
         self.receivers = receivers  # which cache each call reaches, from the module's imports and bindings
         # Lines holding `_once` (or an alias): code spanning none of them holds no call to look at (a 2x speed-up).
-        found = [*receivers.model.line_words, *{name.rsplit(".", 1)[-1] for name in aliases}]
-        self.once_lines = [n for n, text in enumerate(self.lines, 1) if any(w in text for w in found)]  # as ast counts
+        found = {*receivers.model.line_words, *(name.rsplit(".", 1)[-1] for name in aliases)}
+        holds = re.compile("|".join(map(re.escape, sorted(found)))).search
+        self.once_lines = [n for n, text in enumerate(self.lines, 1) if holds(text)]  # as ast counts
         # Without a handler's name in scope, only `sys`'s view of the handled exception can be live.
         self.mentions_sys = "sys" in source
         # The scope in hand (a function's body and parameters, the module's statements; None: a class body), and
@@ -237,7 +238,7 @@ def _deeper() -> Iterator[None]:
 def _pieces(source: str, model: Model) -> tuple[Iterable[ast.Module], Aliases]:
     """The module's pieces to scan, and the aliases of `*_once` methods it assigns, over all of it (a big file whose
     source names a `*_once` method without calling it is parsed twice: once for its aliases)."""
-    if not _REFERENCED.search(source):
+    if not model.methods or not _referenced(model.methods).search(source):
         return modules(source), {}
     whole = list(modules(source)) if len(source) <= 2 * grammar.CHUNK else None  # one piece: parsed once
     aliases: Aliases = {}
@@ -272,12 +273,14 @@ def findings_in_source(
     model: Model = DEFAULT_MODEL,
     is_package: bool = False,
     reached: set[str] | None = None,
+    kept: bool | None = None,
 ) -> list[Finding]:
     """Every finding in one file's source text: one the prefilter (`needs_parse`) drops is neither parsed nor
     compiled (its pragmas alone are read: one may be unused), so its syntax is not checked. `module` is the file's
     module name (its relative imports are followed to the caches they name), `model` the caches known (`rule.caches`);
-    `reached` gathers the keys of the rows a call in it reaches (or that it defines)."""
-    if not needs_parse(source, model):
+    `reached` gathers the keys of the rows a call in it reaches (or that it defines); `kept` is `needs_parse`'s answer
+    when the caller has it."""
+    if not (needs_parse(source, model) if kept is None else kept):
         return numbered(Pragmas(file, source.split("\n")).findings(source)) if MENTIONED.search(source) else []
     reached = reached if reached is not None else set()
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -465,30 +466,43 @@ class Model:
         distinctive enough (a `warn` on a receiver not followed to a WarningCache is not one)."""
         return tuple(c for c in self.caches if c.takes(method)) if method.endswith(ONCE) else ()
 
-    @property
+    @functools.cached_property
     def methods(self) -> frozenset[str]:
         return frozenset(m for c in self.caches for m in c.methods)
 
-    @property
+    @functools.cached_property
     def line_words(self) -> tuple[str, ...]:
         """What a line holding such a call holds, in a file the prefilter kept: a needle, or a method's name."""
-        return tuple(sorted({*self.needles, *(m for m in self.methods if not m.endswith(ONCE))}))
+        return tuple(sorted({*self.needles, ONCE, *(m for m in self.methods if not m.endswith(ONCE))}))
 
-    @property
+    @functools.cached_property
     def function_names(self) -> frozenset[str]:
         """The last part of each cached function's name."""
         return frozenset(n.rpartition(".")[2] for c in self.caches if c.kind == FUNCTION for n in c.names)
 
-    @property
+    @functools.cached_property
     def needles(self) -> tuple[str, ...]:
-        """What a file holding a call of one of the rows holds (the audit's prefilter): `_once` (every `*_once`
-        method), each cached function's last name, and for a method not named `*_once` (which counts only on a
-        receiver followed to its loggers) the last name of each of its loggers."""
-        found = {ONCE, *self.function_names}
+        """What a file holding a call of one of the rows holds (the audit's prefilter, with `local_needles`): each
+        `*_once` method's name (a call, an alias, a `getattr` names it), each cached function's last name, and for
+        a method not named `*_once` (which counts only on a receiver followed to its loggers) the last name of each
+        of its loggers."""
+        found = {*self.function_names, *(m for m in self.methods if m.endswith(ONCE))}
         for cache in self.caches:
             if any(not m.endswith(ONCE) for m in cache.methods):
                 found |= {n.rpartition(".")[2] for n in cache.names}
-        return tuple(sorted(n for n in found if n == ONCE or ONCE not in n))
+        return tuple(sorted(found))
+
+    def holds_call(self, source: str) -> bool:
+        """Whether a module's source may call one of the rows (else it need not be read): it holds a needle, or
+        defines a cached `*_once` function of its own (`cached_function`: `_once` and a `cache` decorator)."""
+        if ONCE in source and ("cache" in source or any(n in source for n in self._needles[0])):
+            return True
+        return any(n in source for n in self._needles[1])
+
+    @functools.cached_property
+    def _needles(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The needles that hold `_once`, and the others: most files hold no `_once`, one search each."""
+        return tuple(n for n in self.needles if ONCE in n), tuple(n for n in self.needles if ONCE not in n)
 
 
 DEFAULT_MODEL = Model()
