@@ -39,6 +39,8 @@ def _referenced(methods: frozenset[str]) -> re.Pattern[str]:
     other = "|".join(re.escape(m) for m in sorted(methods) if not m.endswith(ONCE))
     either = [f"(?<![\\w])_?(?:{once})" if once else "", f"\\.(?:{other})" if other else ""]
     return re.compile(rf"(?:{'|'.join(e for e in either if e)})\b(?!\s*\()")
+
+
 _CLASS_BODY = "<class body>"  # `_Scanner.instance` while a class body is in hand
 # How much deeper than Python's recursion limit a file whose expressions nest deeply is scanned (ast.parse itself
 # reads expressions about 3 times as deep as the limit; scanning takes a few frames per level).
