@@ -26,6 +26,7 @@ def failing(source: str, module: str) -> list[tuple[str, str]]:
 
 
 HANDLED = "try:\n    pass\nexcept Exception as e:\n"
+WARNING_CACHE = "WarningCache\ncache = WarningCache()"
 
 
 @pytest.mark.parametrize(
@@ -45,7 +46,7 @@ HANDLED = "try:\n    pass\nexcept Exception as e:\n"
         ("auto_round_extension.cuda.x", "from auto_round.logger import logger", 'logger.warning_once("%s", e)',
          "auto-round's patched Logger.warning_once/info_once cache"),
         # a set of messages (lightning's WarningCache), its method not named *_once
-        ("lightning.pytorch.x", "from lightning.pytorch.utilities.rank_zero import WarningCache\ncache = WarningCache()",
+        ("lightning.pytorch.x", f"from lightning.pytorch.utilities.rank_zero import {WARNING_CACHE}",
          "cache.warn(e)", "lightning's WarningCache (a set of messages)"),
     ],
 )  # fmt: skip

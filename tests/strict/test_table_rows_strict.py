@@ -189,10 +189,10 @@ def test_a_configured_logger_row_wraps_every_method_it_lists(monkeypatch: pytest
     module = modules(monkeypatch, "my_plugin.log")
 
     class PluginLogger:
-        @functools.lru_cache(None)
+        @functools.lru_cache(None)  # noqa: B019 - the shape of the cache under test
         def notice_once(self, msg: object) -> None: ...
 
-        @functools.lru_cache(None)
+        @functools.lru_cache(None)  # noqa: B019
         def alert_once(self, msg: object) -> None: ...
 
     module.PluginLogger = PluginLogger  # type: ignore[attr-defined]
