@@ -211,11 +211,21 @@ class _Scanner:
     def record(self, once: OnceCall, names: tuple[str, ...], live: frozenset[str]) -> None:
         qualname, call = ".".join(names) or "<module>", once.node
         instance = None if self.instance in (None, _CLASS_BODY) or self.instance in self.shadowed else self.instance
-        found = list(call_findings(once, self.file, qualname, live, self.unhashable(), instance))
+        unhashable = self.unhashable() if _reads_names(once) else frozenset()  # a scope's walk: only when it counts
+        found = list(call_findings(once, self.file, qualname, live, unhashable, instance))
         first, last = call.lineno, call.end_lineno or call.lineno
         if found and any("#" in self.lines[n - 1] for n in range(first, last + 1)):
             found = self.pragmas.accept(found, first, last, _strings(call), qualname)
         self.raw.extend(found)
+
+
+# What an argument may be for the names a scope binds only to unhashable values to count (`is_unhashable` reads a
+# name or attribute, alone or inside these): a call's or a literal's never do.
+_NAME_READERS = (ast.Name, ast.Attribute, ast.Tuple, ast.Subscript, ast.BinOp, ast.Starred)
+
+
+def _reads_names(once: OnceCall) -> bool:
+    return any(isinstance(a, _NAME_READERS) for a in (*once.args, *(k.value for k in once.keywords)))
 
 
 def _strings(node: ast.AST) -> list[Span]:
