@@ -124,7 +124,9 @@ def caches_section() -> str:
             " audited tree's, else the installed vLLM's): where its `*_once` render the message before anything"
             " caches it (issue 35's patch), the row renders first. A name of a row's package ending as one of its"
             " names does (a re-export: `deepspeed.utils.log_dist_once`). The audit reads (parses) only a file holding"
-            " one of the rows' names (`_once`, each function's, the loggers' of a method not named `*_once`).",
+            " one of the rows' names (each `*_once` method's, each function's, the loggers' of a method not named"
+            " `*_once`) or `_once` beside a cache decorator; it neither parses nor compiles the others"
+            " (`bench/audit_vs_ruff.py` times it beside ruff).",
             "",
             "| cache | called as | signature | keys on | size | renders first | read from |",
             "|---|---|---|---|---|---|---|",
