@@ -147,7 +147,10 @@ class Places:
             known = self.functions.get(id(value))
             # under its own name, as `from x import f` binds it (not a name a test keeps the original under)
             if known is not None and known[0] is value and attribute == getattr(value, "__name__", None):
-                setattr(owner, attribute, known[1])
+                try:
+                    setattr(owner, attribute, known[1])
+                except Exception:  # an object that refuses (a frozen dataclass): it keeps the original
+                    continue
                 self.patches.append((owner, attribute, value))
 
     def undo(self) -> None:
