@@ -59,8 +59,7 @@ class _Scanner:
         self.receivers = receivers  # which cache each call reaches, from the module's imports and bindings
         # Lines holding `_once` (or an alias): code spanning none of them holds no call to look at (a 2x speed-up).
         found = {*receivers.model.line_words, *(name.rsplit(".", 1)[-1] for name in aliases)}
-        holds = re.compile("|".join(map(re.escape, sorted(found)))).search
-        self.once_lines = [n for n, text in enumerate(self.lines, 1) if holds(text)]  # as ast counts
+        self.once_lines = _lines_holding(source, found)  # as ast counts
         # Without a handler's name in scope, only `sys`'s view of the handled exception can be live.
         self.mentions_sys = "sys" in source
         # The scope in hand (a function's body and parameters, the module's statements; None: a class body), and
@@ -217,6 +216,17 @@ class _Scanner:
         if found and any("#" in self.lines[n - 1] for n in range(first, last + 1)):
             found = self.pragmas.accept(found, first, last, _strings(call), qualname)
         self.raw.extend(found)
+
+
+def _lines_holding(source: str, words: Iterable[str]) -> list[int]:
+    """The 1-based numbers of the lines holding one of the words, in order (one search of the whole source)."""
+    found, line, at = [], 1, 0
+    for match in re.finditer("|".join(map(re.escape, sorted(words))), source):
+        line += source.count("\n", at, match.start())
+        at = match.start()
+        if not found or found[-1] != line:
+            found.append(line)
+    return found
 
 
 # What an argument may be for the names a scope binds only to unhashable values to count (`is_unhashable` reads a
