@@ -44,6 +44,7 @@ class Signature:
     varargs: str | None
     keyword_only: tuple[str, ...]
     varkw: str | None
+    defaults: tuple[tuple[str, object], ...] = ()  # (parameter, its default) of each default written as a literal
 
     @classmethod
     def parse(cls, text: str) -> Signature:
@@ -60,6 +61,8 @@ class Signature:
     def of(cls, args: ast.arguments, text: str | None = None) -> Signature:
         """The signature of a parsed `def`."""
         positional = tuple(a.arg for a in (*args.posonlyargs, *args.args))
+        given = [*zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)]
+        given += [(a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
         return cls(
             text if text is not None else f"({ast.unparse(args)})",
             positional,
@@ -67,7 +70,12 @@ class Signature:
             args.vararg.arg if args.vararg else None,
             tuple(a.arg for a in args.kwonlyargs),
             args.kwarg.arg if args.kwarg else None,
+            tuple((name, d.value) for name, d in given if isinstance(d, ast.Constant)),
         )
+
+    def default(self, name: str) -> object:
+        """The literal default of a parameter (None: none, or not a literal)."""
+        return dict(self.defaults).get(name)
 
     @property
     def names(self) -> frozenset[str]:

@@ -224,7 +224,7 @@ def wrap_cache(
             }
             named = {n for n, v in kwargs.items() if n not in cache.held | cache.uncached}
             kept = {n for n in named if _refused(method, repr(n), _as_cached(cache, n, kwargs[n]), record, call)}
-            level = kwargs.get("stacklevel")
+            level = kwargs.get("stacklevel", cache.signature.default("stacklevel"))  # lightning's warn: 5 by default
             if cache.caller_stacklevel and isinstance(level, int) and level >= cache.caller_stacklevel:
                 kwargs["stacklevel"] = level + 1  # past the cache to its caller: over this frame too
             if uncached or not (refused or kept):

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
 import logging
 import sys
 import textwrap
 import types
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 
@@ -231,3 +233,30 @@ def test_a_configured_cache_found_nowhere_in_the_session_is_said(pytester: pytes
             "(looked for my_plugin.log.never_once): nothing checked it; *",
         ]
     )
+
+
+def test_a_set_of_messages_keeps_only_text_and_its_warnings_still_name_the_caller(
+    monkeypatch: pytest.MonkeyPatch, strict: tuple[Places, list[Violation]]
+) -> None:
+    module = modules(monkeypatch, "lightning_utilities.core.rank_zero")
+
+    class WarningCache(set):  # lightning_utilities/core/rank_zero.py:97-116, its warn 4 frames above warnings.warn
+        def warn(self, message: object, stacklevel: int = 5, **kwargs: object) -> None:
+            if message not in self:
+                self.add(message)
+                warnings.warn(str(message), stacklevel=stacklevel - 3)
+
+    module.WarningCache = WarningCache  # type: ignore[attr-defined]
+    places, recorded = strict
+    places.patch()
+    cache = WarningCache()
+    exc = Boom("b")
+    alive = weakref.ref(exc)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        cache.warn(exc)
+        line = inspect.currentframe().f_lineno - 1  # type: ignore[union-attr]
+    del exc
+    gc.collect()
+    assert alive() is None and cache == {"b"} and [v.position for v in recorded] == ["1 (message)"]
+    assert [(w.filename, w.lineno) for w in shown] == [(__file__, line)]
