@@ -266,7 +266,7 @@ class StrictMode:
             for c in model.caches
             if c.key in self.present
         ]
-        terminalreporter.write_line(PRESENT.format(checked="; ".join(checked)))
+        terminalreporter.write_line(PRESENT.format(checked="; ".join(dict.fromkeys(checked))))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
