@@ -4,7 +4,7 @@ live object (or make the call raise) makes, of the kind the liveness policy (`ru
 A call is a method call, `getattr(<receiver>, "<name>")(...)`, a call of a name the module binds to one
 (`Aliases`), `functools.partial` included, or a call of a cached function (docs/reference.md, The audit). Which
 cache it reaches, and so which of its arguments and keywords the cache gets, is `audit.receivers`' answer from the
-model of every cache (`rule.caches`).
+model of every cache (`caches.model`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from warnonce_guard.audit.findings import Finding
 from warnonce_guard.audit.fixes import MESSAGE_FIX, Fix, Span, argument_fixes
 from warnonce_guard.audit.receivers import Receivers
 from warnonce_guard.audit.rules import BY_KIND, INSTANCE, RENDERED
-from warnonce_guard.rule.caches import DEFAULT_MODEL, Cache
+from warnonce_guard.caches.model import DEFAULT_MODEL, Cache
 from warnonce_guard.rule.liveness import EXCEPTION, KEYWORD, argument_kind, dotted_name
 
 _PARTIALS = frozenset({"partial", "functools.partial"})

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from warnonce_guard.audit.selection import Layer
+from warnonce_guard.caches.model import BadCacheEntry, Cache, user_caches
 from warnonce_guard.common.errors import BadCacheSettings, UsageError
-from warnonce_guard.rule.caches import BadCacheEntry, Cache, user_caches
 
 SECTION = "warnonce-guard"
 LISTS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
 FLAGS = ("force-exclude", "respect-gitignore")
-CACHES = "cache"  # `[[tool.warnonce-guard.cache]]`: once-caches of the user's own (`rule.caches.user_cache`)
+CACHES = "cache"  # `[[tool.warnonce-guard.cache]]`: once-caches of the user's own (`caches.model.user_cache`)
 
 
 @dataclass(frozen=True)

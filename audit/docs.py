@@ -9,7 +9,7 @@ import functools
 from warnonce_guard.audit.findings import Finding
 from warnonce_guard.audit.rules import CACHE_CONTRACT, RULES, VLLM_HANDLER, Rule
 from warnonce_guard.audit.scan import findings_in_source
-from warnonce_guard.rule.caches import CACHES, DEFAULT_MODEL, FUNCTION, Cache
+from warnonce_guard.caches.model import CACHES, DEFAULT_MODEL, FUNCTION, Cache
 
 HANDLER = VLLM_HANDLER  # where most rules' example stands: a handler of `e`, logging through vLLM's logger
 EXAMPLE_FILE = "my_plugin/platform.py"
@@ -65,7 +65,7 @@ def rules_document() -> str:
     head = [
         "# The audit's rules",
         "",
-        "<!-- generated from warnonce_guard.audit.rules.RULES and warnonce_guard.rule.caches.CACHES by"
+        "<!-- generated from warnonce_guard.audit.rules.RULES and warnonce_guard.caches.model.CACHES by"
         " `python -m tools.readme`; do not edit -->",
         "",
         f"`warnonce-guard audit` reports every argument of a `*_once` call that can keep a live object in its cache,"
@@ -98,7 +98,7 @@ def _called(cache: Cache) -> str:
 
 
 def caches_section() -> str:
-    """The table of every once-cache (`rule.caches.CACHES`), and how a user adds one."""
+    """The table of every once-cache (`caches.model.CACHES`), and how a user adds one."""
     rows = [
         f"| {c.label} | {_called(c)} | `{_cell(c.signature.text)}` | {_cell(c.keys_on)} | {c.size} "
         f"| {'yes' if c.renders_first else 'no'} | {_cell(c.source)} |"
@@ -108,9 +108,9 @@ def caches_section() -> str:
         [
             "## The caches it knows",
             "",
-            "<!-- generated from warnonce_guard.rule.caches.CACHES -->",
+            "<!-- generated from warnonce_guard.caches.model.CACHES -->",
             "",
-            "The rows are `rule/caches.toml`, read through the validator of `[[tool.warnonce-guard.cache]]` (one"
+            "The rows are `caches/caches.toml`, read through the validator of `[[tool.warnonce-guard.cache]]` (one"
             " schema), each read from the library's own code (the version and lines in the last column). A call reaches"
             " a logger's row when the audited module gets the logger from one of the row's factories or instances"
             " (through its imports, relative ones included, and the names and `self.x` it binds), or imports it"

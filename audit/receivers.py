@@ -1,4 +1,4 @@
-"""Which once-cache a call reaches, read from the module that makes it (`rule.caches` is the table of caches).
+"""Which once-cache a call reaches, read from the module that makes it (`caches.model` is the table of caches).
 
 A method call's receiver is followed to where the module gets it: a factory it calls (`init_logger(__name__)`,
 `logging.get_logger(__name__)`), an instance it imports (`from vllm.logger import logger`), a logger imported from a
@@ -14,7 +14,7 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from warnonce_guard.rule.caches import DEFAULT_MODEL, FUNCTION, LOGGER, Cache, Model, cached_function
+from warnonce_guard.caches.model import DEFAULT_MODEL, FUNCTION, LOGGER, Cache, Model, cached_function
 from warnonce_guard.rule.liveness import dotted_name
 
 _DEPTH = 8  # how many bindings a receiver is followed through (`a = b`, `b = init_logger(...)`, ...)

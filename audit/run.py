@@ -26,10 +26,10 @@ from warnonce_guard.audit.formats import WRITERS, AuditReport
 from warnonce_guard.audit.paths import FileSet, Walk, module_name, python_files, tree_files
 from warnonce_guard.audit.scan import findings_in_source, needs_parse
 from warnonce_guard.audit.selection import ALL, Layer, failing, resolve
+from warnonce_guard.caches.model import DEFAULT_MODEL, Model
+from warnonce_guard.caches.renders_first import renders_first
 from warnonce_guard.common.errors import ExitCode, GuardError, PathUnusable, UsageError
 from warnonce_guard.common.files import rewrite
-from warnonce_guard.rule.caches import DEFAULT_MODEL, Model
-from warnonce_guard.rule.renders_first import renders_first
 from warnonce_guard.rule.target import NotPythonText, installed, python_text, read_source, resolve_target
 
 if TYPE_CHECKING:  # libcst, imported only to fix

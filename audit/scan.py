@@ -20,7 +20,7 @@ from warnonce_guard.audit.findings import Finding, numbered, unchecked
 from warnonce_guard.audit.grammar import DoesNotParse, modules
 from warnonce_guard.audit.pragmas import MENTIONED, Pragmas, Span
 from warnonce_guard.audit.receivers import Receivers
-from warnonce_guard.rule.caches import DEFAULT_MODEL, ONCE, Model
+from warnonce_guard.caches.model import DEFAULT_MODEL, ONCE, Model
 from warnonce_guard.rule.liveness import dotted_name, params, rebind, unhashable_names
 
 _NOT_AN_INSTANCE = frozenset({"staticmethod", "classmethod"})  # a method so decorated has no `self`
@@ -299,7 +299,7 @@ def findings_in_source(
 ) -> list[Finding]:
     """Every finding in one file's source text: one the prefilter (`needs_parse`) drops is neither parsed nor
     compiled (its pragmas alone are read: one may be unused), so its syntax is not checked. `module` is the file's
-    module name (its relative imports are followed to the caches they name), `model` the caches known (`rule.caches`);
+    module name (its relative imports are followed to the caches they name), `model` the caches known (`caches.model`);
     `reached` gathers the keys of the rows a call in it reaches (or that it defines); `kept` is `needs_parse`'s answer
     when the caller has it."""
     if not (needs_parse(source, model) if kept is None else kept):

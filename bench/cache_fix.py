@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from warnonce_guard.rule.cache_fix import patched
+from warnonce_guard.caches.cache_fix import patched
 from warnonce_guard.rule.target import resolve_target
 
 

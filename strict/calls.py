@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warnonce_guard.rule.caches import LOGGER, Cache
+from warnonce_guard.caches.model import LOGGER, Cache
 from warnonce_guard.strict.contract import offence
 
 LOGGER_MODULE = "vllm.logger"

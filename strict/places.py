@@ -1,11 +1,11 @@
-"""Where strict mode finds each once-cache of the model (`rule.caches`) in the test process, how it puts its checked
+"""Where strict mode finds each once-cache of the model (`caches.model`) in the test process, how it puts its checked
 stand-ins there, and how it takes them back.
 
 A cache's places are `module:qualname` (`vllm.logger:_print_warning_once`, `logging:Logger.warning_once`) or a
 configured dotted name; a place counts only once its module is imported (nothing is imported here) and its object is
 there (transformers puts `Logger.warning_once` on `logging.Logger` when it is imported). A cached function is also
 replaced where other modules hold it under its name (`from sglang.srt.utils import print_warning_once`).
-vLLM's logger is read from its source (`rule.renders_first`): one that renders first keeps only text, and is left
+vLLM's logger is read from its source (`caches.renders_first`): one that renders first keeps only text, and is left
 as it is, as is every row that renders first.
 """
 
@@ -17,8 +17,8 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from warnonce_guard.rule.caches import Cache, Model
-from warnonce_guard.rule.renders_first import renders_first
+from warnonce_guard.caches.model import Cache, Model
+from warnonce_guard.caches.renders_first import renders_first
 from warnonce_guard.strict.calls import LOGGER_MODULE, MARK, Violation, wrap, wrap_cache
 
 CHECKED = "checked"

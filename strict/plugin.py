@@ -1,5 +1,5 @@
 """Strict mode: a pytest plugin that checks the once-cache contract at run time, in every cache the model knows
-(`rule.caches`: vLLM's `_print_*_once`, transformers' patched `Logger.warning_once`, ...) and those configured in
+(`caches.model`: vLLM's `_print_*_once`, transformers' patched `Logger.warning_once`, ...) and those configured in
 `[tool.warnonce-guard]`, wherever the test process has them (`strict.places`).
 
 Off by default (`pytest --warnonce-strict`, or `warnonce_strict = true`): when on, every test that passes what
@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from warnonce_guard.rule.caches import DEFAULT_MODEL, BadCacheEntry, Cache, Model, user_caches
+from warnonce_guard.caches.model import DEFAULT_MODEL, BadCacheEntry, Cache, Model, user_caches
 from warnonce_guard.strict.calls import Violation
 from warnonce_guard.strict.places import RENDERS_FIRST, Places, shown
 from warnonce_guard.strict.threads import Origin, Origins

@@ -1,4 +1,4 @@
-"""The rows of rule/caches.toml as the audit reads the packages they come from (issue 42): a call of each kind of
+"""The rows of caches/caches.toml as the audit reads the packages they come from (issue 42): a call of each kind of
 cache (a function reached through a re-export, a logger's method, a function stored on a logger instance, a patch of
 `logging.Logger`, a set of keys) keeps a live exception and fails; what the cache never keeps does not; a configured
 entry always takes effect, or is said to take none."""
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from warnonce_guard.audit.scan import findings_in_source, needs_parse
+from warnonce_guard.caches.model import BY_KEY, DEFAULT_MODEL, BadCacheEntry, user_caches
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import ExitCode
-from warnonce_guard.rule.caches import BY_KEY, DEFAULT_MODEL, BadCacheEntry, user_caches
 
 
 def found(source: str, module: str, model: object = DEFAULT_MODEL) -> list[tuple[str, str, str]]:

@@ -38,7 +38,7 @@ INTERNAL = {
     "warnonce_guard.guards.steering": {"CannotSteer"},
     "warnonce_guard.history.fetch": {"FetchFailed"},
     # the audit's settings make them a BadCacheSettings, strict mode a pytest.UsageError
-    "warnonce_guard.rule.caches": {"BadCacheEntry", "BadSignature"},
+    "warnonce_guard.caches.model": {"BadCacheEntry", "BadSignature"},
     "warnonce_guard.rule.target": {"NotPythonText"},  # read_source makes it a SourceDoesNotParse, the audit a WOG000
     "warnonce_guard.upstream.cases": {"CannotExport"},
 }

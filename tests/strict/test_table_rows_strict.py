@@ -1,4 +1,4 @@
-"""Strict mode on each kind of cache of rule/caches.toml (issue 42), in stand-in modules shaped as the packages write
+"""Strict mode on each kind of cache of caches/caches.toml (issue 42), in stand-in modules shaped as the packages write
 them: a function behind a front that makes a list a tuple (deepspeed's `log_dist_once`), a cached function stored on
 a logger instance (deepspeed's `logger.warning_once`), a logger class whose `*_once` call a cached method (flashinfer's
 JIT logger), a patch of `logging.Logger` (auto-round's), a set of keys (ray's `log_once`). Each refused value is
@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Callable, Iterator
 
 import pytest
-from warnonce_guard.rule.caches import BY_KEY, DEFAULT_MODEL, Model, user_caches
+from warnonce_guard.caches.model import BY_KEY, DEFAULT_MODEL, Model, user_caches
 from warnonce_guard.strict.calls import MARK, Violation
 from warnonce_guard.strict.places import CHECKED, Places
 

@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from warnonce_guard.rule.cache_fix import patched, printers
+from warnonce_guard.caches.cache_fix import patched, printers
 from warnonce_guard.rule.target import installed
 from warnonce_guard.upstream.fix import TEST_NAME, test_change
 

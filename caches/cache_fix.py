@@ -33,8 +33,8 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from warnonce_guard.caches.renders_first import renders_first
 from warnonce_guard.common.errors import LoggerNotPatchable, NothingToCheck
-from warnonce_guard.rule.renders_first import renders_first
 
 PRINTER = re.compile(r"_print_(?P<level>debug|info|warning|error)_once")
 HELPER = "_render_once"  # the function the patch adds before the first printer

@@ -231,7 +231,7 @@ def cached_function(function: ast.FunctionDef | ast.AsyncFunctionDef, module: st
     )
 
 
-# ---- rows: the table's (rule/caches.toml) and the settings' (`[[tool.warnonce-guard.cache]]`), one validator --------
+# ---- rows: the table's (caches/caches.toml) and the settings' (`[[tool.warnonce-guard.cache]]`), one validator -------
 
 # What every entry may say (`row`'s docstring); a table row must say KEY, LABEL and SOURCE too, and only a settings'
 # entry says `replace`.
