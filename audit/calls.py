@@ -4,7 +4,7 @@ live object (or make the call raise) makes, of the kind the liveness policy (`ru
 A call is a method call, `getattr(<receiver>, "<name>")(...)`, a call of a name the module binds to one
 (`Aliases`), `functools.partial` included, or a call of a cached function (docs/reference.md, The audit). Which
 cache it reaches, and so which of its arguments and keywords the cache gets, is `audit.receivers`' answer from the
-model of every cache (`rule.caches`).
+model of every cache (`caches.model`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from warnonce_guard.audit.findings import Finding
 from warnonce_guard.audit.fixes import MESSAGE_FIX, Fix, Span, argument_fixes
 from warnonce_guard.audit.receivers import Receivers
 from warnonce_guard.audit.rules import BY_KIND, INSTANCE, RENDERED
-from warnonce_guard.rule.caches import DEFAULT_MODEL, Cache
+from warnonce_guard.caches.model import DEFAULT_MODEL, Cache
 from warnonce_guard.rule.liveness import EXCEPTION, KEYWORD, argument_kind, dotted_name
 
 _PARTIALS = frozenset({"partial", "functools.partial"})
@@ -38,7 +38,8 @@ Aliases = dict[str, Reference]  # dotted name (`warn`, `self._warn`) -> the meth
 
 
 def _once_name(name: str, methods: frozenset[str] = _METHODS) -> bool:
-    return any(name.endswith(method) for method in methods)
+    """One of the methods (or its private name, `_warning_once`), never a name that merely ends like one."""
+    return name in methods or name.removeprefix("_") in methods
 
 
 def _getattr_once(node: ast.expr, methods: frozenset[str] = _METHODS) -> str | None:
@@ -96,7 +97,7 @@ class OnceCall:
     args: list[ast.expr]  # positional arguments, from the message on unless `bound`
     keywords: list[ast.keyword]
     bound: int  # positional arguments a partial bound before these (the message among them when > 0)
-    caches: tuple[Cache, ...] = (DEFAULT_MODEL.vllm,)  # the rows the call may reach
+    caches: tuple[Cache, ...] = ()  # the rows the call may reach
     known: bool = True  # the caches are the call's own (its receiver followed to them), not every row with the method
 
 
@@ -171,6 +172,20 @@ def fate(cache: Cache, position: int | None, keyword: str | None, positional: in
     return TEXT if cache.renders_first else KEPT
 
 
+def _bound(cache: Cache, argument: _Argument, positional: int | None) -> str | None:
+    """The parameter of `cache`'s call an argument binds (None: unknown, or none)."""
+    if argument.keyword is not None and argument.keyword != "**":
+        return cache.signature.parameter_named(argument.keyword)
+    return cache.signature.parameter_at(argument.position) if argument.position is not None else None
+
+
+def _as_tuple(value: ast.expr) -> ast.expr:
+    """A list or set display as the tuple of its items (what a `tupled` parameter's cache gets); else itself."""
+    if isinstance(value, ast.List | ast.Set):
+        return ast.copy_location(ast.Tuple(elts=value.elts, ctx=ast.Load()), value)
+    return value
+
+
 @dataclass(frozen=True)
 class _Argument:
     text: str  # as a finding shows it: `e`, `*xs`, `**kw`, `name=e`
@@ -203,7 +218,7 @@ def describe(caches: tuple[Cache, ...], known: bool) -> str:
     shown = "; ".join(cache.describe() for cache in caches)
     if known:
         return shown if len(caches) == 1 else f"the cache it reaches ({shown})"
-    return f"the cache of whichever logger it is (not known from this file: {shown})"
+    return "the cache of whichever logger it is (its logger is not followed from this file to a known one)"
 
 
 def refused_by(caches: tuple[Cache, ...], known: bool, level: str, alone: bool = True) -> str:
@@ -264,6 +279,8 @@ def call_findings(
         else:
             if isinstance(value, ast.keyword):
                 value = value.value
+            if kept and all(_bound(c, argument, positional) in c.tupled for c in kept):
+                value = _as_tuple(value)  # `ranks=[0]`: the cache gets tuple(ranks)
             kind = argument_kind(value, live, unhashable)
             its_own = kind == "name" and isinstance(value, ast.Name) and value.id == instance
             if its_own and kept and not any(c.bounded for c in kept):  # every cache it may reach keeps it for good

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from warnonce_guard.audit.selection import Layer
-from warnonce_guard.common.errors import UsageError
-from warnonce_guard.rule.caches import BadCacheEntry, Cache, user_caches
+from warnonce_guard.caches.model import BadCacheEntry, Cache, user_caches
+from warnonce_guard.common.errors import BadCacheSettings, UsageError
 
 SECTION = "warnonce-guard"
 LISTS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
 FLAGS = ("force-exclude", "respect-gitignore")
-CACHES = "cache"  # `[[tool.warnonce-guard.cache]]`: once-caches of the user's own (`rule.caches.user_cache`)
+CACHES = "cache"  # `[[tool.warnonce-guard.cache]]`: once-caches of the user's own (`caches.model.user_cache`)
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def _settings(file: Path, table: object) -> tuple[dict[str, tuple[str, ...]], di
     try:
         caches = user_caches(table[CACHES], where) if CACHES in table else ()
     except BadCacheEntry as err:
-        raise UsageError(str(err)) from None
+        raise BadCacheSettings(str(err)) from None
     for key, value in table.items():
         if key == CACHES:
             continue

@@ -9,7 +9,7 @@ import functools
 from warnonce_guard.audit.findings import Finding
 from warnonce_guard.audit.rules import CACHE_CONTRACT, RULES, VLLM_HANDLER, Rule
 from warnonce_guard.audit.scan import findings_in_source
-from warnonce_guard.rule.caches import CACHES, DEFAULT_MODEL, FUNCTION, Cache
+from warnonce_guard.caches.model import CACHES, DEFAULT_MODEL, FUNCTION, Cache
 
 HANDLER = VLLM_HANDLER  # where most rules' example stands: a handler of `e`, logging through vLLM's logger
 EXAMPLE_FILE = "my_plugin/platform.py"
@@ -65,7 +65,7 @@ def rules_document() -> str:
     head = [
         "# The audit's rules",
         "",
-        "<!-- generated from warnonce_guard.audit.rules.RULES and warnonce_guard.rule.caches.CACHES by"
+        "<!-- generated from warnonce_guard.audit.rules.RULES and warnonce_guard.caches.model.CACHES by"
         " `python -m tools.readme`; do not edit -->",
         "",
         f"`warnonce-guard audit` reports every argument of a `*_once` call that can keep a live object in its cache,"
@@ -98,7 +98,7 @@ def _called(cache: Cache) -> str:
 
 
 def caches_section() -> str:
-    """The table of every once-cache (`rule.caches.CACHES`), and how a user adds one."""
+    """The table of every once-cache (`caches.model.CACHES`), and how a user adds one."""
     rows = [
         f"| {c.label} | {_called(c)} | `{_cell(c.signature.text)}` | {_cell(c.keys_on)} | {c.size} "
         f"| {'yes' if c.renders_first else 'no'} | {_cell(c.source)} |"
@@ -108,19 +108,25 @@ def caches_section() -> str:
         [
             "## The caches it knows",
             "",
-            "<!-- generated from warnonce_guard.rule.caches.CACHES -->",
+            "<!-- generated from warnonce_guard.caches.model.CACHES -->",
             "",
-            "Each row is read from the library's own code (the version and lines in the last column). A call reaches"
+            "The rows are `caches/caches.toml`, read through the validator of `[[tool.warnonce-guard.cache]]` (one"
+            " schema), each read from the library's own code (the version and lines in the last column). A call reaches"
             " a logger's row when the audited module gets the logger from one of the row's factories or instances"
             " (through its imports, relative ones included, and the names and `self.x` it binds), or imports it"
             " from a module of a package whose loggers are the row's; a receiver not followed to a row may be any"
-            " logger with the method, and the call is checked against each: a keyword is `WOG011` only when none"
+            " logger with a `*_once` method (another method, lightning's `WarningCache.warn`, counts only on a receiver"
+            " followed to its row), and the call is checked against each: a keyword is `WOG011` only when none"
             " takes it, an argument is checked where any keeps it. Arguments a row's call takes but never caches"
             " (vLLM's `scope=`) or that live as long as the process anyway (a logger) are not checked. An instance"
             " (`self`) given to an unbounded cache is `WOG012`; a live exception given to a cache that renders the"
             " message first is `WOG013`, informational. vLLM's row is read from the target's `vllm/logger.py` (the"
             " audited tree's, else the installed vLLM's): where its `*_once` render the message before anything"
-            " caches it (issue 35's patch), the row renders first.",
+            " caches it (issue 35's patch), the row renders first. A name of a row's package ending as one of its"
+            " names does (a re-export: `deepspeed.utils.log_dist_once`). The audit reads (parses) only a file holding"
+            " one of the rows' names (each `*_once` method's, each function's, the loggers' of a method not named"
+            " `*_once`) or `_once` beside a cache decorator; it neither parses nor compiles the others"
+            " (`bench/audit_vs_ruff.py` times it beside ruff).",
             "",
             "| cache | called as | signature | keys on | size | renders first | read from |",
             "|---|---|---|---|---|---|---|",
@@ -136,10 +142,16 @@ def caches_section() -> str:
             'signature = "(logger, msg, *args)"      # the call\'s parameters (for kind "logger": without self)',
             'held = ["logger"]                       # optional: parameters that live as long as the process',
             "maxsize = 128                           # optional: the lru_cache's size (default: unbounded)",
-            "# optional: uncached = [...], renders-first = true, loggers = [...], methods = [...]",
+            "# optional: uncached, tupled, renders-first, loggers, methods, also, packages, places, replace",
             "```",
             "",
-            "Strict mode (`pytest --warnonce-strict`) wraps the same rows, and the configured ones, wherever the"
-            " test process has them.",
+            "An entry naming a cache of the table is refused unless it says `replace = true` (then it stands for"
+            " that row); a malformed one is bad input (exit 3), one line naming the entry and its key. A run with"
+            " configured entries says which it used on stderr, and each that no call in the files audited reaches."
+            " Strict mode (`pytest --warnonce-strict`) wraps the same rows, and the configured ones, wherever the"
+            " test process has them: where the module defines it, where a module imports it by name, and where an"
+            " object or class of a module stores it (`logger.warning_once = warning_once`); a cache that is not an"
+            " lru_cache (a set of keys) gets text in place of a refused value. A configured entry found nowhere in"
+            " the session is said at its end.",
         ]
     )

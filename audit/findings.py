@@ -36,7 +36,7 @@ class Finding:
     suppressed: str | None = None  # the reason of the pragma that accepts it (`# warnonce: ok <reason>`, a noqa)
     call: str = ""  # the call as a message shows it: `logger.warning_once(...)`, `warn(...) (warning_once)`
     fix: Fix | None = None  # how `--fix` formats the argument first, where that renders the message as before
-    cache: str = ""  # the cache it is about, as the message names it (`rule.caches`)
+    cache: str = ""  # the cache it is about, as the message names it (`caches.model`)
 
     @property
     def key(self) -> str:
@@ -101,6 +101,7 @@ class AuditResult:
     files_parsed: int  # those that passed the text prefilter
     seconds: float
     suppressed: tuple[Finding, ...] = ()
+    reached: frozenset[str] = frozenset()  # the keys of the rows a call reaches (or whose function is defined)
 
     @property
     def exceptions(self) -> tuple[Finding, ...]:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-import symtable
-import warnings
 from collections.abc import Iterator
 
 from warnonce_guard.audit.newer import downgraded
@@ -54,21 +52,6 @@ def parse(text: str, first_line: int = 1) -> ast.Module:
         return ast.parse(pad + rewritten[0])
     except (SyntaxError, ValueError, RecursionError) as err:
         raise _failure(err, first_line) from None
-
-
-def compiles(source: str) -> bool:
-    """Whether this Python reads `source` (parses it and resolves its scopes, as compile() does before making code):
-    a third of `parse`'s time on vLLM's files (no `ast` objects are made, nor code), bounded in memory up to 2
-    `CHUNK`s (a bigger source is not tried: False)."""
-    if len(source) > 2 * CHUNK:
-        return False
-    try:
-        with warnings.catch_warnings():  # an invalid escape's SyntaxWarning is no finding of ours
-            warnings.simplefilter("ignore")
-            symtable.symtable(source, "<audited>", "exec")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
 
 
 def cuts(source: str) -> list[int]:

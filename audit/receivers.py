@@ -1,4 +1,4 @@
-"""Which once-cache a call reaches, read from the module that makes it (`rule.caches` is the table of caches).
+"""Which once-cache a call reaches, read from the module that makes it (`caches.model` is the table of caches).
 
 A method call's receiver is followed to where the module gets it: a factory it calls (`init_logger(__name__)`,
 `logging.get_logger(__name__)`), an instance it imports (`from vllm.logger import logger`), a logger imported from a
@@ -14,7 +14,7 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from warnonce_guard.rule.caches import DEFAULT_MODEL, FUNCTION, LOGGER, Cache, Model, cached_function
+from warnonce_guard.caches.model import DEFAULT_MODEL, FUNCTION, LOGGER, Cache, Model, cached_function
 from warnonce_guard.rule.liveness import dotted_name
 
 _DEPTH = 8  # how many bindings a receiver is followed through (`a = b`, `b = init_logger(...)`, ...)
@@ -48,6 +48,7 @@ class Receivers:
     bindings: dict[tuple[ast.AST | None, str], list[ast.expr]] = field(default_factory=dict)
     functions: dict[str, Cache] = field(default_factory=dict)  # lru_cache'd `*_once` functions the module defines
     defined: set[str] = field(default_factory=set)  # every other name the module's own `def`s and classes bind
+    reached: set[str] = field(default_factory=set)  # the keys of the rows a call reaches, or whose function it defines
 
     def add(self, tree: ast.AST) -> None:
         """Gather the imports, bindings and cached functions of a module (or a piece of one)."""
@@ -79,6 +80,8 @@ class Receivers:
                 listed = self.model.named(f"{self.module}.{node.name}") if self.module else None
                 row = listed if listed is not None and listed.kind == FUNCTION else None
                 row = row or cached_function(node, self.module, node.lineno)
+                if listed is not None:
+                    self.reached.add(listed.key)
                 if row is not None:
                     self.functions[node.name] = row
                     continue

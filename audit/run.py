@@ -7,11 +7,13 @@ alone.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,23 +26,45 @@ from warnonce_guard.audit.formats import WRITERS, AuditReport
 from warnonce_guard.audit.paths import FileSet, Walk, module_name, python_files, tree_files
 from warnonce_guard.audit.scan import findings_in_source, needs_parse
 from warnonce_guard.audit.selection import ALL, Layer, failing, resolve
+from warnonce_guard.caches.model import DEFAULT_MODEL, Model
+from warnonce_guard.caches.renders_first import renders_first
 from warnonce_guard.common.errors import ExitCode, GuardError, PathUnusable, UsageError
 from warnonce_guard.common.files import rewrite
-from warnonce_guard.rule.caches import DEFAULT_MODEL, Model
-from warnonce_guard.rule.renders_first import renders_first
 from warnonce_guard.rule.target import NotPythonText, installed, python_text, read_source, resolve_target
 
 if TYPE_CHECKING:  # libcst, imported only to fix
     from warnonce_guard.audit.codemod import Change
 
 
+# The cyclic collector's thresholds while files are parsed: an AST is freed by its references alone, and with
+# Python's default (700 allocations) a collection runs every few nodes: vLLM 0.34.0's 407 files ~10% faster.
+_THRESHOLDS = (20_000, 20, 100)
+
+
+@contextlib.contextmanager
+def _fewer_collections() -> Iterator[None]:
+    before = gc.get_threshold()
+    gc.set_threshold(*_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 def audit_files(files: FileSet, model: Model = DEFAULT_MODEL) -> AuditResult:
+    """`scan_files`, with the cyclic collector run less often (`_THRESHOLDS`)."""
+    with _fewer_collections():
+        return scan_files(files, model)
+
+
+def scan_files(files: FileSet, model: Model = DEFAULT_MODEL) -> AuditResult:
     """Every finding in the files given, by the caches `model` knows: all are read and decoded as Python decodes
-    them, those with `_once` parsed, the others compiled; a folder or file that cannot be read, decoded or parsed is
-    one finding."""
+    them, those the prefilter keeps (`scan.needs_parse`) parsed, the others left; a folder or file that cannot be
+    read, decoded or parsed is one finding. The result says which rows a call reached (`reached`)."""
     start = time.perf_counter()
     found: list[Finding] = [unchecked(folder, why) for folder, why in files.unreadable]
     parsed = 0
+    reached: set[str] = set()
     for path, keyed in files.files:
         try:
             data = path.read_bytes()
@@ -52,9 +76,10 @@ def audit_files(files: FileSet, model: Model = DEFAULT_MODEL) -> AuditResult:
         except NotPythonText as err:
             found.append(unchecked(keyed, str(err), err.line, err.column))
             continue
-        parsed += needs_parse(source, model)  # findings_in_source parses these (the others if compile() refuses them)
+        kept = needs_parse(source, model)  # findings_in_source parses these alone
+        parsed += kept
         module, is_package = module_name(path)
-        found.extend(findings_in_source(source, keyed, module, model, is_package))
+        found.extend(findings_in_source(source, keyed, module, model, is_package, reached, kept))
     every = numbered(found)
     return AuditResult(
         tuple(f for f in every if f.suppressed is None),
@@ -62,6 +87,7 @@ def audit_files(files: FileSet, model: Model = DEFAULT_MODEL) -> AuditResult:
         parsed,
         time.perf_counter() - start,
         tuple(f for f in every if f.suppressed is not None),
+        frozenset(reached),
     )
 
 
@@ -196,6 +222,7 @@ def run(request: Request) -> Output:
         target_dir = target.package_dir
     model, note = model_for(config, files, target_dir)
     result = audit_files(files, model)
+    note = _and(note, rows_note(config, result.reached)) if config.caches else note
     checked = functools.partial(files.covers, root=root)  # a baseline entry counts as stale only for these
     comparison = compare(result.findings, accepted, checked)
     if fixing:
@@ -218,6 +245,22 @@ def run(request: Request) -> Output:
     failed = bool(failing(comparison, codes)) and not (request.write_baseline or request.exit_zero)
     code = ExitCode.CHECK_FAILED if failed else ExitCode.OK
     return Output(WRITERS[request.format](report), code, note)
+
+
+def rows_note(config: Config, reached: frozenset[str]) -> str:
+    """The rows a run with configured caches used (which built-in rows each replaces), and each configured row no
+    call in the files audited reaches: a declaration that took no effect is said, never silent."""
+    used = ", ".join(
+        f"{c.name}" + (f" (replacing {', '.join(c.replaces)})" if c.replaces else "") for c in config.caches
+    )
+    note = f"caches: the built-in table and {len(config.caches)} from {config.origin}: {used}"
+    inert = [c.name for c in config.caches if c.key not in reached]
+    if inert:
+        note += (
+            f"; {', '.join(map(repr, inert))} matched nothing in the files audited (no call reaches it, nor is it "
+            "defined there): check its name, loggers and methods"
+        )
+    return note
 
 
 def _and(note: str | None, more: str) -> str:

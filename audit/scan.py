@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -19,27 +20,27 @@ from warnonce_guard.audit.findings import Finding, numbered, unchecked
 from warnonce_guard.audit.grammar import DoesNotParse, modules
 from warnonce_guard.audit.pragmas import MENTIONED, Pragmas, Span
 from warnonce_guard.audit.receivers import Receivers
-from warnonce_guard.rule.caches import DEFAULT_MODEL, Model
+from warnonce_guard.caches.model import DEFAULT_MODEL, ONCE, Model
 from warnonce_guard.rule.liveness import dotted_name, params, rebind, unhashable_names
 
-# A file without this text holds no `*_once` call (nor an alias of one): it is only compiled (`grammar.compiles`).
-PREFILTER = "_once"
 _NOT_AN_INSTANCE = frozenset({"staticmethod", "classmethod"})  # a method so decorated has no `self`
 
 
-def words(model: Model = DEFAULT_MODEL) -> tuple[str, ...]:
-    """What a file holding a once-cache call holds: `_once`, or the name of a configured cached function."""
-    return (PREFILTER, *sorted(name for name in model.function_names if PREFILTER not in name))
-
-
 def needs_parse(source: str, model: Model = DEFAULT_MODEL) -> bool:
-    """Whether the source may hold a once-cache call (else it is only compiled)."""
-    return any(word in source for word in words(model))
+    """Whether the source may hold a once-cache call (`Model.holds_call`; else it is neither parsed nor compiled)."""
+    return model.holds_call(source)
 
 
-# A `*_once` method named but not called right there (`warn = logger.warning_once`, `getattr(x, "info_once")`):
-# only then is the module searched for aliases.
-_REFERENCED = re.compile(r"_once\b(?!\s*\()")
+@functools.cache
+def _referenced(methods: frozenset[str]) -> re.Pattern[str]:
+    """A cache's method named but not called right there (`warn = logger.warning_once`, `getattr(x, "info_once")`;
+    a method not named `*_once` as an attribute: `w = cache.warn`): only then is the module searched for aliases."""
+    once = "|".join(re.escape(m) for m in sorted(methods) if m.endswith(ONCE))
+    other = "|".join(re.escape(m) for m in sorted(methods) if not m.endswith(ONCE))
+    either = [f"(?<![\\w])_?(?:{once})" if once else "", f"\\.(?:{other})" if other else ""]
+    return re.compile(rf"(?:{'|'.join(e for e in either if e)})\b(?!\s*\()")
+
+
 _CLASS_BODY = "<class body>"  # `_Scanner.instance` while a class body is in hand
 # How much deeper than Python's recursion limit a file whose expressions nest deeply is scanned (ast.parse itself
 # reads expressions about 3 times as deep as the limit; scanning takes a few frames per level).
@@ -57,8 +58,8 @@ class _Scanner:
         self.aliases = aliases
         self.receivers = receivers  # which cache each call reaches, from the module's imports and bindings
         # Lines holding `_once` (or an alias): code spanning none of them holds no call to look at (a 2x speed-up).
-        found = [*words(receivers.model), *{name.rsplit(".", 1)[-1] for name in aliases}]
-        self.once_lines = [n for n, text in enumerate(self.lines, 1) if any(w in text for w in found)]  # as ast counts
+        found = {*receivers.model.line_words, *(name.rsplit(".", 1)[-1] for name in aliases)}
+        self.once_lines = _lines_holding(source, found)  # as ast counts
         # Without a handler's name in scope, only `sys`'s view of the handled exception can be live.
         self.mentions_sys = "sys" in source
         # The scope in hand (a function's body and parameters, the module's statements; None: a class body), and
@@ -199,6 +200,8 @@ class _Scanner:
             shadowed = set()
             once = once_call(node, self.aliases, self.receivers, self.functions) if isinstance(node, ast.Call) else None
             if once is not None:
+                if once.known:
+                    self.receivers.reached.update(cache.key for cache in once.caches)
                 self.record(once, names, live)
         with self.shadowing(shadowed) if shadowed else nullcontext():
             for child in ast.iter_child_nodes(node):
@@ -207,11 +210,32 @@ class _Scanner:
     def record(self, once: OnceCall, names: tuple[str, ...], live: frozenset[str]) -> None:
         qualname, call = ".".join(names) or "<module>", once.node
         instance = None if self.instance in (None, _CLASS_BODY) or self.instance in self.shadowed else self.instance
-        found = list(call_findings(once, self.file, qualname, live, self.unhashable(), instance))
+        unhashable = self.unhashable() if _reads_names(once) else frozenset()  # a scope's walk: only when it counts
+        found = list(call_findings(once, self.file, qualname, live, unhashable, instance))
         first, last = call.lineno, call.end_lineno or call.lineno
         if found and any("#" in self.lines[n - 1] for n in range(first, last + 1)):
             found = self.pragmas.accept(found, first, last, _strings(call), qualname)
         self.raw.extend(found)
+
+
+def _lines_holding(source: str, words: Iterable[str]) -> list[int]:
+    """The 1-based numbers of the lines holding one of the words, in order (one search of the whole source)."""
+    found, line, at = [], 1, 0
+    for match in re.finditer("|".join(map(re.escape, sorted(words))), source):
+        line += source.count("\n", at, match.start())
+        at = match.start()
+        if not found or found[-1] != line:
+            found.append(line)
+    return found
+
+
+# What an argument may be for the names a scope binds only to unhashable values to count (`is_unhashable` reads a
+# name or attribute, alone or inside these): a call's or a literal's never do.
+_NAME_READERS = (ast.Name, ast.Attribute, ast.Tuple, ast.Subscript, ast.BinOp, ast.Starred)
+
+
+def _reads_names(once: OnceCall) -> bool:
+    return any(isinstance(a, _NAME_READERS) for a in (*once.args, *(k.value for k in once.keywords)))
 
 
 def _strings(node: ast.AST) -> list[Span]:
@@ -236,7 +260,7 @@ def _deeper() -> Iterator[None]:
 def _pieces(source: str, model: Model) -> tuple[Iterable[ast.Module], Aliases]:
     """The module's pieces to scan, and the aliases of `*_once` methods it assigns, over all of it (a big file whose
     source names a `*_once` method without calling it is parsed twice: once for its aliases)."""
-    if not _REFERENCED.search(source):
+    if not model.methods or not _referenced(model.methods).search(source):
         return modules(source), {}
     whole = list(modules(source)) if len(source) <= 2 * grammar.CHUNK else None  # one piece: parsed once
     aliases: Aliases = {}
@@ -265,20 +289,28 @@ def _scanned(source: str, file: str, receivers: Receivers) -> list[Finding]:
 
 
 def findings_in_source(
-    source: str, file: str, module: str | None = None, model: Model = DEFAULT_MODEL, is_package: bool = False
+    source: str,
+    file: str,
+    module: str | None = None,
+    model: Model = DEFAULT_MODEL,
+    is_package: bool = False,
+    reached: set[str] | None = None,
+    kept: bool | None = None,
 ) -> list[Finding]:
-    """Every finding in one file's source text: without `_once` it is only read by Python's compiler
-    (`grammar.compiles`: no `ast` objects) and its pragmas, and parsed only when the compiler refuses it, to say
-    where it does not parse (or to find it is newer syntax, which parses). `module` is the file's module name (its
-    relative imports are followed to the caches they name), `model` the caches known (`rule.caches`)."""
-    if not needs_parse(source, model) and grammar.compiles(source):
+    """Every finding in one file's source text: one the prefilter (`needs_parse`) drops is neither parsed nor
+    compiled (its pragmas alone are read: one may be unused), so its syntax is not checked. `module` is the file's
+    module name (its relative imports are followed to the caches they name), `model` the caches known (`caches.model`);
+    `reached` gathers the keys of the rows a call in it reaches (or that it defines); `kept` is `needs_parse`'s answer
+    when the caller has it."""
+    if not (needs_parse(source, model) if kept is None else kept):
         return numbered(Pragmas(file, source.split("\n")).findings(source)) if MENTIONED.search(source) else []
+    reached = reached if reached is not None else set()
     try:
-        return numbered(_scanned(source, file, Receivers(module, is_package, model)))
+        return numbered(_scanned(source, file, Receivers(module, is_package, model, reached=reached)))
     except RecursionError:
         pass
     with _deeper():
         try:
-            return numbered(_scanned(source, file, Receivers(module, is_package, model)))
+            return numbered(_scanned(source, file, Receivers(module, is_package, model, reached=reached)))
         except RecursionError:
             return [unchecked(file, "an expression nested too deeply to check")]

@@ -31,7 +31,7 @@ from pathlib import Path
 from statistics import median
 from types import ModuleType
 
-from warnonce_guard.rule.cache_fix import STORE, patched
+from warnonce_guard.caches.cache_fix import STORE, patched
 from warnonce_guard.rule.target import resolve_target
 
 CASES = ("new message", "repeated", "disabled level")

@@ -35,7 +35,7 @@ class ExitCode(enum.IntEnum):
         3,
         (
             "the input is wrong: the target, --platform, --tests, a path option (never replaced: it is not ours), a "
-            "baseline or a source file"
+            "baseline, a source file or a cache entry of the settings"
         ),
     )
     ENVIRONMENT = (
@@ -184,6 +184,10 @@ class ReportFailed(GuardError, exit_code=ExitCode.ENVIRONMENT):
 
 class BadBaseline(GuardError, exit_code=ExitCode.BAD_INPUT):
     """The audit's baseline file is missing, unreadable, not JSON or not a baseline; or it cannot be written."""
+
+
+class BadCacheSettings(GuardError, exit_code=ExitCode.BAD_INPUT):
+    """A `[[tool.warnonce-guard.cache]]` entry that cannot be a row: the message names the entry and its key."""
 
 
 class BadSitesRecord(GuardError, exit_code=ExitCode.BAD_INPUT):

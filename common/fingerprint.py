@@ -15,7 +15,7 @@ from contextlib import suppress
 from pathlib import Path
 
 # This tool's code, every package of it: found, not imported (the ground imports no layer above it).
-TOOL_PACKAGES = ("common", "rule", "guards", "audit", "strict", "mutations", "history", "upstream", "cli")
+TOOL_PACKAGES = ("common", "rule", "caches", "guards", "audit", "strict", "mutations", "history", "upstream", "cli")
 
 
 def _package_dir(name: str) -> Path:

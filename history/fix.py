@@ -3,7 +3,7 @@ and no site changed.
 
 The fixed tree is a copy of the release's `vllm/` (hard links where the disk allows) in a temporary directory of the
 work directory's `trees/`, marked as ours and removed when its guards are done; only its `logger.py` is a new file
-(`rule.cache_fix.patched` of the release's own), so the fetched tree is never written.
+(`caches.cache_fix.patched` of the release's own), so the fetched tree is never written.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from warnonce_guard.caches.cache_fix import patched
 from warnonce_guard.common.errors import GuardError
 from warnonce_guard.common.files import scratch
 from warnonce_guard.history.records import FixVerdict, GuardRun, ReleaseMeta, Survey, Verdict
 from warnonce_guard.history.verdict import fix_verdict, release_verdict
-from warnonce_guard.rule.cache_fix import patched
 from warnonce_guard.rule.target import PACKAGE, read_source
 
 LOGGER = f"{PACKAGE}/logger.py"

@@ -95,7 +95,7 @@ class ReleaseMeta:
 @dataclass(frozen=True)
 class FixVerdict:
     """A release's guards with the cache-level fix applied to its `vllm/logger.py` and no site changed
-    (`history --with-fix`; `rule.cache_fix`)."""
+    (`history --with-fix`; `caches.cache_fix`)."""
 
     verdict: Verdict  # guarded, exposed or not checked (the patch did not apply, or the guards did not run)
     neutralized: int = 0  # sites whose guard passed by the fixed cache alone: with vLLM's stock cache they leak

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from warnonce_guard.audit.paths import tree_files
 from warnonce_guard.audit.run import audit_files
+from warnonce_guard.caches.model import DEFAULT_MODEL
+from warnonce_guard.caches.renders_first import renders_first
 from warnonce_guard.common.errors import GuardError
 from warnonce_guard.history.records import Survey
-from warnonce_guard.rule.caches import DEFAULT_MODEL
 from warnonce_guard.rule.platforms import IMPORT_KERNELS
-from warnonce_guard.rule.renders_first import renders_first
 from warnonce_guard.rule.sites import discover
 from warnonce_guard.rule.target import PACKAGE
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warnonce_guard.rule.caches import LOGGER, Cache
+from warnonce_guard.caches.model import LOGGER, Cache
 from warnonce_guard.strict.contract import offence
 
 LOGGER_MODULE = "vllm.logger"
@@ -158,18 +158,32 @@ def wrap(original: Callable[..., object], record: Callable[[Violation], None]) -
     return cached
 
 
-def _checked_arguments(cache: Cache, args: tuple[object, ...]) -> list[tuple[str, object]]:
-    """(position as a failure names it, value) of each positional argument the cache keeps: not a logger's own
-    receiver (`self`), nor a parameter held for the life of the process (a logger) or never cached."""
+def _checked_arguments(cache: Cache, args: tuple[object, ...], bound: bool) -> list[tuple[int, str, object]]:
+    """(index into args, position as a failure names it, value) of each positional argument the cache keeps: not the
+    receiver of a method looked up on a class (`bound`: `self`), nor a parameter held for the life of the process (a
+    logger) or never cached; a parameter the cache makes a tuple first is checked as that tuple."""
     signature = cache.signature
     skip = cache.held | cache.uncached
-    first = 1 if cache.kind == LOGGER else 0  # a method's `self`: the logger (or adapter) itself
+    first = 1 if bound else 0
     found = []
     for index, value in enumerate(args[first:]):
         parameter = signature.parameter_at(index) or "?"
         if parameter not in skip:
-            found.append((f"{index + 1} ({parameter})", value))
+            found.append((first + index, f"{index + 1} ({parameter})", _as_cached(cache, parameter, value)))
     return found
+
+
+def _as_cached(cache: Cache, parameter: str, value: object) -> object:
+    """What the cache gets of an argument: a list or set given to a `tupled` parameter is made a tuple first."""
+    return tuple(value) if parameter in cache.tupled and isinstance(value, list | set | frozenset) else value
+
+
+def _text(value: object) -> str:
+    """A refused value as the text that stands for it in a cache that keeps what it is given."""
+    try:
+        return str(value)
+    except Exception:  # a broken __str__ must not break the logging call
+        return _safe_repr(value)
 
 
 def _key(cache: Cache, method: str, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[str, ...]:
@@ -179,47 +193,69 @@ def _key(cache: Cache, method: str, args: tuple[object, ...], kwargs: dict[str, 
 
 
 def wrap_cache(
-    original: Callable[..., object], cache: Cache, method: str, record: Callable[[Violation], None]
+    original: Callable[..., object],
+    cache: Cache,
+    method: str,
+    record: Callable[[Violation], None],
+    bound: bool | None = None,
 ) -> Callable[..., object]:
-    """`original` (an lru_cache'd method or function of `cache`) behind a check that records refused arguments.
+    """`original` (a method or function of `cache`) behind a check that records refused arguments; `bound`: it is
+    looked up on a class, so its first argument is the instance (default: a logger row's is).
 
-    A call the contract accepts goes to `original` as it was made. One it refuses never reaches the cache: the
-    uncached function (`original.__wrapped__`) logs it, once per rendered text (a set of strings), so the record
-    reads as without strict mode (exc_info=e still prints its traceback) and nothing is kept. A `stacklevel` that
-    reaches past the cache to its caller counts the wrapper's frame too.
+    A call the contract accepts goes to `original` as it was made. One it refuses never reaches the cache: an
+    lru_cache's uncached function (`original.__wrapped__`) logs it, once per rendered text (a set of strings), so the
+    record reads as without strict mode (exc_info=e still prints its traceback); any other cache (a set of keys, a
+    front that caches further down) gets text in place of each refused value (the message rendered, when the row's
+    arguments are its %-arguments), so it keeps only text. A `stacklevel` that reaches past the cache to its caller
+    counts the wrapper's frame too.
     """
+    bound = cache.kind == LOGGER if bound is None else bound
     call = f"logger.{method}(...)" if cache.kind == LOGGER else f"{method}(...)"
     logged: set[tuple[str, ...]] = set()
 
-    def checked(target: Callable[..., object]) -> Callable[..., object]:
+    def checked(target: Callable[..., object], uncached: bool) -> Callable[..., object]:
+        lru = callable(getattr(target, "cache_info", None)) and callable(getattr(target, "__wrapped__", None))
+
         @functools.wraps(target)
         def strict_once(*args: object, **kwargs: object) -> object:
-            refused = [
-                _refused(method, position, value, record, call) for position, value in _checked_arguments(cache, args)
-            ]
-            for name, value in kwargs.items():
-                if name not in cache.held | cache.uncached:
-                    refused.append(_refused(method, repr(name), value, record, call))
-            level = kwargs.get("stacklevel")
+            positional = _checked_arguments(cache, args, bound)
+            refused = {
+                index for index, position, value in positional if _refused(method, position, value, record, call)
+            }
+            named = {n for n, v in kwargs.items() if n not in cache.held | cache.uncached}
+            kept = {n for n in named if _refused(method, repr(n), _as_cached(cache, n, kwargs[n]), record, call)}
+            level = kwargs.get("stacklevel", cache.signature.default("stacklevel"))  # lightning's warn: 5 by default
             if cache.caller_stacklevel and isinstance(level, int) and level >= cache.caller_stacklevel:
                 kwargs["stacklevel"] = level + 1  # past the cache to its caller: over this frame too
-            if not any(refused):
+            if uncached or not (refused or kept):
                 return target(*args, **kwargs)
-            key = _key(cache, method, args, kwargs)
-            if key in logged:
-                return None
-            logged.add(key)
-            uncached = getattr(target, "__wrapped__", target)
-            return uncached(*args, **kwargs)
+            if lru:
+                key = _key(cache, method, args, kwargs)
+                if key in logged:
+                    return None
+                logged.add(key)
+                return target.__wrapped__(*args, **kwargs)  # type: ignore[attr-defined]
+            return target(
+                *_texts(cache, args, refused, bound), **{n: _text(v) if n in kept else v for n, v in kwargs.items()}
+            )
 
         setattr(strict_once, MARK, True)
         return strict_once
 
-    wrapped = checked(original)
-    uncached = getattr(original, "__wrapped__", None)
-    if callable(uncached):
-        wrapped.__wrapped__ = checked(uncached)  # type: ignore[attr-defined]
+    wrapped = checked(original, False)
+    inner = getattr(original, "__wrapped__", None)
+    if callable(inner):
+        wrapped.__wrapped__ = checked(inner, True)  # type: ignore[attr-defined]
     for name in ("cache_info", "cache_clear", "cache_parameters"):
         if hasattr(original, name):
             setattr(wrapped, name, getattr(original, name))
     return wrapped
+
+
+def _texts(cache: Cache, args: tuple[object, ...], refused: set[int], bound: bool) -> tuple[object, ...]:
+    """The arguments with text in place of each refused one; a row whose arguments after the message are its
+    %-arguments gets the message rendered as logging would, and no arguments after it."""
+    first = 1 if bound else 0
+    if cache.percent and len(args) > first:
+        return (*args[:first], rendered(args[first:]))
+    return tuple(_text(value) if index in refused else value for index, value in enumerate(args))

@@ -1,11 +1,11 @@
-"""Where strict mode finds each once-cache of the model (`rule.caches`) in the test process, how it puts its checked
+"""Where strict mode finds each once-cache of the model (`caches.model`) in the test process, how it puts its checked
 stand-ins there, and how it takes them back.
 
 A cache's places are `module:qualname` (`vllm.logger:_print_warning_once`, `logging:Logger.warning_once`) or a
 configured dotted name; a place counts only once its module is imported (nothing is imported here) and its object is
 there (transformers puts `Logger.warning_once` on `logging.Logger` when it is imported). A cached function is also
 replaced where other modules hold it under its name (`from sglang.srt.utils import print_warning_once`).
-vLLM's logger is read from its source (`rule.renders_first`): one that renders first keeps only text, and is left
+vLLM's logger is read from its source (`caches.renders_first`): one that renders first keeps only text, and is left
 as it is, as is every row that renders first.
 """
 
@@ -17,8 +17,8 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from warnonce_guard.rule.caches import FUNCTION, Cache, Model
-from warnonce_guard.rule.renders_first import renders_first
+from warnonce_guard.caches.model import Cache, Model
+from warnonce_guard.caches.renders_first import renders_first
 from warnonce_guard.strict.calls import LOGGER_MODULE, MARK, Violation, wrap, wrap_cache
 
 CHECKED = "checked"
@@ -50,6 +50,18 @@ def resolve(place: str) -> tuple[object, str, object] | None:
     if value is None or isinstance(value, staticmethod | classmethod):
         return None
     return owner, attribute, value
+
+
+def _own_namespace(value: object) -> dict[str, object] | types.MappingProxyType[str, object] | None:
+    """The attributes an object or class keeps itself (never a module's: those are searched in turn), read without
+    running any of its code (`__getattr__`, a property)."""
+    if isinstance(value, types.ModuleType | types.FunctionType | types.BuiltinFunctionType):
+        return None
+    try:
+        namespace = object.__getattribute__(value, "__dict__")
+    except Exception:  # no `__dict__` (slots, a builtin), or one that refuses to be read
+        return None
+    return namespace if isinstance(namespace, dict | types.MappingProxyType) else None
 
 
 def _vllm_renders_first(module: types.ModuleType) -> bool:
@@ -108,25 +120,38 @@ class Places:
         if getattr(value, MARK, False) or not callable(value):
             return
         vllms = cache.key == "vllm"  # its printers take a stand-in logger that keeps the caller's location
-        stand_in = wrap(value, self.record) if vllms else wrap_cache(value, cache, attribute, self.record)
+        bound = isinstance(owner, type)  # looked up on a class: called with the instance first
+        stand_in = wrap(value, self.record) if vllms else wrap_cache(value, cache, attribute, self.record, bound)
         setattr(owner, attribute, stand_in)
         self.patches.append((owner, attribute, value))
-        if cache.kind == FUNCTION and isinstance(owner, types.ModuleType):  # imported by name elsewhere
+        if isinstance(owner, types.ModuleType):  # imported by name elsewhere, or stored on an object
             self.functions[id(value)] = (value, stand_in)
 
     def _held_elsewhere(self) -> None:
-        """Replace a wrapped function where a module imported since the last search holds it under its name."""
+        """Replace a wrapped function where a module imported since the last search holds it under its name: in its
+        namespace (`from x import f`), or on an object or class of it (`logger.warning_once = warning_once`)."""
         for name in [n for n in list(sys.modules) if n not in self.scanned]:
             self.scanned.add(name)
-            namespace = _namespace(sys.modules.get(name))
+            module = sys.modules.get(name)
+            namespace = _namespace(module)
             if not isinstance(namespace, dict):
                 continue
-            for attribute, value in list(namespace.items()):
-                known = self.functions.get(id(value))
-                # under its own name, as `from x import f` binds it (not a name a test keeps the original under)
-                if known is not None and known[0] is value and attribute == getattr(value, "__name__", None):
-                    namespace[attribute] = known[1]
-                    self.patches.append((sys.modules[name], attribute, value))
+            self._replace_in(module, namespace)
+            for value in list(namespace.values()):
+                held = _own_namespace(value)
+                if held is not None:
+                    self._replace_in(value, held)
+
+    def _replace_in(self, owner: object, namespace: dict[str, object] | types.MappingProxyType[str, object]) -> None:
+        for attribute, value in list(namespace.items()):
+            known = self.functions.get(id(value))
+            # under its own name, as `from x import f` binds it (not a name a test keeps the original under)
+            if known is not None and known[0] is value and attribute == getattr(value, "__name__", None):
+                try:
+                    setattr(owner, attribute, known[1])
+                except Exception:  # an object that refuses (a frozen dataclass): it keeps the original
+                    continue
+                self.patches.append((owner, attribute, value))
 
     def undo(self) -> None:
         """Put every original back, the last placed first."""
@@ -138,7 +163,8 @@ class Places:
 
     def shown(self, keys: object) -> str:
         """The caches of these keys as strict mode names them (`shown`), in the model's order."""
-        return ", ".join(shown(cache) for cache in self.model.caches if cache.key in keys)  # type: ignore[operator]
+        names = (shown(cache) for cache in self.model.caches if cache.key in keys)  # type: ignore[operator]
+        return ", ".join(dict.fromkeys(names))
 
 
 def shown(cache: Cache) -> str:

@@ -1,5 +1,5 @@
 """Strict mode: a pytest plugin that checks the once-cache contract at run time, in every cache the model knows
-(`rule.caches`: vLLM's `_print_*_once`, transformers' patched `Logger.warning_once`, ...) and those configured in
+(`caches.model`: vLLM's `_print_*_once`, transformers' patched `Logger.warning_once`, ...) and those configured in
 `[tool.warnonce-guard]`, wherever the test process has them (`strict.places`).
 
 Off by default (`pytest --warnonce-strict`, or `warnonce_strict = true`): when on, every test that passes what
@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from warnonce_guard.rule.caches import DEFAULT_MODEL, BadCacheEntry, Cache, Model, user_caches
+from warnonce_guard.caches.model import DEFAULT_MODEL, BadCacheEntry, Cache, Model, user_caches
 from warnonce_guard.strict.calls import Violation
 from warnonce_guard.strict.places import RENDERS_FIRST, Places, shown
 from warnonce_guard.strict.threads import Origin, Origins
@@ -34,6 +34,10 @@ NONE_PRESENT = (
     "(it looked for {caches})"
 )
 PRESENT = "warnonce-strict: checked {checked}"
+INERT = (
+    "warnonce-strict: the configured cache {name} was found nowhere in this session (looked for {places}): nothing "
+    "checked it; check its name, loggers and methods"
+)
 SETTINGS = "warnonce-guard"  # `[tool.warnonce-guard]`, the audit's settings: its `cache` entries add caches
 STRICT = pytest.StashKey["StrictMode"]()
 _PLUGIN_NAME = "warnonce-strict"
@@ -250,6 +254,9 @@ class StrictMode:
                 for line in lines:
                     terminalreporter.write_line(f"  {line}")
         model = self.places.model
+        for cache in model.caches:
+            if cache.key.startswith("user:") and cache.key not in self.present:
+                terminalreporter.write_line(INERT.format(name=cache.name, places=", ".join(cache.runtime)), yellow=True)
         if not self.present:
             every = self.places.shown({c.key for c in model.caches})
             terminalreporter.write_line(NONE_PRESENT.format(caches=every), yellow=True)
@@ -259,7 +266,7 @@ class StrictMode:
             for c in model.caches
             if c.key in self.present
         ]
-        terminalreporter.write_line(PRESENT.format(checked="; ".join(checked)))
+        terminalreporter.write_line(PRESENT.format(checked="; ".join(dict.fromkeys(checked))))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from warnonce_guard.rule.cache_fix import patched
+from warnonce_guard.caches.cache_fix import patched
 
 LOGGER_SOURCE = """
 import logging

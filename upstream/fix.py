@@ -1,6 +1,6 @@
 """`export-fix`: the cache-level fix of vLLM's `*_once` methods as a patch vLLM can merge, with its own test.
 
-    the target's logger module -> `rule.cache_fix.patched` (render first, cache the text) -> the patch's test
+    the target's logger module -> `caches.cache_fix.patched` (render first, cache the text) -> the patch's test
     (appended to the checkout's tests/test_logger.py, or a file of its own) -> one `git apply`-able patch
 
 The logger module is `vllm/logger.py` of the target (the installed vLLM or `--vllm-src`); with `--platform`, the
@@ -17,9 +17,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from warnonce_guard.caches.cache_fix import STORE, patched
+from warnonce_guard.caches.renders_first import once_methods
 from warnonce_guard.common.errors import GuardError, LoggerNotPatchable
-from warnonce_guard.rule.cache_fix import STORE, patched
-from warnonce_guard.rule.renders_first import once_methods
 from warnonce_guard.rule.target import PACKAGE, Target, activate, check_loaded, read_source, resolve_target
 from warnonce_guard.upstream.render import VLLM_HEADER
 

@@ -247,14 +247,15 @@ def test_a_cache_of_the_settings_is_checked(
     assert finding["cache"] == "my_plugin.log.remember's cache (configured, 32 entries)"
 
 
-def test_a_bad_cache_in_the_settings_is_a_usage_error_naming_it(
+def test_a_bad_cache_in_the_settings_is_bad_input_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "pyproject.toml").write_text('[[tool.warnonce-guard.cache]]\nname = "x.f"\nkind = "function"\n')
     (tmp_path / "x.py").write_text("")
     monkeypatch.chdir(tmp_path)
-    assert main(["audit", "x.py"]) == ExitCode.USAGE
-    assert "[tool.warnonce-guard]: a cache entry needs signature" in capsys.readouterr().err
+    assert main(["audit", "x.py"]) == ExitCode.BAD_INPUT
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "[tool.warnonce-guard]: a cache entry needs signature" in line
 
 
 LEAK = (

@@ -38,8 +38,8 @@ INTERNAL = {
     "warnonce_guard.guards.steering": {"CannotSteer"},
     "warnonce_guard.history.fetch": {"FetchFailed"},
     "warnonce_guard.mutations.engine.pristine": {"SessionCannotStart"},  # the engine's session says it, exit 4
-    # the audit's settings make them a UsageError, strict mode a pytest.UsageError
-    "warnonce_guard.rule.caches": {"BadCacheEntry", "BadSignature"},
+    # the audit's settings make them a BadCacheSettings, strict mode a pytest.UsageError
+    "warnonce_guard.caches.model": {"BadCacheEntry", "BadSignature"},
     "warnonce_guard.rule.target": {"NotPythonText"},  # read_source makes it a SourceDoesNotParse, the audit a WOG000
     "warnonce_guard.upstream.cases": {"CannotExport"},
 }
@@ -57,7 +57,7 @@ def test_every_user_facing_error_is_defined_in_common_errors() -> None:
 # the engine or the index is (fix or retry the environment). The message says the rest.
 BAD_INPUT = {
     "TargetNotFound", "NotAVllmTree", "SourceDoesNotParse", "PlatformNotFound", "PathRefused", "PathUnusable",
-    "BadBaseline", "BadSitesRecord", "LoggerNotPatchable",
+    "BadBaseline", "BadSitesRecord", "LoggerNotPatchable", "BadCacheSettings",
 }  # fmt: skip
 ENVIRONMENT = {
     "PlatformImportFailed", "WorkDirBusy", "StagingFailed", "TargetChanged", "IndexUnavailable", "EngineFailed",

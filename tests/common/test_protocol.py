@@ -8,7 +8,7 @@ from pathlib import Path
 from warnonce_guard.common import protocol
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ("common", "rule", "guards", "audit", "strict", "mutations", "history", "upstream", "cli")
+PRODUCT = ("common", "rule", "caches", "guards", "audit", "strict", "mutations", "history", "upstream", "cli")
 
 
 def test_no_module_but_the_protocol_spells_a_variable_of_it() -> None:

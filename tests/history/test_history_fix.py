@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from warnonce_guard.caches.renders_first import renders_first
 from warnonce_guard.history.index import Release
 from warnonce_guard.history.records import FixVerdict, GuardRun, ReleaseVerdict, Verdict
 from warnonce_guard.history.render import FIX_COLUMN, to_markdown
 from warnonce_guard.history.run import Options, Stages, run_history
-from warnonce_guard.rule.renders_first import renders_first
 
 from tests.history_support import LIVE_CALL, META, release, sdist_bytes, served, tree_files, vllm_tree
 from tests.toy import EAGER_CALL

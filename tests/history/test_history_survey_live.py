@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from warnonce_guard.caches.cache_fix import patched
 from warnonce_guard.history.survey import live_once_calls, survey
-from warnonce_guard.rule.cache_fix import patched
 
 from tests.history_support import vllm_tree
 from tests.toy import LOGGER_SOURCE, write

@@ -1,4 +1,4 @@
-"""The cache-level fix of a logger module (`rule.cache_fix`): what it changes in vLLM 0.33.0's and 0.29.0's
+"""The cache-level fix of a logger module (`caches.cache_fix`): what it changes in vLLM 0.33.0's and 0.29.0's
 `vllm/logger.py`, and what the patched module does (on the toy logger, patched the same way: no torch)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import difflib
 import re
 
 import pytest
+from warnonce_guard.caches.cache_fix import PATCH_MUTANTS, PatchMutant, patched, printers
+from warnonce_guard.caches.renders_first import leaking, once_methods, renders_first
 from warnonce_guard.common.errors import ExitCode, LoggerNotPatchable, NothingToCheck
-from warnonce_guard.rule.cache_fix import PATCH_MUTANTS, PatchMutant, patched, printers
-from warnonce_guard.rule.renders_first import leaking, once_methods, renders_first
 
 from tests import layout
 from tests.toy import FIXED_LOGGER_SOURCE, LOGGER_SOURCE

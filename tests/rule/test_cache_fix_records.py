@@ -1,5 +1,5 @@
 """What a handler sees with and without the cache-level fix: vLLM 0.33.0's own `vllm/logger.py` (tests/data) and the
-same patched by `rule.cache_fix.patched`, each imported as the logger module of a small package that stands in for the
+same patched by `caches.cache_fix.patched`, each imported as the logger module of a small package that stands in for the
 rest of vLLM (its `envs`, `logging_utils` and `distributed.parallel_state`: the scope check runs as vLLM's does)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from warnonce_guard.rule.cache_fix import patched
+from warnonce_guard.caches.cache_fix import patched
 
 from tests import layout
 from tests.rule.test_cache_fix import with_critical_once

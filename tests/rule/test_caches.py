@@ -7,8 +7,7 @@ import ast
 import textwrap
 
 import pytest
-from warnonce_guard.rule import liveness
-from warnonce_guard.rule.caches import (
+from warnonce_guard.caches.model import (
     BY_KEY,
     CACHES,
     DEFAULT_MODEL,
@@ -19,7 +18,8 @@ from warnonce_guard.rule.caches import (
     decorator_maxsize,
     user_caches,
 )
-from warnonce_guard.rule.renders_first import renders_first
+from warnonce_guard.caches.renders_first import renders_first
+from warnonce_guard.rule import liveness
 
 from tests.toy import LOGGER_SOURCE
 

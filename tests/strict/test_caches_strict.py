@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Iterator
 
 import pytest
-from warnonce_guard.rule.caches import BY_KEY, DEFAULT_MODEL, user_caches
+from warnonce_guard.caches.model import BY_KEY, DEFAULT_MODEL, user_caches
 from warnonce_guard.strict.calls import MARK, Violation, wrap_cache
 from warnonce_guard.strict.places import CHECKED, RENDERS_FIRST, Places, resolve
 

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from warnonce_guard.caches.cache_fix import PATCH_MUTANTS, patched
 from warnonce_guard.cli.main import main
 from warnonce_guard.common.errors import ExitCode
-from warnonce_guard.rule.cache_fix import PATCH_MUTANTS, patched
 from warnonce_guard.upstream.fix import (
     FIX_MARKER,
     OWN_TEST_FILE,

@@ -2,9 +2,9 @@
 
     python -m tools.vllm_tests.fix_proof [--vllm-src PATH] [--work DIR]
 
-`warnonce-guard export-fix` patches the target's `vllm/logger.py` (`rule.cache_fix.patched`); its test
+`warnonce-guard export-fix` patches the target's `vllm/logger.py` (`caches.cache_fix.patched`); its test
 (`upstream.fix.once_test_source`) must pass on the patch and fail on each way back to a cache that keeps the arguments
-(`rule.cache_fix.PATCH_MUTANTS`: the cache keyed on the raw arguments again, the eager render dropped, the render
+(`caches.cache_fix.PATCH_MUTANTS`: the cache keyed on the raw arguments again, the eager render dropped, the render
 moved into the cache). Each variant of the module is loaded under a name of its own (`_fixproof_<variant>`, by a
 conftest.py beside the tests), and the test, written as a file of its own, imports `init_logger` from it: vLLM is
 imported once for all of them, and nothing of the installed vLLM is written. One row per variant; exit 1 when the
@@ -21,8 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from warnonce_guard.rule.cache_fix import PATCH_MUTANTS, patched
-from warnonce_guard.rule.renders_first import once_methods
+from warnonce_guard.caches.cache_fix import PATCH_MUTANTS, patched
+from warnonce_guard.caches.renders_first import once_methods
 from warnonce_guard.rule.target import resolve_target
 from warnonce_guard.upstream.fix import once_test_source
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from warnonce_guard.caches.cache_fix import patched
 from warnonce_guard.cli.main import main as cli
-from warnonce_guard.rule.cache_fix import patched
 from warnonce_guard.rule.target import resolve_target
 
 

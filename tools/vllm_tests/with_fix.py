@@ -23,8 +23,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from warnonce_guard.rule.cache_fix import patched
-from warnonce_guard.rule.renders_first import once_methods
+from warnonce_guard.caches.cache_fix import patched
+from warnonce_guard.caches.renders_first import once_methods
 from warnonce_guard.rule.target import installed
 from warnonce_guard.upstream.fix import TEST_NAME, test_change
 

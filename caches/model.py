@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
+import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 LOGGER = "logger"  # the cache is behind `*_once` methods of logger objects: `logger.warning_once(...)`
 FUNCTION = "function"  # the cache is a function called by name: `warn_once(logger, msg)`
 KINDS = (LOGGER, FUNCTION)
+ONCE = "_once"  # what a method name ends with to be checked on any logger (`Model.with_method`)
 # logging.Logger's own keywords (`Logger._log`): what a `*_once` method that forwards `**kwargs` to it takes.
 LOGGING_KEYWORDS = "exc_info=None, extra=None, stack_info=False, stacklevel=1"
 # Decorators that make a function an lru_cache: `functools.lru_cache` (128 entries by default) and `functools.cache`.
@@ -40,6 +44,7 @@ class Signature:
     varargs: str | None
     keyword_only: tuple[str, ...]
     varkw: str | None
+    defaults: tuple[tuple[str, object], ...] = ()  # (parameter, its default) of each default written as a literal
 
     @classmethod
     def parse(cls, text: str) -> Signature:
@@ -56,6 +61,8 @@ class Signature:
     def of(cls, args: ast.arguments, text: str | None = None) -> Signature:
         """The signature of a parsed `def`."""
         positional = tuple(a.arg for a in (*args.posonlyargs, *args.args))
+        given = [*zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)]
+        given += [(a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
         return cls(
             text if text is not None else f"({ast.unparse(args)})",
             positional,
@@ -63,7 +70,12 @@ class Signature:
             args.vararg.arg if args.vararg else None,
             tuple(a.arg for a in args.kwonlyargs),
             args.kwarg.arg if args.kwarg else None,
+            tuple((name, d.value) for name, d in given if isinstance(d, ast.Constant)),
         )
+
+    def default(self, name: str) -> object:
+        """The literal default of a parameter (None: none, or not a literal)."""
+        return dict(self.defaults).get(name)
 
     @property
     def names(self) -> frozenset[str]:
@@ -112,9 +124,12 @@ class Cache:
     percent: bool = True  # the arguments after the message are its %-arguments (`--fix` rewrites their placeholders)
     held: frozenset[str] = frozenset()  # parameters that reach the cache but live as long as the process (a logger)
     uncached: frozenset[str] = frozenset()  # parameters that never reach the cache
+    tupled: frozenset[str] = frozenset()  # parameters made a tuple before the cache gets them (a list is fine)
     renders_first: bool = False  # it renders the message first and keeps only text: nothing live can stay
     runtime: tuple[str, ...] = ()  # where strict mode wraps it: `module:qualname` (or a dotted name) of each callable
     caller_stacklevel: int | None = None  # the stacklevel forwarded to logging that names the call's caller
+    replaces: tuple[str, ...] = ()  # a configured row: the keys of the table's rows it stands for (`replace = true`)
+    name: str = ""  # the cached callable as its entry names it (`Class.method` for a logger's)
 
     @property
     def bounded(self) -> bool:
@@ -135,154 +150,23 @@ class Cache:
             modules += [module] if colon else [".".join(parts[:n]) for n in range(1, len(parts))]
         return tuple(dict.fromkeys(modules))
 
+    @property
+    def claims(self) -> frozenset[str]:
+        """The dotted names of what it caches (each method of its loggers' class, each function, each place): a
+        configured row claiming one of a table row's names that row."""
+        owner = self.name.rpartition(".")[0]
+        methods = {f"{owner}.{m}" for m in self.methods} if self.kind == LOGGER else set(self.names)
+        return frozenset({self.name, *methods, *(place.replace(":", ".") for place in self.runtime)} - {""})
+
     def takes(self, method: str) -> bool:
-        """Whether a call of `method` on one of its loggers reaches it (a name ending in one of its methods, as
-        `self._warning_once` may be one, counts)."""
-        return self.kind == LOGGER and any(method.endswith(own) for own in self.methods)
+        """Whether a call of `method` on one of its loggers reaches it: one of its methods (or its private name:
+        `self._warning_once`), never another method that merely ends the same way (cutlass's `print_warning_once`)."""
+        return self.kind == LOGGER and (method in self.methods or method.removeprefix("_") in self.methods)
 
     def describe(self) -> str:
         """Its cache in a message: "vLLM's logger *_once lru_cache (vllm.logger, 128 entries)"."""
         what = "renders the message first and keeps only its text" if self.renders_first else self.size
         return f"{self.label} ({self.home}, {what})"
-
-
-_VLLM_METHODS = ("debug_once", "info_once", "warning_once", "error_once")
-
-CACHES: tuple[Cache, ...] = (
-    Cache(
-        "vllm",
-        "vLLM's logger *_once lru_cache",
-        "vllm.logger",
-        LOGGER,
-        ("vllm.logger.init_logger", "vllm.logger.logger"),
-        Signature.parse("(msg, *args, scope='local')"),
-        "(logger, msg, *args): `scope` only picks a process",
-        DEFAULT_MAXSIZE,
-        "vllm 0.33.0 vllm/logger.py:114-135 (`@lru_cache` on `_print_*_once`), 163-195 (`_VllmLogger.*_once`), 328",
-        methods=_VLLM_METHODS,
-        packages=("vllm",),
-        uncached=frozenset({"scope"}),
-        runtime=tuple(f"vllm.logger:_print_{method}" for method in _VLLM_METHODS),
-    ),
-    Cache(
-        "transformers",
-        "transformers' patched Logger.warning_once/info_once lru_cache",
-        "transformers.utils.logging",
-        LOGGER,
-        (
-            "logging.getLogger",
-            "logging.Logger",
-            "logging.root",
-            "transformers.utils.logging.get_logger",
-            "transformers.logging.get_logger",
-            "diffusers.utils.logging.get_logger",
-            "diffusers.utils.get_logger",
-            "huggingface_hub.utils.logging.get_logger",
-        ),
-        Signature.parse(f"(msg, *args, {LOGGING_KEYWORDS})"),
-        "(logger, *args, **kwargs): every argument and keyword, as given",
-        None,
-        "transformers 5.25.0 transformers/utils/logging.py:331-343, 346-358 (`functools.lru_cache(None)`, assigned "
-        "to `logging.Logger`: every logger of the process once transformers is imported)",
-        methods=("warning_once", "info_once"),
-        # their modules' loggers are plain logging.Logger objects (`logging.getLogger`, `get_logger` over it)
-        packages=(
-            "transformers",
-            "diffusers",
-            "sentence_transformers",
-            "unsloth",
-            "unsloth_zoo",
-            "huggingface_hub",
-            "sglang",
-        ),
-        runtime=("logging:Logger.warning_once", "logging:Logger.info_once"),
-        caller_stacklevel=2,
-    ),
-    Cache(
-        "accelerate",
-        "accelerate's MultiProcessAdapter.warning_once lru_cache",
-        "accelerate.logging",
-        LOGGER,
-        ("accelerate.logging.get_logger", "accelerate.logging.MultiProcessAdapter"),
-        Signature.parse(f"(msg, *args, main_process_only=True, in_order=False, {LOGGING_KEYWORDS})"),
-        "(adapter, *args, **kwargs): every argument and keyword, as given",
-        None,
-        "accelerate 1.16.0 accelerate/logging.py:123-132 (`functools.lru_cache(None)` on the method; `log`, 91-120, "
-        "takes main_process_only and in_order)",
-        methods=("warning_once",),
-        packages=("accelerate",),
-        runtime=("accelerate.logging:MultiProcessAdapter.warning_once",),
-        caller_stacklevel=3,
-    ),
-    Cache(
-        "sglang-multimodal",
-        "sglang's multimodal logger *_once set",
-        "sglang.multimodal_gen.runtime.utils.logging_utils",
-        LOGGER,
-        ("sglang.multimodal_gen.runtime.utils.logging_utils.init_logger",),
-        Signature.parse("(msg, *args)"),
-        "a set of (logger name, level, msg % args): text only",
-        None,
-        "sglang 0.5.23 sglang/multimodal_gen/runtime/utils/logging_utils.py:72-98 (`_log_once_guard` renders "
-        "`msg % args` into a set), 221-222 (bound by `init_logger`)",
-        methods=("warning_once", "info_once"),
-        packages=("sglang.multimodal_gen",),
-        renders_first=True,
-        runtime=(
-            "sglang.multimodal_gen.runtime.utils.logging_utils:_print_warning_once",
-            "sglang.multimodal_gen.runtime.utils.logging_utils:_print_info_once",
-        ),
-    ),
-    Cache(
-        "optimum",
-        "optimum's warn_once lru_cache",
-        "optimum.utils.logging",
-        FUNCTION,
-        ("optimum.utils.logging.warn_once",),
-        Signature.parse("(logger, msg)"),
-        "(logger, msg)",
-        None,
-        "optimum 2.3.0 optimum/utils/logging.py:272-274 (`lru_cache(None)`)",
-        percent=False,
-        held=frozenset({"logger"}),
-        runtime=("optimum.utils.logging:warn_once",),
-    ),
-    Cache(
-        "torchtune",
-        "torchtune's log_once lru_cache",
-        "torchtune.utils._logging",
-        FUNCTION,
-        ("torchtune.utils._logging.log_once",),
-        Signature.parse("(logger, msg, level=logging.INFO)"),
-        "(logger, msg, level)",
-        None,
-        "torchtune 0.6.1 torchtune/utils/_logging.py:41-54 (`lru_cache(None)`)",
-        percent=False,
-        held=frozenset({"logger"}),
-        runtime=("torchtune.utils._logging:log_once",),
-    ),
-    Cache(
-        "sglang",
-        "sglang's print_warning_once/print_info_once lru_cache",
-        "sglang.srt.utils.common",
-        FUNCTION,
-        (
-            "sglang.srt.utils.common.print_warning_once",
-            "sglang.srt.utils.common.print_info_once",
-            "sglang.srt.utils.print_warning_once",
-            "sglang.srt.utils.print_info_once",
-        ),
-        Signature.parse("(msg)"),
-        "(msg)",
-        None,
-        "sglang 0.5.23 sglang/srt/utils/common.py:2930-2938 (`functools.lru_cache(None)`; re-exported by "
-        "sglang/srt/utils/__init__.py's `from sglang.srt.utils.common import *`)",
-        percent=False,
-        runtime=("sglang.srt.utils.common:print_warning_once", "sglang.srt.utils.common:print_info_once"),
-    ),
-)
-VLLM = CACHES[0]
-BY_KEY = {cache.key: cache for cache in CACHES}
 
 
 def decorator_maxsize(decorator: ast.expr) -> tuple[bool, int | None]:
@@ -347,13 +231,20 @@ def cached_function(function: ast.FunctionDef | ast.AsyncFunctionDef, module: st
     )
 
 
-# ---- rows from the settings (`[tool.warnonce-guard]`'s `cache` entries) ---------------------------------------------
+# ---- rows: the table's (caches/caches.toml) and the settings' (`[[tool.warnonce-guard.cache]]`), one validator -------
 
-USER_KEYS = ("name", "kind", "signature", "maxsize", "held", "uncached", "renders-first", "loggers", "methods")
+# What every entry may say (`row`'s docstring); a table row must say KEY, LABEL and SOURCE too, and only a settings'
+# entry says `replace`.
+KEYS = (
+    *("name", "kind", "signature", "maxsize", "held", "uncached", "tupled", "renders-first", "loggers", "methods"),
+    *("also", "packages", "places", "key", "label", "home", "keys-on", "source", "caller-stacklevel", "replace"),
+)
+TABLE_ONLY = ("key", "label", "source")
+TABLE = Path(__file__).with_name("caches.toml")
 
 
 class BadCacheEntry(ValueError):
-    """A `cache` entry of the settings that cannot be a row (the message names the entry and the key)."""
+    """A cache entry that cannot be a row (the message names the entry and the key)."""
 
 
 def _strings(entry: Mapping[str, object], key: str, where: str) -> tuple[str, ...]:
@@ -369,8 +260,29 @@ def _dotted_name(value: object, where: str, key: str) -> str:
     return value
 
 
-def user_cache(entry: object, where: str) -> Cache:
-    """One `[[tool.warnonce-guard.cache]]` entry as a row:
+def _text(entry: Mapping[str, object], key: str, where: str, default: str) -> str:
+    value = entry.get(key, default)
+    if not isinstance(value, str) or not value.strip():
+        raise BadCacheEntry(f"{where}: {key} must be a non-empty string, not {value!r}")
+    return value
+
+
+def _flag(entry: Mapping[str, object], key: str, where: str) -> bool:
+    value = entry.get(key, False)
+    if not isinstance(value, bool):
+        raise BadCacheEntry(f"{where}: {key} must be true or false, not {value!r}")
+    return value
+
+
+def _size(entry: Mapping[str, object], key: str, where: str, leave_out: str) -> int | None:
+    value = entry.get(key)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise BadCacheEntry(f"{where}: {key} must be a positive integer ({leave_out}), not {value!r}")
+    return value
+
+
+def row(entry: object, where: str, table: bool = False) -> Cache:
+    """One cache entry as a row, the table's (`table`) or the settings':
 
     name = "my_plugin.log.warn_once"     # the cached callable: a function, or Class.method for kind "logger"
     kind = "function"                    # or "logger": a method of the loggers `loggers` make
@@ -378,18 +290,26 @@ def user_cache(entry: object, where: str) -> Cache:
     maxsize = 128                        # optional: the lru_cache's size (default: unbounded, the stricter)
     held = ["logger"]                    # optional: parameters that live as long as the process
     uncached = []                        # optional: parameters that never reach the cache
+    tupled = []                          # optional: parameters made a tuple before the cache gets them
     renders-first = false                # optional: it keeps only the rendered text
     loggers = ["my_plugin.log.get_logger"]   # kind "logger": factories or instances of such loggers
     methods = ["warning_once"]           # kind "logger": default, the last part of name
+    also = []                            # kind "function": more dotted names of it
+    packages = []                        # kind "logger": a logger imported from these packages' modules is one
+    places = []                          # where strict mode wraps it (`module:qualname`); default: name (each method)
+    replace = false                      # a settings' entry naming a cache of the table: use it instead
+    key, label, home, keys-on, source, caller-stacklevel: how the table names and cites its rows
     """
     if not isinstance(entry, dict):
         raise BadCacheEntry(f"{where}: each cache entry must be a table, not {entry!r}")
-    unknown = sorted(set(entry) - set(USER_KEYS))
+    known = [k for k in KEYS if k != "replace"] if table else [k for k in KEYS if k not in TABLE_ONLY]
+    unknown = sorted(set(entry) - set(known))
     if unknown:
-        raise BadCacheEntry(f"{where}: unknown key {unknown[0]!r} in a cache entry (known: {', '.join(USER_KEYS)})")
-    for required in ("name", "kind", "signature"):
-        if required not in entry:
-            raise BadCacheEntry(f"{where}: a cache entry needs {required} (name, kind and signature)")
+        raise BadCacheEntry(f"{where}: unknown key {unknown[0]!r} in a cache entry (known: {', '.join(known)})")
+    required = ("name", "kind", "signature", *(TABLE_ONLY if table else ()))
+    for key in required:
+        if key not in entry:
+            raise BadCacheEntry(f"{where}: a cache entry needs {key} ({', '.join(required)})")
     name = _dotted_name(entry["name"], where, "name")
     where = f"{where} cache {name!r}"
     kind = entry["kind"]
@@ -402,57 +322,98 @@ def user_cache(entry: object, where: str) -> Cache:
         signature = Signature.parse(text)
     except BadSignature as err:
         raise BadCacheEntry(f"{where}: signature {err}") from None
-    maxsize = entry.get("maxsize")
-    if maxsize is not None and (not isinstance(maxsize, int) or isinstance(maxsize, bool) or maxsize < 1):
-        raise BadCacheEntry(f"{where}: maxsize must be a positive integer (leave it out: unbounded), not {maxsize!r}")
-    flag = entry.get("renders-first", False)
-    if not isinstance(flag, bool):
-        raise BadCacheEntry(f"{where}: renders-first must be true or false, not {flag!r}")
+    maxsize = _size(entry, "maxsize", where, "leave it out: unbounded")
+    stacklevel = _size(entry, "caller-stacklevel", where, "the stacklevel that names the caller")
     held, uncached = _strings(entry, "held", where), _strings(entry, "uncached", where)
-    strays = sorted(set(held + uncached) - signature.names)
+    tupled = _strings(entry, "tupled", where)
+    strays = sorted(set(held + uncached + tupled) - signature.names)
     if strays:
         raise BadCacheEntry(f"{where}: {strays[0]!r} is not a parameter of {signature.text}")
     loggers = tuple(_dotted_name(n, where, "loggers") for n in _strings(entry, "loggers", where))
     methods = _strings(entry, "methods", where)
-    if kind == FUNCTION and (loggers or methods):
-        raise BadCacheEntry(f"{where}: loggers and methods are for kind 'logger', not 'function'")
+    packages, places = _strings(entry, "packages", where), _strings(entry, "places", where)
+    also = tuple(_dotted_name(n, where, "also") for n in _strings(entry, "also", where))
+    if kind == FUNCTION and (loggers or methods or packages):
+        raise BadCacheEntry(f"{where}: loggers, methods and packages are for kind 'logger', not 'function'")
+    if kind == LOGGER and also:
+        raise BadCacheEntry(f"{where}: also is for kind 'function' (a logger's are its loggers)")
     owner, _, attribute = name.rpartition(".")
     if kind == LOGGER:
-        names = (*loggers, owner)  # `Class.method`: calling the class makes one of its loggers
         methods = methods or (attribute,)
+        names = tuple(dict.fromkeys((*loggers, owner)))  # `Class.method`: calling the class makes one of its loggers
+        places = places or tuple(f"{owner}.{method}" for method in methods)
     else:
-        names = (name,)
+        names = (name, *also)
+        places = places or names
     return Cache(
-        f"user:{name}",
-        f"{name}'s cache",
-        "configured",
+        _text(entry, "key", where, f"user:{name}"),
+        _text(entry, "label", where, f"{name}'s cache"),
+        _text(entry, "home", where, "configured"),
         kind,
         names,
         signature,
-        signature.text,
+        _text(entry, "keys-on", where, signature.text),
         maxsize,
-        where,
+        _text(entry, "source", where, where),
         methods=methods,
+        packages=packages,
         message=next((p for p in signature.positional if p in ("msg", "message")), None),
-        percent=kind == LOGGER and signature.varargs is not None,
+        percent=signature.varargs is not None and signature.positional[:1] == ("msg",),
         held=frozenset(held),
         uncached=frozenset(uncached),
-        renders_first=flag,
-        runtime=(name,),
+        tupled=frozenset(tupled),
+        renders_first=_flag(entry, "renders-first", where),
+        runtime=places,
+        caller_stacklevel=stacklevel,
+        replaces=("?",) if _flag(entry, "replace", where) else (),
+        name=name,
     )
 
 
-def user_caches(entries: object, where: str) -> tuple[Cache, ...]:
-    """The `cache` entries of the settings as rows; `BadCacheEntry` for the first that is not one."""
+def rows(entries: object, where: str, table: bool = False) -> tuple[Cache, ...]:
+    """Cache entries as rows; `BadCacheEntry` for the first that is not one, or a key given twice."""
     if not isinstance(entries, list):
         raise BadCacheEntry(f"{where}: cache must be an array of tables ([[tool.warnonce-guard.cache]]), not {entries}")
-    rows = tuple(user_cache(entry, where) for entry in entries)
+    found = tuple(row(entry, where, table) for entry in entries)
     seen: set[str] = set()
-    for row in rows:
-        if row.key in seen:
-            raise BadCacheEntry(f"{where}: cache {row.key.removeprefix('user:')!r} is given twice")
-        seen.add(row.key)
-    return rows
+    for cache in found:
+        if cache.key in seen:
+            raise BadCacheEntry(f"{where}: cache {cache.key.removeprefix('user:')!r} is given twice")
+        seen.add(cache.key)
+    return found
+
+
+def user_caches(entries: object, where: str, table: tuple[Cache, ...] | None = None) -> tuple[Cache, ...]:
+    """The settings' `cache` entries as rows: one that names a cache of the table (`table`, default the built-in one)
+    is refused unless it says `replace = true`, and then replaces the rows it names; `replace` naming none is refused
+    too."""
+    table = CACHES if table is None else table
+    found = []
+    for cache in rows(entries, where):
+        named = tuple(t.key for t in table if t.claims & cache.claims)
+        shown = ", ".join(repr(key) for key in named)
+        if named and not cache.replaces:
+            raise BadCacheEntry(
+                f"{where} cache {cache.runtime[0]!r}: it names the built-in cache {shown}; say replace = true to use "
+                "this entry instead, or drop it"
+            )
+        if cache.replaces and not named:
+            raise BadCacheEntry(f"{where} cache {cache.runtime[0]!r}: replace = true, but it names no built-in cache")
+        found.append(dataclasses.replace(cache, replaces=named))
+    return tuple(found)
+
+
+def _table() -> tuple[Cache, ...]:
+    try:
+        entries = tomllib.loads(TABLE.read_text(encoding="utf-8")).get("cache")
+    except (OSError, tomllib.TOMLDecodeError) as err:  # a broken installation, not the user's input
+        raise RuntimeError(f"{TABLE}: the table of caches cannot be read ({err})") from None
+    return rows(entries, str(TABLE.name), table=True)
+
+
+CACHES: tuple[Cache, ...] = _table()
+VLLM = next(c for c in CACHES if c.key == "vllm")
+BY_KEY = {cache.key: cache for cache in CACHES}
 
 
 # ---- the model: the rows in use ------------------------------------------------------------------------------------
@@ -461,19 +422,21 @@ def user_caches(entries: object, where: str) -> tuple[Cache, ...]:
 @dataclass(frozen=True)
 class Model:
     """The rows an audit or a strict session uses: the table's, with vLLM's as the target's source says, and the
-    configured ones (which take a name before the table's)."""
+    configured ones (which take a name before the table's, and drop the table's rows they replace)."""
 
     caches: tuple[Cache, ...] = CACHES
 
     def with_rows(self, rows: Iterable[Cache]) -> Model:
-        return Model((*rows, *self.caches))
+        added = tuple(rows)
+        replaced = {key for cache in added for key in cache.replaces}
+        return Model((*added, *(c for c in self.caches if c.key not in replaced)))
 
     def with_vllm(self, renders_first: bool, source: str) -> Model:
         """vLLM's row as the target's `vllm/logger.py` is written (`renders_first`, read from `source`)."""
-        if not renders_first:
+        if not renders_first or self.vllm is None:
             return self
         fixed = dataclasses.replace(
-            BY_KEY["vllm"],
+            self.vllm,
             renders_first=True,
             keys_on="(logger, rendered text): the patched `_print_*_once` renders `msg % args` first",
             source=source,
@@ -481,12 +444,21 @@ class Model:
         return Model(tuple(fixed if c.key == "vllm" else c for c in self.caches))
 
     @property
-    def vllm(self) -> Cache:
-        return next(c for c in self.caches if c.key == "vllm")
+    def vllm(self) -> Cache | None:
+        """vLLM's row (None: a configured entry replaces it)."""
+        return next((c for c in self.caches if c.key == "vllm"), None)
 
     def named(self, dotted: str) -> Cache | None:
-        """The row a dotted name is (a factory or instance of its loggers, or the cached function), else None."""
-        return next((c for c in self.caches if dotted in c.names), None)
+        """The row a dotted name is (a factory or instance of its loggers, or the cached function), else None; a name
+        of the same package ending the same way is one too (a re-export: `deepspeed.utils.log_dist_once`)."""
+        exact = next((c for c in self.caches if dotted in c.names), None)
+        if exact is not None or "." not in dotted:
+            return exact
+        top, _, last = dotted.partition(".")[0], None, dotted.rpartition(".")[2]
+        return next(
+            (c for c in self.caches for n in c.names if n.rpartition(".")[2] == last and n.partition(".")[0] == top),
+            None,
+        )
 
     def of_package(self, module: str) -> Cache | None:
         """The logger row whose loggers a module of this package makes (the longest package that matches)."""
@@ -498,17 +470,47 @@ class Model:
         return best[1] if best else None
 
     def with_method(self, method: str) -> tuple[Cache, ...]:
-        """The logger rows a call of `method` on a logger not known here may reach."""
-        return tuple(c for c in self.caches if c.takes(method))
+        """The logger rows a call of `method` on a logger not known here may reach: only a `*_once` method is
+        distinctive enough (a `warn` on a receiver not followed to a WarningCache is not one)."""
+        return tuple(c for c in self.caches if c.takes(method)) if method.endswith(ONCE) else ()
 
-    @property
+    @functools.cached_property
     def methods(self) -> frozenset[str]:
         return frozenset(m for c in self.caches for m in c.methods)
 
-    @property
+    @functools.cached_property
+    def line_words(self) -> tuple[str, ...]:
+        """What a line holding such a call holds, in a file the prefilter kept: a needle, or a method's name."""
+        return tuple(sorted({*self.needles, ONCE, *(m for m in self.methods if not m.endswith(ONCE))}))
+
+    @functools.cached_property
     def function_names(self) -> frozenset[str]:
-        """The last part of each cached function's name (what a file calling one must hold: the scan's prefilter)."""
+        """The last part of each cached function's name."""
         return frozenset(n.rpartition(".")[2] for c in self.caches if c.kind == FUNCTION for n in c.names)
+
+    @functools.cached_property
+    def needles(self) -> tuple[str, ...]:
+        """What a file holding a call of one of the rows holds (the audit's prefilter, with `local_needles`): each
+        `*_once` method's name (a call, an alias, a `getattr` names it), each cached function's last name, and for
+        a method not named `*_once` (which counts only on a receiver followed to its loggers) the last name of each
+        of its loggers."""
+        found = {*self.function_names, *(m for m in self.methods if m.endswith(ONCE))}
+        for cache in self.caches:
+            if any(not m.endswith(ONCE) for m in cache.methods):
+                found |= {n.rpartition(".")[2] for n in cache.names}
+        return tuple(sorted(found))
+
+    def holds_call(self, source: str) -> bool:
+        """Whether a module's source may call one of the rows (else it need not be read): it holds a needle, or
+        defines a cached `*_once` function of its own (`cached_function`: `_once` and a `cache` decorator)."""
+        if ONCE in source and ("cache" in source or any(n in source for n in self._needles[0])):
+            return True
+        return any(n in source for n in self._needles[1])
+
+    @functools.cached_property
+    def _needles(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The needles that hold `_once`, and the others: most files hold no `_once`, one search each."""
+        return tuple(n for n in self.needles if ONCE in n), tuple(n for n in self.needles if ONCE not in n)
 
 
 DEFAULT_MODEL = Model()

@@ -21,7 +21,7 @@ vLLM's; a call whose arguments do not fit is keyed by their types and logged onc
 (logging reports it). The edits are made in place, so the rest of the module keeps its bytes; what is inserted is
 written as `ruff format` writes it at vLLM's settings.
 
-A patched module is told from vLLM's by `rule.renders_first`, the audit's and strict mode's reading of a logger
+A patched module is told from vLLM's by `caches.renders_first`, the audit's and strict mode's reading of a logger
 module: nothing but text reaches a cache. `PATCH_MUTANTS` are three ways back to keeping the arguments, which the
 patch's own test must kill.
 """
@@ -34,9 +34,9 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from warnonce_guard.caches.model import decorator_maxsize
+from warnonce_guard.caches.renders_first import leaking, once_methods
 from warnonce_guard.common.errors import LoggerNotPatchable, NothingToCheck
-from warnonce_guard.rule.caches import decorator_maxsize
-from warnonce_guard.rule.renders_first import leaking, once_methods
 
 KEY, TEXT, CLEAR = "_once_key", "_once_text", "_once_clear"  # the functions the patch adds
 STORE, MAXSIZE = "_once_logged", "_ONCE_MAXSIZE"

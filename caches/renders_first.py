@@ -16,7 +16,7 @@ import ast
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from warnonce_guard.rule.caches import cache_decorator, decorator_maxsize
+from warnonce_guard.caches.model import cache_decorator, decorator_maxsize
 
 RAW, TEXT = True, False
 _RENDERERS = frozenset({"str", "repr", "ascii", "format"})
