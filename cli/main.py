@@ -74,7 +74,7 @@ def _sites_table(sites: list[Site], title: str) -> Any:
     table = Table("file", "line", "function", "kernel module", "branch", "call", "form", "guarded", title=title)
     for site in sites:
         form = f"[green]{site.form}[/]" if site.form == "eager" else f"[red]{site.form}[/]"
-        guarded = "yes" if site.guarded else "no (runs at import time)"
+        guarded = "yes" if site.guarded else f"no ({site.unguarded_reason})"
         call = site.log_method or "not recognised"
         kernel = site.kernel_module + site.disambiguator
         table.add_row(site.file, str(site.line), site.qualname, kernel, site.branch, call, form, guarded)
@@ -120,7 +120,7 @@ def _list_sites(args: argparse.Namespace, recorded: list[Any] | None, out: Path 
         unread = sum(1 for s in guarded if not s.cached)
         shown.print(
             f"{len(guarded)} guarded site(s): {forms}; {unread} without a recognised *_once call; "
-            f"{len(sites) - len(guarded)} at import time, not guarded"
+            f"{len(sites) - len(guarded)} not guarded (at import time, or in a function that takes arguments)"
         )
     if recorded is not None:  # a guard gone is said first, whatever is left to guard
         _expected_sites(args.expect_sites, recorded, sites).check(Path(args.expect_sites))

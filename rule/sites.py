@@ -23,6 +23,7 @@ from warnonce_guard.rule.site_rule import (
     SiteCall,
     anchor,
     checked_arguments,
+    dotted,
     form_of,
     handler_name,
     is_site_try,
@@ -93,6 +94,7 @@ class Site:
     via: str = ""  # the callable the call reaches the logger through: a helper function or a partial, as written
     logs_exception: bool = True  # an argument of the call is made of the exception (its text must be in the record)
     duplicate: int = 0  # the how-manieth row with the same file, function, kernel module and branch (0: the first)
+    needs_args: bool = False  # the function a guard would call takes arguments (0.34.0's dcp_topk_merge_local_topk)
 
     @property
     def branch(self) -> str:
@@ -124,9 +126,18 @@ class Site:
 
     @property
     def guarded(self) -> bool:
-        """A guard drives it: a site in a function or method, whatever its handler writes; at module level (run at
-        import time, which no guard repeats) only a cached call's, whose guard then says it is unreached."""
-        return self.cached or self.qualname != "<module>"
+        """A guard drives it: a site in a function or method a guard can call with no argument (a platform's
+        `import_kernels`), whatever its handler writes. At module level (run at import time, which no guard repeats)
+        or in a function that takes arguments (what would it be given?), only a cached call's, whose guard then says
+        it is unreached."""
+        return self.cached or (self.qualname != "<module>" and not self.needs_args)
+
+    @property
+    def unguarded_reason(self) -> str:
+        """Why a site is not guarded, for the listing ("" when it is)."""
+        if self.guarded:
+            return ""
+        return "runs at import time" if self.qualname == "<module>" else "its function takes arguments"
 
     @property
     def package(self) -> str:
@@ -180,6 +191,7 @@ class _Scope:
     names: tuple[str, ...] = ()
     conditions: tuple[Condition, ...] = ()
     body: Sequence[cst.CSTNode] = ()  # the statements of the function (or region) the scope is in, for the flow
+    needs_args: bool | None = None  # the outermost function's: it takes arguments to be called (None: in none)
 
 
 @dataclass(frozen=True)
@@ -270,7 +282,10 @@ class _SiteFinder:
     def visit(self, stmt: cst.CSTNode, scope: _Scope) -> None:
         if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
             # a new def starts a new branch path, and a flow of its own
-            inner = _Scope((*scope.names, stmt.name.value), (), stmt.body.body)
+            needs = scope.needs_args
+            if isinstance(stmt, cst.FunctionDef) and needs is None:  # the function a guard would call
+                needs = _needs_arguments(stmt, method=bool(scope.names))
+            inner = _Scope((*scope.names, stmt.name.value), (), stmt.body.body, needs)
             outer, self.after = self.after, []
             self.walk(stmt.body.body, inner)
             self.after = outer
@@ -327,6 +342,7 @@ class _SiteFinder:
             file=self.file,
             module=self.module,
             qualname=".".join(scope.names) or "<module>",
+            needs_args=bool(scope.needs_args),
             kernel_module=kernel,
             line=import_line,
             end_line=self.line(first, end=True),
@@ -407,6 +423,7 @@ class _SiteFinder:
             file=self.file,
             module=self.module,
             qualname=".".join(scope.names) or "<module>",
+            needs_args=bool(scope.needs_args),
             kernel_module=kernel,
             line=self.line(call),
             end_line=self.line(call, end=True),
@@ -453,6 +470,16 @@ class _SiteFinder:
             return within(stmt.orelse.body.body, negated) if stmt.orelse is not None else None
 
         return within(handler.body.body, ()) or ()
+
+
+def _needs_arguments(function: cst.FunctionDef, method: bool) -> bool:
+    """A call of `function` with no argument would fail: a parameter without a default (but a method's `cls`/`self`)."""
+    params = function.params
+    positional = [*params.posonly_params, *params.params]
+    static = any(dotted(decorator.decorator) == "staticmethod" for decorator in function.decorators)
+    if method and not static:
+        positional = positional[1:]
+    return any(param.default is None for param in (*positional, *params.kwonly_params))
 
 
 _BINDINGS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)

@@ -54,19 +54,27 @@ def test_a_directory_that_is_not_a_vllm_tree_is_named(tmp_path: Path) -> None:
     one_line_error(cli("sites", "--vllm-src", str(tmp_path)), NotAVllmTree.exit_code, "not a vLLM tree")
 
 
+NO_KERNEL = INTERFACE.replace("import vllm._C", "import vllm.helpers")  # a guarded import, of no kernel module
+PLAIN = INTERFACE.replace("warning_once", "warning")  # a guarded kernel import whose handler logs uncached
+
+
 @pytest.mark.parametrize("extra", [(), ("--work-dir", "w", "--out", "r")], ids=["sites", "mutate"])
 def test_a_tree_without_sites_is_a_failure_not_a_pass(extra: tuple[str, ...], tmp_path: Path) -> None:
-    tree = make_tree(tmp_path / "tree", INTERFACE.replace("warning_once", "warning"))
+    tree = make_tree(tmp_path / "tree", NO_KERNEL)
     command = "mutate" if extra else "sites"
     run = cli(command, "--vllm-src", str(tree), *extra, cwd=tmp_path)
-    one_line_error(run, NothingToCheck.exit_code, "no kernel-import site logs through a *_once call")
+    one_line_error(run, NothingToCheck.exit_code, "no guarded kernel import")
     assert not (tmp_path / "r").exists()  # no partial report
 
 
-def test_the_sites_of_a_tree_without_sites_are_still_listed_before_failing(tmp_path: Path) -> None:
-    tree = make_tree(tmp_path / "tree", INTERFACE.replace("warning_once", "warning"))
-    run = cli("sites", "--vllm-src", str(tree), "--json")
-    assert '"cached": false' in run.stdout and run.returncode == NothingToCheck.exit_code
+def test_a_site_whose_handler_logs_uncached_is_listed_and_guarded_but_gives_no_mutant(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree", PLAIN)
+    listed = cli("sites", "--vllm-src", str(tree), "--json")
+    assert '"cached": false' in listed.stdout and listed.returncode == 0, listed.stderr
+    assert cli("guards", "--vllm-src", str(tree), "-q").returncode == 0
+    run = cli("mutate", "--vllm-src", str(tree), "--work-dir", "w", "--out", "r", cwd=tmp_path)
+    one_line_error(run, NothingToCheck.exit_code, "no *_once call recognised at a guarded kernel import")
+    assert not (tmp_path / "r").exists()
 
 
 def test_a_file_that_does_not_parse_is_named_with_its_line(tmp_path: Path) -> None:
@@ -76,9 +84,9 @@ def test_a_file_that_does_not_parse_is_named_with_its_line(tmp_path: Path) -> No
 
 
 def test_guards_on_a_tree_without_sites_stop_before_pytest_as_nothing_to_check(tmp_path: Path) -> None:
-    tree = make_tree(tmp_path / "tree", INTERFACE.replace("warning_once", "warning"))
+    tree = make_tree(tmp_path / "tree", NO_KERNEL)
     run = cli("guards", "--vllm-src", str(tree), "-q")
-    one_line_error(run, ExitCode.NOTHING_TO_CHECK, "no kernel-import site logs through a *_once call")
+    one_line_error(run, ExitCode.NOTHING_TO_CHECK, "no guarded kernel import")
     assert "passed" not in run.stdout
 
 

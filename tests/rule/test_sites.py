@@ -918,3 +918,60 @@ def test_a_guarded_import_whose_handler_logs_nothing_discovery_reads_is_a_site_n
 def test_sys_exception_is_no_logging_call() -> None:
     (site,) = rows(guarded("import vllm._C", "exc = sys.exception()"))
     assert site.log_method == ""  # the guarded import is the site; `sys.exception()` logs nothing
+
+
+TAKES = """\
+def {signature}:
+    try:
+        import vllm._C
+    except ImportError:
+        return 0
+"""
+
+
+@pytest.mark.parametrize(
+    ("signature", "guarded_site"),
+    [
+        ("local_topk(vllm_config, topk)", False),  # vLLM 0.34.0's dcp_topk_merge_local_topk: what would it be given?
+        ("load(*, strict)", False),
+        ("load(strict=True, *, tries=2)", True),
+        ("load(*args, **kwargs)", True),
+    ],
+)
+def test_a_site_whose_function_takes_arguments_is_listed_not_guarded(signature: str, guarded_site: bool) -> None:
+    (site,) = rows(TAKES.format(signature=signature))
+    assert (site.guarded, site.needs_args) == (guarded_site, not guarded_site)
+    assert site.unguarded_reason == ("" if guarded_site else "its function takes arguments")
+
+
+@pytest.mark.parametrize(
+    ("decorator", "signature", "guarded_site"),
+    [
+        ("@classmethod", "import_kernels(cls)", True),
+        ("", "import_kernels(self)", True),
+        ("@staticmethod", "import_kernels()", True),
+        ("@staticmethod", "import_kernels(device)", False),
+        ("@classmethod", "import_kernels(cls, device)", False),
+    ],
+)
+def test_a_method_is_called_without_its_cls_or_self(decorator: str, signature: str, guarded_site: bool) -> None:
+    method = textwrap.indent(f"{decorator}\n{TAKES.format(signature=signature)}".lstrip("\n"), "    ")
+    (site,) = rows(f"class P:\n{method}")
+    assert site.guarded == guarded_site
+
+
+def test_a_function_nested_in_import_kernels_is_guarded_through_it_whatever_it_takes() -> None:
+    source = """\
+class P:
+    @classmethod
+    def import_kernels(cls):
+        def load(flag):
+            try:
+                import vllm._C
+            except ImportError:
+                return 0
+
+        load(True)
+"""
+    (site,) = rows(source)
+    assert (site.qualname, site.guarded) == ("P.import_kernels.load", True)
