@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock, Timeout
 from warnonce_guard.common.errors import (
     BadSitesRecord,
     ExpectedSitesMissing,
@@ -91,6 +90,8 @@ def write_target(path: Path) -> Path:
 def writing(target: Path) -> Iterator[None]:
     """Hold the lock of the record `target` for the block: a second `--write` of it meanwhile is refused at once
     (`WorkDirBusy`, exit 4). The lock file is in the temporary folder, never beside the user's record."""
+    from filelock import FileLock, Timeout  # here: `sites` without --write runs without the mutation extra
+
     digest = hashlib.sha256(os.fsencode(os.path.realpath(target))).hexdigest()[:16]
     lock = FileLock(Path(tempfile.gettempdir()) / f"warnonce-guard-sites-{digest}.lock", timeout=0)
     try:
