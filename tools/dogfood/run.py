@@ -137,14 +137,31 @@ class Mutant:
         return f"{self.module}:{self.function}: {self.change}"
 
 
+# pytest's short summary line of a test that failed or errored: `FAILED tests/x.py::test_y - RecursionError: ...`.
+_FAILED_TEST = re.compile(r"^(?:FAILED|ERROR) (\S+)(?: - (.*))?$", re.MULTILINE)
+
+
+def failure(output: str) -> str:
+    """What made mutmut fail, in a line: the first test its clean or stats run saw fail, with pytest's reason; else
+    mutmut's last line (`failed to collect stats. runner returned 1`)."""
+    test = _FAILED_TEST.search(output)
+    if test:
+        return f"{test[1]} failed ({test[2]})" if test[2] else f"{test[1]} failed"
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
 def _mutmut(work: Path, *args: str) -> str:
-    """mutmut's command line in `work`: its output (kept in `work/mutmut.log`); a failure ends the run with its tail."""
+    """mutmut's command line in `work`: its output (kept in `work/mutmut.log`); a failure ends the run with one line
+    naming what failed (`failure`)."""
     done = subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=work, capture_output=True, text=True)
+    log = work / "mutmut.log"
     if args[0] == "run":
-        (work / "mutmut.log").write_text(done.stdout + done.stderr, encoding="utf-8")
+        log.write_text(done.stdout + done.stderr, encoding="utf-8")
     if done.returncode != 0:
-        tail = (done.stdout + done.stderr)[-3000:]
-        raise SystemExit(f"dogfood: mutmut {' '.join(args[:3])} failed ({done.returncode}):\n{tail}")
+        where = f"; its output: {log}" if args[0] == "run" else ""
+        what = failure(done.stdout + done.stderr)
+        raise SystemExit(f"dogfood: mutmut {args[0]} failed (exit {done.returncode}): {what}{where}")
     return done.stdout
 
 
