@@ -34,22 +34,46 @@ PACKAGES = _package_folders()
 # What else the fast tier reads from the checkout (its own files, the docs it checks, the tools it runs).
 ALSO = ("tests", "tools", "docs", "requirements", "bench", ".ci", ".github", ".buildkite")
 ALSO_FILES = ("README.md", "setup.cfg", "pyproject.toml", "noxfile.py", ".pre-commit-hooks.yaml", ".gitignore")
-# The modules mutated, as globs of mutmut's `only_mutate` (paths in the staged layout).
-MODULES = (
-    f"{PACKAGE}/rule/liveness.py",
-    f"{PACKAGE}/rule/site_rule.py",
-    f"{PACKAGE}/rule/formatting.py",
-    f"{PACKAGE}/audit/calls.py",
-    f"{PACKAGE}/audit/pragmas.py",
-    f"{PACKAGE}/audit/selection.py",
-    f"{PACKAGE}/guards/detectors.py",
-    f"{PACKAGE}/strict/contract.py",
+# The modules mutated, as globs of mutmut's `only_mutate` (paths in the staged layout): every module that decides a
+# verdict. The site rule and discovery, liveness, the cache model, renders-first, the fix's writer, expected sites;
+# the judge and the confirmation; the detectors; strict mode's contract; the audit's calls, pragmas and selection.
+MODULES = tuple(
+    f"{PACKAGE}/{module}"
+    for module in (
+        "rule/site_rule.py",
+        "rule/sites.py",
+        "rule/liveness.py",
+        "rule/formatting.py",
+        "rule/caches.py",
+        "rule/renders_first.py",
+        "rule/cache_fix.py",
+        "rule/expected.py",
+        "mutations/judge.py",
+        "mutations/engine/confirm.py",
+        "guards/detectors.py",
+        "strict/contract.py",
+        "audit/calls.py",
+        "audit/pragmas.py",
+        "audit/selection.py",
+    )
 )
 FAST = "not slow and not network and not engine"
 # The fast tests of the products the mutated modules belong to, and of the rule: mutmut runs, for each mutant, every
 # one of these that reaches its function (the mutation run's and the history's reach the rule too, through
-# discovery, but each takes seconds where these take milliseconds: with them a run takes hours on two cores).
-TESTS = ("tests/rule", "tests/audit", "tests/strict", "tests/guards")
+# discovery, but each takes seconds where these take milliseconds: with them a run takes hours on two cores). Of the
+# mutation run's, those of the judge and the confirmation that run in the process (the engine's plugin tests run
+# pytest in subprocesses, seconds each, which mutmut's trampolines do not see).
+TESTS = (
+    "tests/rule",
+    "tests/audit",
+    "tests/strict",
+    "tests/guards",
+    "tests/mutations/test_results.py",
+    "tests/mutations/test_neutralized.py",
+    "tests/mutations/test_suite.py",
+    "tests/mutations/test_engine_confirm.py",
+    "tests/mutations/test_collect_result.py",
+)
 # Tests that cannot pass in the staged project: of the checkout's own layout (top-level folders, not
 # `warnonce_guard/`), or of the sources as written.
 LAYOUT_TESTS = (
