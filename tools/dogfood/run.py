@@ -69,6 +69,7 @@ TESTS = (
     "tests/strict",
     "tests/guards",
     "tests/mutations/test_results.py",
+    "tests/mutations/test_judge_reasons.py",
     "tests/mutations/test_neutralized.py",
     "tests/mutations/test_suite.py",
     "tests/mutations/test_engine_confirm.py",
