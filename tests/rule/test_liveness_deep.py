@@ -5,12 +5,33 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 from warnonce_guard.rule import liveness
 
-DEPTH = 3 * sys.getrecursionlimit()  # deeper than any recursion of a frame per level could go
+# A chain this deep, judged with the recursion limit this far above the caller's frame: a walk of a frame (or, under
+# mutmut, a few) per level fails, a loop passes; a few hundred levels keep the test fast under mutmut's trampolines.
+DEPTH = 400
+HEADROOM = 120
+
+
+def _frames() -> int:
+    frame, count = sys._getframe(), 0
+    while frame is not None:
+        frame, count = frame.f_back, count + 1
+    return count
+
+
+@contextmanager
+def _shallow_stack() -> Iterator[None]:
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(_frames() + HEADROOM)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def _chain(first: ast.expr, link: Callable[[ast.expr], ast.expr]) -> ast.expr:
@@ -53,16 +74,23 @@ def _format(node: ast.expr) -> ast.expr:
 def test_an_expression_deeper_than_the_recursion_limit_is_judged(
     first: ast.expr, link: Callable[[ast.expr], ast.expr], kind: str | None
 ) -> None:
-    assert liveness.argument_kind(_chain(first, link), {"e"}) == kind
+    chain = _chain(first, link)
+    with _shallow_stack():
+        judged = liveness.argument_kind(chain, {"e"})
+    assert judged == kind
 
 
 def test_an_attribute_chain_deeper_than_the_recursion_limit_has_its_dotted_name() -> None:
     chain = _chain(_name("a"), lambda node: ast.Attribute(node, "b", ast.Load()))
-    assert liveness.dotted_name(chain) == "a" + ".b" * DEPTH
+    with _shallow_stack():
+        name = liveness.dotted_name(chain)
+    assert name == "a" + ".b" * DEPTH
     assert liveness.dotted_name(ast.Attribute(ast.Call(_name("f"), [], []), "b", ast.Load())) is None
 
 
 def test_a_lambda_deep_in_a_chain_still_shadows_the_live_name() -> None:
     shadowing = ast.parse("lambda e: e", mode="eval").body
-    assert not liveness.carries(_chain(shadowing, _plus("a")), {"e"})
-    assert liveness.carries(_chain(shadowing, _plus("e")), {"e"})
+    plain, carrying = _chain(shadowing, _plus("a")), _chain(shadowing, _plus("e"))
+    with _shallow_stack():
+        judged = liveness.carries(plain, {"e"}), liveness.carries(carrying, {"e"})
+    assert judged == (False, True)
