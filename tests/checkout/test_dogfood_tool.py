@@ -56,3 +56,22 @@ def test_a_failing_test_of_mutmut_s_run_ends_the_session_with_one_line_naming_it
 )
 def test_a_runner_failure_is_named_by_its_test_or_else_by_mutmut_s_last_line(output: str, line: str) -> None:
     assert run.failure(output) == line
+
+
+def test_a_mutmut_run_that_stopped_early_fails_the_session_naming_how_many_it_left(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    said = {
+        "run": "Stopping...\n",  # mutmut's words on SIGINT, and it exits 0
+        "results": "    m.x_f__mutmut_1: killed\n    m.x_f__mutmut_2: not checked\n    m.x_f__mutmut_3: not checked\n",
+    }
+
+    def mutmut(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(command, 0, stdout=said[command[3]], stderr="")
+
+    monkeypatch.setattr(run.subprocess, "run", mutmut)
+    with pytest.raises(SystemExit) as ended:
+        run.run(tmp_path, 2)
+    assert str(ended.value) == (
+        "dogfood: mutmut's run ended with 2 mutant(s) not checked: run again (without --fresh, what it checked is kept)"
+    )

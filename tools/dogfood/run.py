@@ -86,6 +86,7 @@ LAYOUT_TESTS = (
 )
 FLOOR = 95.0  # percent killed, of the mutants that are not equivalent, in every module
 KILLED = frozenset({"killed", "timeout", "caught by type check"})
+NOT_CHECKED = "not checked"  # mutmut's status of a mutant it has not run
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".nox", ".venv", "mutants")
 
 
@@ -214,6 +215,10 @@ def run(work: Path, max_children: int) -> list[Mutant]:
     statuses = results(work)
     if not statuses:
         raise SystemExit("dogfood: mutmut made no mutant (see `mutmut run` in the work folder)")
+    unchecked = sum(status == NOT_CHECKED for status in statuses.values())
+    if unchecked:  # mutmut stopped by a signal says "Stopping..." and exits 0
+        raise SystemExit(f"dogfood: mutmut's run ended with {unchecked} mutant(s) not checked: run again (without "
+                         "--fresh, what it checked is kept)")  # fmt: skip
     again = sorted(name for name, status in statuses.items() if status not in KILLED)
     if again:
         _mutmut(work, "run", "--max-children", str(max_children), *again)
