@@ -3,6 +3,8 @@ call (a module-level dict, an attribute of a module-level object) is a cache, a 
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 from warnonce_guard.rule.renders_first import renders_first
 
@@ -42,4 +44,63 @@ def test_a_raw_argument_stored_where_it_outlives_the_call_is_cached_and_stored_l
     container: str, local: str, seen: str, key: str, fixed: bool
 ) -> None:
     printers = STORE.format(container=container, local=local, seen=seen, key=key)
+    assert renders_first(STOCK.replace(PRINTERS, printers)) is fixed
+
+
+HELPERS = """\
+_seen = set()
+_handlers = [print]
+_lock = threading.Lock()
+
+
+@lru_cache
+def _cached(logger, text):
+    pass
+
+
+def _key(msg, args):
+    return (msg, args)
+
+
+def _store(logger, key):
+    _seen.add(key)
+
+
+def _print_warning_once(logger, msg, *args):
+{body}
+
+
+_print_debug_once = _print_info_once = _print_error_once = _print_warning_once
+
+
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "fixed"),
+    [
+        ("_seen.add((msg, args) if args else msg)", False),  # raw on one branch of a conditional expression
+        ("_seen.add(msg if not args else args)", False),
+        ("_seen.add(repr(args))", True),  # rendered by a builtin
+        ("for arg in args:\n    _seen.add(arg)", False),  # a loop's target takes what it iterates over
+        ("text = (msg, args)\nfor text in ['a']:\n    pass\n_seen.add(text)", False),  # a loop may not run
+        ("text = (msg, args)\nif args:\n    text = msg % args\n_seen.add(text)", False),  # nor a branch
+        (
+            "text = (msg, args)\nwith _lock:\n    text = msg % args if args else msg\n_seen.add(text)",
+            True,
+        ),  # a with's does
+        ("_seen.add(_key(msg, args))", False),  # a helper that returns the raw arguments
+        ("_store(logger, (msg, args))", False),  # a helper that stores what it is given
+        ("_store(logger, **{'key': (msg, args)})", False),  # given through **
+        ("_cached(logger, text=(msg, args))", False),  # a cached function given them by keyword
+        ("_seen.add((msg, args))\n_cached(logger, msg)", False),  # a later clean call does not undo a leak
+        ("_seen.add((msg, args))\n_handlers[0](logger, msg)", False),
+        ("_handlers[0](logger, (msg, args))", False),  # a callable not known here may keep them
+        ("def later():\n    pass\n_seen.add((msg, args))", False),  # a nested function does not end the body
+        ("seen = set()\nseen.add((msg, args))", True),  # a local set: gone with the call
+        ("key = args.__reduce__()\n_seen.add(key)", False),  # a method of the raw arguments returns them
+    ],
+)
+def test_a_raw_argument_is_followed_through_branches_loops_helpers_and_calls(body: str, fixed: bool) -> None:
+    printers = HELPERS.format(body=textwrap.indent(body, "    "))
     assert renders_first(STOCK.replace(PRINTERS, printers)) is fixed
