@@ -98,6 +98,8 @@ _print_debug_once = _print_info_once = _print_error_once = _print_warning_once
         ("_handlers[0](logger, (msg, args))", False),  # a callable not known here may keep them
         ("def later():\n    pass\n_seen.add((msg, args))", False),  # a nested function does not end the body
         ("seen = set()\nseen.add((msg, args))", True),  # a local set: gone with the call
+        ("seen = {'k': set()}\nseen['k'].add((msg, args))", True),  # a set inside a local dict
+        ("_seen.add((msg, args))\nnotify(msg)", False),  # a clean call of another module's function
         ("key = args.__reduce__()\n_seen.add(key)", False),  # a method of the raw arguments returns them
     ],
 )
