@@ -49,3 +49,16 @@ def test_a_printer_or_caller_not_shaped_as_vllms_is_refused_in_one_line(source: 
 
 def test_the_same_shapes_written_as_vllms_are_patched() -> None:
     assert "def _print_warning_once(logger, msg)" in patched(HEAD + PRINTER + CALLER, "my/logger.py")
+
+
+def test_the_rendered_text_takes_a_name_its_caller_does_not_use() -> None:
+    uses_text = "\n\nclass L:\n    def warning_once(self, msg, *args):\n        text = msg\n"
+    uses_text += "        _print_warning_once(self, text, *args)\n"
+    block = (
+        "        rendered = _render_once(text, args)\n"
+        "        if rendered is None:  # logging reports the mismatch; nothing is cached\n"
+        "            self.warning(text, *args, stacklevel=2)\n"
+        "        else:\n"
+        "            _print_warning_once(self, rendered)\n"
+    )
+    assert patched(HEAD + PRINTER + uses_text, "my/logger.py").endswith(block)
