@@ -23,6 +23,11 @@ NOT_CONSTANT = "my/logger.py: _print_warning_once (line 4) does not log with a c
         (HEAD + PRINTER.replace("stacklevel=3", "stacklevel='3'") + CALLER, NOT_CONSTANT),  # a constant, no int
         (HEAD + PRINTER.replace("stacklevel=3", "stacklevel=3, extra={}") + CALLER, NOT_CONSTANT),
         (
+            HEAD + PRINTER + CALLER.replace("*args)\n", "*args, extra=1)\n"),
+            "my/logger.py: the call of _print_warning_once on line 9 is not `_print_warning_once(self, msg, *args)` as "
+            "a statement",
+        ),
+        (
             HEAD + PRINTER + CALLER.replace("*args)\n", "*args); seen = True\n"),
             "my/logger.py: the call on line 9 shares its line with other code",
         ),
@@ -37,6 +42,7 @@ NOT_CONSTANT = "my/logger.py: _print_warning_once (line 4) does not log with a c
         "stacklevel-a-name",
         "stacklevel-a-str",
         "another-keyword",
+        "a-keyword",
         "code-after",
         "code-before",
     ],
@@ -52,12 +58,12 @@ def test_the_same_shapes_written_as_vllms_are_patched() -> None:
 
 
 def test_the_rendered_text_takes_a_name_its_caller_does_not_use() -> None:
-    uses_text = "\n\nclass L:\n    def warning_once(self, msg, *args):\n        text = msg\n"
-    uses_text += "        _print_warning_once(self, text, *args)\n"
+    uses_text = "\n\nclass L:\n    def warning_once(self, msg, *args):\n        text = 'bound elsewhere'\n"
+    uses_text += "        _print_warning_once(self, msg, *args)\n"
     block = (
-        "        rendered = _render_once(text, args)\n"
+        "        rendered = _render_once(msg, args)\n"
         "        if rendered is None:  # logging reports the mismatch; nothing is cached\n"
-        "            self.warning(text, *args, stacklevel=2)\n"
+        "            self.warning(msg, *args, stacklevel=2)\n"
         "        else:\n"
         "            _print_warning_once(self, rendered)\n"
     )
