@@ -14,6 +14,9 @@ def test_an_alias_of_a_configured_once_method_is_followed_and_of_no_method_told_
     found = aliases_in(tree, None, frozenset({"notice_once"}))
     assert {name: reference.level for name, reference in found.items()} == {"note": "notice_once", "got": "notice_once"}
     assert {name: reference.level for name, reference in aliases_in(tree).items()} == {"warn": "warning_once"}
+    partial = ast.parse("import functools\nnote = functools.partial(logger.notice_once, 'm: %s')\n")
+    (reference,) = aliases_in(partial, None, frozenset({"notice_once"})).values()
+    assert (reference.level, reference.bound) == ("notice_once", 1)  # the message bound by the partial
 
 
 def test_a_method_taken_with_getattr_reaches_the_cache_of_the_logger_it_is_taken_from() -> None:
