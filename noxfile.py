@@ -464,7 +464,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, venv_backend="none")
 def dogfood(session: nox.Session) -> None:
-    """Our tests as strict as our product: mutmut 3.8.1's stock operators over the rule and the audit's modules
+    """Our tests as strict as our product: mutmut 3.8.1's stock operators over every module that decides a verdict
     (tools/dogfood MODULES), the project copied into a `warnonce_guard/` layout in `.nox/dogfood-work` (nothing
     installed from it, the checkout only read), the fast tests of the rule and the products; prints the score per
     module and fails under 95% killed or on a survivor tools/dogfood/equivalents.toml does not list (`-- --fresh`

@@ -98,12 +98,6 @@ class Signature:
             return name
         return self.varkw
 
-    def without_first(self) -> Signature:
-        """The signature once its first parameter is bound (a method's `self`)."""
-        rest = self.positional[1:]
-        text = f"({', '.join((*rest, *([f'*{self.varargs}'] if self.varargs else [])))})"
-        return dataclasses.replace(self, text=text, positional=rest, positional_only=max(0, self.positional_only - 1))
-
 
 @dataclass(frozen=True)
 class Cache:

@@ -7,8 +7,8 @@ Site discovery (is a site `live`?) and the audit (which arguments are findings, 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Literal, NamedTuple, TypeVar
 
 # A kernel-import site's form, what its call passes the cache: formatted before the call, the exception itself, or
 # what cannot be known from the source (`rule.site_rule.form_of`).
@@ -101,14 +101,30 @@ EXAMPLES: tuple[LivenessExample, ...] = (
 )
 
 
+# Every walk down an expression below is a loop over a list, never a recursion: an expression's depth is the user's
+# (`a + b + ... + z`, `x.format(a).format(b)...`, hundreds deep, parse without parentheses) and a recursion would fail
+# on it at the interpreter's limit (sooner under a debugger, a tracer or mutmut's trampolines, which add frames).
+_Part = TypeVar("_Part")
+
+
+def _reaches(start: _Part, step: Callable[[_Part], Literal[True] | Iterable[_Part]]) -> bool:
+    """Whether `step` says True of `start` or of a part it leads to (`step` gives a part's own parts to look at)."""
+    todo = [start]
+    while todo:
+        parts = step(todo.pop())
+        if parts is True:
+            return True
+        todo.extend(parts)
+    return False
+
+
 def dotted_name(node: ast.expr) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = dotted_name(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
+    attributes = []
+    while isinstance(node, ast.Attribute):
+        attributes.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(attributes)]) if isinstance(node, ast.Name) else None
 
 
 def _builtin_name(call: ast.Call) -> str | None:
@@ -117,69 +133,73 @@ def _builtin_name(call: ast.Call) -> str | None:
 
 def is_str(node: ast.expr) -> bool:
     """Provably a str: a string literal, an f-string, or a call that always returns one."""
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, str)
-    if isinstance(node, ast.JoinedStr):
-        return True
-    if isinstance(node, ast.Call):
-        if _builtin_name(node) in _STR_BUILTINS:
+    while True:  # down `fmt % a % b`'s left operands, `fmt.format(a).format(b)`'s receivers
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, str)
+        if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Call) and _builtin_name(node) in _STR_BUILTINS):
             return True
-        func = node.func
-        return isinstance(func, ast.Attribute) and func.attr in _STR_METHODS and is_str(func.value)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-        return is_str(node.left)
-    return False
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STR_METHODS:
+            node = node.func.value
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            node = node.left
+        else:
+            return False
 
 
 def _is_type_call(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and _builtin_name(node) == "type" and len(node.args) == 1 and not node.keywords
 
 
-def is_safe(node: ast.expr) -> bool:
-    """Provably an immutable primitive (or a tuple of them): nothing live can reach the cache through it."""
+def _unsafe_parts(node: ast.expr) -> Literal[True] | Sequence[ast.expr]:
+    """True when `node` is not safe by itself; else the parts that must all be safe for it to be (none: it is)."""
     if isinstance(node, (ast.Constant, ast.JoinedStr)) or is_str(node):
-        return True
+        return ()
     if isinstance(node, ast.Call):
-        return _builtin_name(node) in _PRIMITIVE_BUILTINS
+        return () if _builtin_name(node) in _PRIMITIVE_BUILTINS else True
     if isinstance(node, ast.Attribute):
         if node.attr in _LOGGING_LEVELS:
-            return dotted_name(node.value) == "logging"
-        return node.attr in _TYPE_NAME_ATTRS and _is_type_call(node.value)
+            return () if dotted_name(node.value) == "logging" else True
+        return () if node.attr in _TYPE_NAME_ATTRS and _is_type_call(node.value) else True
     if isinstance(node, ast.Tuple):
-        return all(is_safe(el) for el in node.elts)
+        return node.elts
     if isinstance(node, ast.UnaryOp):
-        return isinstance(node.op, ast.Not) or is_safe(node.operand)
+        return () if isinstance(node.op, ast.Not) else (node.operand,)
     if isinstance(node, ast.BinOp):
-        return is_safe(node.left) and is_safe(node.right)
+        return (node.left, node.right)
     if isinstance(node, ast.BoolOp):
-        return all(is_safe(v) for v in node.values)
+        return node.values
     if isinstance(node, ast.Compare):
-        return all(isinstance(op, _BOOL_COMPARISONS) for op in node.ops) or all(
-            is_safe(n) for n in (node.left, *node.comparators)
-        )
+        return () if all(isinstance(op, _BOOL_COMPARISONS) for op in node.ops) else (node.left, *node.comparators)
     if isinstance(node, ast.IfExp):
-        return is_safe(node.body) and is_safe(node.orelse)
-    return False
+        return (node.body, node.orelse)
+    return True
+
+
+def is_safe(node: ast.expr) -> bool:
+    """Provably an immutable primitive (or a tuple of them): nothing live can reach the cache through it."""
+    return not _reaches(node, _unsafe_parts)
 
 
 def is_unhashable(node: ast.expr, names: frozenset[str] = frozenset()) -> bool:
     """Provably a list, dict, set or bytearray (or an operation that raises TypeError): hashing it raises. `names`
     are the names (and `self.x`) bound only to such values (`unhashable_names`)."""
-    if isinstance(node, _UNHASHABLE_DISPLAYS):
-        return True
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        return dotted_name(node) in names
-    if isinstance(node, ast.Call):
-        return _builtin_name(node) in _UNHASHABLE_BUILTINS
-    if isinstance(node, ast.Tuple):
-        return any(is_unhashable(el, names) for el in node.elts)
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):  # `sorted(xs)[:10]`: a list again
-        return is_unhashable(node.value, names)
-    if isinstance(node, ast.BinOp):  # `[a] + xs`, `{a} | s`: one of those again, or TypeError (`fmt % [a]`: a str)
-        return is_unhashable(node.left, names) or (
-            not isinstance(node.op, ast.Mod) and is_unhashable(node.right, names)
-        )
-    return False
+
+    def parts(node: ast.expr) -> Literal[True] | Sequence[ast.expr]:  # True: one; else what would make it one
+        if isinstance(node, _UNHASHABLE_DISPLAYS):
+            return True
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return dotted_name(node) in names or ()
+        if isinstance(node, ast.Call):
+            return _builtin_name(node) in _UNHASHABLE_BUILTINS or ()
+        if isinstance(node, ast.Tuple):
+            return node.elts
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):  # `sorted(xs)[:10]`: a list again
+            return (node.value,)
+        if isinstance(node, ast.BinOp):  # `[a] + xs`, `{a} | s`: one of those again, or TypeError (`fmt % [a]`: a str)
+            return (node.left,) if isinstance(node.op, ast.Mod) else (node.left, node.right)
+        return ()
+
+    return _reaches(node, parts)
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp)
@@ -309,31 +329,40 @@ def params(args: ast.arguments) -> set[str]:
 def carries(node: ast.AST, live: frozenset[str] | set[str]) -> bool:
     """Whether a live exception (one named in `live`, or the one being handled) can reach the expression's value
     (not through a safe part)."""
+    return _reaches((node, live), _carrying_parts)
+
+
+def _carrying_parts(
+    at: tuple[ast.AST, frozenset[str] | set[str]],
+) -> Literal[True] | Sequence[tuple[ast.AST, frozenset[str] | set[str]]]:
+    """True when the node carries a live exception by itself; else its parts that may (each with the names live
+    there)."""
+    node, live = at
     # An operation is safe when it formats a str or both its operands are: it carries through an operand that
     # carries, so its own `is_safe` (which walks its operands down) is not asked again at every level of
     # `a + b + ... + e` (quadratic in the chain's length).
     if isinstance(node, ast.BinOp):
-        return not is_str(node) and (carries(node.left, live) or carries(node.right, live))
+        return () if is_str(node) else ((node.left, live), (node.right, live))
     if isinstance(node, ast.expr) and is_safe(node):
-        return False
+        return ()
     handled = handled_exception(node)
     if handled is not None:
-        return handled
+        return handled or ()
     if isinstance(node, ast.Name):
-        return node.id in live
+        return node.id in live or ()
     if isinstance(node, ast.Attribute) and node.attr in EXCEPTION_DATA:
-        return False  # the exception's data, not the exception
+        return ()  # the exception's data, not the exception
     if _is_type_call(node):  # type(e): the class
-        return False
+        return ()
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Lambda):  # called at once: what its body makes
-        return carries(node.func.body, _lambda_live(node.func, node, live))
+        return ((node.func.body, _lambda_live(node.func, node, live)),)
     if isinstance(node, ast.Lambda):  # its defaults are held by the function, and bound to its parameters
         defaults = [d for d in (*node.args.defaults, *node.args.kw_defaults) if d is not None]
-        return any(carries(d, live) for d in defaults) or carries(node.body, set(live) - params(node.args))
+        return [*((d, live) for d in defaults), (node.body, set(live) - params(node.args))]
     if isinstance(node, _COMPREHENSIONS):  # a target iterating over what carries one carries it
         inner = set(live) | comprehension_names(node, live)
-        return any(carries(child, inner) for child in ast.iter_child_nodes(node))
-    return any(carries(child, live) for child in ast.iter_child_nodes(node))
+        return [(child, inner) for child in ast.iter_child_nodes(node)]
+    return [(child, live) for child in ast.iter_child_nodes(node)]
 
 
 def _lambda_live(fn: ast.Lambda, call: ast.Call, live: frozenset[str] | set[str]) -> set[str]:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
 import tomllib
+from pathlib import Path
+
+import pytest
 
 from tests import layout
 from tools.dogfood import run
@@ -18,3 +22,56 @@ def test_every_listed_equivalent_names_one_mutated_module_and_a_reason() -> None
     for entry in listed:
         assert entry["mutant"].partition(":")[0] in modules and len(entry["reason"]) > 20, entry
     assert len({entry["mutant"] for entry in listed}) == len(listed)  # each once
+
+
+def _mutmut_exits(monkeypatch: pytest.MonkeyPatch, output: str) -> None:
+    done = subprocess.CompletedProcess(["mutmut"], 1, stdout=output, stderr="")
+    monkeypatch.setattr(run.subprocess, "run", lambda *args, **kwargs: done)
+
+
+def test_a_failing_test_of_mutmut_s_run_ends_the_session_with_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    summary = "FAILED tests/rule/test_liveness.py::test_deep - RecursionError: maximum recursion depth exceeded"
+    _mutmut_exits(monkeypatch, f"....F\n{summary}\n1 failed, 4 passed\nfailed to collect stats. runner returned 1\n")
+    with pytest.raises(SystemExit) as ended:
+        run.run(tmp_path, 2)
+    assert str(ended.value) == (
+        "dogfood: mutmut run failed (exit 1): tests/rule/test_liveness.py::test_deep failed (RecursionError: maximum "
+        f"recursion depth exceeded); its output: {tmp_path / 'mutmut.log'}"
+    )
+    assert summary in (tmp_path / "mutmut.log").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("output", "line"),
+    [
+        ("collected 3 items\nERROR tests/a.py::test_b\n", "tests/a.py::test_b failed"),
+        (
+            "\u280b Running stats\nfailed to collect stats. runner returned 4\n\n",
+            "failed to collect stats. runner returned 4",
+        ),
+        ("", "no output"),
+    ],
+)
+def test_a_runner_failure_is_named_by_its_test_or_else_by_mutmut_s_last_line(output: str, line: str) -> None:
+    assert run.failure(output) == line
+
+
+def test_a_mutmut_run_that_stopped_early_fails_the_session_naming_how_many_it_left(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    said = {
+        "run": "Stopping...\n",  # mutmut's words on SIGINT, and it exits 0
+        "results": "    m.x_f__mutmut_1: killed\n    m.x_f__mutmut_2: not checked\n    m.x_f__mutmut_3: not checked\n",
+    }
+
+    def mutmut(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(command, 0, stdout=said[command[3]], stderr="")
+
+    monkeypatch.setattr(run.subprocess, "run", mutmut)
+    with pytest.raises(SystemExit) as ended:
+        run.run(tmp_path, 2)
+    assert str(ended.value) == (
+        "dogfood: mutmut's run ended with 2 mutant(s) not checked: run again (without --fresh, what it checked is kept)"
+    )

@@ -34,22 +34,47 @@ PACKAGES = _package_folders()
 # What else the fast tier reads from the checkout (its own files, the docs it checks, the tools it runs).
 ALSO = ("tests", "tools", "docs", "requirements", "bench", ".ci", ".github", ".buildkite")
 ALSO_FILES = ("README.md", "setup.cfg", "pyproject.toml", "noxfile.py", ".pre-commit-hooks.yaml", ".gitignore")
-# The modules mutated, as globs of mutmut's `only_mutate` (paths in the staged layout).
-MODULES = (
-    f"{PACKAGE}/rule/liveness.py",
-    f"{PACKAGE}/rule/site_rule.py",
-    f"{PACKAGE}/rule/formatting.py",
-    f"{PACKAGE}/audit/calls.py",
-    f"{PACKAGE}/audit/pragmas.py",
-    f"{PACKAGE}/audit/selection.py",
-    f"{PACKAGE}/guards/detectors.py",
-    f"{PACKAGE}/strict/contract.py",
+# The modules mutated, as globs of mutmut's `only_mutate` (paths in the staged layout): every module that decides a
+# verdict. The site rule and discovery, liveness, the cache model, renders-first, the fix's writer, expected sites;
+# the judge and the confirmation; the detectors; strict mode's contract; the audit's calls, pragmas and selection.
+MODULES = tuple(
+    f"{PACKAGE}/{module}"
+    for module in (
+        "rule/site_rule.py",
+        "rule/sites.py",
+        "rule/liveness.py",
+        "rule/formatting.py",
+        "caches/model.py",
+        "caches/renders_first.py",
+        "caches/cache_fix.py",
+        "rule/expected.py",
+        "mutations/judge.py",
+        "mutations/engine/confirm.py",
+        "guards/detectors.py",
+        "strict/contract.py",
+        "audit/calls.py",
+        "audit/pragmas.py",
+        "audit/selection.py",
+    )
 )
 FAST = "not slow and not network and not engine"
 # The fast tests of the products the mutated modules belong to, and of the rule: mutmut runs, for each mutant, every
 # one of these that reaches its function (the mutation run's and the history's reach the rule too, through
-# discovery, but each takes seconds where these take milliseconds: with them a run takes hours on two cores).
-TESTS = ("tests/rule", "tests/audit", "tests/strict", "tests/guards")
+# discovery, but each takes seconds where these take milliseconds: with them a run takes hours on two cores). Of the
+# mutation run's, those of the judge and the confirmation that run in the process (the engine's plugin tests run
+# pytest in subprocesses, seconds each, which mutmut's trampolines do not see).
+TESTS = (
+    "tests/rule",
+    "tests/audit",
+    "tests/strict",
+    "tests/guards",
+    "tests/mutations/test_results.py",
+    "tests/mutations/test_judge_reasons.py",
+    "tests/mutations/test_neutralized.py",
+    "tests/mutations/test_suite.py",
+    "tests/mutations/test_engine_confirm.py",
+    "tests/mutations/test_collect_result.py",
+)
 # Tests that cannot pass in the staged project: of the checkout's own layout (top-level folders, not
 # `warnonce_guard/`), or of the sources as written.
 LAYOUT_TESTS = (
@@ -61,6 +86,7 @@ LAYOUT_TESTS = (
 )
 FLOOR = 95.0  # percent killed, of the mutants that are not equivalent, in every module
 KILLED = frozenset({"killed", "timeout", "caught by type check"})
+NOT_CHECKED = "not checked"  # mutmut's status of a mutant it has not run
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".nox", ".venv", "mutants")
 
 
@@ -137,14 +163,31 @@ class Mutant:
         return f"{self.module}:{self.function}: {self.change}"
 
 
+# pytest's short summary line of a test that failed or errored: `FAILED tests/x.py::test_y - RecursionError: ...`.
+_FAILED_TEST = re.compile(r"^(?:FAILED|ERROR) (\S+)(?: - (.*))?$", re.MULTILINE)
+
+
+def failure(output: str) -> str:
+    """What made mutmut fail, in a line: the first test its clean or stats run saw fail, with pytest's reason; else
+    mutmut's last line (`failed to collect stats. runner returned 1`)."""
+    test = _FAILED_TEST.search(output)
+    if test:
+        return f"{test[1]} failed ({test[2]})" if test[2] else f"{test[1]} failed"
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
 def _mutmut(work: Path, *args: str) -> str:
-    """mutmut's command line in `work`: its output (kept in `work/mutmut.log`); a failure ends the run with its tail."""
+    """mutmut's command line in `work`: its output (kept in `work/mutmut.log`); a failure ends the run with one line
+    naming what failed (`failure`)."""
     done = subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=work, capture_output=True, text=True)
+    log = work / "mutmut.log"
     if args[0] == "run":
-        (work / "mutmut.log").write_text(done.stdout + done.stderr, encoding="utf-8")
+        log.write_text(done.stdout + done.stderr, encoding="utf-8")
     if done.returncode != 0:
-        tail = (done.stdout + done.stderr)[-3000:]
-        raise SystemExit(f"dogfood: mutmut {' '.join(args[:3])} failed ({done.returncode}):\n{tail}")
+        where = f"; its output: {log}" if args[0] == "run" else ""
+        what = failure(done.stdout + done.stderr)
+        raise SystemExit(f"dogfood: mutmut {args[0]} failed (exit {done.returncode}): {what}{where}")
     return done.stdout
 
 
@@ -172,6 +215,10 @@ def run(work: Path, max_children: int) -> list[Mutant]:
     statuses = results(work)
     if not statuses:
         raise SystemExit("dogfood: mutmut made no mutant (see `mutmut run` in the work folder)")
+    unchecked = sum(status == NOT_CHECKED for status in statuses.values())
+    if unchecked:  # mutmut stopped by a signal says "Stopping..." and exits 0
+        raise SystemExit(f"dogfood: mutmut's run ended with {unchecked} mutant(s) not checked: run again (without "
+                         "--fresh, what it checked is kept)")  # fmt: skip
     again = sorted(name for name, status in statuses.items() if status not in KILLED)
     if again:
         _mutmut(work, "run", "--max-children", str(max_children), *again)
