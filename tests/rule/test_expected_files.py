@@ -37,9 +37,9 @@ class Other(Platform):
             logger.warning_once("Failed to import from vllm._C_AVX2: %s", e)
 """
     found = tuple(s for s in sites_in_source(INTERFACE + other, FILE, "vllm.platforms.interface") if s.cached)
-    first, second = (f"{FILE}::{owner}.import_kernels::{module}#0" for owner, module in PAIRS)
+    first, second = (f"{FILE}::{owner}.import_kernels::{module}" for owner, module in PAIRS)
     assert expected.Comparison((), found).new_line(tmp_path / "r.json") == (
-        f"{tmp_path / 'r.json'}: 2 site(s) found that it does not record: {first} (line {found[0].line}, eager), "
-        f"{second} (line {found[1].line}, live); {expected.RECORD_HELP}"
+        f"{tmp_path / 'r.json'}: 2 site(s) found that it does not record: {first} (line {found[0].line}, eager, "
+        f"warning_once), {second} (line {found[1].line}, live, warning_once); {expected.RECORD_HELP}"
     )
     assert expected.Comparison((), ()).new_line(tmp_path / "r.json") is None
