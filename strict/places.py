@@ -108,7 +108,16 @@ class Places:
             self._vllm[id(module)] = _vllm_renders_first(module)
         return self._vllm[id(module)]
 
+    def _anothers(self, cache: Cache, place: str) -> bool:
+        """A place rows share (`logging:Logger.warning_once`, which transformers and auto-round both patch) is the
+        row's whose module is imported, when this row's is not: the summary names the library that patched it."""
+        if place.partition(":")[0] == cache.home or cache.home in sys.modules:
+            return False
+        return any(other.home in sys.modules for other in self.model.caches if place in other.runtime)
+
     def _place(self, cache: Cache, place: str) -> None:
+        if self._anothers(cache, place):
+            return
         found = resolve(place)
         if found is None:
             return
