@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.long, pytest.mark.wheel, pytest.mark
 
 
 def run(*args: str | Path, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env = {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}, **layout.QUICK_PIP}
     done = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if check and done.returncode != 0:
         pytest.fail(f"{args} exited {done.returncode}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
@@ -78,6 +78,7 @@ def buildkite(image: Path, commands: list[str], cwd: Path, **env: str) -> subpro
     """Commands run as Buildkite's agent runs a step's, one `bash -e` script, with the image's python3 first on PATH."""
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", SPEC)}
     clean["PATH"] = os.pathsep.join([str(image), clean["PATH"]])
+    clean.update(layout.QUICK_PIP)
     bash = ["bash", "-e", "-c", "\n".join(commands)]
     return subprocess.run(bash, cwd=cwd, env={**clean, **env}, capture_output=True, text=True, check=False)
 
