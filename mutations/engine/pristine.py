@@ -7,14 +7,19 @@ two calls) then fails on the unmutated code when run a second time, and is calle
 `get_mutant_runner` for a suite: those sessions run in forked children too, as mutmut's own fork-server runner runs
 them, so every session (stats, clean run, each mutant, each re-run) starts from the same pre-test state: the suite
 collected once in this process (its modules imported, as pytest imports them all before its first test; what a
-mutated function does on import recorded for the stats), no test run. The guards keep mutmut's runner: they clear
-the once-caches they use, and their sites' modules are imported once, by the stats.
+mutated function does on import recorded for the stats), no test run; and what the target's logger imports when a
+`*_once` method is first called (vLLM's scope check imports vllm.distributed: 0.16 s in every session otherwise, a
+third of the exported test's `mutate --tests`). The guards keep mutmut's runner: they clear the once-caches they
+use, and their sites' modules are imported once, by the stats.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import importlib
 import io
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +32,28 @@ class SessionCannotStart(Exception):
     """A suite's session on the unmutated code could not start (pytest's exit status 4)."""
 
 
-def fork_runner(attribution: Path) -> Any:
+def imported_when_called(module: str) -> list[str]:
+    """The modules the functions of `module` (imported already) import when they run: the absolute `import`s written
+    inside its `def`s, in source order; none when it is not imported or its source cannot be read."""
+    try:
+        tree = ast.parse(Path(sys.modules[module].__file__ or "").read_text(encoding="utf-8"))
+    except (KeyError, OSError, SyntaxError, ValueError):
+        return []
+    found: list[str] = []
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Import):
+                    found += [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    found.append(node.module)
+    return list(dict.fromkeys(found))
+
+
+def fork_runner(attribution: Path, logger: str) -> Any:
     """mutmut's `get_mutant_runner(max_workers)` whose runner runs every session on the unmutated code in a forked
-    child; `EngineFailed` naming the test that ended such a child (read from `attribution`: `engine.running`)."""
+    child, from a process where the suite is collected and what `logger`'s functions import is imported;
+    `EngineFailed` naming the test that ended such a child (read from `attribution`: `engine.running`)."""
     from mutmut.configuration import config
     from mutmut.mutation.trampoline import get_mutant_under_test, set_mutant_under_test
     from mutmut.runners.harness import BadTestExecutionCommandsException, PytestRunner
@@ -40,9 +64,10 @@ def fork_runner(attribution: Path) -> Any:
         collected = False
 
         def _collect_once(self) -> None:
-            """Collect the suite here, once, running no test (mutmut's fork-server warm-up), under mutmut's stats
-            phase: a mutated function that runs on import is a hit no test is credited with (`suite_plugin`). A
-            collection that fails fails again in the stats' child, which says why."""
+            """Collect the suite here, once, running no test (mutmut's fork-server warm-up), then import what the
+            logger's functions import, under mutmut's stats phase: a mutated function that runs on import is a hit no
+            test is credited with (`suite_plugin`). A collection (or an import) that fails fails again in the stats'
+            child, which says why."""
             if self.collected:
                 return
             self.collected = True
@@ -50,10 +75,12 @@ def fork_runner(attribution: Path) -> Any:
             set_mutant_under_test(STATS_PHASE)
             selection = self.test_runner._pytest_add_cli_args_test_selection
             try:
-                with contextlib.redirect_stdout(io.StringIO()), change_cwd("mutants"):
+                quiet = contextlib.redirect_stdout(io.StringIO())
+                with contextlib.suppress(Exception, SystemExit), quiet, change_cwd("mutants"):
                     self.test_runner.execute_pytest(["--collect-only", "-qqq", *selection])
-            except (Exception, SystemExit):  # said by the stats' child, which collects it again
-                pass
+                for name in imported_when_called(logger):
+                    with contextlib.suppress(Exception, SystemExit):
+                        importlib.import_module(name)
             finally:
                 set_mutant_under_test(previous)
 

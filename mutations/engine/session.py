@@ -177,7 +177,7 @@ def _mutmut(
         FailFastPool,
         lambda create_mutants: record_generation(ws, run_id, files, create_mutants),
         registrar.wrap if registrar is not None else None,
-        pristine.fork_runner(ws.attribution) if suite else None,
+        pristine.fork_runner(ws.attribution, f"{PACKAGE}.logger") if suite else None,
     )
 
 

@@ -18,6 +18,7 @@ from warnonce_guard.common.errors import EngineFailed, ExitCode, NothingToCheck,
 from warnonce_guard.mutations.run import mutate
 
 from tests.toy import EAGER_CALL, PLATFORM_SOURCE, make_tree, write
+from tools.toy_vllm import LOGGER_SOURCE
 
 pytestmark = pytest.mark.slow
 
@@ -381,6 +382,37 @@ def test_a_print_once_test_kills_every_mutant_it_reaches_each_session_starting_w
     report = json.loads((tmp_path / "report" / "mutation.json").read_text())
     assert report["config"].get("flakyTests", {}) == report["config"].get("failingOnUnmutated", {}) == {}
     assert "Mutation score: 100.00% (3 killed of 3 reached)" in console.export_text()
+
+
+# vLLM's `*_once` methods import vllm.distributed on their first call (the scope check): a module the logger's functions
+# import is imported once, before the first session, not again in every session (each forked from that state).
+LAZY_LOGGER = LOGGER_SOURCE.replace(
+    "def _warning_once(self, msg, *args):\n",
+    "def _warning_once(self, msg, *args):\n    from vllm.lazy_scope import first_rank  # noqa: F401\n\n",
+)
+LAZY_SCOPE = """\
+import os
+from pathlib import Path
+
+with (Path(__file__).parents[2] / "imported-by.log").open("a") as log:  # beside the tree, not in it
+    log.write(f"{os.getpid()}\\n")
+
+
+def first_rank():
+    return True
+"""
+
+
+def test_what_the_loggers_functions_import_is_imported_once_before_the_sessions(tmp_path: Path) -> None:
+    tree, suite = one_site_suite(tmp_path, {"test_once.py": LOGGED_ONCE})
+    write(tree, "vllm/logger.py", LAZY_LOGGER)
+    write(tree, "vllm/lazy_scope.py", LAZY_SCOPE)
+    console = Console(width=240, record=True)
+
+    assert run(tree, tmp_path, str(suite / "tests"), root=suite, console=console) == ExitCode.OK, console.export_text()
+
+    assert "Mutation score: 100.00% (3 killed of 3 reached)" in console.export_text()
+    assert len((tmp_path / "imported-by.log").read_text().splitlines()) == 1
 
 
 # Fails at random (one time in two), on any code: whatever it kills, a re-run from the same state can disagree. To

@@ -1,0 +1,63 @@
+"""What a suite's sessions start from: the modules a logger's functions import when first called
+(`engine.pristine.imported_when_called`), imported once before the first session."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from warnonce_guard.mutations.engine.pristine import imported_when_called
+
+LOGGER = """\
+import os
+from json import dumps
+
+
+def _should_log_with_scope(scope):
+    if scope == "global":
+        from vllm.distributed.parallel_state import is_global_first_rank
+
+        return is_global_first_rank()
+    if scope == "local":
+        from vllm.distributed.parallel_state import is_local_first_rank
+
+        return is_local_first_rank()
+    return True
+
+
+class Logger:
+    async def flush(self):
+        import vllm.envs, csv
+
+    def relative(self):
+        from . import sibling
+"""
+
+
+@pytest.fixture
+def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    path = tmp_path / "toy_logger.py"
+    path.write_text(LOGGER)
+    loaded = types.ModuleType("toy_logger")
+    loaded.__file__ = str(path)
+    monkeypatch.setitem(sys.modules, "toy_logger", loaded)
+    return "toy_logger"
+
+
+def test_the_absolute_imports_inside_functions_in_source_order_each_once(module: str) -> None:
+    assert imported_when_called(module) == ["vllm.distributed.parallel_state", "vllm.envs", "csv"]
+
+
+def test_a_module_not_imported_or_whose_source_is_gone_or_broken_imports_nothing(
+    module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert imported_when_called("not_imported_anywhere") == []
+    path = Path(sys.modules[module].__file__ or "")
+    path.write_text("def broken(:\n")
+    assert imported_when_called(module) == []
+    path.unlink()
+    assert imported_when_called(module) == []
+    monkeypatch.setattr(sys.modules[module], "__file__", None)
+    assert imported_when_called(module) == []
