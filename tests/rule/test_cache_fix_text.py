@@ -58,8 +58,18 @@ IMPORT_CASES = {
         "import logging\nfrom collections.abc import Callable, Hashable, Mapping\nfrom functools import partial\n",
     ),
     "a-plain-import-keeps-its-other-names": (
-        "import functools, logging\n",
-        "import logging\nfrom collections.abc import Mapping\nfrom functools import partial\n",
+        "import functools, logging, os\n",
+        "import logging, os\nfrom collections.abc import Mapping\nfrom functools import partial\n",
+    ),
+    "logging-before-an-aliased-logging": (
+        "import logging as log\nimport os\nfrom functools import lru_cache\n",
+        "import logging\nimport logging as log\nimport os\nfrom collections.abc import Mapping\n"
+        "from functools import partial\n",
+    ),
+    "a-relative-import-is-the-packages-own-whatever-its-name": (
+        "import abc\nimport functools\n\nfrom .types import Kernel\n",
+        "import abc\nimport logging\nfrom collections.abc import Mapping\nfrom functools import partial\n\n"
+        "from .types import Kernel\n",
     ),
     "a-relative-import-keeps-its-other-names": (
         "import logging\nfrom collections.abc import Mapping\nfrom functools import partial\n\n"
@@ -142,6 +152,11 @@ def documented_once(self, msg, *args):
     _print_warning_once(self, msg, *args)
 
 
+def terse_once(self, msg, *args):
+    """Log once."""; self.count = 1
+    _print_warning_once(self, msg, *args)
+
+
 def nested_once(self, msg, *args):
     """Log once,
     when enabled."""
@@ -174,6 +189,15 @@ def short_once(self, m, *a):
 
 def documented_once(self, msg, *args):
     """Log once."""
+    key = _once_key(self, logging.WARNING, msg, args)
+    if key is None:  # the level is off, or the message was logged already
+        return
+    _once_logged[key] = None
+    _print_warning_once(self, msg, *args)
+
+
+def terse_once(self, msg, *args):
+    """Log once."""; self.count = 1
     key = _once_key(self, logging.WARNING, msg, args)
     if key is None:  # the level is off, or the message was logged already
         return
@@ -326,11 +350,11 @@ REFUSED = {
     ),
     "a-rendered-message": (
         calling("_print_warning_once(self, msg.upper(), *args)"),
-        ": the call of _print_warning_once on line 11 is not `_print_warning_once(self, msg, *args)` as a statement",
+        ": the call of _print_warning_once on line 11 " + NOT_OWN,
     ),
     "another-logger": (
         calling("_print_warning_once(self.parent, msg, *args)"),
-        ": the call of _print_warning_once on line 11 is not `_print_warning_once(self, msg, *args)` as a statement",
+        ": the call of _print_warning_once on line 11 " + NOT_OWN,
     ),
     "a-fourth-argument": (
         calling("_print_warning_once(self, msg, *args, msg)"),
@@ -402,8 +426,10 @@ REFUSED = {
         "patch it by hand",
     ),
     "a-set-beside-the-printer": (
-        calling("_seen.add(args)\n    _print_warning_once(self, msg, *args)") + "\n_seen = set()\n",
-        ": warning_once still passes its arguments to a cache after the patch",
+        calling("_seen.add(args)\n    _print_warning_once(self, msg, *args)")
+        + "\n\ndef info_once(self, msg, *args):\n    _seen.add(args)\n    _print_warning_once(self, msg, *args)\n"
+        + "\n_seen = set()\n",
+        ": warning_once, info_once still passes its arguments to a cache after the patch",
     ),
 }
 
@@ -414,6 +440,13 @@ def test_what_cannot_be_patched_is_named_in_one_line(source: str, says: str) -> 
         patched(source, "my/logger.py")
 
     assert str(caught.value) == f"my/logger.py{says}"
+
+
+def test_a_refusal_names_the_logger_module_when_no_file_is_given() -> None:
+    with pytest.raises(LoggerNotPatchable) as caught:
+        patched("import logging\n")
+
+    assert str(caught.value) == "the logger module defines no *_once function or method: not vLLM's logger module"
 
 
 def test_a_mutant_of_a_patch_whose_shape_changed_says_so() -> None:
