@@ -48,6 +48,11 @@ IMPORT_CASES = {
         "import logging\nfrom collections.abc import Mapping\nfrom functools import partial\n"
         "from types import MethodType\n",
     ),
+    "sorted-as-isort-sorts-ignoring-case": (
+        "import logging\nfrom cProfile import run\nfrom functools import lru_cache\n",
+        "import logging\nfrom collections.abc import Mapping\nfrom cProfile import run\n"
+        "from functools import partial\n",
+    ),
     "names-imported-already-under-aliases": (
         "import logging\nfrom functools import lru_cache, partial as P\nfrom typing import Mapping as M\n",
         "import logging\nfrom functools import partial as P\nfrom typing import Mapping as M\n",
