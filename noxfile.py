@@ -355,7 +355,11 @@ def vllm_tests(session: nox.Session) -> None:
     prints both runs' counts and times and every test whose outcome differs (the session fails when one does)."""
     _vllm_tests_env(session, PREVIOUS_VLLM)
     work = Path(session.virtualenv.location)
-    fetched = session.run("python", "-m", "tools.vllm_tests.sources", str(work / "vllm-sources"), silent=True)
+    sources = ("python", "-m", "tools.vllm_tests.sources", str(work / "vllm-sources"))
+    if session.install_only:  # the sdist's tests are part of the set-up: fetched (and verified) too, then stop
+        session.run_install(*sources)
+        return
+    fetched = session.run(*sources, silent=True)
     tree = Path(str(fetched).strip().splitlines()[-1])
     results = work / "vllm-results"
     results.mkdir(exist_ok=True)
