@@ -13,6 +13,7 @@ from warnonce_guard.caches.model import (
     DEFAULT_MODEL,
     BadCacheEntry,
     BadSignature,
+    Cache,
     Signature,
     cached_function,
     decorator_maxsize,
@@ -105,6 +106,27 @@ def test_an_lru_cached_once_function_is_a_row_of_its_own_and_its_logger_is_held(
     )
     (plain,) = ast.parse("@lru_cache\ndef lookup(key):\n    pass\n").body
     assert isinstance(plain, ast.FunctionDef) and cached_function(plain, None, 1) is None  # not named *_once
+
+
+def test_a_cached_once_function_of_a_file_outside_any_package_is_a_row_named_by_the_file() -> None:
+    (function,) = ast.parse(
+        "@functools.lru_cache(maxsize=8)\ndef remember_once(logger, message, *args):\n    pass\n"
+    ).body
+    assert isinstance(function, ast.FunctionDef)
+    assert cached_function(function, None, 7) == Cache(
+        "local:remember_once",
+        "remember_once's lru_cache",
+        "this module",
+        "function",
+        ("remember_once",),
+        Signature("(logger, message, *args)", ("logger", "message"), 0, "args", (), None),
+        "(logger, message)",  # what the cache keys on: every positional parameter
+        8,
+        "line 7 of this file",
+        message="message",
+        percent=False,  # a function of the module is not known to format its message
+        held=frozenset({"logger"}),
+    )
 
 
 def test_a_configured_row_takes_a_name_before_the_tables() -> None:
