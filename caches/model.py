@@ -174,12 +174,12 @@ def decorator_maxsize(decorator: ast.expr) -> tuple[bool, int | None]:
         return False, None
     if call is None:
         return True, DEFAULT_MAXSIZE
-    given = [*call.args[:1], *(k.value for k in call.keywords if k.arg == "maxsize")]
+    given = [*call.args, *(k.value for k in call.keywords if k.arg == "maxsize")]  # (maxsize, typed), or maxsize=
     if not given:
         return True, DEFAULT_MAXSIZE
     value = given[0]
     if isinstance(value, ast.Constant) and (value.value is None or isinstance(value.value, int)):
-        return True, None if value.value is None or value.value < 0 else value.value
+        return True, value.value  # a literal int is never negative: `-1` is an operation, read as the line below
     return True, None  # a size not written as a literal: taken as unbounded, the stricter reading
 
 

@@ -79,6 +79,10 @@ def test_a_signature_that_is_no_parameter_list_is_refused(text: str) -> None:
         ("functools.lru_cache(maxsize=None)", None),
         ("lru_cache(maxsize=8)", 8),
         ("lru_cache(SIZE)", None),  # not a literal: the stricter reading
+        ("lru_cache(maxsize='8')", None),  # nor a literal int: functools refuses it, read as unbounded
+        ("lru_cache(8, True)", 8),  # (maxsize, typed)
+        ("lru_cache(0)", 0),  # it caches nothing
+        ("lru_cache(maxsize=-1)", None),  # no literal either (`-1` is an operation): the stricter reading
         ("cache", None),
         ("functools.cache", None),
     ],
@@ -90,6 +94,22 @@ def test_a_cache_decorator_and_its_size_are_read(decorator: str, maxsize: int | 
 @pytest.mark.parametrize("decorator", ["staticmethod", "cache_once", "functools.wraps(f)", "cached_property"])
 def test_other_decorators_are_not_caches(decorator: str) -> None:
     assert decorator_maxsize(ast.parse(decorator, mode="eval").body)[0] is False
+
+
+@pytest.mark.parametrize(
+    ("source", "held"),
+    [
+        ("logger.warning_once('m %s', e)\n", True),
+        ("from ray.util import log_once\n", True),  # a cached function's name
+        ("@lru_cache\ndef note_once(msg):\n    pass\n", True),  # a cached *_once function of its own
+        ("def schedule_once(job):\n    pass\n", False),  # `_once` in a name no row has
+        ("logger.warning('m %s', e)\n", False),
+    ],
+)
+def test_the_prefilter_keeps_a_file_that_may_call_a_row_and_drops_one_that_only_says_once(
+    source: str, held: bool
+) -> None:
+    assert DEFAULT_MODEL.holds_call(source) is held
 
 
 def test_an_lru_cached_once_function_is_a_row_of_its_own_and_its_logger_is_held() -> None:
