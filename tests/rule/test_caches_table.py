@@ -66,6 +66,7 @@ def test_a_wrong_table_entry_is_refused_naming_the_table_and_the_key(changed: di
 
 
 def test_each_row_of_the_table_is_its_entry_in_caches_toml() -> None:
+    assert model.TABLE.read_bytes().isascii()  # read alike whatever the locale's encoding
     entries = tomllib.loads(model.TABLE.read_text(encoding="utf-8"))["cache"]
     rows = model._table()
     assert [r.key for r in rows] == [e["key"] for e in entries] and len(rows) >= 15

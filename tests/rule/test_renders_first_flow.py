@@ -94,6 +94,13 @@ def test_helpers_are_followed_four_calls_deep_and_what_goes_deeper_is_taken_as_k
     assert leaking(ENTRY + chain) == leaks
 
 
+def test_a_helper_past_the_depth_keeps_what_it_is_given_even_when_nothing_is_returned() -> None:
+    chain = "".join(CHAIN.format(n=n, next=n + 1) for n in range(1, 5)) + "def _h5(x):\n    _seen.clear()\n"
+    entry = "_seen = set()\n\n\ndef _print_warning_once(logger, msg, *args):\n    _h1(args)\n\n\n"
+    assert leaking(entry + chain) == ["_print_warning_once"]
+    assert leaking(entry + chain.replace("return _h5(x)", "return str(x)")) == []  # four deep: read, it renders
+
+
 @pytest.mark.parametrize(
     ("body", "renders"),
     [
