@@ -355,7 +355,10 @@ def vllm_tests(session: nox.Session) -> None:
     prints both runs' counts and times and every test whose outcome differs (the session fails when one does)."""
     _vllm_tests_env(session, PREVIOUS_VLLM)
     work = Path(session.virtualenv.location)
-    fetched = session.run("python", "-m", "tools.vllm_tests.sources", str(work / "vllm-sources"), silent=True)
+    # the sdist's tests are part of the set-up: `--install-only` fetches (and verifies) them too; `--no-install`
+    # on a reused venv skips the set-up, and they are fetched (a no-op once they are) as a command
+    sources = ("python", "-m", "tools.vllm_tests.sources", str(work / "vllm-sources"))
+    fetched = session.run_install(*sources, silent=True) or session.run(*sources, silent=True)
     tree = Path(str(fetched).strip().splitlines()[-1])
     results = work / "vllm-results"
     results.mkdir(exist_ok=True)
@@ -366,7 +369,8 @@ def vllm_tests(session: nox.Session) -> None:
         for name, strict in runs:
             started = time.monotonic()
             pytest = ("python", "-m", "pytest", "-n", "2", "-q", "--tb=line", f"--junitxml={results / name}.xml")
-            session.run(*pytest, *strict, *(session.posargs or VLLM_TESTS), env=env, success_codes=[0, 1])
+            if session.run(*pytest, *strict, *(session.posargs or VLLM_TESTS), env=env, success_codes=[0, 1]) is None:
+                return  # --install-only: no command runs
             session.log(f"{name} run: {time.monotonic() - started:.1f} s wall time")
     session.run("python", "-m", "tools.vllm_tests.compare", *(str(results / f"{name}.xml") for name, _ in runs))
 

@@ -174,12 +174,12 @@ def decorator_maxsize(decorator: ast.expr) -> tuple[bool, int | None]:
         return False, None
     if call is None:
         return True, DEFAULT_MAXSIZE
-    given = [*call.args[:1], *(k.value for k in call.keywords if k.arg == "maxsize")]
+    given = [*call.args, *(k.value for k in call.keywords if k.arg == "maxsize")]  # (maxsize, typed), or maxsize=
     if not given:
         return True, DEFAULT_MAXSIZE
     value = given[0]
     if isinstance(value, ast.Constant) and (value.value is None or isinstance(value.value, int)):
-        return True, None if value.value is None or value.value < 0 else value.value
+        return True, value.value  # a literal int is never negative: `-1` is an operation, read as the line below
     return True, None  # a size not written as a literal: taken as unbounded, the stricter reading
 
 
@@ -275,7 +275,7 @@ def _size(entry: Mapping[str, object], key: str, where: str, leave_out: str) -> 
     return value
 
 
-def row(entry: object, where: str, table: bool = False) -> Cache:
+def row(entry: object, where: str, table: bool) -> Cache:
     """One cache entry as a row, the table's (`table`) or the settings':
 
     name = "my_plugin.log.warn_once"     # the cached callable: a function, or Class.method for kind "logger"
@@ -377,14 +377,12 @@ def rows(entries: object, where: str, table: bool = False) -> tuple[Cache, ...]:
     return found
 
 
-def user_caches(entries: object, where: str, table: tuple[Cache, ...] | None = None) -> tuple[Cache, ...]:
-    """The settings' `cache` entries as rows: one that names a cache of the table (`table`, default the built-in one)
-    is refused unless it says `replace = true`, and then replaces the rows it names; `replace` naming none is refused
-    too."""
-    table = CACHES if table is None else table
+def user_caches(entries: object, where: str) -> tuple[Cache, ...]:
+    """The settings' `cache` entries as rows: one that names a cache of the table (`CACHES`) is refused unless it says
+    `replace = true`, and then replaces the rows it names; `replace` naming none is refused too."""
     found = []
     for cache in rows(entries, where):
-        named = tuple(t.key for t in table if t.claims & cache.claims)
+        named = tuple(t.key for t in CACHES if t.claims & cache.claims)
         shown = ", ".join(repr(key) for key in named)
         if named and not cache.replaces:
             raise BadCacheEntry(

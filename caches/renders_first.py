@@ -32,13 +32,14 @@ _DEPTH = 4  # how deep helpers are followed
 @dataclass(frozen=True)
 class _Module:
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
-    cached: frozenset[str]  # functions an lru_cache wraps (decorated, or `name = lru_cache(...)(f)`)
+    cached: frozenset[str]  # names an lru_cache wraps by assignment (`name = lru_cache(...)(f)`); a decorated function
+    # is a cache to `_Flow.run` itself, followed with the values the call binds
     globals: frozenset[str]  # names the module binds at its top level (a container among them keeps what it gets)
 
 
 def _module(tree: ast.Module) -> _Module:
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-    cached = {name for name, node in functions.items() if cache_decorator(node)[0]}
+    cached: set[str] = set()
     bound: set[str] = set()
     for node in tree.body:
         if not isinstance(node, ast.Assign | ast.AnnAssign):

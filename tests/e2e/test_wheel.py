@@ -127,6 +127,9 @@ def test_the_wheel_installs_one_distinctive_top_level_package_with_its_data(whee
     vendor = "warnonce_guard/mutations/report/vendor/"
     assert {f"{vendor}{f}" for f in ("mutation-test-elements.js", "LICENSE", "VENDOR.json")} <= set(names)
     assert "warnonce_guard/guards/conftest.py" in names and "warnonce_guard/mutations/engine/session.py" in names
+    # the project's own license, setup.cfg's Apache-2.0, travels with the wheel
+    license_text = zipfile.ZipFile(wheel).read(wheel.name.split("-py3")[0] + ".dist-info/licenses/LICENSE").decode()
+    assert "Apache License" in license_text and "Version 2.0" in license_text
 
 
 def test_the_main_job_runs_from_the_wheel_outside_the_checkout(full: Path, tmp_path: Path, vllm_release: str) -> None:

@@ -333,7 +333,13 @@ REFUSED = {
         ": _print_warning_once (line 6) does not take (logger, msg, *args) as vLLM's do",
     ),
     "no-varargs": (
-        printing("logger, msg", "logger.warning(msg)"),
+        printing("logger, msg, args", "logger.warning(msg, *args)").replace(
+            "(self, msg, *args)\n", "(self, msg, args)\n"
+        ),
+        ": _print_warning_once (line 6) does not take (logger, msg, *args) as vLLM's do",
+    ),
+    "a-pair": (
+        printing("logger, pair", "logger.warning(*pair)").replace("(self, msg, *args)\n", "(self, (msg, *args))\n"),
         ": _print_warning_once (line 6) does not take (logger, msg, *args) as vLLM's do",
     ),
     "positional-only": (

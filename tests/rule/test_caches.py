@@ -13,6 +13,7 @@ from warnonce_guard.caches.model import (
     DEFAULT_MODEL,
     BadCacheEntry,
     BadSignature,
+    Cache,
     Signature,
     cached_function,
     decorator_maxsize,
@@ -78,6 +79,10 @@ def test_a_signature_that_is_no_parameter_list_is_refused(text: str) -> None:
         ("functools.lru_cache(maxsize=None)", None),
         ("lru_cache(maxsize=8)", 8),
         ("lru_cache(SIZE)", None),  # not a literal: the stricter reading
+        ("lru_cache(maxsize='8')", None),  # nor a literal int: functools refuses it, read as unbounded
+        ("lru_cache(8, True)", 8),  # (maxsize, typed)
+        ("lru_cache(0)", 0),  # it caches nothing
+        ("lru_cache(maxsize=-1)", None),  # no literal either (`-1` is an operation): the stricter reading
         ("cache", None),
         ("functools.cache", None),
     ],
@@ -89,6 +94,22 @@ def test_a_cache_decorator_and_its_size_are_read(decorator: str, maxsize: int | 
 @pytest.mark.parametrize("decorator", ["staticmethod", "cache_once", "functools.wraps(f)", "cached_property"])
 def test_other_decorators_are_not_caches(decorator: str) -> None:
     assert decorator_maxsize(ast.parse(decorator, mode="eval").body)[0] is False
+
+
+@pytest.mark.parametrize(
+    ("source", "held"),
+    [
+        ("logger.warning_once('m %s', e)\n", True),
+        ("from ray.util import log_once\n", True),  # a cached function's name
+        ("@lru_cache\ndef note_once(msg):\n    pass\n", True),  # a cached *_once function of its own
+        ("def schedule_once(job):\n    pass\n", False),  # `_once` in a name no row has
+        ("logger.warning('m %s', e)\n", False),
+    ],
+)
+def test_the_prefilter_keeps_a_file_that_may_call_a_row_and_drops_one_that_only_says_once(
+    source: str, held: bool
+) -> None:
+    assert DEFAULT_MODEL.holds_call(source) is held
 
 
 def test_an_lru_cached_once_function_is_a_row_of_its_own_and_its_logger_is_held() -> None:
@@ -105,6 +126,27 @@ def test_an_lru_cached_once_function_is_a_row_of_its_own_and_its_logger_is_held(
     )
     (plain,) = ast.parse("@lru_cache\ndef lookup(key):\n    pass\n").body
     assert isinstance(plain, ast.FunctionDef) and cached_function(plain, None, 1) is None  # not named *_once
+
+
+def test_a_cached_once_function_of_a_file_outside_any_package_is_a_row_named_by_the_file() -> None:
+    (function,) = ast.parse(
+        "@functools.lru_cache(maxsize=8)\ndef remember_once(logger, message, *args):\n    pass\n"
+    ).body
+    assert isinstance(function, ast.FunctionDef)
+    assert cached_function(function, None, 7) == Cache(
+        "local:remember_once",
+        "remember_once's lru_cache",
+        "this module",
+        "function",
+        ("remember_once",),
+        Signature("(logger, message, *args)", ("logger", "message"), 0, "args", (), None),
+        "(logger, message)",  # what the cache keys on: every positional parameter
+        8,
+        "line 7 of this file",
+        message="message",
+        percent=False,  # a function of the module is not known to format its message
+        held=frozenset({"logger"}),
+    )
 
 
 def test_a_configured_row_takes_a_name_before_the_tables() -> None:
