@@ -102,39 +102,35 @@ def printers(tree: ast.Module) -> list[Printer]:
 
 @dataclass(frozen=True)
 class _Edit:
-    """Replace the source from (line, column) to (end line, end column): 1-based lines, UTF-8 byte columns."""
+    """Replace the lines from `line` up to `end_line` (1-based, `end_line` not included) by `text`."""
 
     line: int
-    column: int
     end_line: int
-    end_column: int
     text: str
 
     @classmethod
     def lines(cls, first: int, last: int, text: str) -> _Edit:
         """Lines `first` to `last`, whole (their line ends included)."""
-        return cls(first, 0, last + 1, 0, text)
+        return cls(first, last + 1, text)
 
     @classmethod
     def before(cls, line: int, text: str) -> _Edit:
-        return cls(line, 0, line, 0, text)
+        return cls(line, line, text)
 
 
 def _apply(source: str, edits: list[_Edit]) -> str:
-    lines = source.splitlines(keepends=True)
-    starts = [0]
-    for line in lines:
+    """`source` with `edits` made; of edits starting on one line, a later one's text goes before an earlier one's."""
+    starts = [0]  # where each line starts, and the end of the source
+    for line in source.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
-
-    def offset(line: int, column: int) -> int:
-        if line > len(lines):
-            return len(source)
-        return starts[line - 1] + len(lines[line - 1].encode("utf-8")[:column].decode("utf-8"))
-
     out = source
-    for edit in sorted(edits, key=lambda e: (e.line, e.column), reverse=True):
-        out = out[: offset(edit.line, edit.column)] + edit.text + out[offset(edit.end_line, edit.end_column) :]
+    for edit in sorted(edits, key=lambda e: e.line, reverse=True):  # stable: edits of one line in their order
+        out = out[: starts[edit.line - 1]] + edit.text + out[starts[edit.end_line - 1] :]
     return out
+
+
+def _last_line(node: ast.stmt | ast.expr) -> int:
+    return node.end_lineno or node.lineno
 
 
 def _level(printer: Printer) -> str:
@@ -160,8 +156,8 @@ def _decorator_edits(printer: Printer, lines: list[str]) -> tuple[list[_Edit], s
     """Remove the printer's cache decorator lines; the names they used (whose imports may go)."""
     edits, names = [], set()
     for decorator, _ in _cache_decorators(printer.node):
-        first, last = decorator.lineno, decorator.end_lineno or decorator.lineno
-        if not lines[first - 1].lstrip().startswith("@") or lines[last - 1][decorator.end_col_offset or 0 :].strip():
+        first, last = decorator.lineno, _last_line(decorator)  # a printer is at the module's top: no indentation
+        if not lines[first - 1].startswith("@") or lines[last - 1][decorator.end_col_offset :].strip():
             raise LoggerNotPatchable(f"{printer.where}: its cache decorator shares its line with other code")
         edits.append(_Edit.lines(first, last, ""))
         root = decorator.func if isinstance(decorator, ast.Call) else decorator
@@ -196,19 +192,19 @@ def _call_sites(tree: ast.Module, by_name: dict[str, Printer]) -> Iterator[_Site
 
 def _site_of(call: ast.Call, parent: ast.AST, printer: Printer, function: ast.FunctionDef | None) -> _Site:
     names = [ast.unparse(a) for a in call.args]
-    shaped = len(names) == 3 and names[0].isidentifier() and names[1].isidentifier() and names[2][1:].isidentifier()
     where = f"the call of {printer.name} on line {call.lineno}"
-    if not isinstance(parent, ast.Expr) or call.keywords or not shaped or not names[2].startswith("*"):
+    if not isinstance(parent, ast.Expr) or call.keywords or len(names) != 3 or not names[2].startswith("*"):
         raise LoggerNotPatchable(f"{where} is not `{printer.name}(self, msg, *args)` as a statement")
     if function is None:
         raise LoggerNotPatchable(f"{where} is not in a function")
+    logger, msg, args = names[0], names[1], names[2][1:]
     params = function.args
     own = {a.arg for a in (*params.posonlyargs, *params.args)}
     stored = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     vararg = params.vararg.arg if params.vararg else None
-    if names[0] not in own or names[1] not in own or names[2][1:] != vararg or stored & {*names[:2], vararg}:
+    if logger not in own or msg not in own or args != vararg or stored & {logger, msg, args}:
         raise LoggerNotPatchable(f"{where} does not pass {function.name}'s own (self, msg, *args) as it got them")
-    return _Site(printer, parent, names[0], names[1], names[2][1:], function)
+    return _Site(printer, parent, logger, msg, args, function)
 
 
 def _key_name(function: ast.FunctionDef) -> str:
@@ -219,16 +215,15 @@ def _key_name(function: ast.FunctionDef) -> str:
 
 def _site_edits(site: _Site, level: str, lines: list[str]) -> list[_Edit]:
     """The key first in the `*_once` function (after its docstring); remembered just before the printer's call."""
-    first, last = site.statement.lineno, site.statement.end_lineno or site.statement.lineno
+    first, last = site.statement.lineno, _last_line(site.statement)
     indent = lines[first - 1][: site.statement.col_offset]
-    if indent.strip() or lines[last - 1][site.statement.end_col_offset or 0 :].strip():
+    if indent.strip() or lines[last - 1][site.statement.end_col_offset :].strip():
         raise LoggerNotPatchable(f"the call on line {first} shares its line with other code")
     key = _key_name(site.function)
     body = site.function.body
     docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-    opening = body[0] if not docstring else body[1] if len(body) > 1 else body[0]
-    head = lines[opening.lineno - 1][: opening.col_offset]
-    at = (body[0].end_lineno or body[0].lineno) + 1 if docstring else body[0].lineno
+    head = lines[body[0].lineno - 1][: body[0].col_offset]  # the function's indentation (its call's is checked)
+    at = _last_line(body[0]) + 1 if docstring else body[0].lineno
     key_block = (
         f"{key} = {KEY}({site.logger}, logging.{level}, {site.msg}, {site.args})",
         f"if {key} is None:  # {_SEEN_COMMENT}",
@@ -260,8 +255,8 @@ def helper_source(
     if None in sizes:
         bound, forget = f"# What the *_once methods logged (unbounded, as the {what} before).\n", ""
     else:
-        maxsize = sum(size or 0 for size in sizes)
-        each = f"{sizes[0]} calls each" if len(set(sizes)) == 1 < len(sizes) else f"{maxsize} calls in all"
+        maxsize = sum(filter(None, sizes))
+        each = f"{maxsize // len(sizes)} calls each" if len(set(sizes)) == 1 < len(sizes) else f"{maxsize} calls in all"
         bound = f"{MAXSIZE} = {maxsize}  # as the {what} of the *_once methods kept {each}\n"
         forget = f"""\
     if len({STORE}) >= {MAXSIZE}:  # full: the older half is forgotten
@@ -329,8 +324,12 @@ def _annotation(arg: ast.arg | None) -> str | None:
     return ast.unparse(arg.annotation) if arg is not None and arg.annotation is not None else None
 
 
-def _imported_module(node: ast.Import | ast.ImportFrom) -> str:
-    return (node.module or "") if isinstance(node, ast.ImportFrom) else node.names[0].name
+def _stdlib_module(node: ast.Import | ast.ImportFrom) -> str | None:
+    """The module of the standard library `node` imports from, or None (a relative import is the package's own)."""
+    if isinstance(node, ast.ImportFrom) and node.level:
+        return None
+    module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+    return module if module is not None and module.split(".")[0] in sys.stdlib_module_names else None
 
 
 def _from_import(module: str, names: list[str]) -> str:
@@ -348,39 +347,37 @@ def _import_edits(tree: ast.Module) -> tuple[dict[str, str], list[_Edit]]:
     """The name `Mapping` has in the module, and the edits that import it and `logging` where isort puts them (none
     for what is imported already)."""
     top = _top_imports(tree)
-    stdlib = [node for node in top if _imported_module(node).split(".")[0] in sys.stdlib_module_names]
+    stdlib = [(node, found) for node in top if (found := _stdlib_module(node))]
     if not stdlib:
         raise LoggerNotPatchable("it imports nothing from the standard library: no place for the patch's imports")
-    after_stdlib = (stdlib[-1].end_lineno or stdlib[-1].lineno) + 1
+    after_stdlib = _last_line(stdlib[-1][0]) + 1
+    froms = [(node.lineno, module) for node, module in stdlib if isinstance(node, ast.ImportFrom)]
     inserted: dict[int, list[str]] = {}  # line -> the import lines inserted before it
-    replaced: dict[ast.ImportFrom, list[str]] = {}  # an import -> the names it imports after the patch
+    edits = []
     if not any(isinstance(n, ast.Import) and any(a.name == "logging" and not a.asname for a in n.names) for n in top):
-        plain = [n for n in stdlib if isinstance(n, ast.Import)]
-        later = [n.lineno for n in plain if n.names[0].name > "logging"]
-        first_from = [n.lineno for n in stdlib if isinstance(n, ast.ImportFrom)]
-        inserted.setdefault(min([*later, *first_from, after_stdlib]), []).append("import logging\n")
+        # before the first later plain import (`import logging as x` included, as isort sorts) or from-import
+        later = [node.lineno for node, module in stdlib if isinstance(node, ast.Import) and module >= "logging"]
+        inserted.setdefault(min([*later, *(line for line, _ in froms), after_stdlib]), []).append("import logging\n")
     names = {}
-    for module, name, also in (("collections.abc", "Mapping", "typing"), ("functools", "partial", "functools")):
+    for modules, name in ((("collections.abc", "typing"), "Mapping"), (("functools",), "partial")):
         held = [
             alias.asname or alias.name
             for node in top
-            if isinstance(node, ast.ImportFrom) and node.module in (module, also)
+            if isinstance(node, ast.ImportFrom) and node.module in modules and not node.level
             for alias in node.names
             if alias.name == name
         ]
         names[name] = held[0] if held else name
         if held:
             continue
+        module = modules[0]
         same = [n for n in top if isinstance(n, ast.ImportFrom) and n.module == module and not n.level]
-        if same:
-            replaced.setdefault(same[0], [ast.unparse(alias) for alias in same[0].names]).append(name)
+        if same:  # it gains the name (an insertion on its line goes before it)
+            kept = sorted([*(ast.unparse(alias) for alias in same[0].names), name])
+            edits.append(_Edit.lines(same[0].lineno, _last_line(same[0]), _from_import(module, kept)))
             continue
-        later = [n.lineno for n in stdlib if isinstance(n, ast.ImportFrom) and _imported_module(n).lower() > module]
+        later = [line for line, other in froms if other.lower() > module]
         inserted.setdefault(min([*later, after_stdlib]), []).append(f"from {module} import {name}\n")
-    edits = []
-    for node, kept in replaced.items():
-        text = "".join(inserted.pop(node.lineno, [])) + _from_import(node.module or "", sorted(kept))
-        edits.append(_Edit.lines(node.lineno, node.end_lineno or node.lineno, text))
     edits += [_Edit.before(line, "".join(lines)) for line, lines in inserted.items()]
     return names, edits
 
@@ -395,7 +392,7 @@ def _unused_imports(source: str, names: set[str]) -> str:
         kept = [ast.unparse(alias) for alias, name in bound if name not in names or name in used]
         if len(kept) == len(bound):
             continue
-        end = node.end_lineno or node.lineno
+        end = _last_line(node)
         if not kept:
             edits.append(_Edit.lines(node.lineno, end, ""))
         elif isinstance(node, ast.ImportFrom):
@@ -428,7 +425,7 @@ def patched(source: str, where: str = "the logger module") -> str:
                 f"{', '.join(leaking(source))} passes its arguments to a cache that is not a cached function of the "
                 "module; patch it by hand"
             )
-        edits, names = _edits(tree, found, source.splitlines(keepends=True))
+        edits, names = _edits(tree, found, source.splitlines())
         result = _unused_imports(_apply(source, edits), names)
     except LoggerNotPatchable as err:
         raise LoggerNotPatchable(f"{where}: {err}") from None
@@ -461,9 +458,9 @@ def _edits(tree: ast.Module, found: list[Printer], lines: list[str]) -> tuple[li
         seen.add(site.function.name)
         edits += _site_edits(site, levels[site.printer.name], lines)
     bound, import_edits = _import_edits(tree)
-    last = max(found, key=lambda p: p.node.end_lineno or p.node.lineno).node
+    last = found[-1].node  # printers are in source order
     clear = clear_source([(p.name, levels[p.name]) for p in found]).replace("partial(", f"{bound['partial']}(")
-    edits.append(_Edit.before((last.end_lineno or last.lineno) + 1, clear))
+    edits.append(_Edit.before(_last_line(last) + 1, clear))
     first = found[0].node
     start = min([first.lineno, *(d.lineno for d in first.decorator_list)])
     sizes = [p.maxsize for p in found]

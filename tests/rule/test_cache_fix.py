@@ -13,7 +13,7 @@ from warnonce_guard.caches.renders_first import leaking, once_methods, renders_f
 from warnonce_guard.common.errors import ExitCode, LoggerNotPatchable, NothingToCheck
 
 from tests import layout
-from tests.toy import FIXED_LOGGER_SOURCE, LOGGER_SOURCE
+from tests.toy import LOGGER_SOURCE
 
 RELEASES = ("0.33.0", "0.29.0")
 
@@ -117,13 +117,14 @@ def test_a_logger_not_shaped_as_vllms_is_refused_in_one_line_naming_the_function
 
 
 def test_the_imports_go_where_isort_puts_them_and_an_unused_lru_cache_import_goes() -> None:
-    _, added = changed_lines(LOGGER_SOURCE, FIXED_LOGGER_SOURCE)
-    lines = FIXED_LOGGER_SOURCE.splitlines()
+    fixed = patched(LOGGER_SOURCE)  # here, not at import: mutation testing must see the patch made
+    _, added = changed_lines(LOGGER_SOURCE, fixed)
+    lines = fixed.splitlines()
 
     assert "from collections.abc import Mapping" in added
     assert lines.index("import logging") < lines.index("from collections.abc import Mapping")
     assert lines.index("from collections.abc import Mapping") < lines.index("from types import MethodType")
-    assert "from functools import lru_cache" not in FIXED_LOGGER_SOURCE
+    assert "from functools import lru_cache" not in fixed
 
 
 # ---- every cache of the module: any level, any name, lru_cache or cache -----------------------------
