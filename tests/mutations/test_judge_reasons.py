@@ -71,6 +71,32 @@ def test_each_verdict_of_judge_says_why(code: int | None, attempts: int, said: t
     assert judged.reason == (f"{reason}tested again next run" if reason.endswith("; ") else reason)
 
 
+ERROR = GuardRecord(PASSED.test, SITE.id, "call", RecordKind.ERROR, (), "RuntimeError: boom")
+
+
+@pytest.mark.parametrize(
+    ("code", "records", "said"),
+    [
+        (-2, None, (NOT_RUN, "its run was interrupted (exit code -2); tested again next run")),
+        (33, None, (NO_TESTS, "no guard covers the mutated function")),
+        (4, (), (CRASHED, "the guard run ended without a guard's verdict (exit code 4, suspicious)")),
+        (
+            4,
+            (ERROR,),
+            (CRASHED, "the guard run ended without a guard's verdict (exit code 4, suspicious); RuntimeError: boom"),
+        ),
+        (1, (PASSED,), (CRASHED, "the guards failed without a detector firing (no guard failed)")),
+        (1, (ERROR,), (CRASHED, "the guards failed without a detector firing (error: RuntimeError: boom)")),
+    ],
+    ids=["interrupted", "no-tests", "crashed", "crashed-with-an-error", "failed-without-a-failure", "errored"],
+)
+def test_a_run_without_a_kill_or_a_survival_says_what_it_saw(
+    code: int, records: tuple[GuardRecord, ...] | None, said: tuple[str, str]
+) -> None:
+    judged = judge(code, None if records is None else session(code, *records), 2, SITE.id)
+    assert (judged.status, judged.reason) == said
+
+
 def test_a_worker_stopped_on_its_first_attempt_counts_that_attempt_as_none_by_default() -> None:
     assert judge(-24, None).reason.startswith("its worker ran past its time limit (SIGXCPU) on 0 of the 2 attempts")
 
