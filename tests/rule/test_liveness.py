@@ -135,6 +135,22 @@ def test_an_operation_carries_through_either_operand_but_not_a_formatted_str(arg
     assert argument_kind_of_source(argument, {"e"}) == kind
 
 
+@pytest.mark.parametrize(
+    ("argument", "kind"),
+    [
+        ("(lambda _: e)(e)", EXCEPTION),  # a live argument: the enclosing live names stay live in the body
+        ("(lambda x: x)(e)", EXCEPTION),
+        ("(lambda e: e)(1)", "call"),  # its parameter shadows the live name
+        ("(lambda *, x=e: x)()", EXCEPTION),  # a keyword-only parameter's live default
+        ("(lambda *, x=1, y=e: y)()", EXCEPTION),
+        ("(lambda *, x=1: x)()", "call"),
+        ("(lambda y, *, x=e: y)(1)", "call"),  # the live default is not what the body returns
+    ],
+)
+def test_a_lambda_called_at_once_is_judged_by_what_its_body_makes(argument: str, kind: str) -> None:
+    assert argument_kind_of_source(argument, {"e"}) == kind
+
+
 def test_a_long_chain_of_operations_is_judged_in_one_walk() -> None:
     """`a + a + ... + e`: each level asked `is_safe` of its whole chain again (2 500 terms took seconds)."""
     deep = ast.parse("+".join(["a"] * 399 + ["e"]), mode="eval").body
