@@ -148,6 +148,21 @@ def test_a_suites_verdict_names_the_mutants_own_site_first_and_says_why_no_test_
     )
 
 
+def test_a_function_whose_name_holds_mutmuts_mark_is_found_as_mutmut_records_it() -> None:
+    """mutmut names a mutant `<function>__mutmut_<n>` and records the function it ran by the text before the first
+    `__mutmut_` (`x_load__mutmut_kernels` ran as `x_load`): the judge reads a mutant's function the same way."""
+    function = "plugin.kernels.x_load"  # mutmut's record of `def load__mutmut_kernels()` run on import
+    outside = judge_in_suite(
+        SuiteBaseline(0, 2, {}, frozenset({function})),
+        f"{function}__mutmut_kernels__mutmut_3",
+        NO_TESTS_CODE,
+        None,
+        0,
+        "s",
+    )
+    assert outside.reason.endswith("; it runs only while the suite is collected (on import), which no test sees")
+
+
 def test_verdicts_hand_each_mutant_its_site_attempts_and_running_test_in_a_suite_and_in_a_guards_run() -> None:
     named = [NamedMutant(MUTANT, SITE.id, "live-arg", "repr(e)", "e")]
     suite = SuiteBaseline(0, 2, {}, frozenset({FUNCTION}))
