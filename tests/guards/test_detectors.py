@@ -134,6 +134,13 @@ def test_the_clean_observation_is_what_the_eager_interface_site_gives_when_drive
     assert obs.expected_fragment in (obs.expected_message or "")
 
 
+def test_the_text_emitted_most_is_the_repeat_named_whatever_else_came_out() -> None:
+    other = "using the fallback kernels"  # once, and after TEXT in any order of texts
+    obs = replace(clean_observation(), calls=3, once_emitted=[other, TEXT, TEXT, TEXT])
+    found = BY_NAME[detectors.WARNING_REPEATED](obs)
+    assert found is not None and found.evidence == f"emitted 3 times over 3 calls: {TEXT!r}"
+
+
 def test_two_different_texts_are_no_repeat() -> None:
     obs = replace(clean_observation(), emitted=[TEXT, "second"], once_emitted=[TEXT, "second"])
     assert BY_NAME[detectors.WARNING_REPEATED](obs) is None

@@ -4,6 +4,7 @@ from their own session, a suite's failing tests re-run alone; what each found, i
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -119,6 +120,20 @@ def test_a_check_confirms_only_the_session_it_was_made_for() -> None:
 # --- the whole confirmation, forked --------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def rerun_in_a_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every re-run runs in a forked child: it sets a CPU limit, discards its output and ends with `os._exit`, which in
+    the confirming process would end the `mutate` run itself (here: fail the test saying so)."""
+    confirming, real_exit = os.getpid(), os._exit
+
+    def exit_child(code: int) -> None:
+        if os.getpid() == confirming:
+            raise AssertionError(f"a re-run ended the confirming process (exit code {code})")
+        real_exit(code)
+
+    monkeypatch.setattr(os, "_exit", exit_child)
+
+
 @pytest.fixture
 def ws(ws: Workspace) -> Workspace:
     """Two kills and a survivor, each with its finished session."""
@@ -186,3 +201,12 @@ def test_the_guards_kills_are_settled_from_their_drives_again_without_a_rerun(ws
     ledger = confirm.confirm(ws, never, rounds=1, suite=False)
     assert ledger.kills[KILLED].flaky == {}
     assert ledger.kills[OTHER].flaky == {guard: f"passed when its site was driven again on {OTHER}"}
+
+
+def test_a_rerun_gets_mutmuts_limits_for_its_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As mutmut stops a worker: (the tests' stats time + timeout_constant) x timeout_multiplier of wall-clock time,
+    twice that of CPU, rounded up; a test without stats counts nothing."""
+    stats = importlib.import_module("mutmut.state")  # the module (the package's `mutmut.state` is its function)
+    durations = stats.MutmutState(duration_by_test={FIRST: 0.25, KILLER: 1.5})
+    monkeypatch.setattr(stats, "state", lambda: durations)
+    assert confirm._limits([FIRST, KILLER, "tests/test_b.py::test_new"]) == ((0.25 + 1.5 + 5.0) * 15.0, 203)

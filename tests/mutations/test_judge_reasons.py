@@ -71,6 +71,32 @@ def test_each_verdict_of_judge_says_why(code: int | None, attempts: int, said: t
     assert judged.reason == (f"{reason}tested again next run" if reason.endswith("; ") else reason)
 
 
+ERROR = GuardRecord(PASSED.test, SITE.id, "call", RecordKind.ERROR, (), "RuntimeError: boom")
+
+
+@pytest.mark.parametrize(
+    ("code", "records", "said"),
+    [
+        (-2, None, (NOT_RUN, "its run was interrupted (exit code -2); tested again next run")),
+        (33, None, (NO_TESTS, "no guard covers the mutated function")),
+        (4, (), (CRASHED, "the guard run ended without a guard's verdict (exit code 4, suspicious)")),
+        (
+            4,
+            (ERROR,),
+            (CRASHED, "the guard run ended without a guard's verdict (exit code 4, suspicious); RuntimeError: boom"),
+        ),
+        (1, (PASSED,), (CRASHED, "the guards failed without a detector firing (no guard failed)")),
+        (1, (ERROR,), (CRASHED, "the guards failed without a detector firing (error: RuntimeError: boom)")),
+    ],
+    ids=["interrupted", "no-tests", "crashed", "crashed-with-an-error", "failed-without-a-failure", "errored"],
+)
+def test_a_run_without_a_kill_or_a_survival_says_what_it_saw(
+    code: int, records: tuple[GuardRecord, ...] | None, said: tuple[str, str]
+) -> None:
+    judged = judge(code, None if records is None else session(code, *records), 2, SITE.id)
+    assert (judged.status, judged.reason) == said
+
+
 def test_a_worker_stopped_on_its_first_attempt_counts_that_attempt_as_none_by_default() -> None:
     assert judge(-24, None).reason.startswith("its worker ran past its time limit (SIGXCPU) on 0 of the 2 attempts")
 
@@ -120,6 +146,21 @@ def test_a_suites_verdict_names_the_mutants_own_site_first_and_says_why_no_test_
         "no test of the suite runs the mutated function; it runs only while the suite is collected (on import), "
         "which no test sees"
     )
+
+
+def test_a_function_whose_name_holds_mutmuts_mark_is_found_as_mutmut_records_it() -> None:
+    """mutmut names a mutant `<function>__mutmut_<n>` and records the function it ran by the text before the first
+    `__mutmut_` (`x_load__mutmut_kernels` ran as `x_load`): the judge reads a mutant's function the same way."""
+    function = "plugin.kernels.x_load"  # mutmut's record of `def load__mutmut_kernels()` run on import
+    outside = judge_in_suite(
+        SuiteBaseline(0, 2, {}, frozenset({function})),
+        f"{function}__mutmut_kernels__mutmut_3",
+        NO_TESTS_CODE,
+        None,
+        0,
+        "s",
+    )
+    assert outside.reason.endswith("; it runs only while the suite is collected (on import), which no test sees")
 
 
 def test_verdicts_hand_each_mutant_its_site_attempts_and_running_test_in_a_suite_and_in_a_guards_run() -> None:

@@ -298,6 +298,39 @@ def test_a_record_without_digests_still_reads_and_compares_by_identity(tmp_path:
         del row["anchor"]
     path.write_text(json.dumps(data), encoding="utf-8")
 
+    assert [e.anchor for e in expected.read(path)] == ["", ""]  # unknown
     comparison = expected.compare(expected.read(path), sites())
 
     assert comparison.missing == comparison.new == comparison.changed == ()
+
+
+def test_a_try_added_before_two_of_one_branch_is_the_new_site_and_the_two_keep_their_rows(tmp_path: Path) -> None:
+    """The record's digests pair the two tries with the positions they moved to (`#2`, `#3`): the one added first is
+    the new site, noted first, and nothing is missing."""
+    path = recorded(tmp_path, sites(SAME_BRANCH))
+    added = SAME_BRANCH.replace(
+        "def import_kernels():\n", "def import_kernels():\n" + FIRST_TRY.replace("first", "new")
+    )
+
+    comparison = expected.compare(expected.read(path), sites(added))
+
+    site = "vllm/platforms/interface.py::import_kernels::vllm._C"
+    assert comparison.missing == ()
+    assert comparison.notes(path) == [
+        f"{path}: 1 site(s) found that it does not record: {site} (line 6, eager, warning_once); "
+        f"{expected.RECORD_HELP}",
+        f"{path}: {site}: line 6 -> 10, now {site}#2",
+        f"{path}: {site}#2: line 10 -> 14, now {site}#3",
+    ]
+
+
+def test_every_recorded_site_not_found_is_named_in_the_one_line(tmp_path: Path) -> None:
+    path = recorded(tmp_path, sites())
+    (first, second) = expected.read(path)
+
+    with pytest.raises(ExpectedSitesMissing) as err:
+        expected.compare([first, second], []).check(path)
+    assert str(err.value) == (
+        f"2 expected site(s) of {path} not found, so not guarded: {first.id} (line {first.line} when recorded), "
+        f"{second.id} (line {second.line} when recorded); if the site is gone on purpose, {expected.RECORD_HELP}"
+    )

@@ -15,6 +15,7 @@ from warnonce_guard.rule.liveness import (
     LivenessExample,
     argument_kind,
     argument_kind_of_source,
+    comprehension_names,
     dotted_name,
     flow,
     safe_names,
@@ -135,6 +136,22 @@ def test_an_operation_carries_through_either_operand_but_not_a_formatted_str(arg
     assert argument_kind_of_source(argument, {"e"}) == kind
 
 
+@pytest.mark.parametrize(
+    ("argument", "kind"),
+    [
+        ("(lambda _: e)(e)", EXCEPTION),  # a live argument: the enclosing live names stay live in the body
+        ("(lambda x: x)(e)", EXCEPTION),
+        ("(lambda e: e)(1)", "call"),  # its parameter shadows the live name
+        ("(lambda *, x=e: x)()", EXCEPTION),  # a keyword-only parameter's live default
+        ("(lambda *, x=1, y=e: y)()", EXCEPTION),
+        ("(lambda *, x=1: x)()", "call"),
+        ("(lambda y, *, x=e: y)(1)", "call"),  # the live default is not what the body returns
+    ],
+)
+def test_a_lambda_called_at_once_is_judged_by_what_its_body_makes(argument: str, kind: str) -> None:
+    assert argument_kind_of_source(argument, {"e"}) == kind
+
+
 def test_a_long_chain_of_operations_is_judged_in_one_walk() -> None:
     """`a + a + ... + e`: each level asked `is_safe` of its whole chain again (2 500 terms took seconds)."""
     deep = ast.parse("+".join(["a"] * 399 + ["e"]), mode="eval").body
@@ -153,6 +170,86 @@ def test_flow_follows_an_alias_of_the_handled_exception_and_forgets_a_name_bound
     assert live == {"err"}  # the handler's name is unbound after it; what it bound to the exception is not
     flow(ast.parse("err = None\n").body, live)
     assert live == set()
+
+
+@pytest.mark.parametrize(
+    ("source", "after"),
+    [
+        ("def err():\n    pass\n", {"e"}),  # a nested function or class binds its own name
+        ("class err:\n    pass\n", {"e"}),
+        ("try:\n    err = repr(err)\nexcept ValueError:\n    pass\n", {"e", "err"}),  # the try may stop first
+        ("try:\n    pass\nexcept:\n    pass\n", {"e", "err"}),  # a bare except binds nothing
+        ("try:\n    pass\nexcept ImportError:\n    pass\nelse:\n    other = e\n", {"e", "err", "other"}),
+        ("try:\n    pass\nexcept ImportError:\n    pass\nelse:\n    err = None\n", {"e", "err"}),
+        ("try:\n    pass\nfinally:\n    other = err\n", {"e", "err", "other"}),  # finally always runs
+        ("try:\n    pass\nfinally:\n    err = None\n", {"e"}),
+        ("if x:\n    other = e\n", {"e", "err", "other"}),  # a block that may run adds, never clears
+        ("if x:\n    pass\nelse:\n    other = e\n", {"e", "err", "other"}),
+        ("if x:\n    err = None\n", {"e", "err"}),
+        ("for x in y:\n    pass\nelse:\n    err = None\n", {"e", "err"}),
+        ("while x:\n    other = e\n", {"e", "err", "other"}),
+        ("with x:\n    other = e\n", {"e", "err", "other"}),
+        ("match x:\n    case 1:\n        other = e\n", {"e", "err", "other"}),
+        ("match x:\n    case 1:\n        err = None\n", {"e", "err"}),
+        ("other: BaseException = e\n", {"e", "err", "other"}),  # an annotated assignment binds as `=` does
+        ("err: str = repr(err)\n", {"e"}),
+        ("import err\n", {"e"}),  # an import binds its name to a module
+        ("import err.sub\n", {"e"}),  # ... its first part
+        ("from x import err\n", {"e"}),
+    ],
+)
+def test_flow_follows_the_live_names_through_every_kind_of_block(source: str, after: set[str]) -> None:
+    live = {"e", "err"}
+    flow(ast.parse(source).body, live)
+    assert live == after
+
+
+@pytest.mark.parametrize(
+    ("source", "names"),
+    [
+        ("x: list[int] = []\n", {"x"}),  # an annotated assignment binds as `=` does
+        ("if (x := [1]):\n    pass\n", {"x"}),  # so does `:=`
+        ("x = []\nfor x in xs:\n    pass\n", set()),  # a loop's target can be anything
+        ("x = []\nwith f() as x:\n    pass\n", set()),  # so can a `with`'s
+        ("x = []\nwith f():\n    pass\n", {"x"}),
+        ("os = []\nimport os.path\n", set()),  # an import binds the first part of its name
+        ("rest = []\nmatch m:\n    case {**rest}:\n        pass\n", set()),  # a match's `**rest`
+        ("x = []\ndef f():\n    x = 1\n", {"x"}),  # a nested function's names are its own
+    ],
+)
+def test_a_name_is_unhashable_only_if_every_binding_in_its_scope_is(source: str, names: set[str]) -> None:
+    assert unhashable_names(ast.parse(source).body) == names
+
+
+@pytest.mark.parametrize(
+    ("source", "names"),
+    [
+        ("msg = repr(e)\ndef f():\n    msg = e\n", {"msg"}),  # a nested function's names are its own
+        ("msg = repr(e)\ndef f():\n    global msg\n    msg = e\n", set()),  # ... but for a `global` one
+        ("self.msg = repr(e)\n", set()),  # an attribute is not a name of the scope
+    ],
+)
+def test_a_name_is_safe_only_if_every_binding_in_its_scope_is(source: str, names: set[str]) -> None:
+    assert safe_names(ast.parse(source).body) == names
+
+
+@pytest.mark.parametrize(
+    ("argument", "kind"),
+    [
+        ("lambda x=e: x", EXCEPTION),  # its defaults are held by the function
+        ("lambda *, x=e: x", EXCEPTION),
+        ("lambda e: e", "lambda"),  # its parameter shadows the live name
+        ("(e for _ in xs)", EXCEPTION),  # a generator yields what its element carries
+        ("(x for x in xs)", "container"),
+    ],
+)
+def test_a_lambda_or_a_generator_carries_what_it_holds(argument: str, kind: str) -> None:
+    assert argument_kind_of_source(argument, {"e"}) == kind
+
+
+def test_the_names_a_comprehension_binds_to_what_iterates_over_a_live_exception_follow_its_generators() -> None:
+    assert comprehension_names(ast.parse("[y for x in [e] for y in x]").body[0], {"e"}) == {"x", "y"}
+    assert comprehension_names(ast.parse("[y for x in xs for y in x]").body[0], {"e"}) == set()
 
 
 def test_a_name_bound_only_to_safe_values_is_safe_and_one_bound_once_to_anything_else_is_not() -> None:
