@@ -351,7 +351,8 @@ def _import_edits(tree: ast.Module) -> tuple[dict[str, str], list[_Edit]]:
     if not stdlib:
         raise LoggerNotPatchable("it imports nothing from the standard library: no place for the patch's imports")
     after_stdlib = _last_line(stdlib[-1][0]) + 1
-    froms = [(node.lineno, module) for node, module in stdlib if isinstance(node, ast.ImportFrom)]
+    # the from-imports an insertion may precede: never `from __future__`, which must come first
+    froms = [(n.lineno, m) for n, m in stdlib if isinstance(n, ast.ImportFrom) and m != "__future__"]
     inserted: dict[int, list[str]] = {}  # line -> the import lines inserted before it
     edits = []
     if not any(isinstance(n, ast.Import) and any(a.name == "logging" and not a.asname for a in n.names) for n in top):

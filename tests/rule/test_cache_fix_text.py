@@ -87,6 +87,16 @@ IMPORT_CASES = {
         "from . import lru_cache, utils\n",
         "import logging\nfrom collections.abc import Mapping\nfrom functools import partial\n\nfrom . import utils\n",
     ),
+    "a-future-import-stays-first": (
+        "from __future__ import annotations\n\nfrom functools import lru_cache\n",
+        "from __future__ import annotations\n\nimport logging\nfrom collections.abc import Mapping\n"
+        "from functools import partial\n",
+    ),
+    "a-future-import-the-only-standard-one": (
+        '"""Doc."""\nfrom __future__ import annotations\n\nfrom vllm.utils import lru_cache\n',
+        '"""Doc."""\nfrom __future__ import annotations\nimport logging\nfrom collections.abc import Mapping\n'
+        "from functools import partial\n",
+    ),
 }
 
 
@@ -98,6 +108,7 @@ def test_the_imports_the_fix_needs_go_where_isort_puts_them_and_the_caches_impor
     fixed = patched(imports + BODY.replace("DECORATOR", decorator))
 
     assert imports_of(fixed) == expected
+    compile(fixed, "logger.py", "exec")  # a `from __future__` import misplaced is refused here, not by ast.parse
 
 
 def test_an_import_line_that_outgrows_88_columns_is_wrapped_as_ruff_formats_it() -> None:
