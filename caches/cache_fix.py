@@ -339,11 +339,21 @@ def _from_import(module: str, names: list[str]) -> str:
     return "".join([f"from {module} import (\n", *(f"    {name},\n" for name in names), ")\n"])
 
 
+def _own_lines(node: ast.stmt, lines: list[str]) -> tuple[int, int]:
+    """The first and last line of `node`, an import to rewrite: refused when it shares them with other code (after a
+    `;`), which the rewrite would drop."""
+    first, last = node.lineno, _last_line(node)
+    after = lines[last - 1].encode()[node.end_col_offset :].decode().strip()
+    if lines[first - 1][: node.col_offset].strip() or (after and not after.startswith("#")):
+        raise LoggerNotPatchable(f"`{ast.unparse(node)}` shares its line with other code: give it a line of its own")
+    return first, last
+
+
 def _top_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     return [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
-def _import_edits(tree: ast.Module) -> tuple[dict[str, str], list[_Edit]]:
+def _import_edits(tree: ast.Module, lines: list[str]) -> tuple[dict[str, str], list[_Edit]]:
     """The name `Mapping` has in the module, and the edits that import it and `logging` where isort puts them (none
     for what is imported already)."""
     top = _top_imports(tree)
@@ -375,7 +385,7 @@ def _import_edits(tree: ast.Module) -> tuple[dict[str, str], list[_Edit]]:
         same = [n for n in top if isinstance(n, ast.ImportFrom) and n.module == module and not n.level]
         if same:  # it gains the name (an insertion on its line goes before it)
             kept = sorted([*(ast.unparse(alias) for alias in same[0].names), name])
-            edits.append(_Edit.lines(same[0].lineno, _last_line(same[0]), _from_import(module, kept)))
+            edits.append(_Edit.lines(*_own_lines(same[0], lines), _from_import(module, kept)))
             continue
         later = [line for line, other in froms if other.lower() > module]
         inserted.setdefault(min([*later, after_stdlib]), []).append(f"from {module} import {name}\n")
@@ -385,7 +395,7 @@ def _import_edits(tree: ast.Module) -> tuple[dict[str, str], list[_Edit]]:
 
 def _unused_imports(source: str, names: set[str]) -> str:
     """The source without the imports of `names` (the cache decorators) that nothing uses any more."""
-    tree = ast.parse(source)
+    tree, lines = ast.parse(source), source.splitlines()
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     edits = []
     for node in _top_imports(tree):
@@ -393,13 +403,13 @@ def _unused_imports(source: str, names: set[str]) -> str:
         kept = [ast.unparse(alias) for alias, name in bound if name not in names or name in used]
         if len(kept) == len(bound):
             continue
-        end = _last_line(node)
+        first, last = _own_lines(node, lines)
         if not kept:
-            edits.append(_Edit.lines(node.lineno, end, ""))
+            edits.append(_Edit.lines(first, last, ""))
         elif isinstance(node, ast.ImportFrom):
-            edits.append(_Edit.lines(node.lineno, end, _from_import("." * node.level + (node.module or ""), kept)))
+            edits.append(_Edit.lines(first, last, _from_import("." * node.level + (node.module or ""), kept)))
         else:
-            edits.append(_Edit.lines(node.lineno, end, f"import {', '.join(kept)}\n"))
+            edits.append(_Edit.lines(first, last, f"import {', '.join(kept)}\n"))
     return _apply(source, edits)
 
 
@@ -458,7 +468,7 @@ def _edits(tree: ast.Module, found: list[Printer], lines: list[str]) -> tuple[li
             raise LoggerNotPatchable(f"{site.function.name} calls a *_once cache twice")
         seen.add(site.function.name)
         edits += _site_edits(site, levels[site.printer.name], lines)
-    bound, import_edits = _import_edits(tree)
+    bound, import_edits = _import_edits(tree, lines)
     last = found[-1].node  # printers are in source order
     clear = clear_source([(p.name, levels[p.name]) for p in found]).replace("partial(", f"{bound['partial']}(")
     edits.append(_Edit.before(_last_line(last) + 1, clear))

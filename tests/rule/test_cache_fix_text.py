@@ -433,6 +433,22 @@ REFUSED = {
         ),
         ": it imports nothing from the standard library: no place for the patch's imports",
     ),
+    "an-import-sharing-its-line": (
+        calling("_print_warning_once(self, msg, *args)").replace("lru_cache, partial\n", "lru_cache; import os\n"),
+        ": `from functools import lru_cache` shares its line with other code: give it a line of its own",
+    ),
+    "an-unused-import-sharing-its-line": (
+        calling("_print_warning_once(self, msg, *args)")
+        .replace("from functools import lru_cache, partial\n", "import functools; import os\n")
+        .replace("@lru_cache", "@functools.lru_cache"),
+        ": `import functools` shares its line with other code: give it a line of its own",
+    ),
+    "an-import-sharing-its-line-gains-a-name": (
+        calling("_print_warning_once(self, msg, *args)").replace(
+            "import logging\n", "import logging\nimport os; from collections.abc import Hashable\n"
+        ),
+        ": `from collections.abc import Hashable` shares its line with other code: give it a line of its own",
+    ),
     "a-helper-name-defined": (
         calling("_print_warning_once(self, msg, *args)") + "\n\ndef _once_key():\n    pass\n",
         " defines _once_key already",
