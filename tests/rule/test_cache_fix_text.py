@@ -491,3 +491,14 @@ def test_a_mutant_of_a_patch_whose_shape_changed_says_so() -> None:
     for mutant in PATCH_MUTANTS:
         with pytest.raises(ValueError, match=r"^the patched module has no `.+`: the patch's shape changed$"):
             mutant.apply("import logging\n")
+
+
+@pytest.mark.parametrize("separator", ["\x0c", "\u2028", "\x85"], ids=["form-feed", "line-separator", "next-line"])
+def test_a_character_str_splitlines_splits_at_and_python_does_not_moves_no_edit(separator: str) -> None:
+    """A form feed between definitions (a page break) or U+2028 in a comment is not a line end to Python: the
+    edits still land on the lines ast numbered."""
+    source = "import functools\n" + BODY.replace("DECORATOR", "@functools.lru_cache")
+    plain = patched(source.replace("\n\n\ndef warning_once", "  # page\n\n\ndef warning_once"))
+    odd = patched(source.replace("\n\n\ndef warning_once", f"  # page{separator}\n\n\ndef warning_once"))
+
+    assert odd == plain.replace("  # page\n", f"  # page{separator}\n")
