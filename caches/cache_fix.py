@@ -139,6 +139,13 @@ def _last_line(node: ast.stmt | ast.expr) -> int:
     return node.end_lineno or node.lineno
 
 
+def _code_after(node: ast.stmt | ast.expr, lines: list[str]) -> bool:
+    """Whether code follows `node` on its last line (after a `;`); a comment is no code. (Not for a decorator: a
+    comment there may precede its closing parenthesis.)"""
+    rest = lines[_last_line(node) - 1].encode()[node.end_col_offset :].decode().strip()
+    return bool(rest) and not rest.startswith("#")
+
+
 def _level(printer: Printer) -> str:
     """The level the printer logs at (`WARNING`), from its one `logger.<level>(msg, *args, ...)` call."""
     node, params = printer.node, printer.node.args
@@ -221,9 +228,9 @@ def _key_name(function: ast.FunctionDef) -> str:
 
 def _site_edits(site: _Site, level: str, lines: list[str]) -> list[_Edit]:
     """The key first in the `*_once` function (after its docstring); remembered just before the printer's call."""
-    first, last = site.statement.lineno, _last_line(site.statement)
+    first = site.statement.lineno
     indent = lines[first - 1][: site.statement.col_offset]
-    if indent.strip() or lines[last - 1][site.statement.end_col_offset :].strip():
+    if indent.strip() or _code_after(site.statement, lines):
         raise LoggerNotPatchable(f"the call on line {first} shares its line with other code")
     key = _key_name(site.function)
     body = site.function.body
@@ -349,8 +356,7 @@ def _own_lines(node: ast.stmt, lines: list[str]) -> tuple[int, int]:
     """The first and last line of `node`, an import to rewrite: refused when it shares them with other code (after a
     `;`), which the rewrite would drop."""
     first, last = node.lineno, _last_line(node)
-    after = lines[last - 1].encode()[node.end_col_offset :].decode().strip()
-    if lines[first - 1][: node.col_offset].strip() or (after and not after.startswith("#")):
+    if lines[first - 1][: node.col_offset].strip() or _code_after(node, lines):
         raise LoggerNotPatchable(f"`{ast.unparse(node)}` shares its line with other code: give it a line of its own")
     return first, last
 

@@ -502,3 +502,12 @@ def test_a_character_str_splitlines_splits_at_and_python_does_not_moves_no_edit(
     odd = patched(source.replace("\n\n\ndef warning_once", f"  # page{separator}\n\n\ndef warning_once"))
 
     assert odd == plain.replace("  # page\n", f"  # page{separator}\n")
+
+
+def test_a_comment_after_the_call_or_an_import_is_no_code_sharing_its_line() -> None:
+    commented = calling("_print_warning_once(self, msg, *args)  # type: ignore[arg-type]")
+    fixed = patched(commented.replace("lru_cache, partial\n", "lru_cache, partial  # noqa\n"))
+
+    assert fixed == patched(calling("_print_warning_once(self, msg, *args)")).replace(
+        "_print_warning_once(self, msg, *args)\n", "_print_warning_once(self, msg, *args)  # type: ignore[arg-type]\n"
+    )
