@@ -48,7 +48,16 @@ LEVELS = {"debug": "DEBUG", "info": "INFO", "warning": "WARNING", "warn": "WARNI
 LEVELS |= {"exception": "ERROR", "critical": "CRITICAL", "fatal": "CRITICAL"}
 
 
-__all__ = ["PATCH_MUTANTS", "LoggerNotPatchable", "PatchMutant", "Printer", "once_methods", "patched", "printers"]
+__all__ = [
+    "PATCH_MUTANTS",
+    "LoggerNotPatchable",
+    "PatchMutant",
+    "Printer",
+    "once_methods",
+    "patched",
+    "printers",
+    "python_lines",
+]
 
 
 @dataclass(frozen=True)
@@ -118,7 +127,7 @@ class _Edit:
         return cls(line, line, text)
 
 
-def _lines(source: str) -> list[str]:
+def python_lines(source: str) -> list[str]:
     """`source`'s lines with their ends, as Python numbers them: `str.splitlines` also ends one at a form feed, U+2028
     or U+0085, which Python does not."""
     return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", source)
@@ -127,7 +136,7 @@ def _lines(source: str) -> list[str]:
 def _apply(source: str, edits: list[_Edit]) -> str:
     """`source` with `edits` made; of edits starting on one line, a later one's text goes before an earlier one's."""
     starts = [0]  # where each line starts, and the end of the source
-    for line in _lines(source):
+    for line in python_lines(source):
         starts.append(starts[-1] + len(line))
     out = source
     for edit in sorted(edits, key=lambda e: e.line, reverse=True):  # stable: edits of one line in their order
@@ -407,7 +416,7 @@ def _import_edits(tree: ast.Module, lines: list[str]) -> tuple[dict[str, str], l
 
 def _unused_imports(source: str, names: set[str]) -> str:
     """The source without the imports of `names` (the cache decorators) that nothing uses any more."""
-    tree, lines = ast.parse(source), _lines(source)
+    tree, lines = ast.parse(source), python_lines(source)
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     edits = []
     for node in _top_imports(tree):
@@ -448,7 +457,7 @@ def patched(source: str, where: str = "the logger module") -> str:
                 f"{', '.join(leaking(source))} passes its arguments to a cache that is not a cached function of the "
                 "module; patch it by hand"
             )
-        edits, names = _edits(tree, found, _lines(source))
+        edits, names = _edits(tree, found, python_lines(source))
         result = _unused_imports(_apply(source, edits), names)
     except LoggerNotPatchable as err:
         raise LoggerNotPatchable(f"{where}: {err}") from None
