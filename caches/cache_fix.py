@@ -48,7 +48,16 @@ LEVELS = {"debug": "DEBUG", "info": "INFO", "warning": "WARNING", "warn": "WARNI
 LEVELS |= {"exception": "ERROR", "critical": "CRITICAL", "fatal": "CRITICAL"}
 
 
-__all__ = ["PATCH_MUTANTS", "LoggerNotPatchable", "PatchMutant", "Printer", "once_methods", "patched", "printers"]
+__all__ = [
+    "PATCH_MUTANTS",
+    "LoggerNotPatchable",
+    "PatchMutant",
+    "Printer",
+    "once_methods",
+    "patched",
+    "printers",
+    "python_lines",
+]
 
 
 @dataclass(frozen=True)
@@ -118,10 +127,16 @@ class _Edit:
         return cls(line, line, text)
 
 
+def python_lines(source: str) -> list[str]:
+    """`source`'s lines with their ends, as Python numbers them: `str.splitlines` also ends one at a form feed, U+2028
+    or U+0085, which Python does not."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", source)
+
+
 def _apply(source: str, edits: list[_Edit]) -> str:
     """`source` with `edits` made; of edits starting on one line, a later one's text goes before an earlier one's."""
     starts = [0]  # where each line starts, and the end of the source
-    for line in source.splitlines(keepends=True):
+    for line in python_lines(source):
         starts.append(starts[-1] + len(line))
     out = source
     for edit in sorted(edits, key=lambda e: e.line, reverse=True):  # stable: edits of one line in their order
@@ -131,6 +146,13 @@ def _apply(source: str, edits: list[_Edit]) -> str:
 
 def _last_line(node: ast.stmt | ast.expr) -> int:
     return node.end_lineno or node.lineno
+
+
+def _code_after(node: ast.stmt | ast.expr, lines: list[str]) -> bool:
+    """Whether code follows `node` on its last line (after a `;`); a comment is no code. (Not for a decorator: a
+    comment there may precede its closing parenthesis.)"""
+    rest = lines[_last_line(node) - 1].encode()[node.end_col_offset :].decode().strip()
+    return bool(rest) and not rest.startswith("#")
 
 
 def _level(printer: Printer) -> str:
@@ -215,9 +237,9 @@ def _key_name(function: ast.FunctionDef) -> str:
 
 def _site_edits(site: _Site, level: str, lines: list[str]) -> list[_Edit]:
     """The key first in the `*_once` function (after its docstring); remembered just before the printer's call."""
-    first, last = site.statement.lineno, _last_line(site.statement)
+    first = site.statement.lineno
     indent = lines[first - 1][: site.statement.col_offset]
-    if indent.strip() or lines[last - 1][site.statement.end_col_offset :].strip():
+    if indent.strip() or _code_after(site.statement, lines):
         raise LoggerNotPatchable(f"the call on line {first} shares its line with other code")
     key = _key_name(site.function)
     body = site.function.body
@@ -339,11 +361,20 @@ def _from_import(module: str, names: list[str]) -> str:
     return "".join([f"from {module} import (\n", *(f"    {name},\n" for name in names), ")\n"])
 
 
+def _own_lines(node: ast.stmt, lines: list[str]) -> tuple[int, int]:
+    """The first and last line of `node`, an import to rewrite: refused when it shares them with other code (after a
+    `;`), which the rewrite would drop."""
+    first, last = node.lineno, _last_line(node)
+    if lines[first - 1][: node.col_offset].strip() or _code_after(node, lines):
+        raise LoggerNotPatchable(f"`{ast.unparse(node)}` shares its line with other code: give it a line of its own")
+    return first, last
+
+
 def _top_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     return [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
-def _import_edits(tree: ast.Module) -> tuple[dict[str, str], list[_Edit]]:
+def _import_edits(tree: ast.Module, lines: list[str]) -> tuple[dict[str, str], list[_Edit]]:
     """The name `Mapping` has in the module, and the edits that import it and `logging` where isort puts them (none
     for what is imported already)."""
     top = _top_imports(tree)
@@ -351,7 +382,8 @@ def _import_edits(tree: ast.Module) -> tuple[dict[str, str], list[_Edit]]:
     if not stdlib:
         raise LoggerNotPatchable("it imports nothing from the standard library: no place for the patch's imports")
     after_stdlib = _last_line(stdlib[-1][0]) + 1
-    froms = [(node.lineno, module) for node, module in stdlib if isinstance(node, ast.ImportFrom)]
+    # the from-imports an insertion may precede: never `from __future__`, which must come first
+    froms = [(n.lineno, m) for n, m in stdlib if isinstance(n, ast.ImportFrom) and m != "__future__"]
     inserted: dict[int, list[str]] = {}  # line -> the import lines inserted before it
     edits = []
     if not any(isinstance(n, ast.Import) and any(a.name == "logging" and not a.asname for a in n.names) for n in top):
@@ -374,7 +406,7 @@ def _import_edits(tree: ast.Module) -> tuple[dict[str, str], list[_Edit]]:
         same = [n for n in top if isinstance(n, ast.ImportFrom) and n.module == module and not n.level]
         if same:  # it gains the name (an insertion on its line goes before it)
             kept = sorted([*(ast.unparse(alias) for alias in same[0].names), name])
-            edits.append(_Edit.lines(same[0].lineno, _last_line(same[0]), _from_import(module, kept)))
+            edits.append(_Edit.lines(*_own_lines(same[0], lines), _from_import(module, kept)))
             continue
         later = [line for line, other in froms if other.lower() > module]
         inserted.setdefault(min([*later, after_stdlib]), []).append(f"from {module} import {name}\n")
@@ -384,7 +416,7 @@ def _import_edits(tree: ast.Module) -> tuple[dict[str, str], list[_Edit]]:
 
 def _unused_imports(source: str, names: set[str]) -> str:
     """The source without the imports of `names` (the cache decorators) that nothing uses any more."""
-    tree = ast.parse(source)
+    tree, lines = ast.parse(source), python_lines(source)
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     edits = []
     for node in _top_imports(tree):
@@ -392,13 +424,13 @@ def _unused_imports(source: str, names: set[str]) -> str:
         kept = [ast.unparse(alias) for alias, name in bound if name not in names or name in used]
         if len(kept) == len(bound):
             continue
-        end = _last_line(node)
+        first, last = _own_lines(node, lines)
         if not kept:
-            edits.append(_Edit.lines(node.lineno, end, ""))
+            edits.append(_Edit.lines(first, last, ""))
         elif isinstance(node, ast.ImportFrom):
-            edits.append(_Edit.lines(node.lineno, end, _from_import("." * node.level + (node.module or ""), kept)))
+            edits.append(_Edit.lines(first, last, _from_import("." * node.level + (node.module or ""), kept)))
         else:
-            edits.append(_Edit.lines(node.lineno, end, f"import {', '.join(kept)}\n"))
+            edits.append(_Edit.lines(first, last, f"import {', '.join(kept)}\n"))
     return _apply(source, edits)
 
 
@@ -425,7 +457,7 @@ def patched(source: str, where: str = "the logger module") -> str:
                 f"{', '.join(leaking(source))} passes its arguments to a cache that is not a cached function of the "
                 "module; patch it by hand"
             )
-        edits, names = _edits(tree, found, source.splitlines())
+        edits, names = _edits(tree, found, python_lines(source))
         result = _unused_imports(_apply(source, edits), names)
     except LoggerNotPatchable as err:
         raise LoggerNotPatchable(f"{where}: {err}") from None
@@ -457,7 +489,7 @@ def _edits(tree: ast.Module, found: list[Printer], lines: list[str]) -> tuple[li
             raise LoggerNotPatchable(f"{site.function.name} calls a *_once cache twice")
         seen.add(site.function.name)
         edits += _site_edits(site, levels[site.printer.name], lines)
-    bound, import_edits = _import_edits(tree)
+    bound, import_edits = _import_edits(tree, lines)
     last = found[-1].node  # printers are in source order
     clear = clear_source([(p.name, levels[p.name]) for p in found]).replace("partial(", f"{bound['partial']}(")
     edits.append(_Edit.before(_last_line(last) + 1, clear))

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from warnonce_guard.caches.cache_fix import STORE, patched
+from warnonce_guard.caches.cache_fix import STORE, patched, python_lines
 from warnonce_guard.caches.renders_first import once_methods
 from warnonce_guard.common.errors import GuardError, LoggerNotPatchable
 from warnonce_guard.rule.target import PACKAGE, Target, activate, check_loaded, read_source, resolve_target
@@ -220,8 +220,8 @@ def collect_fix(vllm_src: str | None, platform: str | None) -> FixExport:
 
 def _diff(change: FileChange) -> str:
     """One file's part of a git patch (a new file, or a change with three lines of context)."""
-    before = change.before.splitlines(keepends=True) if change.before is not None else []
-    after = change.after.splitlines(keepends=True)
+    before = python_lines(change.before) if change.before is not None else []  # a form feed ends no line
+    after = python_lines(change.after)
     old = "/dev/null" if change.before is None else f"a/{change.path}"
     head = [f"diff --git a/{change.path} b/{change.path}\n"]
     if change.before is None:

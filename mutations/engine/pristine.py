@@ -33,20 +33,30 @@ class SessionCannotStart(Exception):
 
 
 def imported_when_called(module: str) -> list[str]:
-    """The modules the functions of `module` (imported already) import when they run: the absolute `import`s written
-    inside its `def`s, in source order; none when it is not imported or its source cannot be read."""
+    """The modules the `*_once` functions and methods of `module` (imported already) import when they run: the
+    absolute `import`s written inside them and inside the functions they call (`f(...)`, `self.f(...)`), in source
+    order; none when it is not imported or its source cannot be read. Not what another function imports (vLLM
+    0.33.0's `_log_platform_warnings`: vllm.platforms), which a session's tests may never import."""
     try:
         tree = ast.parse(Path(sys.modules[module].__file__ or "").read_text(encoding="utf-8"))
     except (KeyError, OSError, SyntaxError, ValueError):
         return []
+    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+    reached: set[ast.AST] = set()
+    todo = [function for function in functions if function.name.endswith("_once")]
+    while todo:
+        function = todo.pop()
+        reached.add(function)
+        calls = [node.func for node in ast.walk(function) if isinstance(node, ast.Call)]
+        called = {call.id if isinstance(call, ast.Name) else getattr(call, "attr", None) for call in calls}
+        todo += [f for f in functions if f.name in called and f not in reached]
     found: list[str] = []
-    for function in ast.walk(tree):
-        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
-            for node in ast.walk(function):
-                if isinstance(node, ast.Import):
-                    found += [alias.name for alias in node.names]
-                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                    found.append(node.module)
+    for function in (f for f in functions if f in reached):
+        for node in ast.walk(function):
+            if isinstance(node, ast.Import):
+                found += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.append(node.module)
     return list(dict.fromkeys(found))
 
 

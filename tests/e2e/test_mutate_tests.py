@@ -415,6 +415,36 @@ def test_what_the_loggers_functions_import_is_imported_once_before_the_sessions(
     assert len((tmp_path / "imported-by.log").read_text().splitlines()) == 1
 
 
+# vLLM 0.33.0's logger also imports inside functions no `*_once` method calls (`_log_platform_warnings`:
+# vllm.platforms); a module imported there may log at import (here the site's warning): imported before the
+# sessions, that warning would be in every session's once-cache before its first test, which then logs none.
+PLATFORM_LOGGER = (
+    LOGGER_SOURCE
+    + """
+
+def _log_platform_warnings():
+    from vllm.platform_warnings import logged  # noqa: F401
+"""
+)
+PLATFORM_WARNINGS = """\
+from vllm.platforms.interface import Platform
+
+Platform.import_kernels()
+logged = True
+"""
+
+
+def test_what_a_function_no_once_method_calls_imports_is_not_imported_before_the_sessions(tmp_path: Path) -> None:
+    tree, suite = one_site_suite(tmp_path, {"test_once.py": LOGGED_ONCE})
+    write(tree, "vllm/logger.py", PLATFORM_LOGGER)
+    write(tree, "vllm/platform_warnings.py", PLATFORM_WARNINGS)
+    console = Console(width=240, record=True)
+
+    assert run(tree, tmp_path, str(suite / "tests"), root=suite, console=console) == ExitCode.OK, console.export_text()
+
+    assert "Mutation score: 100.00% (3 killed of 3 reached)" in console.export_text()
+
+
 # Fails at random (one time in two), on any code: whatever it kills, a re-run from the same state can disagree. To
 # have a kill counted it must pass twice on the unmutated code (mutmut's first session and clean run), then, for each
 # of its K kills, fail N more times on the mutant, and pass N more times on the unmutated code: with --confirm 2 a

@@ -87,6 +87,16 @@ IMPORT_CASES = {
         "from . import lru_cache, utils\n",
         "import logging\nfrom collections.abc import Mapping\nfrom functools import partial\n\nfrom . import utils\n",
     ),
+    "a-future-import-stays-first": (
+        "from __future__ import annotations\n\nfrom functools import lru_cache\n",
+        "from __future__ import annotations\n\nimport logging\nfrom collections.abc import Mapping\n"
+        "from functools import partial\n",
+    ),
+    "a-future-import-the-only-standard-one": (
+        '"""Doc."""\nfrom __future__ import annotations\n\nfrom vllm.utils import lru_cache\n',
+        '"""Doc."""\nfrom __future__ import annotations\nimport logging\nfrom collections.abc import Mapping\n'
+        "from functools import partial\n",
+    ),
 }
 
 
@@ -98,6 +108,7 @@ def test_the_imports_the_fix_needs_go_where_isort_puts_them_and_the_caches_impor
     fixed = patched(imports + BODY.replace("DECORATOR", decorator))
 
     assert imports_of(fixed) == expected
+    compile(fixed, "logger.py", "exec")  # a `from __future__` import misplaced is refused here, not by ast.parse
 
 
 def test_an_import_line_that_outgrows_88_columns_is_wrapped_as_ruff_formats_it() -> None:
@@ -422,6 +433,22 @@ REFUSED = {
         ),
         ": it imports nothing from the standard library: no place for the patch's imports",
     ),
+    "an-import-sharing-its-line": (
+        calling("_print_warning_once(self, msg, *args)").replace("lru_cache, partial\n", "lru_cache; import os\n"),
+        ": `from functools import lru_cache` shares its line with other code: give it a line of its own",
+    ),
+    "an-unused-import-sharing-its-line": (
+        calling("_print_warning_once(self, msg, *args)")
+        .replace("from functools import lru_cache, partial\n", "import functools; import os\n")
+        .replace("@lru_cache", "@functools.lru_cache"),
+        ": `import functools` shares its line with other code: give it a line of its own",
+    ),
+    "an-import-sharing-its-line-gains-a-name": (
+        calling("_print_warning_once(self, msg, *args)").replace(
+            "import logging\n", "import logging\nimport os; from collections.abc import Hashable\n"
+        ),
+        ": `from collections.abc import Hashable` shares its line with other code: give it a line of its own",
+    ),
     "a-helper-name-defined": (
         calling("_print_warning_once(self, msg, *args)") + "\n\ndef _once_key():\n    pass\n",
         " defines _once_key already",
@@ -464,3 +491,23 @@ def test_a_mutant_of_a_patch_whose_shape_changed_says_so() -> None:
     for mutant in PATCH_MUTANTS:
         with pytest.raises(ValueError, match=r"^the patched module has no `.+`: the patch's shape changed$"):
             mutant.apply("import logging\n")
+
+
+@pytest.mark.parametrize("separator", ["\x0c", "\u2028", "\x85"], ids=["form-feed", "line-separator", "next-line"])
+def test_a_character_str_splitlines_splits_at_and_python_does_not_moves_no_edit(separator: str) -> None:
+    """A form feed between definitions (a page break) or U+2028 in a comment is not a line end to Python: the
+    edits still land on the lines ast numbered."""
+    source = "import functools\n" + BODY.replace("DECORATOR", "@functools.lru_cache")
+    plain = patched(source.replace("\n\n\ndef warning_once", "  # page\n\n\ndef warning_once"))
+    odd = patched(source.replace("\n\n\ndef warning_once", f"  # page{separator}\n\n\ndef warning_once"))
+
+    assert odd == plain.replace("  # page\n", f"  # page{separator}\n")
+
+
+def test_a_comment_after_the_call_or_an_import_is_no_code_sharing_its_line() -> None:
+    commented = calling("_print_warning_once(self, msg, *args)  # type: ignore[arg-type]")
+    fixed = patched(commented.replace("lru_cache, partial\n", "lru_cache, partial  # noqa\n"))
+
+    assert fixed == patched(calling("_print_warning_once(self, msg, *args)")).replace(
+        "_print_warning_once(self, msg, *args)\n", "_print_warning_once(self, msg, *args)  # type: ignore[arg-type]\n"
+    )

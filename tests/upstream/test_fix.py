@@ -76,6 +76,21 @@ def test_the_patch_applies_to_the_release_and_is_clean_at_vllms_ruff_settings(ve
     assert git_apply(patch, tree, "--check", "--reverse").returncode == 0  # and it comes back out whole
 
 
+def test_the_patch_of_a_logger_with_a_page_break_applies(tmp_path: Path) -> None:
+    """A form feed (a page break between definitions) ends no line to git or Python, only to str.splitlines."""
+    logger = LOGGER_SOURCE.replace(
+        "\n\n@lru_cache\ndef _print_warning_once", "\n\x0c\n@lru_cache\ndef _print_warning_once"
+    )
+    assert "\x0c" in logger
+    tree = make_tree(tmp_path / "tree", logger=logger)
+    patch = render_patch(collect_fix(str(tree), None))
+
+    checked = git_apply(patch, tree, "--check")
+    assert checked.returncode == 0, checked.stderr
+    assert git_apply(patch, tree).returncode == 0
+    assert (tree / "vllm/logger.py").read_text(encoding="utf-8") == patched(logger)
+
+
 @pytest.mark.parametrize("version", RELEASES)
 def test_the_test_is_appended_to_tests_test_logger_py_importing_what_the_file_lacks(
     version: str, tmp_path: Path
