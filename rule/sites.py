@@ -290,7 +290,7 @@ class _SiteFinder:
             self.walk(stmt.body.body, inner)
             self.after = outer
         elif isinstance(stmt, cst.If):
-            self.visit_if(stmt, scope, in_handler=False)
+            self.visit_if(stmt, scope)
         elif isinstance(stmt, cst.Try):
             self.visit_try(stmt, scope)
             for block in (stmt, *stmt.handlers, stmt.orelse):
@@ -309,13 +309,13 @@ class _SiteFinder:
         elif isinstance(stmt, (cst.SimpleStatementLine, cst.BaseSmallStatement)) and self.after:
             self.visit_after(stmt, scope)  # a line, or a statement of a one-line block (`if err: logger...`)
 
-    def visit_if(self, stmt: cst.If, scope: _Scope, in_handler: bool) -> None:
+    def visit_if(self, stmt: cst.If, scope: _Scope) -> None:
         test = self.code(stmt.test)
-        unsteered = in_handler or self.reads_handler_names(stmt.test)  # reads what a handler bound: not steered
+        unsteered = self.reads_handler_names(stmt.test)  # reads what a handler bound: not steered
         self.walk(stmt.body.body, replace(scope, conditions=(*scope.conditions, Condition(test, True, unsteered))))
         negated = replace(scope, conditions=(*scope.conditions, Condition(test, False, unsteered)))
         if isinstance(stmt.orelse, cst.If):
-            self.visit_if(stmt.orelse, negated, in_handler)
+            self.visit_if(stmt.orelse, negated)
         elif isinstance(stmt.orelse, cst.Else):
             self.walk(stmt.orelse.body.body, negated)
 
