@@ -240,7 +240,7 @@ def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> 
                 inner = set(live)
                 _flow_to(block.body, call, inner)  # type: ignore[attr-defined]
                 live |= inner
-                break
+                return
         return
 
 

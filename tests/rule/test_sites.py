@@ -1080,3 +1080,25 @@ def test_a_helpers_site_is_as_live_as_what_it_is_given_and_passes_on(
 )
 def test_a_name_bound_to_the_exception_before_the_call_is_followed_to_it(handler: str) -> None:
     assert only(guarded("import vllm._C", handler)).form == "live"
+
+
+def test_a_name_cleared_after_the_call_in_a_finally_is_live_at_the_call() -> None:
+    after = "        finally:\n            logger.warning_once('Failed: %r', err)\n            err = None"
+    site = only(AFTER.format(after=after))
+    assert (site.place, site.form) == ("after", "live")
+
+
+def test_what_a_try_body_bound_of_an_outer_handlers_exception_is_live_in_its_own_handler() -> None:
+    handler = (
+        "try:\n                kept = e\n                import vllm._C_AVX2  # noqa: F401\n"
+        "            except ImportError:\n                logger.warning_once('Failed: %r', kept)"
+    )
+    site = only(guarded("import vllm._C  # noqa: F401", handler))
+    assert (site.kernel_module, site.place, site.form) == ("vllm._C_AVX2", "handler", "live")
+
+
+def test_a_call_in_the_finally_of_a_try_in_the_handler_sees_what_that_try_bound() -> None:
+    handler = (
+        "try:\n                kept = e\n            finally:\n                logger.warning_once('Failed: %r', kept)"
+    )
+    assert only(guarded("import vllm._C  # noqa: F401", handler)).form == "live"
