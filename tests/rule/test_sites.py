@@ -438,8 +438,9 @@ def test_not_a_site(source: str) -> None:
         ('logger.warning_once("Failed: %s", other)', "unknown", False),
         ('logger.warning_once("Failed: %r", sys.exc_info()[1])', "live", True),
         ('logger.warning_once("Failed: %s", repr(e))', "eager", True),
+        ("logger.warning_once()", "eager", False),  # it raises TypeError (no message): still the handler's call
     ],
-    ids=["no-exception-argument", "another-name", "sys-exc-info", "formatted"],
+    ids=["no-exception-argument", "another-name", "sys-exc-info", "formatted", "no-argument"],
 )
 def test_every_once_call_a_kernel_import_handler_runs_is_a_site_whatever_it_passes(
     handler: str, form: str, logs_exception: bool
