@@ -416,7 +416,7 @@ class _SiteFinder:
         message = literal if isinstance(literal, str) else None
         rest = [arg.value for arg in call.args[1:] if arg.keyword is None]
         exc_index = next((i for i, arg in enumerate(rest) if references(arg, name)), -1)
-        made_of = {name} | _derived_names(found.handler, name) if name else set()
+        made_of = {name} | _derived_names(found.handler, name)  # a nameless handler's "" names nothing
         logs = any(any(references(arg.value, n) for n in made_of) for arg in checked_arguments(call))
         logs = logs or any(references(arg.value, "sys") for arg in checked_arguments(call))
         return Site(

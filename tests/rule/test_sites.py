@@ -135,7 +135,7 @@ def test_multi_line_call_is_located_at_its_first_line() -> None:
     """
     site = only(source)
 
-    assert (site.import_line, site.line) == (4, 6)
+    assert (site.import_line, site.line, site.end_line) == (4, 6, 9)
     assert site.qualname == "import_kernels"
 
 
@@ -1103,3 +1103,35 @@ def test_a_call_in_the_finally_of_a_try_in_the_handler_sees_what_that_try_bound(
         "try:\n                kept = e\n            finally:\n                logger.warning_once('Failed: %r', kept)"
     )
     assert only(guarded("import vllm._C  # noqa: F401", handler)).form == "live"
+
+
+@pytest.mark.parametrize(
+    "handler",
+    ["err = e\n            logger.warning_once('Failed: %s', repr(err))", "info = sys.exc_info()\n            "
+     "logger.warning_once('Failed: %r', info)"],
+    ids=["a-name-bound-to-it", "sys-exc-info-in-a-nameless-handler"],
+)  # fmt: skip
+def test_a_call_logging_a_name_the_handler_bound_to_its_exception_logs_the_exception(handler: str) -> None:
+    """The guard then wants the blocked import's message in the record (`guards.drive.expected_text`)."""
+    source = guarded("import vllm._C", handler)
+    if "sys" in handler:
+        source = source.replace("except ImportError as e:", "except ImportError:")
+    assert only(source).logs_exception
+
+
+def test_a_bytes_message_is_no_message_text() -> None:
+    site = only(guarded("import vllm._C", "logger.warning_once(b'Failed: %r', e)"))
+    assert (site.message, site.message_source, site.form) == (None, "b'Failed: %r'", "live")
+
+
+def test_a_site_in_a_function_that_takes_arguments_is_listed_unguarded() -> None:
+    site = only(
+        TAKES.replace("return 0", "logger.warning_once('Failed: %r', e)")
+        .replace("ImportError:", "ImportError as e:")
+        .format(signature="load(device)")
+    )
+    assert (site.needs_args, site.guarded, site.unguarded_reason) == (
+        True,
+        True,
+        "",
+    )  # cached: its guard says unreached
