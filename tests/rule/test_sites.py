@@ -1135,3 +1135,9 @@ def test_a_site_in_a_function_that_takes_arguments_is_listed_unguarded() -> None
         True,
         "",
     )  # cached: its guard says unreached
+
+
+def test_a_helpers_first_argument_is_no_message_of_its_site() -> None:
+    method = PASSES_IT_ON.replace("(cls, err)", "(cls, what, err)").format(args="'Failed on %s: %r', what, err")
+    site = only(HELPED.format(helper="", method=method, call="cls._log_failure('kernels', e)"))
+    assert (site.via, site.message, site.message_source, site.form) == ("cls._log_failure", None, "", "live")
