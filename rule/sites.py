@@ -437,11 +437,8 @@ class _SiteFinder:
             message_source=self.code(first) if first is not None and via is None else "",
             args=tuple(self.code(arg) for arg in rest),
             exc_arg_index=exc_index,
-            receiver=via.receiver
-            if via is not None
-            else self.code(call.func.value)
-            if isinstance(call.func, cst.Attribute)
-            else "",
+            # without `via`, a call log_method names: a method of its receiver
+            receiver=via.receiver if via is not None else self.code(call.func.value),  # type: ignore[attr-defined]
             conditions=scope.conditions + in_handler,
             place=place,
             via=self.code(call.func) if via is not None else "",

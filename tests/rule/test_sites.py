@@ -1141,3 +1141,4 @@ def test_a_helpers_first_argument_is_no_message_of_its_site() -> None:
     method = PASSES_IT_ON.replace("(cls, err)", "(cls, what, err)").format(args="'Failed on %s: %r', what, err")
     site = only(HELPED.format(helper="", method=method, call="cls._log_failure('kernels', e)"))
     assert (site.via, site.message, site.message_source, site.form) == ("cls._log_failure", None, "", "live")
+    assert (site.receiver, site.log_method) == ("logger", "warning_once")  # the helper's call's, not `cls`
