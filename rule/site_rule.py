@@ -447,9 +447,9 @@ def reaching_callables(tree: ast.Module) -> dict[str, Reaching]:
 
 
 def _bases(cls: str, bases: dict[str, list[str]]) -> list[str]:
-    """The classes of the module `cls` inherits from, nearest first, each once."""
+    """The classes of the module `cls` (one of them) inherits from, nearest first, each once."""
     out: list[str] = []
-    todo = list(bases.get(cls, []))
+    todo = list(bases[cls])
     while todo:
         base = todo.pop(0)
         if base in bases and base not in out and base != cls:

@@ -1142,3 +1142,32 @@ def test_a_helpers_first_argument_is_no_message_of_its_site() -> None:
     site = only(HELPED.format(helper="", method=method, call="cls._log_failure('kernels', e)"))
     assert (site.via, site.message, site.message_source, site.form) == ("cls._log_failure", None, "", "live")
     assert (site.receiver, site.log_method) == ("logger", "warning_once")  # the helper's call's, not `cls`
+
+
+FOLLOWED = """\
+{pre}
+
+class P({bases}):
+    @classmethod
+    def import_kernels(cls):
+        try:
+            import vllm._C  # noqa: F401
+        except ImportError as e:
+            {call}
+"""
+LOG_IT = "logger.warning_once('Failed: %r', err)"
+
+
+@pytest.mark.parametrize(
+    ("pre", "bases", "call"),
+    [
+        (f"def _b(err):\n    {LOG_IT}\n\ndef _a(err):\n    _b(err)\n", "object", "_a(e)"),
+        (f"def _a(err):\n    def inner():\n        return 0\n    {LOG_IT}\n", "object", "_a(e)"),
+        (f"class C:\n    pass\n\nclass B(C):\n    pass\n\nclass D:\n    @classmethod\n    def _a(cls, err):\n"
+         f"        {LOG_IT}\n", "B, D", "cls._a(e)"),
+    ],
+    ids=["a-helper-calling-a-helper", "a-helper-defining-a-function-first", "a-second-base-after-a-deep-first"],
+)  # fmt: skip
+def test_a_helper_is_followed_through_helpers_nested_defs_and_every_base(pre: str, bases: str, call: str) -> None:
+    site = only(FOLLOWED.format(pre=pre, bases=bases, call=call))
+    assert (site.via, site.form) == (call.partition("(")[0], "live")
