@@ -172,9 +172,9 @@ def fate(cache: Cache, position: int | None, keyword: str | None, positional: in
     return TEXT if cache.renders_first else KEPT
 
 
-def _bound(cache: Cache, argument: _Argument, positional: int | None) -> str | None:
-    """The parameter of `cache`'s call an argument binds (None: unknown, or none)."""
-    if argument.keyword is not None and argument.keyword != "**":
+def _bound(cache: Cache, argument: _Argument) -> str | None:
+    """The parameter of `cache`'s call an argument binds (None: unknown, or none; `**x`: `**kwargs`, if any)."""
+    if argument.keyword is not None:
         return cache.signature.parameter_named(argument.keyword)
     return cache.signature.parameter_at(argument.position) if argument.position is not None else None
 
@@ -221,7 +221,7 @@ def describe(caches: tuple[Cache, ...], known: bool) -> str:
     return "the cache of whichever logger it is (its logger is not followed from this file to a known one)"
 
 
-def refused_by(caches: tuple[Cache, ...], known: bool, level: str, alone: bool = True) -> str:
+def refused_by(caches: tuple[Cache, ...], known: bool, level: str, alone: bool) -> str:
     """What refuses a keyword, with the calls' signatures, for its message: the one cache's call, or all those the
     call may reach (`alone`: each refuses this keyword; else none takes it together with the call's others)."""
     if known and len(caches) == 1:
@@ -279,7 +279,7 @@ def call_findings(
         else:
             if isinstance(value, ast.keyword):
                 value = value.value
-            if kept and all(_bound(c, argument, positional) in c.tupled for c in kept):
+            if kept and all(_bound(c, argument) in c.tupled for c in kept):
                 value = _as_tuple(value)  # `ranks=[0]`: the cache gets tuple(ranks)
             kind = argument_kind(value, live, unhashable)
             its_own = kind == "name" and isinstance(value, ast.Name) and value.id == instance

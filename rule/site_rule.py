@@ -206,8 +206,8 @@ def live_names(body: Sequence[cst.CSTNode], call: cst.CSTNode) -> set[str]:
     return live
 
 
-def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> bool:
-    """Follow `body` up to the statement holding `call` (in place); True once it is found."""
+def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> None:
+    """Follow `body` up to the statement holding `call`, `live` changed in place."""
     for stmt in body:
         if not holds(stmt, call):
             flow(parsed(stmt), live)
@@ -216,10 +216,10 @@ def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> 
             for small in stmt.body:
                 if holds(small, call):  # a comprehension around the call binds its own names
                     live |= comprehension_names(parsed(cst.SimpleStatementLine([small]))[0], live)
-                    return True
+                    return
                 for parsed_small in parsed(cst.SimpleStatementLine([small])):
                     rebind(parsed_small, live)
-            return True
+            return
         if isinstance(stmt, cst.Try) and stmt.finalbody is not None and holds(stmt.finalbody, call):
             # after the body, a handler or the `else`: what any of them bound
             if stmt.handlers:
@@ -227,22 +227,21 @@ def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> 
             else:
                 live |= _branch(stmt.body.body, live)
             _flow_to(stmt.finalbody.body.body, call, live)
-            return True
+            return
         holder = next((h for h in stmt.handlers if holds(h, call)), None) if isinstance(stmt, cst.Try) else None
         if isinstance(stmt, cst.Try) and holder is not None:  # the body ran (or part of it), then this handler alone
             live |= _branch(stmt.body.body, live)
             inner = live | ({name} if (name := handler_name(holder)) else set())
             _flow_to(holder.body.body, call, inner)
             live |= inner
-            return True
+            return
         for block in _blocks(stmt):
             if holds(block, call):
                 inner = set(live)
                 _flow_to(block.body, call, inner)  # type: ignore[attr-defined]
                 live |= inner
-                break
-        return True
-    return False
+                return
+        return
 
 
 def _branch(body: Sequence[cst.CSTNode], live: set[str]) -> set[str]:
@@ -448,9 +447,9 @@ def reaching_callables(tree: ast.Module) -> dict[str, Reaching]:
 
 
 def _bases(cls: str, bases: dict[str, list[str]]) -> list[str]:
-    """The classes of the module `cls` inherits from, nearest first, each once."""
+    """The classes of the module `cls` (one of them) inherits from, nearest first, each once."""
     out: list[str] = []
-    todo = list(bases.get(cls, []))
+    todo = list(bases[cls])
     while todo:
         base = todo.pop(0)
         if base in bases and base not in out and base != cls:

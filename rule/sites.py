@@ -290,7 +290,7 @@ class _SiteFinder:
             self.walk(stmt.body.body, inner)
             self.after = outer
         elif isinstance(stmt, cst.If):
-            self.visit_if(stmt, scope, in_handler=False)
+            self.visit_if(stmt, scope)
         elif isinstance(stmt, cst.Try):
             self.visit_try(stmt, scope)
             for block in (stmt, *stmt.handlers, stmt.orelse):
@@ -309,13 +309,13 @@ class _SiteFinder:
         elif isinstance(stmt, (cst.SimpleStatementLine, cst.BaseSmallStatement)) and self.after:
             self.visit_after(stmt, scope)  # a line, or a statement of a one-line block (`if err: logger...`)
 
-    def visit_if(self, stmt: cst.If, scope: _Scope, in_handler: bool) -> None:
+    def visit_if(self, stmt: cst.If, scope: _Scope) -> None:
         test = self.code(stmt.test)
-        unsteered = in_handler or self.reads_handler_names(stmt.test)  # reads what a handler bound: not steered
+        unsteered = self.reads_handler_names(stmt.test)  # reads what a handler bound: not steered
         self.walk(stmt.body.body, replace(scope, conditions=(*scope.conditions, Condition(test, True, unsteered))))
         negated = replace(scope, conditions=(*scope.conditions, Condition(test, False, unsteered)))
         if isinstance(stmt.orelse, cst.If):
-            self.visit_if(stmt.orelse, negated, in_handler)
+            self.visit_if(stmt.orelse, negated)
         elif isinstance(stmt.orelse, cst.Else):
             self.walk(stmt.orelse.body.body, negated)
 
@@ -416,7 +416,7 @@ class _SiteFinder:
         message = literal if isinstance(literal, str) else None
         rest = [arg.value for arg in call.args[1:] if arg.keyword is None]
         exc_index = next((i for i, arg in enumerate(rest) if references(arg, name)), -1)
-        made_of = {name} | _derived_names(found.handler, name) if name else set()
+        made_of = {name} | _derived_names(found.handler, name)  # a nameless handler's "" names nothing
         logs = any(any(references(arg.value, n) for n in made_of) for arg in checked_arguments(call))
         logs = logs or any(references(arg.value, "sys") for arg in checked_arguments(call))
         return Site(
@@ -437,11 +437,8 @@ class _SiteFinder:
             message_source=self.code(first) if first is not None and via is None else "",
             args=tuple(self.code(arg) for arg in rest),
             exc_arg_index=exc_index,
-            receiver=via.receiver
-            if via is not None
-            else self.code(call.func.value)
-            if isinstance(call.func, cst.Attribute)
-            else "",
+            # without `via`, a call log_method names: a method of its receiver
+            receiver=via.receiver if via is not None else self.code(call.func.value),  # type: ignore[attr-defined]
             conditions=scope.conditions + in_handler,
             place=place,
             via=self.code(call.func) if via is not None else "",

@@ -39,3 +39,23 @@ def f():
         ("e", "warn(...) (warning_once)", vllms),
         ("e", "getattr(logger, 'info_once')(...) (info_once)", vllms),
     ]
+
+
+def test_a_partial_bound_to_a_name_reaches_the_cache_of_the_logger_whose_method_it_binds() -> None:
+    source = """\
+import functools
+from vllm.logger import init_logger
+
+logger = init_logger(__name__)
+warn = functools.partial(logger.warning_once, "m %s")
+
+
+def f():
+    try:
+        pass
+    except Exception as e:
+        warn(e)
+"""
+    ((argument, call, cache),) = [(f.argument, f.call, f.cache) for f in findings_in_source(source, "m.py", "m")]
+    assert (argument, call) == ("e", "warn(...) (warning_once)")
+    assert cache == "vLLM's logger *_once lru_cache (vllm.logger, 128 entries)"  # not "whichever logger it is"

@@ -66,6 +66,7 @@ def test_what_a_row_says_its_cache_never_keeps_is_no_error() -> None:
 
         log_dist_once("loaded", ranks=[0])  # made a tuple before the cache
         log_dist_once("loaded", ranks=[rank, 1])
+        log_dist_once("loaded", [0])  # by position too
         warnings.warn(e)  # not a WarningCache
         other.warn(e)  # a receiver not followed to one: only *_once methods count on any logger
         dsl.print_warning_once(e)  # cutlass's, not vLLM's warning_once

@@ -135,7 +135,7 @@ def test_multi_line_call_is_located_at_its_first_line() -> None:
     """
     site = only(source)
 
-    assert (site.import_line, site.line) == (4, 6)
+    assert (site.import_line, site.line, site.end_line) == (4, 6, 9)
     assert site.qualname == "import_kernels"
 
 
@@ -230,6 +230,23 @@ def test_handler_else_branch_is_recorded_negated_in_handler() -> None:
     )
 
     assert only(guarded("import vllm._C", handler)).conditions == (Condition('e.msg.startswith("x")', False, True),)
+
+
+@pytest.mark.parametrize(
+    ("handler", "conditions"),
+    [
+        ("if cls.a:\n                pass\n            elif cls.b:\n                logger.warning_once('F: %r', e)",
+         (Condition("cls.a", False, True), Condition("cls.b", True, True))),
+        ("if logger.warning_once('F: %r', e):\n                pass", ()),
+        ("if cls.a:\n                pass\n            elif logger.warning_once('F: %r', e):\n                pass\n"
+         "            else:\n                pass", ()),
+    ],
+    ids=["in-an-elif", "an-ifs-test", "an-elifs-test"],
+)  # fmt: skip
+def test_a_call_in_a_handlers_elif_needs_every_earlier_test_false_and_one_in_a_test_needs_none(
+    handler: str, conditions: tuple[Condition, ...]
+) -> None:
+    assert only(guarded("import vllm._C", handler)).conditions == conditions
 
 
 def test_branches_of_the_enclosing_function_do_not_leak_into_a_nested_def() -> None:
@@ -421,8 +438,9 @@ def test_not_a_site(source: str) -> None:
         ('logger.warning_once("Failed: %s", other)', "unknown", False),
         ('logger.warning_once("Failed: %r", sys.exc_info()[1])', "live", True),
         ('logger.warning_once("Failed: %s", repr(e))', "eager", True),
+        ("logger.warning_once()", "eager", False),  # it raises TypeError (no message): still the handler's call
     ],
-    ids=["no-exception-argument", "another-name", "sys-exc-info", "formatted"],
+    ids=["no-exception-argument", "another-name", "sys-exc-info", "formatted", "no-argument"],
 )
 def test_every_once_call_a_kernel_import_handler_runs_is_a_site_whatever_it_passes(
     handler: str, form: str, logs_exception: bool
@@ -502,8 +520,9 @@ def test_prefilter_skips_the_parse_of_a_broken_file_without_sites() -> None:
     [
         (guarded("import vllm._C)"), 5),
         (guarded("import vllm._C").replace("except ImportError as e:", "except ImportError as e"), 6),
+        ("\0" + guarded("import vllm._C"), 1),  # CPython's SyntaxError has no line for it: libcst's
     ],
-    ids=["tokenizer-error", "parser-error"],
+    ids=["tokenizer-error", "parser-error", "null-byte"],
 )
 def test_source_that_does_not_parse_names_file_and_line(broken: str, line: int) -> None:
     with pytest.raises(SourceDoesNotParse, match=rf"^vllm/platforms/x\.py:{line}: does not parse"):
@@ -774,8 +793,19 @@ class P:
         "        reported: object = err\n        if reported:\n            logger.warning_once('Failed: %r', reported)",
         "        match err:\n            case None:\n                pass\n            case _:\n"
         "                logger.warning_once('Failed: %r', err)",
+        "        reported, code = err, 1\n        logger.warning_once('Failed: %r', reported)",
+        "        first, *rest = err, err\n        logger.warning_once('Failed: %r', rest)",
     ],
-    ids=["in-its-finally", "one-line-if", "one-line-for", "rebound", "rebound-annotated", "in-a-match"],
+    ids=[
+        "in-its-finally",
+        "one-line-if",
+        "one-line-for",
+        "rebound",
+        "rebound-annotated",
+        "in-a-match",
+        "rebound-unpacked",
+        "rebound-starred",
+    ],
 )
 def test_a_call_after_the_handler_logging_what_it_bound_is_found_wherever_it_stands(after: str) -> None:
     site = only(AFTER.format(after=after))
@@ -785,6 +815,33 @@ def test_a_call_after_the_handler_logging_what_it_bound_is_found_wherever_it_sta
 def test_a_name_rebound_after_the_handler_to_something_else_logs_nothing_of_it() -> None:
     after = "        reported = 'none'\n        logger.warning_once('Failed: %s', reported)"
     assert find(AFTER.format(after=after)) == []
+
+
+def test_a_name_the_handler_binds_to_something_else_logs_nothing_of_it_after() -> None:
+    source = AFTER.replace("            err = e\n", "            err = e\n            note = cls.other\n")
+    assert find(source.format(after="        logger.warning_once('Note: %s', note)")) == []
+
+
+def test_a_call_after_the_handler_through_an_alias_is_a_site_through_it() -> None:
+    source = AFTER.replace("        err = None\n", "        err = None\n        warn = logger.warning_once\n")
+    site = only(source.format(after="        warn('Failed: %r', err)"))
+    assert (site.place, site.via, site.log_method, site.form) == ("after", "warn", "warning_once", "live")
+
+
+def test_an_if_after_the_handler_testing_what_it_bound_is_a_condition_no_drive_can_steer() -> None:
+    after = (
+        "        if err is None:\n            pass\n        else:\n            logger.warning_once('Failed: %r', err)"
+    )
+    assert only(AFTER.format(after=after)).conditions == (Condition("err is None", False, True),)
+
+
+def test_a_site_in_a_packages_init_is_of_the_package_and_resolves_its_relative_imports_there(tmp_path: Path) -> None:
+    init = tmp_path / "vllm" / "platforms" / "__init__.py"
+    init.parent.mkdir(parents=True)
+    init.write_text(SITE_FILE.replace("import vllm._C", "from .. import _C"), encoding="utf-8")
+    assert [(s.file, s.module, s.kernel_module) for s in discover(tmp_path)] == [
+        ("vllm/platforms/__init__.py", "vllm.platforms", "vllm._C")
+    ]
 
 
 HELPERS = """\
@@ -975,3 +1032,142 @@ class P:
 """
     (site,) = rows(source)
     assert (site.qualname, site.guarded) == ("P.import_kernels.load", True)
+
+
+HELPED = """\
+{helper}
+
+class P:
+    {method}
+
+    @classmethod
+    def import_kernels(cls):
+        try:
+            import vllm._C  # noqa: F401
+        except ImportError as e:
+            {call}
+"""
+PASSES_IT_ON = "@classmethod\n    def _log_failure(cls, err):\n        logger.warning_once({args})"
+
+
+@pytest.mark.parametrize(
+    ("helper", "method", "call", "form"),
+    [
+        ("def _log_failure(err):\n    logger.warning_once('Failed: %s', err)", "pass", "_log_failure(repr(e))",
+         "eager"),
+        ("", PASSES_IT_ON.format(args="'Failed: %s', err"), "cls._log_failure(repr(e))", "eager"),
+        ("", PASSES_IT_ON.format(args="'Failed on %r', cls"), "cls._log_failure(repr(e))", "unknown"),
+        ("", PASSES_IT_ON.format(args="'Failed: %s', repr(err), exc_info=err"), "cls._log_failure(e)", "live"),
+    ],
+    ids=["function-given-text", "method-given-text", "method-logging-its-class", "method-passing-it-as-a-keyword"],
+)  # fmt: skip
+def test_a_helpers_site_is_as_live_as_what_it_is_given_and_passes_on(
+    helper: str, method: str, call: str, form: str
+) -> None:
+    """A helper passing its parameter on makes the site what it is given (text: eager); its first parameter is a
+    method's object (`cls`), not what it is given; a keyword it passes (not `scope`) reaches the cache too."""
+    site = only(HELPED.format(helper=helper, method=method, call=call))
+    assert (site.via, site.form) == (call.partition("(")[0], form)
+
+
+@pytest.mark.parametrize(
+    "handler",
+    [
+        "err = e; logger.warning_once('Failed: %r', err)",
+        "if cls.x:\n                err = e\n                logger.warning_once('Failed: %r', err)\n"
+        "            elif cls.y:\n                pass",
+    ],
+    ids=["on-the-calls-line", "in-an-if-with-an-elif"],
+)
+def test_a_name_bound_to_the_exception_before_the_call_is_followed_to_it(handler: str) -> None:
+    assert only(guarded("import vllm._C", handler)).form == "live"
+
+
+def test_a_name_cleared_after_the_call_in_a_finally_is_live_at_the_call() -> None:
+    after = "        finally:\n            logger.warning_once('Failed: %r', err)\n            err = None"
+    site = only(AFTER.format(after=after))
+    assert (site.place, site.form) == ("after", "live")
+
+
+def test_what_a_try_body_bound_of_an_outer_handlers_exception_is_live_in_its_own_handler() -> None:
+    handler = (
+        "try:\n                kept = e\n                import vllm._C_AVX2  # noqa: F401\n"
+        "            except ImportError:\n                logger.warning_once('Failed: %r', kept)"
+    )
+    site = only(guarded("import vllm._C  # noqa: F401", handler))
+    assert (site.kernel_module, site.place, site.form) == ("vllm._C_AVX2", "handler", "live")
+
+
+def test_a_call_in_the_finally_of_a_try_in_the_handler_sees_what_that_try_bound() -> None:
+    handler = (
+        "try:\n                kept = e\n            finally:\n                logger.warning_once('Failed: %r', kept)"
+    )
+    assert only(guarded("import vllm._C  # noqa: F401", handler)).form == "live"
+
+
+@pytest.mark.parametrize(
+    "handler",
+    ["err = e\n            logger.warning_once('Failed: %s', repr(err))", "info = sys.exc_info()\n            "
+     "logger.warning_once('Failed: %r', info)"],
+    ids=["a-name-bound-to-it", "sys-exc-info-in-a-nameless-handler"],
+)  # fmt: skip
+def test_a_call_logging_a_name_the_handler_bound_to_its_exception_logs_the_exception(handler: str) -> None:
+    """The guard then wants the blocked import's message in the record (`guards.drive.expected_text`)."""
+    source = guarded("import vllm._C", handler)
+    if "sys" in handler:
+        source = source.replace("except ImportError as e:", "except ImportError:")
+    assert only(source).logs_exception
+
+
+def test_a_bytes_message_is_no_message_text() -> None:
+    site = only(guarded("import vllm._C", "logger.warning_once(b'Failed: %r', e)"))
+    assert (site.message, site.message_source, site.form) == (None, "b'Failed: %r'", "live")
+
+
+def test_a_site_in_a_function_that_takes_arguments_is_listed_unguarded() -> None:
+    site = only(
+        TAKES.replace("return 0", "logger.warning_once('Failed: %r', e)")
+        .replace("ImportError:", "ImportError as e:")
+        .format(signature="load(device)")
+    )
+    assert (site.needs_args, site.guarded, site.unguarded_reason) == (
+        True,
+        True,
+        "",
+    )  # cached: its guard says unreached
+
+
+def test_a_helpers_first_argument_is_no_message_of_its_site() -> None:
+    method = PASSES_IT_ON.replace("(cls, err)", "(cls, what, err)").format(args="'Failed on %s: %r', what, err")
+    site = only(HELPED.format(helper="", method=method, call="cls._log_failure('kernels', e)"))
+    assert (site.via, site.message, site.message_source, site.form) == ("cls._log_failure", None, "", "live")
+    assert (site.receiver, site.log_method) == ("logger", "warning_once")  # the helper's call's, not `cls`
+
+
+FOLLOWED = """\
+{pre}
+
+class P({bases}):
+    @classmethod
+    def import_kernels(cls):
+        try:
+            import vllm._C  # noqa: F401
+        except ImportError as e:
+            {call}
+"""
+LOG_IT = "logger.warning_once('Failed: %r', err)"
+
+
+@pytest.mark.parametrize(
+    ("pre", "bases", "call"),
+    [
+        (f"def _b(err):\n    {LOG_IT}\n\ndef _a(err):\n    _b(err)\n", "object", "_a(e)"),
+        (f"def _a(err):\n    def inner():\n        return 0\n    {LOG_IT}\n", "object", "_a(e)"),
+        (f"class C:\n    pass\n\nclass B(C):\n    pass\n\nclass D:\n    @classmethod\n    def _a(cls, err):\n"
+         f"        {LOG_IT}\n", "B, D", "cls._a(e)"),
+    ],
+    ids=["a-helper-calling-a-helper", "a-helper-defining-a-function-first", "a-second-base-after-a-deep-first"],
+)  # fmt: skip
+def test_a_helper_is_followed_through_helpers_nested_defs_and_every_base(pre: str, bases: str, call: str) -> None:
+    site = only(FOLLOWED.format(pre=pre, bases=bases, call=call))
+    assert (site.via, site.form) == (call.partition("(")[0], "live")
