@@ -16,7 +16,6 @@ import argparse
 import ast
 import contextlib
 import gc
-import importlib.util
 import io
 import json
 import logging
@@ -30,6 +29,8 @@ from types import ModuleType
 from warnonce_guard.caches.cache_fix import patched
 from warnonce_guard.cli.main import main as cli
 from warnonce_guard.rule.target import resolve_target
+
+from bench.cache_fix import load  # the timing's loader: the module written to a folder, imported from there
 
 
 class _Live(Exception):
@@ -98,17 +99,6 @@ def drive(module: ModuleType, call: Call, name: str) -> tuple[int, int]:
     return sum(ref() is not None for ref in refs), len(texts)
 
 
-def _load(name: str, source: str, folder: Path) -> ModuleType:
-    path = folder / f"{name}.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.vllm_tests.live_calls", allow_abbrev=False)
     parser.add_argument("--vllm-src", help="a vLLM tree (default: the installed vLLM)")
@@ -121,7 +111,7 @@ def main(argv: list[str]) -> int:
     calls, findings = live_calls(target.root)
     source = (target.package_dir / "logger.py").read_text(encoding="utf-8")
     with tempfile.TemporaryDirectory(prefix="live-calls-") as folder:
-        fixed = _load("_live_calls_vllm_logger_fixed", patched(source), Path(folder))
+        fixed = load("_live_calls_vllm_logger_fixed", patched(source), Path(folder))
     harmful = 0
     for index, call in enumerate(calls):
         before = drive(stock, call, f"live-calls.stock.{index}")
