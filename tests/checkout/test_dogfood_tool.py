@@ -75,3 +75,26 @@ def test_a_mutmut_run_that_stopped_early_fails_the_session_naming_how_many_it_le
     assert str(ended.value) == (
         "dogfood: mutmut's run ended with 2 mutant(s) not checked: run again (without --fresh, what it checked is kept)"
     )
+
+
+@pytest.mark.parametrize(("fresh", "runs"), [(True, [[]]), (False, [[], ["m.x_f__mutmut_2", "m.x_f__mutmut_3"]])])
+def test_survivors_are_run_again_by_name_only_when_results_may_predate_the_tests(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fresh: bool, runs: list[list[str]]
+) -> None:
+    results = "    m.x_f__mutmut_1: killed\n    m.x_f__mutmut_2: survived\n    m.x_f__mutmut_3: no tests\n"
+    said = {"run": "", "results": results, "show": "-    a\n+    b\n"}
+    ran: list[list[str]] = []
+
+    def mutmut(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        if command[3] == "run":
+            ran.append(command[6:])
+        return subprocess.CompletedProcess(command, 0, stdout=said[command[3]], stderr="")
+
+    monkeypatch.setattr(run.subprocess, "run", mutmut)
+    mutants = run.run(tmp_path, 2, fresh=fresh)
+    assert ran == runs
+    assert [(m.name, m.status, m.change) for m in mutants] == [
+        ("m.x_f__mutmut_1", "killed", ""),
+        ("m.x_f__mutmut_2", "survived", "- a / + b"),
+        ("m.x_f__mutmut_3", "no tests", "- a / + b"),
+    ]

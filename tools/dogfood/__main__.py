@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     stage(args.work_dir, fresh=args.fresh)
-    scores, unlisted, unused = score(args.work_dir, args.max_children, EQUIVALENTS_FILE)
+    scores, unlisted, unused = score(args.work_dir, args.max_children, EQUIVALENTS_FILE, args.fresh)
     print(render(scores))
     for name, description in unlisted:
         print(f"survived, not listed as equivalent: {name}\n    {description}")

@@ -208,9 +208,10 @@ def change(work: Path, name: str) -> str:
     return " / ".join(f"{line[0]} {line[1:].strip()}" for line in changed)
 
 
-def run(work: Path, max_children: int) -> list[Mutant]:
-    """mutmut's run in `work`, then every non-killed mutant run again with the tests as they are now (a result
-    kept from an earlier run predates the tests added since), and every mutant with its status."""
+def run(work: Path, max_children: int, fresh: bool = False) -> list[Mutant]:
+    """mutmut's run in `work`, then (unless the run was `fresh`: each result is then this run's) every non-killed
+    mutant run again with the tests as they are now (a result kept from an earlier run predates the tests added
+    since, and mutmut links only new tests to the functions they reach), and every mutant with its status."""
     _mutmut(work, "run", "--max-children", str(max_children))
     statuses = results(work)
     if not statuses:
@@ -220,7 +221,7 @@ def run(work: Path, max_children: int) -> list[Mutant]:
         raise SystemExit(f"dogfood: mutmut's run ended with {unchecked} mutant(s) not checked: run again (without "
                          "--fresh, what it checked is kept)")  # fmt: skip
     again = sorted(name for name, status in statuses.items() if status not in KILLED)
-    if again:
+    if again and not fresh:
         _mutmut(work, "run", "--max-children", str(max_children), *again)
         statuses = results(work)
     return [
@@ -273,9 +274,11 @@ def scored(mutants: Iterable[Mutant], listed: dict[str, str]) -> tuple[list[Scor
     return scores, unlisted, sorted(set(listed) - met)
 
 
-def score(work: Path, max_children: int, listed_in: Path) -> tuple[list[Score], list[tuple[str, str]], list[str]]:
+def score(
+    work: Path, max_children: int, listed_in: Path, fresh: bool = False
+) -> tuple[list[Score], list[tuple[str, str]], list[str]]:
     """Run mutmut and score it: per module, the unlisted survivors (name, description), the unused listings."""
-    mutants = run(work, max_children)
+    mutants = run(work, max_children, fresh)
     scores, unlisted, unused = scored(mutants, equivalents(listed_in))
     return scores, [(m.name, f"{m.status}: {m.description}") for m in unlisted], unused
 
