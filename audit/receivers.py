@@ -79,7 +79,7 @@ class Receivers:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 listed = self.model.named(f"{self.module}.{node.name}") if self.module else None
                 row = listed if listed is not None and listed.kind == FUNCTION else None
-                row = row or cached_function(node, self.module, node.lineno)
+                row = row or cached_function(node, self.module, node.lineno, self.dotted)
                 if listed is not None:
                     self.reached.add(listed.key)
                 if row is not None:

@@ -34,7 +34,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from warnonce_guard.caches.model import decorator_maxsize
+from warnonce_guard.caches.model import Resolve, decorator_maxsize, imports_of
 from warnonce_guard.caches.renders_first import leaking, once_methods
 from warnonce_guard.common.errors import LoggerNotPatchable, NothingToCheck
 
@@ -67,16 +67,17 @@ class Printer:
     name: str
     node: ast.FunctionDef
     maxsize: int | None  # the cache's bound (None: unbounded, `functools.cache`)
+    decorators: tuple[ast.expr, ...]  # its cache decorators, as the module's imports name them (`imports_of`)
 
     @property
     def where(self) -> str:
         return f"{self.name} (line {self.node.lineno})"
 
 
-def _cache_decorators(node: ast.FunctionDef) -> list[tuple[ast.expr, int | None]]:
+def _cache_decorators(node: ast.FunctionDef, resolve: Resolve) -> list[tuple[ast.expr, int | None]]:
     found = []
     for decorator in node.decorator_list:
-        cached, maxsize = decorator_maxsize(decorator)
+        cached, maxsize = decorator_maxsize(decorator, resolve)
         if cached:
             found.append((decorator, maxsize))
     return found
@@ -99,13 +100,13 @@ def printers(tree: ast.Module) -> list[Printer]:
     """The module's `*_once` caches, in source order: its cached top-level functions named `*_once`, or given a
     `*_once` function's or method's `*args`."""
     called = set().union(*(_passed_args(f) for f in _once_functions(tree)))
-    found = []
+    found, resolve = [], imports_of(tree)
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef) or not (node.name.endswith("_once") or node.name in called):
             continue
-        decorators = _cache_decorators(node)
+        decorators = _cache_decorators(node, resolve)
         if decorators:
-            found.append(Printer(node.name, node, decorators[0][1]))
+            found.append(Printer(node.name, node, decorators[0][1], tuple(d for d, _ in decorators)))
     return found
 
 
@@ -177,7 +178,7 @@ def _level(printer: Printer) -> str:
 def _decorator_edits(printer: Printer, lines: list[str]) -> tuple[list[_Edit], set[str]]:
     """Remove the printer's cache decorator lines; the names they used (whose imports may go)."""
     edits, names = [], set()
-    for decorator, _ in _cache_decorators(printer.node):
+    for decorator in printer.decorators:
         first, last = decorator.lineno, _last_line(decorator)  # a printer is at the module's top: no indentation
         if not lines[first - 1].startswith("@") or lines[last - 1][decorator.end_col_offset :].strip():
             raise LoggerNotPatchable(f"{printer.where}: its cache decorator shares its line with other code")

@@ -13,7 +13,7 @@ import ast
 import dataclasses
 import functools
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -28,6 +28,7 @@ LOGGING_KEYWORDS = "exc_info=None, extra=None, stack_info=False, stacklevel=1"
 _LRU_CACHES = frozenset({"lru_cache", "functools.lru_cache"})
 _CACHES = frozenset({"cache", "functools.cache"})
 DEFAULT_MAXSIZE = 128  # functools.lru_cache's
+Resolve = Callable[[ast.expr], "str | None"]  # what a name stands for through its module's imports
 
 
 class BadSignature(ValueError):
@@ -163,14 +164,42 @@ class Cache:
         return f"{self.label} ({self.home}, {what})"
 
 
-def decorator_maxsize(decorator: ast.expr) -> tuple[bool, int | None]:
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def imports_of(tree: ast.Module) -> Resolve:
+    """What a name stands for through the names the module's top-level imports bind with `as` (`ft.lru_cache` after
+    `import functools as ft`: `functools.lru_cache`), for `decorator_maxsize`'s `resolve`; None for a name no such
+    import binds (it is read as written)."""
+    imported: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            base = f"{node.module}." if isinstance(node, ast.ImportFrom) else ""
+            imported.update((alias.asname, base + alias.name) for alias in node.names if alias.asname)
+
+    def resolve(node: ast.expr) -> str | None:
+        first, dot, rest = (_dotted(node) or "").partition(".")
+        return f"{imported[first]}{dot}{rest}" if first in imported else None
+
+    return resolve
+
+
+def decorator_maxsize(decorator: ast.expr, resolve: Resolve = _dotted) -> tuple[bool, int | None]:
     """(whether `decorator` makes an lru_cache, its maxsize): `@lru_cache` 128, `@lru_cache(None)` and `@cache`
-    unbounded, `@lru_cache(maxsize=N)` N."""
+    unbounded, `@lru_cache(maxsize=N)` N; read as written and as `resolve` names it through the module's imports
+    (`memo` after `from functools import lru_cache as memo`: `functools.lru_cache`)."""
     call = decorator if isinstance(decorator, ast.Call) else None
-    name = _dotted(call.func if call else decorator)
-    if name in _CACHES and call is None:
+    func = call.func if call else decorator
+    names = {_dotted(func), resolve(func)}
+    if names & _CACHES and call is None:
         return True, None
-    if name not in _LRU_CACHES:
+    if not names & _LRU_CACHES:
         return False, None
     if call is None:
         return True, DEFAULT_MAXSIZE
@@ -183,28 +212,24 @@ def decorator_maxsize(decorator: ast.expr) -> tuple[bool, int | None]:
     return True, None  # a size not written as a literal: taken as unbounded, the stricter reading
 
 
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
-
-
-def cache_decorator(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[bool, int | None]:
-    """Whether a `def` is lru_cache'd (by any of its decorators), and the cache's maxsize."""
+def cache_decorator(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve = _dotted
+) -> tuple[bool, int | None]:
+    """Whether a `def` is lru_cache'd (by any of its decorators, `resolve`d as in `decorator_maxsize`), and the
+    cache's maxsize."""
     for decorator in function.decorator_list:
-        cached, maxsize = decorator_maxsize(decorator)
+        cached, maxsize = decorator_maxsize(decorator, resolve)
         if cached:
             return True, maxsize
     return False, None
 
 
-def cached_function(function: ast.FunctionDef | ast.AsyncFunctionDef, module: str | None, line: int) -> Cache | None:
+def cached_function(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, module: str | None, line: int, resolve: Resolve = _dotted
+) -> Cache | None:
     """The row of an lru_cache'd module-level function whose name ends in `_once` (None for any other `def`), as
     the audit recognises one in the file it reads: every parameter reaches the cache, a `logger` one is held."""
-    cached, maxsize = cache_decorator(function)
+    cached, maxsize = cache_decorator(function, resolve)
     if not cached or not function.name.endswith("_once"):
         return None
     signature = Signature.of(function.args)

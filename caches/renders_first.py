@@ -16,7 +16,7 @@ import ast
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from warnonce_guard.caches.model import cache_decorator, decorator_maxsize
+from warnonce_guard.caches.model import Resolve, cache_decorator, decorator_maxsize, imports_of
 
 RAW, TEXT = True, False
 _RENDERERS = frozenset({"str", "repr", "ascii", "format"})
@@ -35,12 +35,14 @@ class _Module:
     cached: frozenset[str]  # names an lru_cache wraps by assignment (`name = lru_cache(...)(f)`); a decorated function
     # is a cache to `_Flow.run` itself, followed with the values the call binds
     globals: frozenset[str]  # names the module binds at its top level (a container among them keeps what it gets)
+    resolve: Resolve  # what a name stands for through the module's imports (an aliased `lru_cache` is one)
 
 
 def _module(tree: ast.Module) -> _Module:
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     cached: set[str] = set()
     bound: set[str] = set()
+    resolve = imports_of(tree)
     for node in tree.body:
         if not isinstance(node, ast.Assign | ast.AnnAssign):
             continue
@@ -49,9 +51,9 @@ def _module(tree: ast.Module) -> _Module:
         if isinstance(value, ast.Name) and value.id in functions:  # an alias: `_print_info_once = _print_once`
             functions.update({t.id: functions[value.id] for t in targets if isinstance(t, ast.Name)})
             cached |= {t.id for t in targets if isinstance(t, ast.Name) and value.id in cached}
-        if isinstance(value, ast.Call) and decorator_maxsize(value.func)[0]:  # name = lru_cache(...)(f)
+        if isinstance(value, ast.Call) and decorator_maxsize(value.func, resolve)[0]:  # name = lru_cache(...)(f)
             cached |= {t.id for t in targets if isinstance(t, ast.Name)}
-    return _Module(functions, frozenset(cached), frozenset(bound | set(functions)))
+    return _Module(functions, frozenset(cached), frozenset(bound | set(functions)), resolve)
 
 
 def _entries(tree: ast.Module, module: _Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -88,7 +90,7 @@ class _Flow:
 
     def run(self, function: ast.FunctionDef | ast.AsyncFunctionDef, env: dict[str, bool]) -> bool:
         """Follow the function's body from its parameters' values `env`; whether what it returns may be raw."""
-        if cache_decorator(function)[0] and any(env.values()):
+        if cache_decorator(function, self.module.resolve)[0] and any(env.values()):
             self.leaks = True  # the function itself is the cache, and it is given raw values
         returned = TEXT
         for node, nested in _own_nodes(function.body):

@@ -162,6 +162,39 @@ def test_an_lru_cached_once_function_of_the_module_is_checked_and_its_logger_is_
     assert found[0].cache == "note_once's lru_cache (pkg.mod, unbounded)" and found[0].fix is not None
 
 
+@pytest.mark.parametrize(
+    ("imports", "decorator", "size"),
+    [
+        ("from functools import lru_cache as memo", "@memo(maxsize=None)", "unbounded"),
+        ("import functools as ft", "@ft.lru_cache", "128 entries"),
+        ("from functools import cache as remember", "@remember", "unbounded"),
+        ("from mylib import lru_cache", "@lru_cache(16)", "16 entries"),  # spelled lru_cache: read as one, the stricter
+        ("from functools import wraps as lru", "@lru(print)", None),
+    ],
+    ids=["from-as", "module-as", "cache-as", "spelled", "other-function"],
+)
+def test_a_cache_decorator_is_read_through_the_module_s_imports(imports: str, decorator: str, size: str | None) -> None:
+    source = f"""\
+{imports}
+
+
+{decorator}
+def note_once(logger, msg):
+    logger.warning(msg)
+
+
+def f(logger):
+    try:
+        pass
+    except Exception as e:
+        note_once(logger, e)
+"""
+    found = findings_in_source(source, "pkg/mod.py", "pkg.mod")
+    cache = f"note_once's lru_cache (pkg.mod, {size})"
+    expected = [] if size is None else [(len(source.splitlines()), "WOG001", cache)]
+    assert [(f.line, f.code, f.cache) for f in found] == expected
+
+
 @pytest.mark.parametrize("call", ["print_warning_once(e)", "utils.print_warning_once(e)"])
 def test_a_cached_function_of_the_table_is_followed_through_its_reexports(call: str) -> None:
     source = f"""\

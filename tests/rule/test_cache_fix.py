@@ -223,3 +223,25 @@ def test_a_cached_helper_a_once_method_gives_no_argument_is_left_as_it_is() -> N
     assert "@lru_cache\ndef _first_rank() -> bool:" in fixed and "from functools import lru_cache, partial" in fixed
     assert [p.name for p in printers(ast.parse(source))] == [f"_print_{m}" for m in once_methods(source)]
     assert leaking(fixed) == []
+
+
+@pytest.mark.parametrize(
+    ("imports", "decorator"),
+    [
+        ("from functools import lru_cache as memo, partial", "@memo"),
+        ("import functools as ft\nfrom functools import partial", "@ft.lru_cache"),
+    ],
+    ids=["from-as", "module-as"],
+)
+def test_a_cache_decorator_imported_under_another_name_is_read_and_patched_as_the_stock_one(
+    imports: str, decorator: str
+) -> None:
+    stock = vllm_logger("0.33.0")
+    source = stock.replace("from functools import lru_cache, partial", imports)
+    source = source.replace("@lru_cache\n", f"{decorator}\n")
+    fixed = patched(source)
+
+    assert leaking(source) == leaking(stock) == list(once_methods(source))
+    assert [p.name for p in printers(ast.parse(source))] == [p.name for p in printers(ast.parse(stock))]
+    assert (leaking(fixed), renders_first(fixed)) == ([], True)
+    assert fixed == patched(stock)  # the same patch: the decorators gone, and the import that named them

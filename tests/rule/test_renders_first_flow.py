@@ -155,8 +155,19 @@ def _print_debug_once(logger, msg, *args):
 """
 
 
-def test_a_cache_made_by_assignment_and_its_alias_are_caches() -> None:
-    assert leaking(ASSIGNED) == ["_print_warning_once", "_print_info_once", "_print_error_once"]
+@pytest.mark.parametrize(
+    "imports",
+    [
+        "import functools\nfrom functools import lru_cache",
+        "import functools as tools\nfrom functools import lru_cache as memo",
+    ],
+    ids=["as-written", "imported-as"],
+)
+def test_a_cache_made_by_assignment_and_its_alias_are_caches(imports: str) -> None:
+    source = ASSIGNED.replace("import functools\nfrom functools import lru_cache", imports)
+    if "memo" in imports:
+        source = source.replace("functools.lru_cache(", "tools.lru_cache(").replace("= lru_cache(", "= memo(")
+    assert leaking(source) == ["_print_warning_once", "_print_info_once", "_print_error_once"]
 
 
 def test_a_loggers_once_methods_are_named_without_their_leading_underscores() -> None:
