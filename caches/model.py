@@ -24,9 +24,9 @@ KINDS = (LOGGER, FUNCTION)
 ONCE = "_once"  # what a method name ends with to be checked on any logger (`Model.with_method`)
 # logging.Logger's own keywords (`Logger._log`): what a `*_once` method that forwards `**kwargs` to it takes.
 LOGGING_KEYWORDS = "exc_info=None, extra=None, stack_info=False, stacklevel=1"
-# Decorators that make a function an lru_cache: `functools.lru_cache` (128 entries by default) and `functools.cache`.
-_LRU_CACHES = frozenset({"lru_cache", "functools.lru_cache"})
-_CACHES = frozenset({"cache", "functools.cache"})
+# Decorators that make a function an lru_cache: `functools.lru_cache` (128 entries by default) and `functools.cache`,
+# by the last part of their name, as written or imported (`lru_cache`, `functools.lru_cache`, `ft.lru_cache`).
+_LRU_CACHE, _CACHE = "lru_cache", "cache"
 DEFAULT_MAXSIZE = 128  # functools.lru_cache's
 Resolve = Callable[[ast.expr], "str | None"]  # what a name stands for through its module's imports
 
@@ -174,32 +174,29 @@ def _dotted(node: ast.expr) -> str | None:
 
 
 def imports_of(tree: ast.Module) -> Resolve:
-    """What a name stands for through the names the module's top-level imports bind with `as` (`ft.lru_cache` after
-    `import functools as ft`: `functools.lru_cache`), for `decorator_maxsize`'s `resolve`; None for a name no such
-    import binds (it is read as written)."""
-    imported: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            base = f"{node.module}." if isinstance(node, ast.ImportFrom) else ""
-            imported.update((alias.asname, base + alias.name) for alias in node.names if alias.asname)
-
-    def resolve(node: ast.expr) -> str | None:
-        first, dot, rest = (_dotted(node) or "").partition(".")
-        return f"{imported[first]}{dot}{rest}" if first in imported else None
-
-    return resolve
+    """What a name stands for through the names the module's top-level imports bind with `as` (`memo` after `from
+    functools import lru_cache as memo`: `lru_cache`), for `decorator_maxsize`'s `resolve`; None for any other."""
+    imported = {
+        alias.asname: alias.name
+        for node in tree.body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+        if alias.asname
+    }
+    return lambda node: imported.get(node.id) if isinstance(node, ast.Name) else None
 
 
 def decorator_maxsize(decorator: ast.expr, resolve: Resolve = _dotted) -> tuple[bool, int | None]:
     """(whether `decorator` makes an lru_cache, its maxsize): `@lru_cache` 128, `@lru_cache(None)` and `@cache`
-    unbounded, `@lru_cache(maxsize=N)` N; read as written and as `resolve` names it through the module's imports
-    (`memo` after `from functools import lru_cache as memo`: `functools.lru_cache`)."""
+    unbounded, `@lru_cache(maxsize=N)` N; by the last part of its name as written, or as `resolve` names it
+    through the module's imports (`memo` after `from functools import lru_cache as memo`), whatever module it is
+    from: the stricter reading."""
     call = decorator if isinstance(decorator, ast.Call) else None
     func = call.func if call else decorator
-    names = {_dotted(func), resolve(func)}
-    if names & _CACHES and call is None:
+    names = {str(name).rpartition(".")[2] for name in (_dotted(func), resolve(func))}
+    if _CACHE in names and call is None:
         return True, None
-    if not names & _LRU_CACHES:
+    if _LRU_CACHE not in names:
         return False, None
     if call is None:
         return True, DEFAULT_MAXSIZE

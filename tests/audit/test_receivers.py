@@ -169,9 +169,11 @@ def test_an_lru_cached_once_function_of_the_module_is_checked_and_its_logger_is_
         ("import functools as ft", "@ft.lru_cache", "128 entries"),
         ("from functools import cache as remember", "@remember", "unbounded"),
         ("from mylib import lru_cache", "@lru_cache(16)", "16 entries"),  # spelled lru_cache: read as one, the stricter
+        ("from mylib import lru_cache as memo", "@memo(4)", "4 entries"),  # and under another name
+        ("import mylib as m", "@m.cache", "unbounded"),
         ("from functools import wraps as lru", "@lru(print)", None),
     ],
-    ids=["from-as", "module-as", "cache-as", "spelled", "other-function"],
+    ids=["from-as", "module-as", "cache-as", "spelled", "spelled-as", "module-spelled", "other-function"],
 )
 def test_a_cache_decorator_is_read_through_the_module_s_imports(imports: str, decorator: str, size: str | None) -> None:
     source = f"""\

@@ -75,6 +75,8 @@ def fixed(body: str) -> bool | None:
         ("_message(logger, msg, extra=args)", True),  # **kwargs took it: `msg` did not
         ("_text(logger, text=args)", False),  # a keyword binds the parameter it names
         ("_text(logger, text=msg % args)", True),
+        ("text: str = msg % args\n_text(logger, text)", True),  # an annotated assignment binds as a plain one
+        ("text: tuple = args\n_text(logger, text)", False),
     ],
 )
 def test_a_helper_is_given_what_python_binds_to_each_parameter(body: str, renders: bool) -> None:
@@ -184,3 +186,11 @@ class Logger:
         pass
 """
     assert once_methods(source) == ("warning_once", "XLA_once")
+
+
+@pytest.mark.parametrize("decorator", ["@lru_cache", "@lru_cache(maxsize=8)", "@lru_cache(None)", "@functools.cache"])
+def test_a_printer_under_any_cache_decorator_keeps_what_it_is_given_bounded_or_not(decorator: str) -> None:
+    source = STOCK.replace("@lru_cache\ndef _print_warning_once", f"{decorator}\ndef _print_warning_once")
+    assert source != STOCK or decorator == "@lru_cache"
+    assert leaking(f"import functools\n{source}") == leaking(STOCK)
+    assert "_print_warning_once" in leaking(STOCK)
