@@ -55,8 +55,8 @@ def resolve(place: str) -> tuple[object, str, object] | None:
 def _own_namespace(value: object) -> dict[str, object] | types.MappingProxyType[str, object] | None:
     """The attributes an object or class keeps itself (never a module's: those are searched in turn), read without
     running any of its code (`__getattr__`, a property)."""
-    if isinstance(value, types.ModuleType | types.FunctionType | types.BuiltinFunctionType):
-        return None
+    if issubclass(type(value), types.ModuleType | types.FunctionType | types.BuiltinFunctionType):  # not isinstance:
+        return None  # it reads `__class__`, which an object may compute (torch's deprecated `reduce_op` warns)
     try:
         namespace = object.__getattribute__(value, "__dict__")
     except Exception:  # no `__dict__` (slots, a builtin), or one that refuses to be read

@@ -169,6 +169,23 @@ def test_a_cached_function_is_wrapped_where_it_lives_and_where_it_was_imported_b
     assert fake_modules["a_user_module"].warn_once is original  # type: ignore[attr-defined]
 
 
+def test_the_search_for_a_cached_function_runs_no_code_of_what_modules_hold(
+    fake_modules: dict[str, types.ModuleType],
+) -> None:
+    class Deprecated:  # torch.distributed.reduce_op: reading its __class__ warns (an error under -W error)
+        @property
+        def __class__(self) -> type:  # type: ignore[override]
+            pytest.fail("the search read an object's __class__")
+
+    fake_modules["a_user_module"].reduce_op = Deprecated()  # type: ignore[attr-defined]
+    places = Places(DEFAULT_MODEL, lambda violation: None)
+    places.patch()
+    try:
+        assert getattr(fake_modules["a_user_module"].warn_once, MARK)  # type: ignore[attr-defined]
+    finally:
+        places.undo()
+
+
 def test_a_place_is_read_without_importing_or_running_a_modules_getattr(monkeypatch: pytest.MonkeyPatch) -> None:
     lazy = types.ModuleType("lazy_pkg")
     lazy.__getattr__ = lambda name: pytest.fail(f"__getattr__({name!r}) ran")  # type: ignore[method-assign]
