@@ -187,10 +187,10 @@ def imports_of(tree: ast.Module) -> Resolve:
 
 
 def decorator_maxsize(decorator: ast.expr, resolve: Resolve = _dotted) -> tuple[bool, int | None]:
-    """(whether `decorator` makes an lru_cache, its maxsize): `@lru_cache` 128, `@lru_cache(None)` and `@cache`
-    unbounded, `@lru_cache(maxsize=N)` N; by the last part of its name as written, or as `resolve` names it
-    through the module's imports (`memo` after `from functools import lru_cache as memo`), whatever module it is
-    from: the stricter reading."""
+    """(whether `decorator` makes an lru_cache that keeps what it is given, its maxsize): `@lru_cache` 128,
+    `@lru_cache(None)` and `@cache` unbounded, `@lru_cache(maxsize=N)` N (none for 0). By the last part of its name
+    as written, or as `resolve` names it through the module's imports (`memo` after `from functools import
+    lru_cache as memo`), whatever module it is from: the stricter reading."""
     call = decorator if isinstance(decorator, ast.Call) else None
     func = call.func if call else decorator
     names = {str(name).rpartition(".")[2] for name in (_dotted(func), resolve(func))}
@@ -205,7 +205,9 @@ def decorator_maxsize(decorator: ast.expr, resolve: Resolve = _dotted) -> tuple[
         return True, DEFAULT_MAXSIZE
     value = given[0]
     if isinstance(value, ast.Constant) and (value.value is None or isinstance(value.value, int)):
-        return True, value.value  # a literal int is never negative: `-1` is an operation, read as the line below
+        # `lru_cache(0)` calls through and keeps nothing: no cache. A literal int is never negative: `-1` is an
+        # operation, read as the line below
+        return value.value != 0, value.value
     return True, None  # a size not written as a literal: taken as unbounded, the stricter reading
 
 

@@ -245,3 +245,16 @@ def test_a_cache_decorator_imported_under_another_name_is_read_and_patched_as_th
     assert [p.name for p in printers(ast.parse(source))] == [p.name for p in printers(ast.parse(stock))]
     assert (leaking(fixed), renders_first(fixed)) == ([], True)
     assert fixed == patched(stock)  # the same patch: the decorators gone, and the import that named them
+
+
+def test_a_printer_under_lru_cache_of_size_zero_keeps_nothing_and_is_left_as_it_is() -> None:
+    stock = vllm_logger("0.33.0")
+    none_kept = stock.replace("@lru_cache\n", "@lru_cache(maxsize=0)\n")
+    assert (leaking(none_kept), renders_first(none_kept)) == ([], True)  # it calls through every time
+    with pytest.raises(NothingToCheck):
+        patched(none_kept)
+    one = stock.replace("@lru_cache\ndef _print_info_once", "@lru_cache(maxsize=0)\ndef _print_info_once", 1)
+    fixed = patched(one)
+    assert "@lru_cache(maxsize=0)\ndef _print_info_once" in fixed  # untouched: it logs every call, as before
+    assert fixed.count("@lru_cache") == 1 and "_ONCE_MAXSIZE = 384" in fixed  # the other three: 3 x 128
+    assert (leaking(fixed), renders_first(fixed)) == ([], True)

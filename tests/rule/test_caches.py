@@ -81,7 +81,7 @@ def test_a_signature_that_is_no_parameter_list_is_refused(text: str) -> None:
         ("lru_cache(SIZE)", None),  # not a literal: the stricter reading
         ("lru_cache(maxsize='8')", None),  # nor a literal int: functools refuses it, read as unbounded
         ("lru_cache(8, True)", 8),  # (maxsize, typed)
-        ("lru_cache(0)", 0),  # it caches nothing
+        ("lru_cache(1)", 1),
         ("lru_cache(maxsize=-1)", None),  # no literal either (`-1` is an operation): the stricter reading
         ("cache", None),
         ("functools.cache", None),
@@ -93,6 +93,11 @@ def test_a_cache_decorator_and_its_size_are_read(decorator: str, maxsize: int | 
 
 @pytest.mark.parametrize("decorator", ["staticmethod", "cache_once", "functools.wraps(f)", "cached_property"])
 def test_other_decorators_are_not_caches(decorator: str) -> None:
+    assert decorator_maxsize(ast.parse(decorator, mode="eval").body)[0] is False
+
+
+@pytest.mark.parametrize("decorator", ["lru_cache(0)", "functools.lru_cache(maxsize=0)"])
+def test_an_lru_cache_of_size_zero_keeps_nothing_and_is_no_cache(decorator: str) -> None:
     assert decorator_maxsize(ast.parse(decorator, mode="eval").body)[0] is False
 
 
