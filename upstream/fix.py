@@ -156,6 +156,16 @@ def top_level_names(source: str) -> frozenset[str]:
     return frozenset(names)
 
 
+def _in_its_line_ends(file: Path, change: FileChange) -> FileChange:
+    """`change` with the file's own line ends: CRLF when every line of it ends so (what `read_source` made `\n`),
+    so that the patch applies to it and the module written whole changes no other line; else as it is."""
+    data = file.read_bytes()
+    if not data.count(b"\n") == data.count(b"\r\n") > 0:
+        return change
+    before = change.before.replace("\n", "\r\n") if change.before is not None else None
+    return FileChange(change.path, before, change.after.replace("\n", "\r\n"))
+
+
 def test_change(root: Path, logger_module: str, methods: tuple[str, ...]) -> FileChange:
     """The test appended to the checkout's tests/test_logger.py (when it tests this logger module and imports
     pytest at its top), else a file of its own."""
@@ -165,7 +175,7 @@ def test_change(root: Path, logger_module: str, methods: tuple[str, ...]) -> Fil
         bound = top_level_names(text)
         if logger_module in text and "pytest" in bound and TEST_NAME not in text:
             appended = text.rstrip("\n") + "\n\n\n" + once_test_source(methods, logger_module, bound, standalone=False)
-            return FileChange(TEST_FILE, text, appended)
+            return _in_its_line_ends(existing, FileChange(TEST_FILE, text, appended))
     return FileChange(OWN_TEST_FILE, None, once_test_source(methods, logger_module, frozenset(), standalone=True))
 
 
@@ -215,7 +225,8 @@ def collect_fix(vllm_src: str | None, platform: str | None) -> FixExport:
         raise LoggerNotPatchable(str(err)) from None
     after = patched(text, path)
     methods = once_methods(text)
-    return FixExport(FileChange(path, text, after), test_change(root, logger_module, methods), methods, source)
+    logger = _in_its_line_ends(file, FileChange(path, text, after))
+    return FixExport(logger, test_change(root, logger_module, methods), methods, source)
 
 
 def _diff(change: FileChange) -> str:

@@ -91,6 +91,22 @@ def test_the_patch_of_a_logger_with_a_page_break_applies(tmp_path: Path) -> None
     assert (tree / "vllm/logger.py").read_text(encoding="utf-8") == patched(logger)
 
 
+def test_the_patch_of_a_checkout_with_crlf_line_ends_applies_and_keeps_them(tmp_path: Path) -> None:
+    tree = release_tree(tmp_path / "tree", "0.33.0")
+    for name in ("vllm/logger.py", TEST_FILE):
+        (tree / name).write_bytes((tree / name).read_bytes().replace(b"\n", b"\r\n"))
+    lf = release_tree(tmp_path / "lf", "0.33.0")
+    git_apply(render_patch(collect_fix(str(lf), None)), lf)
+    patch = render_patch(collect_fix(str(tree), None))
+
+    checked = git_apply(patch, tree, "--check")
+    assert checked.returncode == 0, checked.stderr
+    assert git_apply(patch, tree).returncode == 0
+    for name in ("vllm/logger.py", TEST_FILE):  # the patched files, each line ending as every line did before
+        assert (tree / name).read_bytes() == (lf / name).read_bytes().replace(b"\n", b"\r\n")
+    assert main(["export-fix", "--vllm-src", str(tree), "--check", str(tree / "vllm/logger.py")]) == 0
+
+
 @pytest.mark.parametrize("version", RELEASES)
 def test_the_test_is_appended_to_tests_test_logger_py_importing_what_the_file_lacks(
     version: str, tmp_path: Path
