@@ -139,7 +139,7 @@ class _Flow:
         return any(parts)
 
     def call(self, node: ast.Call, env: dict[str, bool]) -> bool:
-        args = [self.value(a.value if isinstance(a, ast.Starred) else a, env) for a in node.args]
+        args = [self.value(a, env) for a in node.args]  # a starred one is as raw as what it spreads
         keywords = {k.arg: self.value(k.value, env) for k in node.keywords}
         raw = any(args) or any(keywords.values())
         func = node.func

@@ -347,3 +347,16 @@ def test_an_import_is_read_where_it_is_made_a_functions_own_shadows_the_modules_
             init_logger(__name__).info_once("x", stacklevel=2)  # vLLM's does not
         """
     assert codes(source) == [(19, "WOG011")]
+
+
+def test_on_a_receiver_not_followed_only_a_once_method_is_read_as_reaching_a_cache() -> None:
+    source = """\
+        def f(log):
+            try:
+                pass
+            except Exception as e:
+                log.warn(e)  # lightning's WarningCache.warn keeps its message, but `warn` is everyone's
+                log.warning_once("failed: %s", e)
+        """
+    assert [code for line, code in codes(source) if line == 5] == []
+    assert [code for line, code in codes(source) if line == 6] == ["WOG001"]

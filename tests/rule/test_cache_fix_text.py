@@ -449,6 +449,12 @@ REFUSED = {
         ),
         ": `from collections.abc import Hashable` shares its line with other code: give it a line of its own",
     ),
+    "an-import-sharing-its-line-after-a-blank-one": (
+        calling("_print_warning_once(self, msg, *args)").replace(
+            "import logging\n", "import logging\n\nimport os; from collections.abc import Hashable\n"
+        ),
+        ": `from collections.abc import Hashable` shares its line with other code: give it a line of its own",
+    ),
     "a-helper-name-defined": (
         calling("_print_warning_once(self, msg, *args)") + "\n\ndef _once_key():\n    pass\n",
         " defines _once_key already",

@@ -114,6 +114,9 @@ def test_a_helper_past_the_depth_keeps_what_it_is_given_even_when_nothing_is_ret
         ("key = args\nwhile not key:\n    key = msg\n_seen.add(key)", False),
         ("if not args:\n    raise ValueError(msg)\n_seen.add(msg % args)", True),
         ("if not msg:\n    raise _error(args)\n_seen.add(msg % args)", False),  # what a raise evaluates is followed
+        ("if msg:\n    pass\nelse:\n    _seen.add(args)", False),  # an else is read
+        ("for arg in args:\n    pass\nelse:\n    _seen.add(args)", False),
+        ("try:\n    pass\nexcept TypeError:\n    pass\nelse:\n    _seen.add(args)", False),
     ],
 )
 def test_every_block_of_a_body_is_read_and_one_that_may_not_run_keeps_what_came_before(
@@ -194,3 +197,9 @@ def test_a_printer_under_any_cache_decorator_keeps_what_it_is_given_bounded_or_n
     assert source != STOCK or decorator == "@lru_cache"
     assert leaking(f"import functools\n{source}") == leaking(STOCK)
     assert "_print_warning_once" in leaking(STOCK)
+
+
+def test_what_a_once_method_takes_as_keywords_is_raw() -> None:
+    source = "_seen = set()\n\n\ndef _print_warning_once(logger, msg, **kwargs):\n    _seen.add({body})\n"
+    assert leaking(source.format(body="tuple(kwargs)")) == ["_print_warning_once"]
+    assert leaking(source.format(body="msg")) == []
