@@ -1,0 +1,295 @@
+"""Site discovery's rows field by field: a guarded import no call of which is recognised, a call after the handler
+logging what it bound, and the names a handler binds to its exception."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import libcst
+from warnonce_guard.rule.site_rule import anchor
+from warnonce_guard.rule.sites import Condition, Site, discover, sites_in_source
+
+FILE, MODULE = "vllm/platforms/x.py", "vllm.platforms.x"
+
+
+def rows(source: str) -> list[Site]:
+    return sites_in_source(textwrap.dedent(source), FILE, MODULE, "vllm")
+
+
+def only(source: str) -> Site:
+    found = rows(source)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def try_digest(source: str, nth: int = 0) -> str:
+    """The anchor of the `nth` try statement of `source` (in source order), as site_rule digests it."""
+    tries = [node for node in _walk(libcst.parse_module(textwrap.dedent(source))) if isinstance(node, libcst.Try)]
+    return anchor(tries[nth])
+
+
+def _walk(node: libcst.CSTNode) -> list[libcst.CSTNode]:
+    out = [node]
+    for child in node.children:
+        out += _walk(child)
+    return out
+
+
+# ---- a guarded import whose handler logs nothing discovery recognises --------------------------------------------
+
+UNRECOGNISED = """\
+class P:
+    @classmethod
+    def import_kernels(cls):
+        if HAS_AVX2:
+            try:
+                from vllm import (  # noqa: F401
+                    _C,
+                )
+            except ImportError as err:
+                pass
+"""
+
+
+def test_a_guarded_import_without_a_recognised_call_is_one_row_of_the_import_every_field() -> None:
+    site = only(UNRECOGNISED)
+
+    assert site.to_json() == {
+        "file": FILE,
+        "module": MODULE,
+        "qualname": "P.import_kernels",
+        "kernel_module": "vllm._C",
+        "line": 6,
+        "end_line": 8,
+        "column": 16,
+        "end_column": 17,
+        "import_line": 6,
+        "log_method": "",
+        "form": "unknown",
+        "exc_name": "err",
+        "message": None,
+        "message_source": "",
+        "args": (),
+        "exc_arg_index": -1,
+        "receiver": "",
+        "anchor": try_digest(UNRECOGNISED),
+        "conditions": ({"expr": "HAS_AVX2", "want": True, "in_handler": False},),
+        "driver": None,
+        "place": "handler",
+        "via": "",
+        "logs_exception": False,
+        "duplicate": 0,
+        "needs_args": False,
+        "id": "vllm/platforms/x.py::P.import_kernels::vllm._C [HAS_AVX2]",
+        "cached": False,
+    }
+    assert (site.recognised, site.guarded) == (False, True)
+
+
+def test_a_module_level_guarded_import_with_a_nameless_handler_is_a_row_of_the_module_naming_no_exception() -> None:
+    site = only("try:\n    import vllm._C\nexcept ImportError:\n    pass\n")
+
+    assert (site.qualname, site.exc_name, site.line, site.end_line, site.recognised) == ("<module>", "", 2, 2, False)
+    assert (site.guarded, site.unguarded_reason) == (False, "runs at import time")
+
+
+def test_a_row_names_the_first_handler_that_names_its_exception() -> None:
+    source = "def f():\n    try:\n        import vllm._C\n    except ImportError:\n        pass\n"
+    source += "    except Exception as failure:\n        pass\n"
+    assert only(source).exc_name == "failure"
+
+
+def test_a_relative_kernel_import_without_a_recognised_call_is_a_row_resolved_in_the_files_package() -> None:
+    site = only("def f():\n    try:\n        from .. import _C\n    except ImportError:\n        pass\n")
+    assert (site.kernel_module, site.recognised, site.import_line) == ("vllm._C", False, 3)
+
+
+# ---- a handler's recognised call -------------------------------------------------------------------------------
+
+TAKES_ARGUMENTS = """\
+def load(device, *, strict=True):
+    try:
+        import vllm._C
+    except ImportError as e:
+        logger.warning_once(
+            "Failed on %s: %r", device,
+            e,
+        )
+"""
+
+
+def test_a_recognised_call_in_a_function_taking_arguments_is_a_row_of_the_call_every_field() -> None:
+    assert only(TAKES_ARGUMENTS).to_json() == {
+        "file": FILE,
+        "module": MODULE,
+        "qualname": "load",
+        "kernel_module": "vllm._C",
+        "line": 5,
+        "end_line": 8,
+        "column": 8,
+        "end_column": 9,
+        "import_line": 3,
+        "log_method": "warning_once",
+        "form": "live",
+        "exc_name": "e",
+        "message": "Failed on %s: %r",
+        "message_source": '"Failed on %s: %r"',
+        "args": ("device", "e"),
+        "exc_arg_index": 1,
+        "receiver": "logger",
+        "anchor": try_digest(TAKES_ARGUMENTS),
+        "conditions": (),
+        "driver": None,
+        "place": "handler",
+        "via": "",
+        "logs_exception": True,
+        "duplicate": 0,
+        "needs_args": True,
+        "id": "vllm/platforms/x.py::load::vllm._C",
+        "cached": True,
+    }
+
+
+# ---- a call after the handler logging what it bound -------------------------------------------------------------
+
+AFTER = """\
+def import_kernels():
+    err = None
+    try:
+        {imported}
+    except {caught}:
+        {bound}
+    {after}
+"""
+
+
+def after_source(
+    after: str = "logger.warning_once('Failed: %r', err)",
+    bound: str = "err = e",
+    caught: str = "ImportError as e",
+    imported: str = "import vllm._C",
+) -> str:
+    return AFTER.format(imported=imported, caught=caught, bound=bound, after=after)
+
+
+def test_a_call_after_the_handler_is_a_row_of_that_handlers_try_its_import_line_and_anchor() -> None:
+    source = after_source()
+    site = only(source)
+
+    assert (site.place, site.line, site.import_line, site.exc_name, site.form) == ("after", 7, 4, "e", "live")
+    assert site.anchor == try_digest(source)
+
+
+def test_a_relative_kernel_import_guards_what_its_handler_binds_for_later() -> None:
+    site = only(after_source(imported="from .. import _C"))
+    assert (site.kernel_module, site.place, site.form) == ("vllm._C", "after", "live")
+
+
+def test_what_a_handler_of_no_import_error_binds_is_no_site_after_it() -> None:
+    assert rows(after_source(caught="ValueError as e")) == []
+    # beside a site try (the function is read): the other try imports a kernel, but catches no ImportError
+    guarded = "import vllm._moe_C\n    except ImportError:\n        pass\n    try:\n        import vllm._C"
+    (row,) = rows(after_source(caught="ValueError as e", imported=guarded))
+    assert (row.kernel_module, row.recognised, row.import_line) == ("vllm._moe_C", False, 4)
+
+
+def test_a_nameless_handler_binding_exc_info_makes_its_logging_after_a_site_naming_no_exception() -> None:
+    source = after_source(caught="ImportError", bound="err = sys.exc_info()")
+    site = only(source)
+
+    assert (site.place, site.exc_name, site.import_line, site.logs_exception) == ("after", "", 4, True)
+    assert site.anchor == try_digest(source)
+
+
+def test_a_call_after_the_handler_through_a_helper_is_a_site_through_that_helper() -> None:
+    helper = "def _report(failure):\n    logger.warning_once('Failed: %r', failure)\n\n\n"
+    site = only(helper + after_source(after="_report(err)"))
+
+    assert (site.place, site.via, site.log_method, site.receiver, site.message) == (
+        "after",
+        "_report",
+        "warning_once",
+        "logger",
+        None,
+    )
+
+
+# ---- what a handler binds of its exception ----------------------------------------------------------------------
+
+
+def test_a_name_the_handler_binds_to_another_name_is_not_the_exceptions() -> None:
+    source = after_source(bound="err = e\n        label = cls.name", after="logger.warning_once('%s', label)")
+    assert [site.recognised for site in rows(source)] == [False]
+
+
+def test_a_name_the_handler_binds_to_a_constant_is_not_the_exceptions() -> None:
+    source = after_source(bound="err = e\n        label = 'x'", after="logger.warning_once('%s', label)")
+    assert [site.recognised for site in rows(source)] == [False]
+
+
+def test_bindings_of_one_handler_statement_are_followed_in_source_order_past_one_of_something_else() -> None:
+    bound = "if True:\n            if e:\n                first = e\n            note = 'x'\n            err = first"
+    site = only(after_source(bound=bound))
+    assert (site.place, site.form) == ("after", "live")
+
+
+def test_every_name_an_unpacking_in_the_handler_binds_of_the_exception_is_followed() -> None:
+    unpackings = [("err, code = e, 1", "err"), ("first, *rest = e, e", "rest"), ("[(a, err)] = [(1, e)]", "err")]
+    for bound, logged in unpackings:
+        site = only(after_source(bound=bound, after=f"logger.warning_once('Failed: %r', {logged})"))
+        assert (site.place, site.form) == ("after", "live"), bound
+
+
+# ---- where a handler's call stands ------------------------------------------------------------------------------
+
+
+def test_a_call_in_an_ifs_test_with_an_else_in_the_handler_needs_no_condition() -> None:
+    handler = "if logger.warning_once('F: %r', e):\n            pass\n        else:\n            pass"
+    assert only(after_source(bound=handler, after="pass")).conditions == ()
+
+
+def test_a_call_in_a_handlers_elif_chain_needs_every_earlier_test_false() -> None:
+    handler = (
+        "if a:\n            pass\n        elif b:\n            pass\n        elif c:\n"
+        "            logger.warning_once('F: %r', e)"
+    )
+    assert only(after_source(bound=handler, after="pass")).conditions == (
+        Condition("a", False, True),
+        Condition("b", False, True),
+        Condition("c", True, True),
+    )
+
+
+# ---- what reaches a *_once method ------------------------------------------------------------------------------
+
+
+def test_a_helper_a_function_defines_is_followed_from_a_function_nested_deeper_in_it() -> None:
+    source = """\
+def import_kernels():
+    def _report(failure):
+        logger.warning_once('Failed: %r', failure)
+
+    def load():
+        try:
+            import vllm._C
+        except ImportError as e:
+            _report(e)
+
+    load()
+"""
+    site = only(source)
+    assert (site.qualname, site.via, site.log_method, site.form) == ("import_kernels.load", "_report", "warning_once",
+                                                                     "live")  # fmt: skip
+
+
+# ---- module names -----------------------------------------------------------------------------------------------
+
+
+def test_a_site_in_a_packages_init_is_of_the_package(tmp_path: Path) -> None:
+    init = tmp_path / "vllm" / "platforms" / "__init__.py"
+    init.parent.mkdir(parents=True)
+    init.write_text(after_source(), encoding="utf-8")
+    (site,) = discover(tmp_path)
+    assert (site.file, site.module, site.current_package) == ("vllm/platforms/__init__.py", "vllm.platforms",
+                                                              "vllm.platforms")  # fmt: skip
