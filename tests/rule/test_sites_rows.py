@@ -293,3 +293,65 @@ def test_a_site_in_a_packages_init_is_of_the_package(tmp_path: Path) -> None:
     (site,) = discover(tmp_path)
     assert (site.file, site.module, site.current_package) == ("vllm/platforms/__init__.py", "vllm.platforms",
                                                               "vllm.platforms")  # fmt: skip
+
+
+# ---- the function a guard would call, and later tries ------------------------------------------------------------
+
+
+def test_a_site_in_a_function_nested_in_one_taking_arguments_needs_the_outer_ones() -> None:
+    source = "def load(device):\n    def inner():\n        try:\n            import vllm._C\n"
+    source += "        except ImportError as e:\n            logger.warning_once('%r', e)\n    inner()\n"
+    site = only(source)
+    assert (site.qualname, site.needs_args, site.guarded) == ("load.inner", True, True)
+    (row,) = rows(source.replace("logger.warning_once('%r', e)", "pass"))
+    assert (row.qualname, row.needs_args, row.guarded) == ("load.inner", True, False)
+
+
+def test_a_function_nested_in_import_kernels_taking_two_arguments_is_guarded_through_it() -> None:
+    source = "def import_kernels():\n    def load(device, dtype):\n        try:\n            import vllm._C\n"
+    source += "        except ImportError:\n            pass\n"
+    (row,) = rows(source)
+    assert (row.qualname, row.needs_args, row.guarded) == ("import_kernels.load", False, True)
+
+
+def test_a_call_after_two_tries_logging_what_the_first_bound_is_the_first_tries_site() -> None:
+    source = after_source(
+        imported="import vllm._C\n    except ImportError as e:\n        err = e\n    try:\n        import vllm._moe_C",
+        caught="ImportError as other",
+        bound="failure = other",
+    )
+    second, first = rows(source)  # by line: the second try's import, then the call after both
+    assert (first.kernel_module, first.place, first.import_line, first.line) == ("vllm._C", "after", 4, 11)
+    assert (second.kernel_module, second.recognised) == ("vllm._moe_C", False)
+
+
+def test_three_rows_of_one_identity_are_numbered_first_second_third() -> None:
+    one = "    try:\n        import vllm._C\n    except ImportError as e:\n        logger.warning_once('%r', e)\n"
+    ids = [site.id for site in rows("def import_kernels():\n" + one * 3)]
+    assert ids == [
+        f"{FILE}::import_kernels::vllm._C",
+        f"{FILE}::import_kernels::vllm._C#2",
+        f"{FILE}::import_kernels::vllm._C#3",
+    ]
+
+
+def test_a_site_in_any_block_of_a_try_star_is_found() -> None:
+    site_try = (
+        "{indent}try:\n{indent}    import vllm._C\n{indent}except ImportError as e:\n"
+        "{indent}    logger.warning_once('{where}: %r', e)\n"
+    )
+    source = "def import_kernels():\n    try:\n" + site_try.format(indent=" " * 8, where="body")
+    for clause, where in [("except* ValueError:", "handler"), ("else:", "else"), ("finally:", "finally")]:
+        source += f"    {clause}\n" + site_try.format(indent=" " * 8, where=where)
+    assert [site.message for site in rows(source)] == ["body: %r", "handler: %r", "else: %r", "finally: %r"]
+
+
+def test_a_call_in_a_try_star_after_the_handler_logging_what_it_bound_is_its_site() -> None:
+    after = "try:\n        logger.warning_once('Failed: %r', err)\n    except* ValueError:\n        pass"
+    site = only(after_source(after=after))
+    assert (site.place, site.line, site.import_line, site.form) == ("after", 8, 4, "live")
+
+
+def test_every_name_a_handler_binds_of_its_exception_is_followed_not_only_its_last() -> None:
+    site = only(after_source(bound="err = e\n        text = repr(err)"))
+    assert (site.place, site.form) == ("after", "live")
