@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import libcst
+import pytest
 from warnonce_guard.rule.site_rule import anchor
 from warnonce_guard.rule.sites import Condition, Site, discover, sites_in_source
 
@@ -355,3 +356,32 @@ def test_a_call_in_a_try_star_after_the_handler_logging_what_it_bound_is_its_sit
 def test_every_name_a_handler_binds_of_its_exception_is_followed_not_only_its_last() -> None:
     site = only(after_source(bound="err = e\n        text = repr(err)"))
     assert (site.place, site.form) == ("after", "live")
+
+
+ONE_SPACE_CLASS = (
+    "class P:\n @classmethod\n def import_kernels(cls):\n  try:\n   import vllm._C\n"
+    "  except ImportError as e:\n   err = e\n  logger.warning_once('%r', err)\n"
+)
+
+
+@pytest.mark.parametrize("site_source", [after_source(), ONE_SPACE_CLASS], ids=["a-function", "a-one-space-class"])
+def test_libcst_parses_only_the_statements_that_hold_a_site(monkeypatch: pytest.MonkeyPatch, site_source: str) -> None:
+    parsed: list[str] = []
+    parse = libcst.parse_module
+
+    def recorded(source: str) -> libcst.Module:
+        parsed.append(source)
+        return parse(source)
+
+    monkeypatch.setattr(libcst, "parse_module", recorded)
+    unrelated = "def unrelated():\n try:\n  import vllm._C\n except ValueError:\n  pass\n\n\n"  # no site try
+    source = unrelated + site_source
+    assert [site.place for site in rows(source)] == ["after"]
+    assert parsed and not any("unrelated" in text for text in parsed)
+
+
+def test_a_line_separator_in_a_comment_before_a_site_moves_no_line_and_loses_no_site() -> None:
+    # str.splitlines ends a line at U+2028, Python does not: the try's lines, cut by Python's numbers, do not parse
+    source = "# a comment with \u2028 inside\n" + after_source(after="pass", bound="logger.warning_once('%r', e)")
+    site = only(source)
+    assert (site.line, site.import_line, site.qualname) == (7, 5, "import_kernels")
