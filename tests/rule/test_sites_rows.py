@@ -375,9 +375,11 @@ def test_libcst_parses_only_the_statements_that_hold_a_site(monkeypatch: pytest.
 
     monkeypatch.setattr(libcst, "parse_module", recorded)
     unrelated = "def unrelated():\n try:\n  import vllm._C\n except ValueError:\n  pass\n\n\n"  # no site try
+    unrelated += "try:\n    import vllm._C\nexcept ValueError:\n    pass\n\n\n"  # nor at module level
     source = unrelated + site_source
     assert [site.place for site in rows(source)] == ["after"]
     assert parsed and not any("unrelated" in text for text in parsed)
+    assert sum("ValueError" in text for text in parsed) == 2  # each try of no site once, alone
 
 
 def test_a_line_separator_in_a_comment_before_a_site_moves_no_line_and_loses_no_site() -> None:
@@ -385,3 +387,16 @@ def test_a_line_separator_in_a_comment_before_a_site_moves_no_line_and_loses_no_
     source = "# a comment with \u2028 inside\n" + after_source(after="pass", bound="logger.warning_once('%r', e)")
     site = only(source)
     assert (site.line, site.import_line, site.qualname) == (7, 5, "import_kernels")
+
+
+def test_a_kernel_named_at_the_start_of_a_continuation_line_is_a_site() -> None:
+    source = "try:\n    from vllm import (\nC_ext,\n    )\nexcept ImportError as e:\n    logger.warning_once('%r', e)\n"
+    site = only(source)
+    assert (site.kernel_module, site.qualname, site.line) == ("vllm.C_ext", "<module>", 6)
+
+
+def test_a_site_try_after_a_try_of_no_kernel_in_one_function_is_found() -> None:
+    site = only(
+        after_source(imported="import os\n    except ImportError:\n        pass\n    try:\n        import vllm._C")
+    )
+    assert (site.kernel_module, site.place, site.import_line) == ("vllm._C", "after", 8)
