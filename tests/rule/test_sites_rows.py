@@ -400,3 +400,24 @@ def test_a_site_try_after_a_try_of_no_kernel_in_one_function_is_found() -> None:
         after_source(imported="import os\n    except ImportError:\n        pass\n    try:\n        import vllm._C")
     )
     assert (site.kernel_module, site.place, site.import_line) == ("vllm._C", "after", 8)
+
+
+SITE_TRY = "try:\n    import vllm._C\nexcept ImportError as e:\n    logger.warning_once('%r', e)\n"
+
+
+@pytest.mark.parametrize(
+    "outer",
+    [
+        "try:\n{site}except ValueError:\n    pass\n",
+        "try:\n    pass\nexcept ValueError:\n{site}",
+        "try:\n    pass\nexcept ValueError:\n    pass\nelse:\n{site}",
+        "try:\n    pass\nfinally:\n{site}",
+        "match mode:\n    case 1:\n{site}",
+    ],
+    ids=["try-body", "handler", "else", "finally", "match-case"],
+)
+def test_a_site_try_in_any_block_of_a_statement_of_no_kernel_is_found(outer: str) -> None:
+    nested = outer.format(site=textwrap.indent(SITE_TRY, "    " * (2 if outer.startswith("match") else 1)))
+    source = "def import_kernels():\n" + textwrap.indent(nested, "    ")
+    site = only(source)
+    assert (site.qualname, site.kernel_module, site.message) == ("import_kernels", "vllm._C", "%r")
