@@ -421,3 +421,10 @@ def test_a_site_try_in_any_block_of_a_statement_of_no_kernel_is_found(outer: str
     source = "def import_kernels():\n" + textwrap.indent(nested, "    ")
     site = only(source)
     assert (site.qualname, site.kernel_module, site.message) == ("import_kernels", "vllm._C", "%r")
+
+
+def test_a_file_only_cpython_refuses_for_an_unknown_character_name_is_read_whole_keeping_module_and_package() -> None:
+    # ast refuses "\N{...}" naming no character, libcst reads it: the file is walked whole, not dropped
+    source = after_source() + 'NAME = "\\N{NO SUCH CHARACTER NAME}"\n'
+    site = only(source)
+    assert (site.module, site.package, site.kernel_module, site.place) == (MODULE, "vllm", "vllm._C", "after")
