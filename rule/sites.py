@@ -299,6 +299,10 @@ class _SiteFinder:
             self.after += self.handlers_logged_after(stmt)
             if stmt.finalbody is not None:  # runs after the handler: it may log what the handler bound
                 self.walk(stmt.finalbody.body.body, scope)
+        elif isinstance(stmt, cst.TryStar):  # `except*` is no site's handler, but its blocks may hold sites
+            for block in (stmt, *stmt.handlers, stmt.orelse, stmt.finalbody):
+                if block is not None:
+                    self.walk(block.body.body, scope)
         elif isinstance(stmt, (cst.With, cst.For, cst.While)):
             self.walk(stmt.body.body, scope)
             if not isinstance(stmt, cst.With) and stmt.orelse is not None:
