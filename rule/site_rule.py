@@ -44,7 +44,7 @@ class Reach(NamedTuple):
 
     method: str  # the *_once method at the end, e.g. warning_once
     receiver: str  # the logger expression it is called on there, e.g. logger
-    function: str = ""  # the helper function that makes the call (its name, as a frame sees it); "" for an alias
+    function: str = ""  # the helper function whose own call `form` judges; "" for an alias (and a helper calling one)
     form: str = LIVE  # a helper's: eager when it formats whatever it is given; live when it passes a parameter on
 
 
@@ -489,5 +489,5 @@ def _reach_of(function: _Function, visible: Reaching) -> Reach | None:
             form = _helper_form(function.node, call, function.method)
             return Reach(method, ast.unparse(call.func.value), function.node.name, form)  # type: ignore[attr-defined]
         if (inner := visible.get(callee)) is not None:
-            return inner if inner.function else Reach(inner.method, inner.receiver, function.node.name, LIVE)
+            return inner  # an alias's too: `form_of` reads a live form from the site's own arguments
     return None
