@@ -405,7 +405,7 @@ def reaching_callables(tree: ast.Module) -> dict[str, Reaching]:
                 method = bool(cls) and not outer
                 keys = [f"cls.{stmt.name}", f"self.{stmt.name}", f"{cls}.{stmt.name}"] if method else [stmt.name]
                 qualname = f"{outer or cls}.{stmt.name}".lstrip(".")
-                functions.append(_Function(stmt, scope, keys, (cls, scope if outer else ""), method))
+                functions.append(_Function(stmt, scope, keys, (cls, scope), method))
                 found.setdefault(scope, {})
                 visit(stmt.body, cls, qualname)
             elif isinstance(stmt, ast.ClassDef):
@@ -429,14 +429,14 @@ def reaching_callables(tree: ast.Module) -> dict[str, Reaching]:
             for base in _bases(cls, bases):
                 for key, reach in list(found[base].items()):
                     inherited = key.startswith(("cls.", "self.")) and key not in found[cls]
-                    if inherited and "cls." + key.split(".", 1)[1] not in hidden:
+                    if inherited and "cls." + key.partition(".")[2] not in hidden:
                         found[cls][key] = reach
                         changed = True
                 hidden |= defined[base]
         for function in functions:
             if function.keys[0] in found[function.scope]:
                 continue
-            klass, own = (found.get(scope, {}) for scope in function.visible)
+            klass, own = (found[scope] for scope in function.visible)
             reach = _reach_of(function, found[""] | klass | own)
             if reach is not None:
                 found[function.scope].update(dict.fromkeys(function.keys, reach))

@@ -1171,21 +1171,3 @@ LOG_IT = "logger.warning_once('Failed: %r', err)"
 def test_a_helper_is_followed_through_helpers_nested_defs_and_every_base(pre: str, bases: str, call: str) -> None:
     site = only(FOLLOWED.format(pre=pre, bases=bases, call=call))
     assert (site.via, site.form) == (call.partition("(")[0], "live")
-
-
-@pytest.mark.parametrize(
-    ("pre", "reached", "form"),
-    [
-        ("def _b(err):\n    logger.warning_once('Failed: %s', repr(err))\n\ndef _a(err):\n    _b(err)\n",
-         ("warning_once", "logger"), "eager"),
-        ("warn = log.info_once\n\ndef _a(err):\n    warn('Failed: %r', err)\n", ("info_once", "log"), "live"),
-    ],
-    ids=["through-a-helper-formatting-what-it-is-given", "through-an-alias"],
-)  # fmt: skip
-def test_a_helper_reaching_the_method_through_another_callable_logs_as_that_callable(
-    pre: str, reached: tuple[str, str], form: str
-) -> None:
-    """The site is the method and logger at the end of the chain, as live as the last helper's own call makes it
-    (`_b` formats what it is given: eager, whatever `_a` gives it)."""
-    site = only(FOLLOWED.format(pre=pre, bases="object", call="_a(e)"))
-    assert (site.via, site.log_method, site.receiver, site.form) == ("_a", *reached, form)
