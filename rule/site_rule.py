@@ -80,7 +80,7 @@ def dotted(node: cst.BaseExpression | cst.ImportFrom | None) -> str | None:
 
 def names_a_kernel(name: str) -> bool:
     """The last component of a dotted module name matches `KERNEL_PATTERN`."""
-    return KERNEL_PATTERN.search(name.rsplit(".", 1)[-1]) is not None
+    return KERNEL_PATTERN.search(name.rpartition(".")[2]) is not None
 
 
 def is_kernel_module(name: str, package: str) -> bool:
@@ -134,7 +134,7 @@ def catches_import_error(handler: cst.ExceptHandler) -> bool:
     if handler.type is None:
         return True
     types = [el.value for el in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
-    return any(_may_catch_import_error((dotted(t) or "").rsplit(".", 1)[-1]) for t in types)
+    return any(_may_catch_import_error((dotted(t) or "").rpartition(".")[2]) for t in types)
 
 
 def _may_catch_import_error(name: str) -> bool:
