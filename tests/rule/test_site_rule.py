@@ -25,3 +25,11 @@ def test_an_import_climbing_above_the_top_package_leaves_the_kernel_import_after
     """`from ..... import x` in `vllm.platforms.x` names no module; the statement's next import is read still."""
     body = "if True:\n        from ..... import x  # noqa: F401\n        import vllm._C  # noqa: F401"
     assert kernels(body) == [("vllm._C", "e")]
+
+
+@pytest.mark.parametrize("body", ["from .. import _C  # noqa: F401", "from .._C import ops  # noqa: F401"])
+def test_a_relative_kernel_import_is_a_site_whose_handlers_call_is_recognised(body: str) -> None:
+    """`..` in `vllm.platforms.x` is `vllm`: the row is the handler's call, not the bare guarded import's."""
+    source = f"try:\n    {body}\nexcept ImportError as e:\n    logger.warning_once('Failed: %r', e)\n"
+    found = [(s.kernel_module, s.recognised, s.log_method, s.exc_name) for s in sites_in_source(source, FILE, MODULE)]
+    assert found == [("vllm._C", True, "warning_once", "e")]
