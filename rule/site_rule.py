@@ -420,7 +420,8 @@ def reaching_callables(tree: ast.Module) -> dict[str, Reaching]:
                     visit(getattr(stmt, block, ()), cls, outer)
 
     visit(tree.body, "", "")
-    defined = {cls: {f"cls.{f.node.name}" for f in functions if f.method and f.scope == cls} for cls in bases}
+    own = [(f.scope, f"{obj}.{f.node.name}") for f in functions if f.method for obj in ("cls", "self")]
+    defined = {cls: {key for scope, key in own if scope == cls} for cls in bases}  # the keys its methods take
     changed = True
     while changed:
         changed = False
@@ -429,7 +430,7 @@ def reaching_callables(tree: ast.Module) -> dict[str, Reaching]:
             for base in _bases(cls, bases):
                 for key, reach in list(found[base].items()):
                     inherited = key.startswith(("cls.", "self.")) and key not in found[cls]
-                    if inherited and "cls." + key.partition(".")[2] not in hidden:
+                    if inherited and key not in hidden:
                         found[cls][key] = reach
                         changed = True
                 hidden |= defined[base]
