@@ -420,8 +420,8 @@ def reaching_callables(tree: ast.Module) -> dict[str, Reaching]:
                     visit(getattr(stmt, block, ()), cls, outer)
 
     visit(tree.body, "", "")
-    own = [(f.scope, f"{obj}.{f.node.name}") for f in functions if f.method for obj in ("cls", "self")]
-    defined = {cls: {key for scope, key in own if scope == cls} for cls in bases}  # the keys its methods take
+    taken = [(f.scope, f"{obj}.{f.node.name}") for f in functions if f.method for obj in ("cls", "self")]
+    defined = {cls: {key for scope, key in taken if scope == cls} for cls in bases}  # the keys its methods take
     changed = True
     while changed:
         changed = False
