@@ -44,7 +44,7 @@ class Reach(NamedTuple):
 
     method: str  # the *_once method at the end, e.g. warning_once
     receiver: str  # the logger expression it is called on there, e.g. logger
-    function: str = ""  # the helper function that makes the call (its name, as a frame sees it); "" for an alias
+    function: str = ""  # the helper function whose own call `form` judges; "" for an alias (and a helper calling one)
     form: str = LIVE  # a helper's: eager when it formats whatever it is given; live when it passes a parameter on
 
 
@@ -80,7 +80,7 @@ def dotted(node: cst.BaseExpression | cst.ImportFrom | None) -> str | None:
 
 def names_a_kernel(name: str) -> bool:
     """The last component of a dotted module name matches `KERNEL_PATTERN`."""
-    return KERNEL_PATTERN.search(name.rsplit(".", 1)[-1]) is not None
+    return KERNEL_PATTERN.search(name.rpartition(".")[2]) is not None
 
 
 def is_kernel_module(name: str, package: str) -> bool:
@@ -134,7 +134,7 @@ def catches_import_error(handler: cst.ExceptHandler) -> bool:
     if handler.type is None:
         return True
     types = [el.value for el in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
-    return any(_may_catch_import_error((dotted(t) or "").rsplit(".", 1)[-1]) for t in types)
+    return any(_may_catch_import_error((dotted(t) or "").rpartition(".")[2]) for t in types)
 
 
 def _may_catch_import_error(name: str) -> bool:
@@ -405,7 +405,7 @@ def reaching_callables(tree: ast.Module) -> dict[str, Reaching]:
                 method = bool(cls) and not outer
                 keys = [f"cls.{stmt.name}", f"self.{stmt.name}", f"{cls}.{stmt.name}"] if method else [stmt.name]
                 qualname = f"{outer or cls}.{stmt.name}".lstrip(".")
-                functions.append(_Function(stmt, scope, keys, (cls, scope if outer else ""), method))
+                functions.append(_Function(stmt, scope, keys, (cls, scope), method))
                 found.setdefault(scope, {})
                 visit(stmt.body, cls, qualname)
             elif isinstance(stmt, ast.ClassDef):
@@ -420,7 +420,8 @@ def reaching_callables(tree: ast.Module) -> dict[str, Reaching]:
                     visit(getattr(stmt, block, ()), cls, outer)
 
     visit(tree.body, "", "")
-    defined = {cls: {f"cls.{f.node.name}" for f in functions if f.method and f.scope == cls} for cls in bases}
+    taken = [(f.scope, f"{obj}.{f.node.name}") for f in functions if f.method for obj in ("cls", "self")]
+    defined = {cls: {key for scope, key in taken if scope == cls} for cls in bases}  # the keys its methods take
     changed = True
     while changed:
         changed = False
@@ -429,14 +430,14 @@ def reaching_callables(tree: ast.Module) -> dict[str, Reaching]:
             for base in _bases(cls, bases):
                 for key, reach in list(found[base].items()):
                     inherited = key.startswith(("cls.", "self.")) and key not in found[cls]
-                    if inherited and "cls." + key.split(".", 1)[1] not in hidden:
+                    if inherited and key not in hidden:
                         found[cls][key] = reach
                         changed = True
                 hidden |= defined[base]
         for function in functions:
             if function.keys[0] in found[function.scope]:
                 continue
-            klass, own = (found.get(scope, {}) for scope in function.visible)
+            klass, own = (found[scope] for scope in function.visible)
             reach = _reach_of(function, found[""] | klass | own)
             if reach is not None:
                 found[function.scope].update(dict.fromkeys(function.keys, reach))
@@ -489,5 +490,5 @@ def _reach_of(function: _Function, visible: Reaching) -> Reach | None:
             form = _helper_form(function.node, call, function.method)
             return Reach(method, ast.unparse(call.func.value), function.node.name, form)  # type: ignore[attr-defined]
         if (inner := visible.get(callee)) is not None:
-            return inner if inner.function else Reach(inner.method, inner.receiver, function.node.name, LIVE)
+            return inner  # an alias's too: `form_of` reads a live form from the site's own arguments
     return None
