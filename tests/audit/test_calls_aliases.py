@@ -59,3 +59,41 @@ def f():
     ((argument, call, cache),) = [(f.argument, f.call, f.cache) for f in findings_in_source(source, "m.py", "m")]
     assert (argument, call) == ("e", "warn(...) (warning_once)")
     assert cache == "vLLM's logger *_once lru_cache (vllm.logger, 128 entries)"  # not "whichever logger it is"
+
+
+def test_a_partial_and_a_cached_function_are_followed_in_the_function_they_are_made_in() -> None:
+    source = """\
+import functools
+from vllm.logger import init_logger
+
+
+def f(log):
+    own = init_logger(__name__)
+    try:
+        pass
+    except Exception as e:
+        functools.partial(own.warning_once, "m %s", e)()
+        functools.partial(log.warning_once, "m %s", e)()
+
+
+def g():
+    from sglang.srt.utils import print_warning_once
+
+    try:
+        pass
+    except Exception as e:
+        print_warning_once(e)
+"""
+    assert [(f.line, f.call, f.cache) for f in findings_in_source(source, "m.py", "m")] == [
+        (10, "functools.partial(own.warning_once, ...)", "vLLM's logger *_once lru_cache (vllm.logger, 128 entries)"),
+        (
+            11,
+            "functools.partial(log.warning_once, ...)",
+            "the cache of whichever logger it is (its logger is not followed from this file to a known one)",
+        ),
+        (
+            20,
+            "print_warning_once(...)",
+            "sglang's print_warning_once/print_info_once lru_cache (sglang.srt.utils.common, unbounded)",
+        ),
+    ]

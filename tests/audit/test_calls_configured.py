@@ -39,3 +39,14 @@ def test_calls_of_a_configured_loggers_method_and_of_a_configured_function_are_f
         ("e", "exception", "logger.notice_once(...)"),
         ("e", "exception", "warn_once(...)"),
     ]
+
+
+def test_a_partial_of_a_configured_loggers_method_is_a_finding_as_its_call_is() -> None:
+    source = SOURCE.replace("import get_logger, warn_once", "import get_logger\nimport functools").replace(
+        '        warn_once("m %s", e)\n', '        functools.partial(logger.notice_once, "m %s", e)()\n'
+    )
+    found = findings_in_source(source, "m.py", "m", DEFAULT_MODEL.with_rows(list(ROWS)))
+    assert [(f.line, f.argument, f.call) for f in found] == [
+        (11, "e", "logger.notice_once(...)"),
+        (12, "e", "functools.partial(logger.notice_once, ...)"),
+    ]
