@@ -795,6 +795,8 @@ class P:
         "                logger.warning_once('Failed: %r', err)",
         "        reported, code = err, 1\n        logger.warning_once('Failed: %r', reported)",
         "        first, *rest = err, err\n        logger.warning_once('Failed: %r', rest)",
+        "        reported = (kept := err)\n        logger.warning_once('Failed: %r', reported)",
+        "        reported = (code, extra) = err, 1\n        logger.warning_once('Failed: %r', reported)",
     ],
     ids=[
         "in-its-finally",
@@ -805,6 +807,8 @@ class P:
         "in-a-match",
         "rebound-unpacked",
         "rebound-starred",
+        "rebound-beside-a-walrus",  # each binding of one statement, not only its last
+        "rebound-beside-an-unpacking",  # each target of a chained assignment, not only an unpacking's
     ],
 )
 def test_a_call_after_the_handler_logging_what_it_bound_is_found_wherever_it_stands(after: str) -> None:
@@ -1171,3 +1175,4 @@ LOG_IT = "logger.warning_once('Failed: %r', err)"
 def test_a_helper_is_followed_through_helpers_nested_defs_and_every_base(pre: str, bases: str, call: str) -> None:
     site = only(FOLLOWED.format(pre=pre, bases=bases, call=call))
     assert (site.via, site.form) == (call.partition("(")[0], "live")
+
