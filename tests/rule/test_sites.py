@@ -1176,3 +1176,13 @@ def test_a_helper_is_followed_through_helpers_nested_defs_and_every_base(pre: st
     site = only(FOLLOWED.format(pre=pre, bases=bases, call=call))
     assert (site.via, site.form) == (call.partition("(")[0], "live")
 
+
+def test_a_statement_of_a_later_site_handler_is_read_past_that_sites_own_call() -> None:
+    later = (
+        "        try:\n            import vllm._C_AVX2  # noqa: F401\n        except ImportError as e2:\n"
+        "            logger.warning_once('Second: %r', e2); print(lambda: logger.warning_once('First: %r', err))"
+    )
+    assert sorted((s.place, s.kernel_module, s.exc_name) for s in find(AFTER.format(after=later))) == [
+        ("after", "vllm._C", "e"),  # the lambda's call logs what the first handler bound
+        ("handler", "vllm._C_AVX2", "e2"),
+    ]
