@@ -70,6 +70,16 @@ def anchors_of(sites: Iterable[Site]) -> dict[str, str]:
     return {site.anchor: site.current_package for site in sites if site.mutable and site.anchor}
 
 
+def site_lines(sites: Iterable[Site]) -> dict[str, frozenset[int]]:
+    """The import lines of the sites `anchors_of` anchors, by file: a function holding none of them gets no mutant
+    (`seam.lean_generation` walks only those that do)."""
+    lines: dict[str, set[int]] = {}
+    for site in sites:
+        if site.mutable and site.anchor:
+            lines.setdefault(site.file, set()).add(site.import_line)
+    return {file: frozenset(found) for file, found in lines.items()}
+
+
 def stringified_arg(call: cst.Call, name: str, funcs: Iterable[str]) -> int | None:
     """Index (after the message) of the first positional `f(NAME)` argument with `f` in `funcs`."""
     if not call.args or call.args[0].keyword is not None or call.args[0].star:

@@ -3,8 +3,9 @@ on is still there (`check_seam`)."""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -39,7 +40,14 @@ ENGINE_NAMES: dict[str, tuple[str, ...]] = {
     ),
     "mutmut.configuration": ("reset_config",),
     "mutmut.mutation.data": ("SourceFileMutationData",),
-    "mutmut.mutation.file_mutation": ("create_mutations", "get_ignored_lines", SEAM_ATTRIBUTE),
+    "mutmut.mutation.file_mutation": (
+        "create_mutations",
+        "get_ignored_lines",
+        SEAM_ATTRIBUTE,
+        "MetadataWrapper",
+        "MutationVisitor",
+    ),
+    "mutmut.mutation.pragma_handling": ("IgnoredCode", "get_lines_ignored_by_pattern", "_parse_pragma_token"),
     "mutmut.mutation.trampoline": ("set_mutant_under_test", "get_mutant_under_test"),
     "mutmut.mutation.trampoline_templates": ("mangle_function_name",),
     "mutmut.stats": ("status_by_exit_code", "load_stats", "save_stats"),
@@ -79,22 +87,28 @@ def check_seam() -> None:
             if not hasattr(module, name):
                 raise SeamMismatch(f"{module_name} has no `{name}`: the engine's seam moved; re-check mutmut")
     import mutmut.__main__ as mutmut_main
-    from mutmut.mutation import data, file_mutation, trampoline
+    from mutmut.mutation import data, file_mutation, pragma_handling, trampoline
     from mutmut.utils import file_utils
     from mutmut.workers import isolation
     from warnonce_guard.mutations.engine.state import META_KEYS
 
-    code = getattr(getattr(file_mutation, "create_mutations", None), "__code__", None)
+    create = inspect.unwrap(file_mutation.create_mutations)  # under `lean_generation`, mutmut's own
+    code = getattr(create, "__code__", None)
     if code is None or SEAM_ATTRIBUTE not in code.co_names:
         raise SeamMismatch(
             f"{SEAM_MODULE}.create_mutations no longer reads the global `{SEAM_ATTRIBUTE}`; "
             "swapping it would leave mutmut's stock operators on"
         )
-    if "get_ignored_lines(filename, code, metadata_wrapper" not in inspect.getsource(file_mutation.create_mutations):
+    if "get_ignored_lines(filename, code, metadata_wrapper" not in inspect.getsource(create):
         raise SeamMismatch(
             f"{SEAM_MODULE}.create_mutations no longer hands its metadata wrapper to `get_ignored_lines`; "
             "re-check seam.each_generation"
         )
+    for call in ("metadata_wrapper = MetadataWrapper(module)", "visitor = MutationVisitor("):
+        if call not in inspect.getsource(create):
+            raise SeamMismatch(f"{SEAM_MODULE}.create_mutations no longer calls `{call}...`; re-check lean_generation")
+    if '"no mutate" not in text' not in inspect.getsource(pragma_handling._parse_pragma_token):
+        raise SeamMismatch("mutmut reads a pragma without `no mutate` in it; re-check seam.lean_generation")
     if MUTANT_VARIABLE not in inspect.getsource(trampoline.set_mutant_under_test):
         raise SeamMismatch(f"mutmut no longer names the mutant under test in ${MUTANT_VARIABLE}; re-check the engine")
     # The session swaps these module globals; each must still be looked up by name where mutmut calls it.
@@ -149,6 +163,61 @@ def our_operators(packages: Sequence[str] = (PACKAGE,), anchors: Anchors | None 
         setattr(file_mutation, SEAM_ATTRIBUTE, stock)
 
 
+@contextmanager
+def lean_generation(site_lines: Mapping[str, Collection[int]]) -> Iterator[None]:
+    """Within the block (and its forks), mutmut's generation of a file skips the work whose result our anchored
+    operators never use, and makes the same mutants and the same file (half the CPU on vLLM's platform files):
+    - its module is not copied for the metadata (nothing else holds the module it just parsed);
+    - pragma comments are read only in a source with a `no mutate` in it (else there are none to find);
+    - a function or class holding none of `site_lines` (the lines of its sites' imports, by file as mutmut names
+      it) is not walked for mutations: our operators change only a site's `try`. A file not in `site_lines` is
+      walked whole."""
+    check_seam()
+    from libcst import ClassDef, FunctionDef
+    from libcst.metadata import PositionProvider
+    from mutmut.mutation import file_mutation, pragma_handling
+
+    create, ignored, wrapper, visitor = (
+        file_mutation.create_mutations,
+        file_mutation.get_ignored_lines,
+        file_mutation.MetadataWrapper,
+        file_mutation.MutationVisitor,
+    )
+    lines: list[Collection[int] | None] = [None]
+
+    class SiteVisitor(visitor):  # type: ignore[misc,valid-type]
+        def on_visit(self, node: Any) -> bool:
+            if not super().on_visit(node):
+                return False
+            if lines[0] is None or not isinstance(node, FunctionDef | ClassDef):
+                return True
+            where = self.get_metadata(PositionProvider, node, None)
+            return where is None or any(where.start.line <= line <= where.end.line for line in lines[0])
+
+    @functools.wraps(create)
+    def create_mutations(filename: str, code: str, *args: Any, **kwargs: Any) -> Any:
+        lines[0] = site_lines.get(Path(filename).as_posix())
+        return create(filename, code, *args, **kwargs)
+
+    def ignored_lines(filename: str, source: str, metadata_wrapper: Any, *args: Any, **kwargs: Any) -> Any:
+        if "no mutate" in source or any(args) or any(kwargs.values()):  # a pragma, or coverage's excluded lines
+            return ignored(filename, source, metadata_wrapper, *args, **kwargs)
+        return pragma_handling.IgnoredCode(set(), set(), pragma_handling.get_lines_ignored_by_pattern(source))
+
+    def uncopied(module: Any) -> Any:
+        return wrapper(module, unsafe_skip_copy=True)
+
+    swapped = (create_mutations, ignored_lines, uncopied, SiteVisitor)
+    names = ("create_mutations", "get_ignored_lines", "MetadataWrapper", "MutationVisitor")
+    for name, value in zip(names, swapped, strict=True):
+        setattr(file_mutation, name, value)
+    try:
+        yield
+    finally:
+        for name, value in zip(names, (create, ignored, wrapper, visitor), strict=True):
+            setattr(file_mutation, name, value)
+
+
 # What `each_generation` hands on of one `create_mutations` call: the file's name and source, mutmut's module and
 # `Mutation`s, and where each node of that module is (the positions mutmut resolved for its pragma handling).
 Generation = Callable[[str, str, Any, Sequence[Any], Mapping[Any, Any]], None]
@@ -170,6 +239,7 @@ def each_generation(record: Generation) -> Iterator[None]:
         wrappers.append(metadata_wrapper)
         return ignored(filename, source, metadata_wrapper, *args, **kwargs)
 
+    @functools.wraps(create)
     def create_mutations(filename: str, code: str, *args: Any, **kwargs: Any) -> Any:
         wrappers.clear()
         result = create(filename, code, *args, **kwargs)

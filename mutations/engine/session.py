@@ -32,6 +32,7 @@ from warnonce_guard.mutations.engine.seam import (
     Generation,
     each_generation,
     forget_collected_tests,
+    lean_generation,
     our_operators,
     patched_main,
     reached_functions,
@@ -39,7 +40,7 @@ from warnonce_guard.mutations.engine.seam import (
 )
 from warnonce_guard.mutations.engine.status import PYTEST_NO_TESTS
 from warnonce_guard.mutations.engine.workers import Registrar
-from warnonce_guard.mutations.operators import Anchors, anchors_of
+from warnonce_guard.mutations.operators import Anchors, anchors_of, site_lines
 from warnonce_guard.mutations.suite import Suite, read_baseline, read_suite
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import Site
@@ -185,8 +186,10 @@ def generate(ws: Workspace, run_id: str, packages: dict[str, Path], files: list[
     """The first step of mutmut's `run`, on its own: copy the site files into mutants/ and make their mutants, with
     our operators, described as they are made; then record them; mutmut's `run` later finds them made."""
     mutmut_main = _mutmut(ws, run_id, files)
-    anchors = anchors_of(_sites(ws))
+    sites = _sites(ws)
+    anchors = anchors_of(sites)
     with (
+        lean_generation(site_lines(sites)),
         our_operators(sorted(packages), anchors=anchors),
         each_generation(described_into(ws, files, sorted(packages), anchors)),
     ):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import inspect
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -16,7 +18,7 @@ from mutmut.mutation.file_mutation import Mutation
 from warnonce_guard.common.errors import SeamMismatch
 from warnonce_guard.mutations.engine import naming, seam
 from warnonce_guard.mutations.engine.seam import ENGINE_NAMES, check_seam, our_operators
-from warnonce_guard.mutations.operators import OPERATORS, anchors_of, operator_of
+from warnonce_guard.mutations.operators import OPERATORS, anchors_of, operator_of, site_lines
 from warnonce_guard.rule.sites import sites_in_source
 
 from tests.toy import apply_operator, mutmut_settings
@@ -193,4 +195,90 @@ def test_check_seam_raises_when_create_mutations_stops_handing_its_wrapper_on(mo
 
     monkeypatch.setattr(file_mutation, "create_mutations", create_mutations)
     with pytest.raises(SeamMismatch, match="metadata wrapper"):
+        check_seam()
+
+
+def _made(file: str, source: str, anchors: Mapping[str, str], lean: Mapping[str, frozenset[int]] | None) -> Any:
+    """mutmut's whole result for one file with our anchored operators, under `lean_generation(lean)` when given."""
+    with contextlib.ExitStack() as stack:
+        if lean is not None:
+            stack.enter_context(seam.lean_generation(lean))
+        stack.enter_context(our_operators(["vllm"], anchors))
+        return file_mutation.mutate_file_contents(file, source)
+
+
+@pytest.mark.parametrize("file", ["cpu.py", "cuda.py", "interface.py"])
+def test_lean_generation_makes_the_same_file_and_mutants(platforms: Path, file: str) -> None:
+    """vLLM's platform files, walked only in their site functions: the same mutated file, names, spans and hashes."""
+    name, source = f"vllm/platforms/{file}", (platforms / file).read_text(encoding="utf-8")
+    sites = sites_in_source(source, name, f"vllm.platforms.{file[:-3]}")
+    anchors = anchors_of(sites)
+    lean = _made(name, source, anchors, site_lines(sites))
+    assert lean.mutant_names  # the sites' mutants are there
+    assert lean == _made(name, source, anchors, None)
+    assert file_mutation.create_mutations is CREATE_MUTATIONS  # restored
+
+
+TWO_TRIES = """\
+from vllm.logger import init_logger
+
+logger = init_logger(__name__)
+
+
+def first():
+    try:
+        import vllm._C
+    except ImportError as e:
+        logger.warning_once("Failed to import from vllm._C: %s", repr(e))
+
+
+def second():
+    try:
+        import vllm._C
+    except ImportError as e:
+        logger.warning_once("Failed to import from vllm._C: %s", repr(e))
+"""
+
+
+def test_lean_generation_walks_only_the_functions_holding_a_site_line() -> None:
+    """Two identical site tries: with only the first's import line given, only `first` gets mutants; a file not
+    named is walked whole; and a source with a `no mutate` pragma has it read (the line keeps its code)."""
+    file = "vllm/platforms/toy.py"
+    anchors = anchors_of(sites_in_source(TWO_TRIES, file, "vllm.platforms.toy"))
+    plain = _made(file, TWO_TRIES, anchors, None)
+    assert {n.split("__mutmut_")[0] for n in plain.mutant_names} == {"x_first", "x_second"}
+    only_first = _made(file, TWO_TRIES, anchors, {file: frozenset({8})})
+    assert {n.split("__mutmut_")[0] for n in only_first.mutant_names} == {"x_first"}
+    assert _made(file, TWO_TRIES, anchors, {"vllm/other.py": frozenset({8})}) == plain
+    pragma = TWO_TRIES.replace("repr(e))\n\n\ndef second", "repr(e))  # pragma: no mutate\n\n\ndef second")
+    assert _made(file, pragma, anchors, {file: frozenset({8, 15})}) == _made(file, pragma, anchors, None)
+    assert {n.split("__mutmut_")[0] for n in _made(file, pragma, anchors, None).mutant_names} == {"x_second"}
+
+
+@pytest.mark.parametrize("call", ["metadata_wrapper = MetadataWrapper(module)", "visitor = MutationVisitor("])
+def test_check_seam_raises_when_create_mutations_stops_making_what_lean_generation_swaps(
+    monkeypatch: pytest.MonkeyPatch, call: str
+) -> None:
+    real = inspect.getsource
+
+    def source(obj: Any) -> str:
+        text = real(obj)
+        return text.replace(call, "") if obj is CREATE_MUTATIONS else text
+
+    monkeypatch.setattr(inspect, "getsource", source)
+    with pytest.raises(SeamMismatch, match="lean_generation"):
+        check_seam()
+
+
+def test_check_seam_raises_when_mutmut_reads_pragmas_without_no_mutate(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mutmut.mutation import pragma_handling
+
+    monkeypatch.setattr(pragma_handling, "_parse_pragma_token", lambda comment: None)
+    with pytest.raises(SeamMismatch, match="no mutate"):
+        check_seam()
+
+
+def test_check_seam_passes_inside_lean_generation() -> None:
+    """The session enters it before the other swaps, each of which checks the seam first."""
+    with seam.lean_generation({}), our_operators(), seam.each_generation(lambda *args: None):
         check_seam()
