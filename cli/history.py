@@ -11,8 +11,7 @@ from urllib.parse import urlsplit
 
 from warnonce_guard.cli.console import console
 from warnonce_guard.common.errors import ExitCode, UsageError
-from warnonce_guard.history.index import DEFAULT_INDEX, parse_version
-from warnonce_guard.history.records import DEFAULT_WORK_DIR, Verdict
+from warnonce_guard.history.records import DEFAULT_INDEX, DEFAULT_WORK_DIR, Verdict
 
 HELP = "check every vLLM release on the package index: exposed, guarded, no sites or not checked"
 
@@ -72,6 +71,8 @@ def only_versions(text: str | None) -> tuple[str, ...]:
         raise UsageError(f"--only: no version given; {ONLY_FORM}")
     if not all(items):
         raise UsageError(f"--only {text}: an empty item; {ONLY_FORM}")
+    from warnonce_guard.history.index import parse_version
+
     for item in items:
         parse_version(item, "--only")
     return items
@@ -81,6 +82,8 @@ def check_options(args: argparse.Namespace) -> tuple[str, ...]:
     """Every option's value, before the index is read or a path is touched: `UsageError` naming the first bad one.
 
     Returns `--only`'s versions."""
+    from warnonce_guard.history.index import parse_version  # http.client and packaging: only for this command
+
     only = only_versions(args.only)
     if only and (args.start or args.end):
         raise UsageError("--only names exact releases: give it without --from/--to, or a range without --only")

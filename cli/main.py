@@ -49,7 +49,7 @@ from warnonce_guard.rule.target import (
 )
 
 if TYPE_CHECKING:
-    from warnonce_guard.rule.sites import Site
+    from warnonce_guard.rule.site_row import Site
 
 GUARDS_DIR = Path(warnonce_guard.guards.__file__).resolve().parent
 # What the `mutation` extra adds; `audit` and strict mode need none of it.
@@ -106,7 +106,7 @@ def cmd_sites(args: argparse.Namespace) -> int:
 
 def _list_sites(args: argparse.Namespace, recorded: list[Any] | None, out: Path | None) -> int:
     from warnonce_guard.rule import expected
-    from warnonce_guard.rule.sites import NO_SITE
+    from warnonce_guard.rule.site_row import NO_SITE
 
     target, sites = _target_sites(args)
     guarded = [s for s in sites if s.guarded]
@@ -173,7 +173,7 @@ def cmd_guards(args: argparse.Namespace) -> int:
     import pytest
     from warnonce_guard.rule import expected
     from warnonce_guard.rule.platforms import refuse_ending_plugins, registered_platforms
-    from warnonce_guard.rule.sites import NO_SITE
+    from warnonce_guard.rule.site_row import NO_SITE
 
     recorded = expected.read(Path(args.expect_sites)) if args.expect_sites is not None else None
     target, sites = _target_sites(args)  # bad input and "nothing to check" stop here, before pytest starts

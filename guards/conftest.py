@@ -26,7 +26,8 @@ from warnonce_guard.guards.sessions import (
     session_phase,
 )
 from warnonce_guard.rule.platforms import platform_sites, resolve_platform
-from warnonce_guard.rule.sites import NO_SITE, Site, discover
+from warnonce_guard.rule.site_row import NO_SITE, Site
+from warnonce_guard.rule.sites import discover
 from warnonce_guard.rule.target import (
     Target,
     activate,

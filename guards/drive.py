@@ -27,8 +27,8 @@ from warnonce_guard.guards.observe import Observation, Record, in_function, reco
 from warnonce_guard.guards.steering import CannotSteer, steered
 from warnonce_guard.guards.stock_cache import LEVELS, StockOnce
 from warnonce_guard.rule.platforms import IMPORT_KERNELS, load_class, must_not_exit
+from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.site_rule import is_kernel_module
-from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE
 
 CALLS = 2

@@ -9,7 +9,7 @@ from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED, WA
 from warnonce_guard.guards.drive import CannotDrive, drive, import_platform_module
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.guards.stock_cache import logger_module_of, renders_first
-from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.target import PACKAGE
 
 # What the guards whose platform module did not import said (`PlatformImportFailed`), in their session's stash:

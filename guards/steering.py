@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from warnonce_guard.rule.sites import Condition
+from warnonce_guard.rule.site_row import Condition
 
 _MISSING = object()
 

@@ -12,7 +12,7 @@ from warnonce_guard.guards.outcome import (
     check_site,
     drive_again,
 )
-from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.target import Target
 
 

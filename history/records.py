@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from warnonce_guard.guards.sessions import RecordKind
 
 if TYPE_CHECKING:  # rule.sites needs libcst (the mutation extra); every command imports this module
-    from warnonce_guard.rule.sites import Site
+    from warnonce_guard.rule.site_row import Site
 
+DEFAULT_INDEX = "https://pypi.org/simple/"  # where the releases are listed (PEP 691), as `history --index-url` says
 DEFAULT_WORK_DIR = Path(".warnonce-history")  # where the sweep keeps downloads, trees, logs and verdicts
 
 

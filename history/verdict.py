@@ -18,7 +18,7 @@ from warnonce_guard.history.records import (
     Verdict,
 )
 from warnonce_guard.rule.platforms import IMPORT_KERNELS
-from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.site_row import Site
 
 # The guards' detectors in their registry's order, then what an unreached guard reports
 DETECTOR_ORDER = (*(detector.name for detector in DETECTORS), RecordKind.UNREACHED.value)

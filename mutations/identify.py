@@ -10,14 +10,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.common.files import write_atomic
-from warnonce_guard.mutations.engine import naming, state
-from warnonce_guard.mutations.operators import anchors_of
+from warnonce_guard.mutations.engine import state
 from warnonce_guard.mutations.workspace import Workspace
-from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.site_row import Site
+
+if TYPE_CHECKING:  # libcst: a run that reads its verdicts back imports neither
+    from warnonce_guard.mutations.engine import naming
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,9 @@ def write_identities(ws: Workspace, sites: list[Site], packages: Sequence[str]) 
     undescribed (or described in a file that does not validate) is generated again here."""
     with contextlib.suppress(BadRecord):
         return read_identities(ws)
+    from warnonce_guard.mutations.engine import naming
+    from warnonce_guard.mutations.operators import anchors_of
+
     named: list[NamedMutant] = []
     for file in sorted({site.file for site in sites if site.cached}):
         source = (ws.dir / file).read_text(encoding="utf-8")

@@ -37,7 +37,7 @@ from warnonce_guard.mutations.records import (
 )
 from warnonce_guard.mutations.suite import SuiteBaseline
 from warnonce_guard.rule.liveness import LIVE
-from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.site_row import Site
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import libcst as cst
 from warnonce_guard.rule.literals import retarget_placeholder
+from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.site_rule import ONCE_METHODS, anchor, dotted, log_method, site_calls, walk
-from warnonce_guard.rule.sites import Site
 from warnonce_guard.rule.target import PACKAGE
 
 # What each `*_once` method becomes when `once-dropped` removes the cache.

@@ -12,7 +12,7 @@ from enum import StrEnum
 from importlib import metadata
 from typing import Any
 
-from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.site_row import Site
 
 
 class MutantStatus(StrEnum):

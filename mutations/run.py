@@ -36,16 +36,9 @@ from warnonce_guard.common.processes import stop_group
 from warnonce_guard.guards.sessions import baseline_sessions, mutant_session_path, read_session, unwritable
 from warnonce_guard.mutations import judge, stage
 from warnonce_guard.mutations.engine import attempts, confirm, layout, running, state
-from warnonce_guard.mutations.engine.session import (
-    NOTHING_COLLECTED,
-    SUITE_BROKEN,
-    WRITE_REFUSED,
-    start_session,
-    tell_to_mutate,
-)
+from warnonce_guard.mutations.engine.status import NOTHING_COLLECTED, SUITE_BROKEN, WRITE_REFUSED
 from warnonce_guard.mutations.engine.watch import Watch, stall_limit
 from warnonce_guard.mutations.identify import NamedMutant, read_identities, write_identities
-from warnonce_guard.mutations.operators import OPERATORS, not_applied
 from warnonce_guard.mutations.records import (
     GUARDED,
     NEUTRALIZED,
@@ -63,7 +56,7 @@ from warnonce_guard.mutations.suite import Suite, SuiteBaseline, read_baseline, 
 from warnonce_guard.mutations.workspace import WorkRoot, Workspace
 from warnonce_guard.rule import expected
 from warnonce_guard.rule.platforms import platform_sites, refuse_ending_plugins, registered_platforms, resolve_platform
-from warnonce_guard.rule.sites import NO_SITE, Site, discover
+from warnonce_guard.rule.site_row import NO_SITE, Site
 from warnonce_guard.rule.target import (
     PACKAGE,
     Target,
@@ -114,6 +107,8 @@ def started_session(
     """The mutmut session (mutations.engine.session), started now to import `warm_up` while this process discovers
     and stages, to confirm each kill by `rounds` re-runs; stopped with its group if it still runs when the block
     ends."""
+    from warnonce_guard.mutations.engine.session import start_session  # the engine's imports: a fresh run's
+
     session = start_session(ws, run_id, warm_up, rounds)
     try:
         yield session
@@ -136,6 +131,8 @@ def run_session(
     (`started_session` stops a session this leaves running)."""
     # every wait below ends if the session stops working, naming the tests that were running then
     watch = Watch(session, lambda: stall_limit(ws), running=lambda: running.running_now(ws.attribution))
+    from warnonce_guard.mutations.engine.session import tell_to_mutate
+
     tell_to_mutate(session, files)
     if _wait_for_generation(ws, run_id, session, watch):
         named = write_identities(ws, sites, packages)
@@ -263,6 +260,8 @@ def collect_result(
 ) -> RunResult:
     """The run's verdicts from what the session left in the workspace: scored by the guards, or by `suite`; each
     kill confirmed by `rounds` re-runs of its tests."""
+    from warnonce_guard.mutations.operators import OPERATORS  # libcst: a run that reads its result back needs none
+
     files = sorted({site.file for site in sites})
     try:
         codes, durations = state.read_exit_codes(ws, files)
@@ -307,6 +306,8 @@ def collect_result(
 
 def _not_applied(sites: list[Site], named: list[NamedMutant]) -> dict[str, dict[str, str]]:
     """Per guarded site, the operators that made no mutant of it and why (none: the site is left out)."""
+    from warnonce_guard.mutations.operators import not_applied
+
     made: dict[str, set[str]] = {}
     for mutant in named:
         made.setdefault(mutant.site_id, set()).add(mutant.operator)
@@ -351,7 +352,13 @@ def plan(target: Target, platform: str | None) -> tuple[dict[str, Path], str, Ca
     """What to stage (package name -> directory), what else keys the workspace, and how to find sites."""
     packages = {PACKAGE: target.package_dir}
     if not platform:
-        return packages, "", lambda: discover(target.root)
+
+        def found() -> list[Site]:
+            from warnonce_guard.rule.sites import discover  # libcst: only when the workspace holds no sites yet
+
+            return discover(target.root)
+
+        return packages, "", found
     activate(target)
     sys.dont_write_bytecode = True  # importing the platform here writes no bytecode beside the user's sources
     chosen = resolve_platform(platform)
@@ -615,6 +622,8 @@ def _run(
             say(line)
         root.prune(ws)
         files = stage.mutated_files(sites)
+        from warnonce_guard.mutations.operators import OPERATORS
+
         via = f" through {platform}" if platform else ""
         scored = f"; scored by {suite.describe()}" if suite is not None else ""
         say(

@@ -22,7 +22,7 @@ from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
 from warnonce_guard.mutations.engine import config
 from warnonce_guard.mutations.suite import Suite
 from warnonce_guard.mutations.workspace import Workspace
-from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.target import PACKAGE, Target, files_to_read, unreadable
 
 GUARD_TEST_FILES = ("conftest.py", "test_kernel_import_sites.py")

@@ -27,7 +27,7 @@ from warnonce_guard.common.errors import (
     WorkDirBusy,
 )
 from warnonce_guard.common.files import PERMISSION_ERRORS, destination, regular_file, write_atomic
-from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.site_row import Site
 
 KIND = "warnonce-guard expected sites"
 VERSION = 2  # 1 named sites by occurrence (`#0`), not by branch

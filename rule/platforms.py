@@ -23,7 +23,7 @@ from types import FrameType
 from typing import Any
 
 from warnonce_guard.common.errors import Interrupted, NothingToCheck, PlatformImportFailed, PlatformNotFound
-from warnonce_guard.rule.sites import Site, sites_in_source
+from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.target import PACKAGE
 
 ENTRY_POINT_GROUP = "vllm.platform_plugins"
@@ -194,6 +194,8 @@ def resolve_platform(spec: str) -> PlatformTarget:
 
 def platform_sites(target: PlatformTarget) -> list[Site]:
     """The sites the platform runs, each to be driven through the platform class."""
+    from warnonce_guard.rule.sites import sites_in_source  # libcst: a run reading its result back needs none
+
     source = (target.root / target.file).read_text(encoding="utf-8")
     sites = sites_in_source(source, target.file, target.defining_module, target.package)
     if target.package != PACKAGE:  # a plugin's own kernels, or vLLM's, may be imported there

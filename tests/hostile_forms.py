@@ -7,7 +7,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from warnonce_guard.rule.sites import Site, discover
+from warnonce_guard.rule.site_row import Site
+from warnonce_guard.rule.sites import discover
 
 from tests.exported_support import vllm_copy
 

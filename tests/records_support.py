@@ -40,7 +40,7 @@ from warnonce_guard.mutations.records import (
     SiteBaseline,
 )
 from warnonce_guard.mutations.workspace import Workspace
-from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.site_row import Site
 
 from tools import npm
 

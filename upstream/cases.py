@@ -24,8 +24,9 @@ from warnonce_guard.common.notes import note
 from warnonce_guard.guards.drive import import_platform_module, rendered_text
 from warnonce_guard.guards.steering import CannotSteer, Step, plan
 from warnonce_guard.rule.platforms import PlatformTarget, platform_sites, resolve_platform
+from warnonce_guard.rule.site_row import Site, current_package_of
 from warnonce_guard.rule.site_rule import imported_modules, is_kernel_module
-from warnonce_guard.rule.sites import Site, current_package_of, discover
+from warnonce_guard.rule.sites import discover
 from warnonce_guard.rule.target import PACKAGE, activate, check_loaded, read_source, resolve_target
 from warnonce_guard.upstream.words import BLOCKED_CLASS, BLOCKED_MESSAGE, LOGGER
 

@@ -24,8 +24,9 @@ from warnonce_guard.common.files import write_atomic
 from warnonce_guard.mutations.engine import state
 from warnonce_guard.mutations.engine.seam import our_operators
 from warnonce_guard.mutations.operators import Anchors, operator_of
+from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.site_rule import log_method, walk
-from warnonce_guard.rule.sites import Site, interrupts_kept, positions
+from warnonce_guard.rule.sites import interrupts_kept, positions
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,13 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from warnonce_guard.common.errors import SeamMismatch
-from warnonce_guard.mutations.operators import Anchors, operators_for
 from warnonce_guard.rule.target import PACKAGE
+
+if TYPE_CHECKING:
+    from warnonce_guard.mutations.operators import Anchors
 
 PINNED_MUTMUT = "3.8.1"
 SEAM_MODULE = "mutmut.mutation.file_mutation"
@@ -153,6 +155,7 @@ def our_operators(packages: Sequence[str] = (PACKAGE,), anchors: Anchors | None 
     """
     check_seam()
     from mutmut.mutation import file_mutation
+    from warnonce_guard.mutations.operators import operators_for
 
     stock = getattr(file_mutation, SEAM_ATTRIBUTE)
     table = [pair for p in packages for pair in operators_for(p, anchors)]

@@ -38,22 +38,22 @@ from warnonce_guard.mutations.engine.seam import (
     reached_functions,
     tests_run_in,
 )
-from warnonce_guard.mutations.engine.status import PYTEST_NO_TESTS
+from warnonce_guard.mutations.engine.status import (
+    ENGINE_FAILED,
+    NOTHING_COLLECTED,
+    PYTEST_NO_TESTS,
+    SUITE_BROKEN,
+    WRITE_REFUSED,
+)
 from warnonce_guard.mutations.engine.workers import Registrar
 from warnonce_guard.mutations.operators import Anchors, anchors_of, site_lines
 from warnonce_guard.mutations.suite import Suite, read_baseline, read_suite
 from warnonce_guard.mutations.workspace import Workspace
-from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.target import PACKAGE
 
 # A write the work directory refused: the disk (full, over quota, read-only) or the folder (permissions, chattr +i)
 REFUSED_WRITES = DISK_ERRORS | PERMISSION_ERRORS
-# The session's exit codes the parent reads (never the tool's own: mutmut's 0 and 1 mean it finished, and a
-# GuardError raised here exits with its row of ExitCode): the work directory refused a write, or the engine failed.
-WRITE_REFUSED = 12
-ENGINE_FAILED = int(ExitCode.ENVIRONMENT)
-NOTHING_COLLECTED = int(ExitCode.NOTHING_TO_CHECK)  # a suite that collected no test
-SUITE_BROKEN = 6  # a suite whose collection failed on the unmutated code (pytest's exit status 2, 3 or 4)
 
 
 def start_session(ws: Workspace, run_id: str, warm_up: Sequence[str] = (), rounds: int = 1) -> subprocess.Popen[bytes]:

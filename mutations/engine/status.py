@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from warnonce_guard.common.errors import ExitCode
+
 
 class EngineStatus(StrEnum):
     """mutmut's status names, exactly as it spells them."""
@@ -26,6 +28,13 @@ class EngineStatus(StrEnum):
 
 
 PYTEST_NO_TESTS = 5  # pytest's exit status when it collected (or kept) no test
+
+# The session's exit codes the parent reads (never the tool's own: mutmut's 0 and 1 mean it finished, and a
+# GuardError raised there exits with its row of ExitCode): the work directory refused a write, or the engine failed.
+WRITE_REFUSED = 12
+ENGINE_FAILED = int(ExitCode.ENVIRONMENT)
+NOTHING_COLLECTED = int(ExitCode.NOTHING_TO_CHECK)  # a suite that collected no test
+SUITE_BROKEN = 6  # a suite whose collection failed on the unmutated code (pytest's exit status 2, 3 or 4)
 
 EXIT_CODE_STATUS: dict[int | None, EngineStatus] = {
     1: EngineStatus.KILLED,

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 from warnonce_guard.mutations.records import EXPOSED, UNREACHED, RunResult, percent
 from warnonce_guard.mutations.report.printable import printable_result
-from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.site_row import Site
 
 STYLES = {
     "killed": "green",

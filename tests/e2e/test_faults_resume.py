@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from warnonce_guard.rule.sites import Site
+from warnonce_guard.rule.site_row import Site
 
 from tests.faults import (
     CleanRun,

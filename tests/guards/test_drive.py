@@ -16,7 +16,8 @@ from warnonce_guard.guards.drive import drive, once_caches
 from warnonce_guard.guards.observe import Observation
 from warnonce_guard.guards.outcome import LeakDetected, SiteUnreached, check_site, drive_again
 from warnonce_guard.guards.sessions import RecordKind
-from warnonce_guard.rule.sites import Site, discover
+from warnonce_guard.rule.site_row import Site
+from warnonce_guard.rule.sites import discover
 
 from tests.hostile_forms import FORMS, written
 from tests.toy import EAGER_CALL, PLATFORM_SOURCE, purge, unique_package, write_toy

@@ -12,7 +12,8 @@ from typing import NamedTuple
 import pytest
 from warnonce_guard.guards import detectors
 from warnonce_guard.guards.outcome import LeakDetected, check_site
-from warnonce_guard.rule.sites import Site, discover
+from warnonce_guard.rule.site_row import Site
+from warnonce_guard.rule.sites import discover
 
 from tests.toy import purge, unique_package, write_toy
 

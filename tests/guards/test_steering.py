@@ -7,7 +7,7 @@ import types
 
 import pytest
 from warnonce_guard.guards.steering import CannotSteer, steered
-from warnonce_guard.rule.sites import Condition
+from warnonce_guard.rule.site_row import Condition
 
 
 class Arch(enum.Enum):

@@ -20,7 +20,8 @@ from warnonce_guard.guards.drive import drive
 from warnonce_guard.guards.outcome import NEUTRALIZED, LeakDetected, check_site
 from warnonce_guard.guards.sessions import GuardRecord, RecordKind
 from warnonce_guard.guards.stock_cache import StockOnce, logger_module_of, renders_first
-from warnonce_guard.rule.sites import Site, discover
+from warnonce_guard.rule.site_row import Site
+from warnonce_guard.rule.sites import discover
 
 from tests.toy import EAGER_CALL, FIXED_LOGGER_SOURCE, LOGGER_SOURCE, PLATFORM_SOURCE, purge, unique_package, write_toy
 

@@ -15,7 +15,7 @@ import time
 import pytest
 from warnonce_guard.common.errors import EngineFailed, ExitCode, GenerationWorkerLost, SessionLost
 from warnonce_guard.mutations import run
-from warnonce_guard.mutations.engine import layout, running, watch
+from warnonce_guard.mutations.engine import layout, running, session, watch
 from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.watch import Watch, group_cpu_ticks, stall_limit
 from warnonce_guard.mutations.workspace import Workspace
@@ -132,11 +132,11 @@ def test_a_session_that_stopped_working_ends_the_run_with_exit_13_and_is_stopped
         started.append(subprocess.Popen(IDLE, start_new_session=True, stdin=subprocess.PIPE))
         return started[0]
 
-    monkeypatch.setattr(run, "start_session", start)
+    monkeypatch.setattr(session, "start_session", start)
     monkeypatch.setattr(run, "stall_limit", lambda ws: 1.0)
     try:
-        with pytest.raises(EngineFailed, match="used no CPU"), run.started_session(ws, "run1", []) as session:
-            run.run_session(ws, session, "run1", [], [], [])  # waiting for its generation
+        with pytest.raises(EngineFailed, match="used no CPU"), run.started_session(ws, "run1", []) as idle:
+            run.run_session(ws, idle, "run1", [], [], [])  # waiting for its generation
         assert started[0].poll() is not None  # stopped with its group
     finally:
         ended(started[0])

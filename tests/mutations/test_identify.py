@@ -17,7 +17,8 @@ from warnonce_guard.mutations.engine.naming import changed_call
 from warnonce_guard.mutations.identify import MutantIdentity, NamedMutant, attribute, read_identities, write_identities
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.workspace import Workspace
-from warnonce_guard.rule.sites import Site, sites_in_source
+from warnonce_guard.rule.site_row import Site
+from warnonce_guard.rule.sites import sites_in_source
 
 from tests.toy import INTERFACE
 

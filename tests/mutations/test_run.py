@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -570,3 +571,15 @@ def test_a_site_whose_call_is_not_recognised_is_guarded_listed_and_counted_witho
     assert "2 sites: 2 guarded, 0 exposed, 0 unreached." in summary
     assert "sites exposed: 0, unreached: 0, sites no operator mutates: 1)" in run.said
     assert "baseline (no operator applies)" in run.said
+
+
+def test_the_command_line_and_the_run_import_no_parser_and_no_engine() -> None:
+    """A run that finds its result in the workspace reads it back, reports it and exits: libcst, mutmut and the
+    engine's session are imported only by a fresh run (discovery, generation, naming), a third of a rerun's time."""
+    heavy = "('libcst', 'mutmut', 'warnonce_guard.mutations.engine.session', 'warnonce_guard.rule.sites', 'http')"
+    code = (
+        "import sys, warnonce_guard.cli.main, warnonce_guard.mutations.run; "
+        f"print(sorted(m for m in sys.modules if m.startswith({heavy})))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert found.strip() == "[]"

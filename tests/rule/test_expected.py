@@ -19,7 +19,8 @@ from warnonce_guard.common.errors import (
     WorkDirBusy,
 )
 from warnonce_guard.rule import expected
-from warnonce_guard.rule.sites import Site, sites_in_source
+from warnonce_guard.rule.site_row import Site
+from warnonce_guard.rule.sites import sites_in_source
 
 from tests.toy import INTERFACE
 

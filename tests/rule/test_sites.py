@@ -12,8 +12,9 @@ import pytest
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 from warnonce_guard.common.errors import ExitCode, Interrupted, SourceDoesNotParse
 from warnonce_guard.rule.liveness import argument_kind_of_source
+from warnonce_guard.rule.site_row import Condition, Site
 from warnonce_guard.rule.site_rule import anchor, dotted, imported_modules, names_a_kernel, resolve_relative
-from warnonce_guard.rule.sites import Condition, Site, discover, might_hold_site, sites_in_source
+from warnonce_guard.rule.sites import discover, might_hold_site, sites_in_source
 
 from tests.faults import as_nobody, no_longer_than, shared_tree
 from tests.toy import INTERFACE, add_odd_files, make_tree

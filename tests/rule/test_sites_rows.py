@@ -8,8 +8,9 @@ from pathlib import Path
 
 import libcst
 import pytest
+from warnonce_guard.rule.site_row import Condition, Site
 from warnonce_guard.rule.site_rule import anchor
-from warnonce_guard.rule.sites import Condition, Site, discover, sites_in_source
+from warnonce_guard.rule.sites import discover, sites_in_source
 
 FILE, MODULE = "vllm/platforms/x.py", "vllm.platforms.x"
 

@@ -9,7 +9,8 @@ import textwrap
 from dataclasses import replace
 
 import pytest
-from warnonce_guard.rule.sites import Site, sites_in_source
+from warnonce_guard.rule.site_row import Site
+from warnonce_guard.rule.sites import sites_in_source
 from warnonce_guard.upstream.cases import (
     CannotExport,
     Case,

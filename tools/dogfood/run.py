@@ -42,6 +42,7 @@ MODULES = tuple(
     for module in (
         "rule/site_rule.py",
         "rule/sites.py",
+        "rule/site_row.py",
         "rule/liveness.py",
         "rule/formatting.py",
         "caches/model.py",

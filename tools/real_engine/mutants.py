@@ -16,8 +16,9 @@ import libcst as cst
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.operators import OPERATORS, anchors_of, mutate_try
 from warnonce_guard.mutations.workspace import Workspace
+from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.site_rule import anchor, walk
-from warnonce_guard.rule.sites import Site, sites_in_source
+from warnonce_guard.rule.sites import sites_in_source
 
 from tools.real_engine.row import PLATFORM_FILE
 
