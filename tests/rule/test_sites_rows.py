@@ -96,6 +96,26 @@ def test_a_module_level_guarded_import_with_a_nameless_handler_is_a_row_of_the_m
     assert (site.guarded, site.unguarded_reason) == (False, "runs at import time")
 
 
+@pytest.mark.parametrize(
+    ("source", "qualname"),
+    [
+        ('try:\n    import vllm._C\nexcept ImportError as e:\n    logger.warning_once("failed: %r", e)\n', "<module>"),
+        (
+            "class P:\n    try:\n        import vllm._C\n    except ImportError as err:\n        reason = err\n"
+            '        logger.warning_once("failed: %s", reason)\n',
+            "P",
+        ),
+    ],
+    ids=["module", "class-body"],
+)
+def test_a_site_outside_any_function_is_judged_by_the_statements_of_its_own_block(source: str, qualname: str) -> None:
+    """A try at module level or in a class body is a region of its own: the handler's name is followed through its
+    statements (`live`), as in a function's body."""
+    site = only(source)
+
+    assert (site.qualname, site.form) == (qualname, "live")
+
+
 def test_a_row_names_the_first_handler_that_names_its_exception() -> None:
     source = "def f():\n    try:\n        import vllm._C\n    except ImportError:\n        pass\n"
     source += "    except Exception as failure:\n        pass\n"
