@@ -98,3 +98,26 @@ def test_survivors_are_run_again_by_name_only_when_results_may_predate_the_tests
         ("m.x_f__mutmut_2", "survived", "- a / + b"),
         ("m.x_f__mutmut_3", "no tests", "- a / + b"),
     ]
+
+
+def test_every_timeout_is_run_again_alone_and_its_second_result_is_its_verdict(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    first = "    m.x_f__mutmut_1: timeout\n    m.x_f__mutmut_2: killed\n    m.x_f__mutmut_3: timeout\n"
+    second = "    m.x_f__mutmut_1: survived\n    m.x_f__mutmut_2: killed\n    m.x_f__mutmut_3: timeout\n"
+    ran: list[list[str]] = []
+
+    def mutmut(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        if command[3] == "run":
+            ran.append(command[4:])
+        said = {"run": "", "results": second if len(ran) > 1 else first, "show": "-    a\n+    b\n"}
+        return subprocess.CompletedProcess(command, 0, stdout=said[command[3]], stderr="")
+
+    monkeypatch.setattr(run.subprocess, "run", mutmut)
+    mutants = run.run(tmp_path, 2, fresh=True)
+    assert ran == [["--max-children", "2"], ["--max-children", "1", "m.x_f__mutmut_1", "m.x_f__mutmut_3"]]
+    assert [(m.name, m.status) for m in mutants] == [
+        ("m.x_f__mutmut_1", "survived"),
+        ("m.x_f__mutmut_2", "killed"),
+        ("m.x_f__mutmut_3", "timeout"),
+    ]

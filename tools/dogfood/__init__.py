@@ -5,5 +5,5 @@ checkout is only read), mutmut mutates `MODULES` there and runs the fast tests o
 products') that reach each mutated function, and the score is printed per module. A survivor is either killed by a
 test or listed in `equivalents.toml` with the reason it cannot be told apart; the run fails on any other survivor
 and on any module under `FLOOR` percent killed, counting `killed / (mutants - equivalent)` (a timeout counts as
-killed).
+killed once it times out again run alone: beside another worker a survivor may only have been slow).
 """

@@ -86,7 +86,8 @@ LAYOUT_TESTS = (
     "tests/mutations/test_seam.py::test_only_the_engine_imports_mutmut",
 )
 FLOOR = 95.0  # percent killed, of the mutants that are not equivalent, in every module
-KILLED = frozenset({"killed", "timeout", "caught by type check"})
+TIMEOUT = "timeout"
+KILLED = frozenset({"killed", TIMEOUT, "caught by type check"})
 NOT_CHECKED = "not checked"  # mutmut's status of a mutant it has not run
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".nox", ".venv", "mutants")
 
@@ -212,9 +213,15 @@ def change(work: Path, name: str) -> str:
 def run(work: Path, max_children: int, fresh: bool = False) -> list[Mutant]:
     """mutmut's run in `work`, then (unless the run was `fresh`: each result is then this run's) every non-killed
     mutant run again with the tests as they are now (a result kept from an earlier run predates the tests added
-    since, and mutmut links only new tests to the functions they reach), and every mutant with its status."""
+    since, and mutmut links only new tests to the functions they reach), every timeout run again alone, and every
+    mutant with its status."""
     _mutmut(work, "run", "--max-children", str(max_children))
     statuses = results(work)
+    if timeouts := sorted(name for name, status in statuses.items() if status == TIMEOUT):
+        # A mutant past its CPU limit beside another worker may only have been slow there (a survivor of
+        # rule/sites.py timed out in one fresh run, survived in the next): alone, only a real hang times out again.
+        _mutmut(work, "run", "--max-children", "1", *timeouts)
+        statuses = results(work)
     if not statuses:
         raise SystemExit("dogfood: mutmut made no mutant (see `mutmut run` in the work folder)")
     unchecked = sum(status == NOT_CHECKED for status in statuses.values())
