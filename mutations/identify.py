@@ -113,7 +113,7 @@ def write_identities(ws: Workspace, sites: list[Site], packages: Sequence[str]) 
     with contextlib.suppress(BadRecord):
         return read_identities(ws)
     from warnonce_guard.mutations.engine import naming
-    from warnonce_guard.mutations.operators import anchors_of
+    from warnonce_guard.mutations.operators import anchors_of, site_lines
 
     named: list[NamedMutant] = []
     for file in sorted({site.file for site in sites if site.cached}):
@@ -122,7 +122,8 @@ def write_identities(ws: Workspace, sites: list[Site], packages: Sequence[str]) 
             made = naming.read_made(ws.made(file), source)
         except BadRecord:
             with naming.settings(ws.dir):  # mutmut's generator reads its settings from the workspace's setup.cfg
-                made = naming.made_here(file, source, packages, anchors_of(sites))
+                lines = site_lines(sites).get(file, ())  # as the session's generator walked it
+                made = naming.made_here(file, source, packages, anchors_of(sites), lines)
         named += [identity.named() for identity in attribute(file, made, sites)]
     write_atomic(ws.identities_file, json.dumps([asdict(n) for n in named], indent=1))
     return named

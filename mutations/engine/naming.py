@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from libcst.metadata import CodeRange, MetadataWrapper
 from warnonce_guard.common.errors import BadRecord, MutantsUnaccounted
 from warnonce_guard.common.files import write_atomic
 from warnonce_guard.mutations.engine import state
-from warnonce_guard.mutations.engine.seam import our_operators
+from warnonce_guard.mutations.engine.seam import lean_generation, our_operators
 from warnonce_guard.mutations.operators import Anchors, operator_of
 from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.site_rule import log_method, walk
@@ -47,13 +47,15 @@ def _function_key(function: cst.FunctionDef, module: cst.Module) -> tuple[str | 
 
 
 def generate(
-    file: str, source: str, packages: Sequence[str], anchors: Anchors | None
+    file: str, source: str, packages: Sequence[str], anchors: Anchors | None, lines: Collection[int] = ()
 ) -> tuple[cst.Module, list[Generated]]:
-    """mutmut's module and mutations of one file, with our operators in, each with mutmut's name for it."""
-    from mutmut.mutation.file_mutation import create_mutations
+    """mutmut's module and mutations of one file, with our operators in, each with mutmut's name for it; with `lines`
+    (its sites' import lines, `operators.site_lines`), only the functions holding one are walked, as the session's
+    generator walks them (`seam.lean_generation`)."""
+    from mutmut.mutation import file_mutation
 
-    with our_operators(packages, anchors):
-        module, mutations, _, _ = create_mutations(file, source)
+    with lean_generation({file: lines} if lines else {}), our_operators(packages, anchors):
+        module, mutations, _, _ = file_mutation.create_mutations(file, source)
     return module, named(file, module, mutations)
 
 
@@ -151,10 +153,13 @@ def describe(
     return out
 
 
-def made_here(file: str, source: str, packages: Sequence[str], anchors: Anchors | None) -> list[Made]:
-    """Generate the mutants of one file in this process and describe them."""
+def made_here(
+    file: str, source: str, packages: Sequence[str], anchors: Anchors | None, lines: Collection[int] = ()
+) -> list[Made]:
+    """Generate the mutants of one file in this process (walking the functions holding `lines`, as `generate`) and
+    describe them."""
     with interrupts_kept():  # mutmut's generator records positions with libcst too
-        module, generated = generate(file, source, packages, anchors)
+        module, generated = generate(file, source, packages, anchors, lines)
     where_is = positions(MetadataWrapper(module, unsafe_skip_copy=True))
     return describe(source, module, generated, where_is, packages, anchors)
 

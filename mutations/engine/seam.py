@@ -169,7 +169,10 @@ def our_operators(packages: Sequence[str] = (PACKAGE,), anchors: Anchors | None 
 @contextmanager
 def lean_generation(site_lines: Mapping[str, Collection[int]]) -> Iterator[None]:
     """Within the block (and its forks), mutmut's generation of a file skips the work whose result our anchored
-    operators never use, and makes the same mutants and the same file (half the CPU on vLLM's platform files):
+    operators never use (half the CPU on vLLM's platform files). Every generator of a run uses it (the session's,
+    `naming.generate`'s), so they agree; the file and mutants are those of a whole walk wherever every try an anchor
+    matches is a site's (a platform's anchors also match the same try in a method its `import_kernels` never runs,
+    whose mutants would change a call no site has):
     - its module is not copied for the metadata (nothing else holds the module it just parsed);
     - pragma comments are read only in a source with a `no mutate` in it (else there are none to find);
     - a function or class holding none of `site_lines` (the lines of its sites' imports, by file as mutmut names
@@ -205,7 +208,10 @@ def lean_generation(site_lines: Mapping[str, Collection[int]]) -> Iterator[None]
     def ignored_lines(filename: str, source: str, metadata_wrapper: Any, *args: Any, **kwargs: Any) -> Any:
         if "no mutate" in source or any(args) or any(kwargs.values()):  # a pragma, or coverage's excluded lines
             return ignored(filename, source, metadata_wrapper, *args, **kwargs)
-        return pragma_handling.IgnoredCode(set(), set(), pragma_handling.get_lines_ignored_by_pattern(source))
+        patterns = pragma_handling.get_lines_ignored_by_pattern(source)
+        return pragma_handling.IgnoredCode(
+            no_mutate_lines=set(), ignore_node_lines=set(), ignore_pattern_lines=patterns
+        )
 
     def uncopied(module: Any) -> Any:
         return wrapper(module, unsafe_skip_copy=True)

@@ -19,6 +19,7 @@ from warnonce_guard.common.errors import SeamMismatch
 from warnonce_guard.mutations.engine import naming, seam
 from warnonce_guard.mutations.engine.seam import ENGINE_NAMES, check_seam, our_operators
 from warnonce_guard.mutations.operators import OPERATORS, anchors_of, operator_of, site_lines
+from warnonce_guard.rule.platforms import PlatformTarget, platform_sites
 from warnonce_guard.rule.sites import sites_in_source
 
 from tests.toy import apply_operator, mutmut_settings
@@ -282,3 +283,47 @@ def test_check_seam_passes_inside_lean_generation() -> None:
     """The session enters it before the other swaps, each of which checks the seam first."""
     with seam.lean_generation({}), our_operators(), seam.each_generation(lambda *args: None):
         check_seam()
+
+
+PLUGIN = """\
+from vllm.logger import init_logger
+
+logger = init_logger(__name__)
+
+
+class MyPlatform:
+    @classmethod
+    def import_kernels(cls) -> None:
+        try:
+            import my_plugin._C  # noqa: F401
+        except ImportError as e:
+            logger.warning_once("Failed to import from my_plugin._C: %s", repr(e))
+
+    def check_kernels(self) -> None:
+        try:
+            import my_plugin._C  # noqa: F401
+        except ImportError as e:
+            logger.warning_once("Failed to import from my_plugin._C: %s", repr(e))
+"""
+
+
+def test_a_platform_runs_mutants_only_in_what_its_import_kernels_runs_in_both_generators(tmp_path: Path) -> None:
+    """`--platform` keeps the sites its `import_kernels` runs: the same try in a method it never calls has the same
+    anchor, but no mutant (one there would change a call no site has), in the session's generation and in the
+    parent's (`naming.made_here`, when the session left the file undescribed) alike."""
+    file = "my_plugin/platform.py"
+    (tmp_path / "my_plugin").mkdir()
+    (tmp_path / file).write_text(PLUGIN, encoding="utf-8")
+    target = PlatformTarget(
+        "my_plugin.platform:MyPlatform", "my_plugin.platform", "MyPlatform.import_kernels", tmp_path, file
+    )
+    sites = platform_sites(target)
+    assert [site.qualname for site in sites] == ["MyPlatform.import_kernels"]
+    anchors, packages = anchors_of(sites), ["my_plugin", "vllm"]
+
+    with seam.lean_generation(site_lines(sites)), our_operators(packages, anchors):
+        session = file_mutation.mutate_file_contents(file, PLUGIN).mutant_names
+    parent = naming.made_here(file, PLUGIN, packages, anchors, site_lines(sites)[file])
+
+    assert {name.split("__mutmut_")[0] for name in session} == {"xǁMyPlatformǁimport_kernels"}
+    assert sorted(m.mutant_id.rpartition(".")[2] for m in parent) == sorted(session)
