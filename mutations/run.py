@@ -35,7 +35,7 @@ from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS, cannot_w
 from warnonce_guard.common.processes import stop_group
 from warnonce_guard.guards.sessions import baseline_sessions, mutant_session_path, read_session, unwritable
 from warnonce_guard.mutations import judge, stage
-from warnonce_guard.mutations.engine import attempts, confirm, layout, running, state
+from warnonce_guard.mutations.engine import attempts, confirm, launch, layout, running, state
 from warnonce_guard.mutations.engine.status import NOTHING_COLLECTED, SUITE_BROKEN, WRITE_REFUSED
 from warnonce_guard.mutations.engine.watch import Watch, stall_limit
 from warnonce_guard.mutations.identify import NamedMutant, read_identities, write_identities
@@ -107,9 +107,7 @@ def started_session(
     """The mutmut session (mutations.engine.session), started now to import `warm_up` while this process discovers
     and stages, to confirm each kill by `rounds` re-runs; stopped with its group if it still runs when the block
     ends."""
-    from warnonce_guard.mutations.engine.session import start_session  # the engine's imports: a fresh run's
-
-    session = start_session(ws, run_id, warm_up, rounds)
+    session = launch.start_session(ws, run_id, warm_up, rounds)
     try:
         yield session
     finally:
@@ -131,9 +129,7 @@ def run_session(
     (`started_session` stops a session this leaves running)."""
     # every wait below ends if the session stops working, naming the tests that were running then
     watch = Watch(session, lambda: stall_limit(ws), running=lambda: running.running_now(ws.attribution))
-    from warnonce_guard.mutations.engine.session import tell_to_mutate
-
-    tell_to_mutate(session, files)
+    launch.tell_to_mutate(session, files)
     if _wait_for_generation(ws, run_id, session, watch):
         named = write_identities(ws, sites, packages)
         if progress is not None:

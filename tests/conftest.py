@@ -147,10 +147,10 @@ def toy_tree(tmp_path: Path) -> Path:
 @pytest.fixture
 def fake_session(monkeypatch: pytest.MonkeyPatch) -> FakeSession:
     """The engine's session, replaced for the test by one that writes what it would (no mutmut, no pytest)."""
-    from warnonce_guard.mutations.engine import session
+    from warnonce_guard.mutations.engine import launch
 
     fake = FakeSession()
-    monkeypatch.setattr(session, "start_session", fake.start)  # where the run looks it up as it starts one
+    monkeypatch.setattr(launch, "start_session", fake.start)  # where the run looks it up as it starts one
     return fake
 
 

@@ -258,7 +258,7 @@ KILLED_TWICE = "killed twice"  # its worker SIGKILLed on two attempts in a row: 
 
 @dataclass
 class FakeSession:
-    """Stands in for `mutations.engine.session.start_session`: the session's effects on the workspace, without mutmut.
+    """Stands in for `mutations.engine.launch.start_session`: the session's effects on the workspace, without mutmut.
 
     Like the real session it waits for `tell_to_mutate` (the files to mutate), reads the staged workspace (sites.json,
     packages.json, the staged site files) and names the mutants with mutmut's generator and our operators

@@ -1,7 +1,7 @@
 """How the guards' process imports the target: the site files from the workspace, everything else where it lies.
 
 `Overlay`, first on `sys.meta_path`, takes each site module from `mutants/` only, and writes no bytecode
-(`BYTECODE_OFF`); `warm_import` imports the target package early, refusing its site and kernel modules.
+(`launch.BYTECODE_OFF`); `warm_import` imports the target package early, refusing its site and kernel modules.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from types import ModuleType
 from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.site_rule import is_kernel_module
-
-BYTECODE_OFF = {"PYTHONDONTWRITEBYTECODE": "1"}  # in the session's environment (and so its workers')
 
 
 class SiteReached(BaseException):  # not an Exception: no `except ImportError` or `Exception` of the target takes it

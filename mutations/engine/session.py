@@ -1,6 +1,6 @@
 """The mutmut run itself, in a process of its own inside the workspace: `python -m mutations.engine.session WORK_DIR
-RUN_ID [MODULE...]`, started by `start_session` and told what to mutate by `tell_to_mutate` (docs/ARCHITECTURE.md,
-The mutation run)."""
+RUN_ID [MODULE...]`, started by `launch.start_session` and told what to mutate by `launch.tell_to_mutate`
+(docs/ARCHITECTURE.md, The mutation run)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import importlib
 import json
 import os
 import signal
-import subprocess
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -20,10 +19,10 @@ from typing import Any
 from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import BadRecord, ExitCode, GuardError, RecordsUnwritten, StagingFailed
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS
-from warnonce_guard.common.processes import bind_to_parent, child_environment, die_with_parent
+from warnonce_guard.common.processes import bind_to_parent, die_with_parent
 from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, baseline_sessions
-from warnonce_guard.mutations.engine import confirm, naming, overlay, pristine, state
+from warnonce_guard.mutations.engine import confirm, launch, naming, overlay, pristine, state
 from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.seam import (
     BASELINE_PHASES,
@@ -54,36 +53,6 @@ from warnonce_guard.rule.target import PACKAGE
 
 # A write the work directory refused: the disk (full, over quota, read-only) or the folder (permissions, chattr +i)
 REFUSED_WRITES = DISK_ERRORS | PERMISSION_ERRORS
-
-
-def start_session(ws: Workspace, run_id: str, warm_up: Sequence[str] = (), rounds: int = 1) -> subprocess.Popen[bytes]:
-    """Start the session in a process group of its own, its output appended to the workspace's log: it imports
-    `warm_up` at once, then waits for `tell_to_mutate`; it confirms each kill by `rounds` re-runs."""
-    with ws.log_file.open("ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", __name__, str(ws.dir), run_id, *warm_up],
-            stdin=subprocess.PIPE,  # `tell_to_mutate`, and nothing else: a stray prompt must not wait on the terminal
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=child_environment(os.environ, **overlay.BYTECODE_OFF, **{protocol.CONFIRM: str(rounds)}),
-        )
-
-
-def tell_to_mutate(session: subprocess.Popen[bytes], files: Sequence[str]) -> None:
-    """Tell the session the workspace is staged: mutmut runs now, mutating `files`. A session that already ended
-    says why by its exit code."""
-    assert session.stdin is not None
-    with contextlib.suppress(BrokenPipeError):
-        session.stdin.write(json.dumps(list(files)).encode() + b"\n")
-        session.stdin.close()
-
-
-def _files_to_mutate() -> list[str] | None:
-    """The files `tell_to_mutate` names; None when the parent closed the pipe without them (the run ended before
-    staging)."""
-    line = sys.stdin.buffer.readline()
-    return json.loads(line) if line.strip() else None
 
 
 # What importing mutmut.__main__ spends its time on (libcst.matchers alone about 0.3 s), imported once before the
@@ -291,7 +260,7 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
     _warm_up(ENGINE_IMPORTS)
     pid = _fork()
     if pid == 0:
-        files = _files_to_mutate()
+        files = launch.files_to_mutate()
         code = int(ExitCode.INTERRUPTED)
         if files is not None:
             code = _checked(ws, lambda: generate(ws, run_id, staged_packages(ws), files))

@@ -19,7 +19,7 @@ from warnonce_guard.common import processes, protocol
 from warnonce_guard.common.errors import ExitCode, SeamMismatch
 from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, Phase, session_phase
-from warnonce_guard.mutations.engine import layout, naming, overlay, seam, session, state
+from warnonce_guard.mutations.engine import launch, layout, naming, overlay, seam, session, state
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.suite import Suite
 from warnonce_guard.mutations.workspace import Workspace
@@ -71,10 +71,10 @@ def generate(ws: Workspace) -> str:
 def test_the_session_runs_in_a_process_group_of_its_own_and_appends_to_the_workspace_log(ws: Workspace) -> None:
     ws.log_file.write_text("an earlier run's log\n", encoding="utf-8")
     ws.packages_file.unlink()  # it cannot run: it says why in the log and exits session.ENGINE_FAILED
-    proc = session.start_session(ws, "run1")
+    proc = launch.start_session(ws, "run1")
     try:
         assert os.getpgid(proc.pid) == proc.pid  # the run stops it (and its workers) by its group
-        session.tell_to_mutate(proc, [FILE])
+        launch.tell_to_mutate(proc, [FILE])
         assert proc.wait(timeout=60) == session.ENGINE_FAILED
     finally:
         if proc.poll() is None:
@@ -85,7 +85,7 @@ def test_the_session_runs_in_a_process_group_of_its_own_and_appends_to_the_works
 
 
 def test_a_session_the_run_never_tells_to_go_generates_nothing_and_ends(ws: Workspace) -> None:
-    proc = session.start_session(ws, "run1")  # the run ended before staging (nothing to check, Ctrl-C): closes stdin
+    proc = launch.start_session(ws, "run1")  # the run ended before staging (nothing to check, Ctrl-C): closes stdin
     try:
         assert proc.stdin is not None
         proc.stdin.close()
@@ -100,7 +100,7 @@ def test_a_session_the_run_never_tells_to_go_generates_nothing_and_ends(ws: Work
 def test_telling_a_session_that_already_ended_to_go_leaves_its_exit_code_to_say_why(ws: Workspace) -> None:
     proc = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE)
     proc.wait()
-    session.tell_to_mutate(proc, [FILE])  # no BrokenPipeError
+    launch.tell_to_mutate(proc, [FILE])  # no BrokenPipeError
     assert proc.returncode == 0
 
 
@@ -114,7 +114,7 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
         return "process"
 
     monkeypatch.setattr(subprocess, "Popen", popen)
-    assert session.start_session(ws, "run1", ["torch"]) == "process"
+    assert launch.start_session(ws, "run1", ["torch"]) == "process"
     assert started["argv"] == [
         sys.executable, "-m", "warnonce_guard.mutations.engine.session", str(ws.dir), "run1", "torch"
     ]  # fmt: skip
@@ -174,7 +174,7 @@ def test_the_session_runs_pytest_with_its_own_options_not_the_users(
     monkeypatch.setenv("PYTEST_ADDOPTS", "-x --pdb -k nothing")
     monkeypatch.setenv("PYTEST_PLUGINS", "someones.plugin")
     monkeypatch.setenv("WARNONCE_GUARD_KEPT", "yes")
-    session.start_session(ws, "run1")
+    launch.start_session(ws, "run1")
     env = started["env"]
     assert isinstance(env, dict) and "PYTEST_ADDOPTS" not in env and "PYTEST_PLUGINS" not in env
     assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"  # nor the environment's plugins (hypothesis, xdist here)

@@ -15,7 +15,7 @@ import time
 import pytest
 from warnonce_guard.common.errors import EngineFailed, ExitCode, GenerationWorkerLost, SessionLost
 from warnonce_guard.mutations import run
-from warnonce_guard.mutations.engine import layout, running, session, watch
+from warnonce_guard.mutations.engine import launch, layout, running, watch
 from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.watch import Watch, group_cpu_ticks, stall_limit
 from warnonce_guard.mutations.workspace import Workspace
@@ -132,7 +132,7 @@ def test_a_session_that_stopped_working_ends_the_run_with_exit_13_and_is_stopped
         started.append(subprocess.Popen(IDLE, start_new_session=True, stdin=subprocess.PIPE))
         return started[0]
 
-    monkeypatch.setattr(session, "start_session", start)
+    monkeypatch.setattr(launch, "start_session", start)
     monkeypatch.setattr(run, "stall_limit", lambda ws: 1.0)
     try:
         with pytest.raises(EngineFailed, match="used no CPU"), run.started_session(ws, "run1", []) as idle:

@@ -575,7 +575,8 @@ def test_a_site_whose_call_is_not_recognised_is_guarded_listed_and_counted_witho
 
 def test_the_command_line_and_the_run_import_no_parser_and_no_engine() -> None:
     """A run that finds its result in the workspace reads it back, reports it and exits: libcst, mutmut and the
-    engine's session are imported only by a fresh run (discovery, generation, naming), a third of a rerun's time."""
+    engine's session are imported only by a fresh run (discovery, generation, naming), a third of a rerun's time; and
+    a fresh run starts its session (`engine.launch`, imported here) before it imports either."""
     heavy = "('libcst', 'mutmut', 'warnonce_guard.mutations.engine.session', 'warnonce_guard.rule.sites', 'http')"
     code = (
         "import sys, warnonce_guard.cli.main, warnonce_guard.mutations.run; "
