@@ -8,7 +8,9 @@ on a quiet machine (it prints the load average before and after: another busy pr
 (a) one cold `python -c "import vllm.platforms.cpu"`, the yardstick;
 (b) the full mutation run against the installed vLLM in a fresh work directory, right after its (a): --pairs
     such pairs and their median ratio; each run's phases (wall seconds, from when the files ending them were
-    written) and the largest resident set of any process it started; then (b') once more with nothing changed;
+    written), the largest resident set of any process it started, and the CPU seconds of them all with the wall
+    time that work cannot beat on this machine's cores (CPU / cores: when the run is near it, only less CPU makes
+    it faster); then (b') once more with nothing changed;
 (c) the naive way: one fresh pytest process per mutant (N of them, timed and scaled to all);
 (d) the cost of each added mutant, from generated vLLM-shaped trees with 10 and --sites sites;
 (e) what a warm `nox -s mutation` adds to the bare command (with --nox, or a `nox` on PATH);
@@ -47,10 +49,12 @@ from warnonce_guard.common import protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "warnonce_guard.cli.main"]
-# Runs a command, then prints the largest resident set (KiB) of any process it started and waited for.
+# Runs a command, then prints the largest resident set (KiB) of any process it started and waited for, and the CPU
+# seconds (user and system) of them all: each process's own waited-for children are counted in it.
 PEAK = (
     "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
-    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(code)"
+    "used = resource.getrusage(resource.RUSAGE_CHILDREN); "
+    "print(used.ru_maxrss, used.ru_utime + used.ru_stime, file=sys.stderr); sys.exit(code)"
 )
 # One mutant's guards in a fresh interpreter, the target imported through the workspace as the session does.
 NAIVE = """
@@ -118,6 +122,13 @@ class Run:
     seconds: float
     peak_mib: float  # the largest resident set of any process of the run
     started: float  # on the wall clock, as file modification times are
+    cpu_s: float  # user and system seconds of all its processes
+
+
+def _run(seconds: float, done: subprocess.CompletedProcess[str], started: float) -> Run:
+    """A run from what `PEAK` printed last."""
+    peak_kib, cpu_s = done.stderr.strip().splitlines()[-1].split()
+    return Run(seconds, int(peak_kib) / 1024, started, float(cpu_s))
 
 
 def mutation_run(work: Path, out: Path, *extra: str) -> Run:
@@ -126,7 +137,7 @@ def mutation_run(work: Path, out: Path, *extra: str) -> Run:
     seconds, done = timed(cmd)
     if done.returncode != 0:
         sys.exit(f"mutation run failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return Run(seconds, int(done.stderr.strip().splitlines()[-1]) / 1024, started)
+    return _run(seconds, done, started)
 
 
 def workspace(work: Path) -> Path:
@@ -224,7 +235,8 @@ def paired(base: Path, pairs: int) -> tuple[float, float, float]:
         agains.append(again)
         print(
             f"     pair {pair + 1}: (a) {cold:6.2f} s, (b) {full.seconds:6.2f} s = {full.seconds / cold:.2f}x, "
-            f"(b') {again:5.2f} s = {again / cold:.2f}x, largest process {full.peak_mib:.0f} MiB",
+            f"(b') {again:5.2f} s = {again / cold:.2f}x, largest process {full.peak_mib:.0f} MiB, "
+            f"CPU of (b) {full.cpu_s:.2f} s",
             flush=True,
         )
     cold, full_s, again_s = (statistics.median(v) for v in (colds, [f.seconds for f in fulls], agains))
@@ -234,6 +246,11 @@ def paired(base: Path, pairs: int) -> tuple[float, float, float]:
     print(f"(b)  full mutation run (fresh work dir):    {full_s:7.2f} s   = {full_x:.2f}x (a)  [target <= 1.5x]")
     peak = max(f.peak_mib for f in fulls)
     print(f"     largest resident set of its processes: {peak:7.0f} MiB  [target <= 400 MiB]")
+    cpu, cores = statistics.median(f.cpu_s for f in fulls), len(os.sched_getaffinity(0))
+    print(
+        f"     CPU of all its processes:              {cpu:7.2f} s   (median): on {cores} core(s) no schedule of "
+        f"that work takes under {cpu / cores:.2f} s = {cpu / cores / cold:.2f}x (a)"
+    )
     print("     its phases in wall seconds, pair by pair, each pair's cold import first:")
     rows = [("cold import (a)", colds), *((name, [b[name] for b in breakdowns]) for name in breakdowns[0])]
     for name, values in rows:
@@ -267,7 +284,7 @@ def suite_run(work: Path, out: Path, root: Path, tests: list[str]) -> Run:
     seconds, done = timed([*cmd, "--work-dir", str(work), "--out", str(out)], cwd=root)
     if done.returncode not in (0, 1):
         sys.exit(f"mutate --tests failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return Run(seconds, int(done.stderr.strip().splitlines()[-1]) / 1024, started)
+    return _run(seconds, done, started)
 
 
 def reaching_tests_seconds(work: Path) -> float:
