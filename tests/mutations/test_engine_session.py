@@ -118,6 +118,7 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
     assert started["argv"] == [
         sys.executable, "-m", "warnonce_guard.mutations.engine.session", str(ws.dir), "run1", "torch"
     ]  # fmt: skip
+    assert session.__name__ == launch.SESSION_MODULE  # the module that runs it, named where it is started
     env = started["env"]
     assert isinstance(env, dict) and env[protocol.PARENT_PID] == str(os.getpid())
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"  # nothing compiles beside the target's sources
