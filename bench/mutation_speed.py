@@ -23,11 +23,12 @@ Targets: (b) <= 1.5x (a), toward 1.2x; (b') <= 0.1x (a); memory <= 400 MiB; (c) 
 mutant; (e) <= 2 s; (f) <= 2.0x (a); (g) <= 1.5x.
 
 `--gate` (CI: `nox -s speed`, 3 pairs by default) measures (a), (b) and (b') alone and exits 1 when the median paired
-ratio of (b) passes 3.5x or that of (b') 0.4x: a quiet machine measures 2.44x (pairs 2.0x-2.6x) and 0.19x against a
-1.5 s cold import (targets not met yet: the run's critical path is now the session's imports, its own modules, mutmut's
-and pytest's, then torch, before the guards' first run, with generation beside them), so a doubling is caught
-(aad54b7 added 10 s testing the mutants unnoticed) and the noise between pairs is not. Only paired ratios mean
-anything on a machine others load: each pair times its own cold import right before its runs.
+ratio of (b) passes 3.5x or that of (b') 0.4x: a quiet machine measures 2.43x (pairs 2.2x-2.7x) and 0.19x against a
+1.5 s cold import, so a doubling is caught (aad54b7 added 10 s testing the mutants unnoticed) and the noise between
+pairs is not. Targets not met yet: a fresh run spends about 5.7 s of CPU (torch alone 1.33 s; mutmut's imports, libcst
+in two processes, generation about 0.9 s, 18 forked guard sessions), so on two cores nothing under 1.9x is reachable
+without cutting CPU, and the session's process alone imports torch, libcst and pytest (2.2 s) before its first guard.
+Only paired ratios mean anything on a machine others load: each pair times its own cold import right before its runs.
 """
 
 from __future__ import annotations
