@@ -116,14 +116,14 @@ def write_identities(ws: Workspace, sites: list[Site], packages: Sequence[str]) 
     from warnonce_guard.mutations.operators import anchors_of, site_lines
 
     named: list[NamedMutant] = []
+    anchors, lines = anchors_of(sites), site_lines(sites)  # as the session's generator walked each file
     for file in sorted({site.file for site in sites if site.cached}):
         source = (ws.dir / file).read_text(encoding="utf-8")
         try:
             made = naming.read_made(ws.made(file), source)
         except BadRecord:
             with naming.settings(ws.dir):  # mutmut's generator reads its settings from the workspace's setup.cfg
-                lines = site_lines(sites).get(file, ())  # as the session's generator walked it
-                made = naming.made_here(file, source, packages, anchors_of(sites), lines)
+                made = naming.made_here(file, source, packages, anchors, lines.get(file, ()))
         named += [identity.named() for identity in attribute(file, made, sites)]
     write_atomic(ws.identities_file, json.dumps([asdict(n) for n in named], indent=1))
     return named
