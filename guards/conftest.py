@@ -72,11 +72,6 @@ def pytest_configure(config: pytest.Config) -> None:
             check_imported_from({site.module for site in config.stash[_SITES]}, Path(told.mutated), "the workspace's")
     except GuardError as err:
         raise pytest.UsageError(f"warnonce-guard: {err}") from None
-    own = mutated_function_sites()
-    if own is not None:
-        config.stash[_OWN] = own
-        config.stash[DRIVE_AGAIN] = told.confirm  # a guard that kills the mutant drives its site again
-        config.option.maxfail = 0  # the stop at the first failure waits until the function's guards ran
 
 
 OPTIONS = ("vllm_src", "platform", "sites_file")
@@ -210,11 +205,17 @@ def guard_order(site: str | None, nodeid: str, own: frozenset[str]) -> tuple[boo
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In the engine's sessions, one fixed order, whatever order the engine asked for (mutmut's is by duration)."""
+    """In the engine's sessions, one fixed order, whatever order the engine asked for (mutmut's is by duration); in
+    a mutant's, what its guards need known first. Each session's own: the engine runs a mutant's guards in a session
+    collected once, calling this again on their selection (`mutations.engine.collected`)."""
     if not protocol.settings().attribution:
         return
-    own = config.stash.get(_OWN, frozenset())
-    items.sort(key=lambda item: guard_order(_site_of(item), item.nodeid, own))
+    own = mutated_function_sites()
+    if own is not None:
+        config.stash[_OWN] = own
+        config.stash[DRIVE_AGAIN] = protocol.settings().confirm  # a guard that kills the mutant drives its site again
+        config.option.maxfail = 0  # the stop at the first failure waits until the function's guards ran
+    items.sort(key=lambda item: guard_order(_site_of(item), item.nodeid, own or frozenset()))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -28,6 +28,12 @@ MUTANT_MARK = "__mutmut_"  # in every mutant's name (its other phases, "fail", "
 # The methods of mutmut's fork-server runner that run a session in a child, each through `_run_in_child` or
 # `_exit_code_from_child`: engine.pristine's runner takes them for a suite (`check_seam` checks they still do).
 FORKED = ("collect_stats", "run_clean_tests", "run_forced_fail", "list_all_tests")
+# What engine.collected mirrors of mutmut's runner (checked by `check_seam`): method -> a line of its source.
+COLLECTED_SEAM = {
+    "PytestRunner.execute_pytest": 'params = ["--rootdir=.", "--tb=native"] + params + self._pytest_add_cli_args',
+    "PytestRunner._pytest_args_regular_run": 'pytest_args = ["-x", "-q", "-p", "no:randomly", "-p", "no:random-order"]',
+    "ForkRunner.submit": "result = self.test_runner.run_tests(mutant_name=mutant_name, tests=tests_sorted)",
+}
 
 
 # Every name of mutmut's the engine uses, by module. `check_seam` fails loudly if one moves.
@@ -141,6 +147,13 @@ def check_seam() -> None:
         raise SeamMismatch("mutmut's PytestRunner no longer keeps its test selection; re-check engine/pristine.py")
     if "pytest.main(params" not in inspect.getsource(PytestRunner.execute_pytest):
         raise SeamMismatch("mutmut's PytestRunner.execute_pytest no longer runs pytest.main; re-check tests_run_in")
+    # engine.collected collects the guards with the arguments of mutmut's sessions, and runs a mutant's in the
+    # collected session only where mutmut runs them: in the worker it forked for the mutant
+    classes = {"PytestRunner": PytestRunner, "ForkRunner": isolation.ForkRunner}
+    for method, code in COLLECTED_SEAM.items():
+        owner, name = method.split(".")
+        if code not in inspect.getsource(getattr(classes[owner], name, lambda: None)):
+            raise SeamMismatch(f"mutmut's {method} no longer has `{code}`; re-check engine/collected.py")
     saved = inspect.getsource(data.SourceFileMutationData.load)
     if not all(f'"{key}"' in saved for key in META_KEYS):
         raise SeamMismatch("mutmut's .meta format changed (SourceFileMutationData.load); re-check engine/state.py")

@@ -22,7 +22,7 @@ from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS
 from warnonce_guard.common.processes import bind_to_parent, die_with_parent
 from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, baseline_sessions
-from warnonce_guard.mutations.engine import confirm, launch, naming, overlay, pristine, state
+from warnonce_guard.mutations.engine import collected, confirm, launch, naming, overlay, pristine, state
 from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.seam import (
     BASELINE_PHASES,
@@ -138,16 +138,27 @@ def described_into(ws: Workspace, files: Sequence[str], packages: Sequence[str],
 
 
 def _mutmut(
-    ws: Workspace, run_id: str, files: list[str], registrar: Registrar | None = None, suite: bool = False
+    ws: Workspace,
+    run_id: str,
+    files: list[str],
+    registrar: Registrar | None = None,
+    suite: bool = False,
+    guards: collected.Guards | None = None,
 ) -> Any:
     """mutmut's `__main__` as the session runs it (`seam.patched_main`): generation on a pool that notices a dead
     worker, recorded (`generation.json`) once it returned; with `registrar`, each worker's result decided by it; for
-    a `suite`, every pytest session forked from this process before any test ran (`engine.pristine`)."""
+    a `suite`, every pytest session forked from this process before any test ran (`engine.pristine`); else, with
+    `guards`, the guards collected there once and each worker's run in that session (`engine.collected`)."""
+    runner = None
+    if suite:
+        runner = pristine.fork_runner(ws.attribution, f"{PACKAGE}.logger")
+    elif guards is not None:
+        runner = collected.fork_runner(guards)
     return patched_main(
         FailFastPool,
         lambda create_mutants: record_generation(ws, run_id, files, create_mutants),
         registrar.wrap if registrar is not None else None,
-        pristine.fork_runner(ws.attribution, f"{PACKAGE}.logger") if suite else None,
+        runner,
     )
 
 
@@ -182,10 +193,12 @@ def run_mutmut(
 
     overlay.install(ws, packages, files)
     registrar = Registrar.load(ws, run_id)
-    mutmut_main = _mutmut(ws, run_id, files, registrar, suite is not None)
+    guards = collected.Guards() if suite is None else None
+    mutmut_main = _mutmut(ws, run_id, files, registrar, suite is not None, guards)
     with (
         our_operators(sorted(packages), anchors=anchors_of(_sites(ws))),
         tests_run_in(suite.root if suite is not None else None),
+        contextlib.closing(guards) if guards is not None else contextlib.nullcontext(),
     ):
         code = 0
         try:
@@ -200,13 +213,14 @@ def run_mutmut(
                 raise
             print(f"the suite's pytest session could not start (pytest's exit status 4): {err}", flush=True)
             return SUITE_BROKEN
-        confirm_kills(ws, suite, rounds)
+        confirm_kills(ws, suite, rounds, guards)
     return code
 
 
-def confirm_kills(ws: Workspace, suite: Suite | None, rounds: int) -> None:
+def confirm_kills(ws: Workspace, suite: Suite | None, rounds: int, guards: collected.Guards | None = None) -> None:
     """Re-run the tests of every kill not confirmed yet, and a suite's failing tests that reached a mutated function,
-    as mutmut runs a worker's (`engine.confirm`), `rounds` times each."""
+    as mutmut runs a worker's (`engine.confirm`): in the guards' collected session when there is one, `rounds` times
+    each."""
     from mutmut.mutation.trampoline import set_mutant_under_test
     from mutmut.runners.harness import PytestRunner
 
@@ -214,7 +228,8 @@ def confirm_kills(ws: Workspace, suite: Suite | None, rounds: int) -> None:
 
     def run_tests(mutant: str, tests: list[str]) -> int:
         set_mutant_under_test(mutant)
-        return int(runner.run_tests(mutant_name=mutant or None, tests=tests))
+        code = guards.run(tests) if guards is not None else None
+        return code if code is not None else int(runner.run_tests(mutant_name=mutant or None, tests=tests))
 
     failing = {}
     if suite is not None:

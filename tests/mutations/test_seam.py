@@ -7,6 +7,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,7 +18,7 @@ from mutmut.mutation import data, file_mutation, trampoline
 from mutmut.mutation.file_mutation import Mutation
 from warnonce_guard.common.errors import SeamMismatch
 from warnonce_guard.mutations.engine import naming, seam
-from warnonce_guard.mutations.engine.seam import ENGINE_NAMES, check_seam, our_operators
+from warnonce_guard.mutations.engine.seam import COLLECTED_SEAM, ENGINE_NAMES, check_seam, our_operators
 from warnonce_guard.mutations.operators import OPERATORS, anchors_of, operator_of, site_lines
 from warnonce_guard.rule.platforms import PlatformTarget, platform_sites
 from warnonce_guard.rule.sites import sites_in_source
@@ -268,6 +269,21 @@ def test_check_seam_raises_when_create_mutations_stops_making_what_lean_generati
 
     monkeypatch.setattr(inspect, "getsource", source)
     with pytest.raises(SeamMismatch, match="lean_generation"):
+        check_seam()
+
+
+@pytest.mark.parametrize("method", sorted(COLLECTED_SEAM))
+def test_check_seam_raises_when_mutmuts_runner_changes_what_the_collected_session_mirrors(
+    monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    real = inspect.getsource
+
+    def source(obj: Any) -> str:
+        text = real(obj)
+        return text.replace(COLLECTED_SEAM[method], "") if getattr(obj, "__qualname__", "") == method else text
+
+    monkeypatch.setattr(inspect, "getsource", source)
+    with pytest.raises(SeamMismatch, match=rf"{re.escape(method)} no longer has .*engine/collected\.py"):
         check_seam()
 
 
