@@ -221,6 +221,29 @@ def test_lean_generation_makes_the_same_file_and_mutants(platforms: Path, file: 
     assert file_mutation.create_mutations is CREATE_MUTATIONS  # restored
 
 
+@pytest.mark.parametrize("file", ["cpu.py", "interface.py"])
+def test_lean_generation_marks_only_the_functions_holding_a_site(
+    platforms: Path, file: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mutmut's `OuterFunctionProvider` marks every function's nodes with it; lean, only a site's function is."""
+    name, source = f"vllm/platforms/{file}", (platforms / file).read_text(encoding="utf-8")
+    sites = sites_in_source(source, name, f"vllm.platforms.{file[:-3]}")
+    marked: list[str] = []
+    stock = file_mutation.OuterFunctionVisitor
+
+    class Marking(stock):  # type: ignore[misc, valid-type]
+        def __init__(self, provider: Any, top: Any) -> None:
+            marked.append(getattr(getattr(top, "name", None), "value", type(top).__name__))
+            super().__init__(provider, top)
+
+    monkeypatch.setattr(file_mutation, "OuterFunctionVisitor", Marking)
+    _made(name, source, anchors_of(sites), None)
+    every = len(marked)
+    marked.clear()
+    _made(name, source, anchors_of(sites), site_lines(sites))
+    assert marked == sorted({site.qualname.split(".")[-1] for site in sites}) and every > 10 * len(marked)
+
+
 TWO_TRIES = """\
 from vllm.logger import init_logger
 
@@ -284,6 +307,19 @@ def test_check_seam_raises_when_mutmuts_runner_changes_what_the_collected_sessio
 
     monkeypatch.setattr(inspect, "getsource", source)
     with pytest.raises(SeamMismatch, match=rf"{re.escape(method)} no longer has .*engine/collected\.py"):
+        check_seam()
+
+
+def test_check_seam_raises_when_mutmut_reads_the_outer_function_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    real, visitor = inspect.getsource, file_mutation.MutationVisitor._create_mutations
+
+    def source(obj: Any) -> str:
+        text = real(obj)
+        marking = "get_metadata(OuterFunctionProvider, node, None)"
+        return text.replace(marking, "outer(node)") if obj is visitor else text
+
+    monkeypatch.setattr(inspect, "getsource", source)
+    with pytest.raises(SeamMismatch, match=r"OuterFunctionProvider.*lean_generation"):
         check_seam()
 
 
