@@ -45,7 +45,9 @@ class Guards:
             return
         previous, folder = os.getcwd(), os.path.abspath(folder)
         self._nowhere = open(os.devnull, "w")  # noqa: SIM115 - the session's reporter keeps it, closed by `close`
-        with contextlib.redirect_stdout(self._nowhere), _pytest_version():
+        # its reporter, its capture's original streams and faulthandler's file are the null device, as in a worker
+        # (whose streams mutmut points there), never the session's log
+        with contextlib.redirect_stdout(self._nowhere), contextlib.redirect_stderr(self._nowhere), _pytest_version():
             os.chdir(folder)
             config = None
             try:
@@ -85,11 +87,19 @@ class Guards:
             capture.stop_global_capturing()
             capture.start_global_capturing()
             capture.suspend_global_capture()
-        config.hook.pytest_collection_modifyitems(session=session, config=config, items=items)
-        session.items, session.testscollected = items, len(items)
-        session.exitstatus = _loop(session)
-        with contextlib.suppress(_pytest_module().exit.Exception):
+        try:
+            config.hook.pytest_collection_modifyitems(session=session, config=config, items=items)
+            session.items, session.testscollected = items, len(items)
+            session.exitstatus = _loop(session)
+        except BaseException:  # as pytest.main: an internal error, and the session still ends
+            session.exitstatus = INTERNAL_ERROR
+        try:
             config.hook.pytest_sessionfinish(session=session, exitstatus=session.exitstatus)
+        except _pytest_module().exit.Exception as stop:  # as pytest.main: its code, if it gives one
+            if stop.returncode is not None:
+                session.exitstatus = stop.returncode
+        except BaseException:  # never back into the caller's code: this process is a worker, its status is all
+            return INTERNAL_ERROR
         return int(session.exitstatus)
 
     def close(self) -> None:

@@ -223,13 +223,20 @@ def lean_generation(site_lines: Mapping[str, Collection[int]]) -> Iterator[None]
             return frozenset({PositionProvider})  # not the cache libcst keeps on mutmut's provider, inherited
 
         def visit_Module(self, node: Any) -> bool:
-            """mutmut's marking (`OuterFunctionProvider.visit_Module`) of the functions and methods holding a site."""
+            """mutmut's marking (`OuterFunctionProvider.visit_Module`) of what `SiteVisitor` walks: a function
+            holding a site; in a class holding one, each method or nested class holding one, and every other
+            statement of its body (a class-level `try`, walked whatever it holds)."""
             for child in node.body:
                 inner = child.body.body if isinstance(child, ClassDef) and isinstance(child.body, IndentedBlock) else ()
+                if inner and not self._walked(child):
+                    continue
                 for top in [child] if isinstance(child, FunctionDef) else inner:
-                    if holds_a_site(top, self.get_metadata(PositionProvider, top, None)):
+                    if not isinstance(top, FunctionDef | ClassDef) or self._walked(top):
                         top.visit(file_mutation.OuterFunctionVisitor(self, top))
             return False
+
+        def _walked(self, node: Any) -> bool:
+            return holds_a_site(node, self.get_metadata(PositionProvider, node, None))
 
     class SiteVisitor(visitor):  # type: ignore[misc,valid-type]
         @classmethod

@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 
 CONFTEST = """
-import json, os
+import json, os, sys
 
 import pytest
 
 def pytest_collection_modifyitems(config, items):
     # what the guards' conftest does: each session's own, from the environment
+    if os.environ.get("MUTANT") == "raise":
+        raise RuntimeError("a hook that fails")
     if os.environ.get("MUTANT") == "reverse":
         items.reverse()
         config.option.maxfail = 0
@@ -34,10 +36,13 @@ def pytest_runtest_logreport(report):
             log.write(f"captured {report.capstdout!r}\\n")
 
 def pytest_sessionfinish(session, exitstatus):
+    sys.stderr.write("written to stderr as the session ended\\n")
     with open(os.environ["LOG"], "a") as log:
         log.write(f"finish {int(exitstatus)}\\n")
     if os.environ.get("MUTANT") == "unwritten":
         session.exitstatus = 99
+    if os.environ.get("MUTANT") == "exit":
+        pytest.exit("ended at the end", returncode=9)
 """
 
 TESTS = """
@@ -71,6 +76,10 @@ def test_dies():
 
 def test_fail_quietly():
     assert False
+
+def test_segfault():
+    import faulthandler
+    faulthandler._sigsegv()
 """
 
 DRIVER = """
@@ -130,7 +139,7 @@ def drive(tmp_path: Path, cases: list[tuple[str, list[str]]], tests: str = TESTS
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    result["stdout"] = done.stdout
+    result["stdout"], result["stderr"] = done.stdout, done.stderr
     return result
 
 
@@ -141,6 +150,8 @@ CASES: list[tuple[str, list[str]]] = [
     ("", _ids("test_exit", "test_after")),  # pytest.exit's return code
     ("unwritten", _ids("test_a")),  # sessionfinish changes the exit status
     ("", _ids("test_a", "test_a")),  # a test named twice runs once
+    ("raise", _ids("test_a")),  # a hook that fails: an internal error, and the session still ends
+    ("exit", _ids("test_a")),  # pytest.exit as the session ends: its code
 ]
 
 
@@ -154,13 +165,25 @@ def test_a_run_in_the_collected_session_ends_as_pytest_main_on_the_same_tests(tm
         [7, [*_ids("test_exit"), "finish 7"]],
         [99, [*_ids("test_a"), "finish 0"]],
         [0, [*_ids("test_a"), "finish 0"]],
+        [3, ["finish 3"]],
+        [9, [*_ids("test_a"), "finish 0"]],
     ]
     for (mutant, tests), (by_main, collected), want in zip(CASES, result["cases"], expected, strict=True):
         assert by_main == want, (mutant, tests)
         assert collected == want, (mutant, tests)
-    # what the tests and pytest's reporter wrote stayed in the children
+    # what the tests, the hooks and pytest's reporter wrote stayed in the children
     assert "printed by a test" not in result["stdout"] and "written to fd 1" not in result["stdout"]
-    assert "passed" not in result["stdout"]
+    assert "passed" not in result["stdout"] and "written to stderr" not in result["stderr"]
+
+
+def test_a_worker_that_crashes_ends_as_under_pytest_main_and_writes_nothing_where_the_session_writes(
+    tmp_path: Path,
+) -> None:
+    """faulthandler's traceback of a worker's crash goes where its pytest.main's would: the null device."""
+    result = drive(tmp_path, [("", _ids("test_segfault"))])
+    [(by_main, collected)] = result["cases"]
+    assert by_main == collected == [-11, _ids("test_segfault")]
+    assert "Fatal Python error" not in result["stderr"] and "Fatal Python error" not in result["stdout"]
 
 
 def test_a_worker_captures_into_files_of_its_own(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import libcst as cst
 import pytest
 from mutmut.mutation import data, file_mutation, trampoline
 from mutmut.mutation.file_mutation import Mutation
@@ -221,11 +222,15 @@ def test_lean_generation_makes_the_same_file_and_mutants(platforms: Path, file: 
     assert file_mutation.create_mutations is CREATE_MUTATIONS  # restored
 
 
+STATEMENTS = {"SimpleStatementLine", "If", "Try", "For", "While", "With", "ClassDef", "EmptyLine"}
+
+
 @pytest.mark.parametrize("file", ["cpu.py", "interface.py"])
 def test_lean_generation_marks_only_the_functions_holding_a_site(
     platforms: Path, file: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """mutmut's `OuterFunctionProvider` marks every function's nodes with it; lean, only a site's function is."""
+    """mutmut's `OuterFunctionProvider` marks every function's nodes with it; lean, of the functions only a site's
+    (and the other statements of its class, which the walk enters)."""
     name, source = f"vllm/platforms/{file}", (platforms / file).read_text(encoding="utf-8")
     sites = sites_in_source(source, name, f"vllm.platforms.{file[:-3]}")
     marked: list[str] = []
@@ -233,7 +238,7 @@ def test_lean_generation_marks_only_the_functions_holding_a_site(
 
     class Marking(stock):  # type: ignore[misc, valid-type]
         def __init__(self, provider: Any, top: Any) -> None:
-            marked.append(getattr(getattr(top, "name", None), "value", type(top).__name__))
+            marked.append(top.name.value if isinstance(top, cst.FunctionDef) else type(top).__name__)
             super().__init__(provider, top)
 
     monkeypatch.setattr(file_mutation, "OuterFunctionVisitor", Marking)
@@ -241,7 +246,47 @@ def test_lean_generation_marks_only_the_functions_holding_a_site(
     every = len(marked)
     marked.clear()
     _made(name, source, anchors_of(sites), site_lines(sites))
-    assert marked == sorted({site.qualname.split(".")[-1] for site in sites}) and every > 10 * len(marked)
+    functions = [name for name in marked if name not in STATEMENTS]
+    assert functions == sorted({site.qualname.split(".")[-1] for site in sites}) and every > 10 * len(functions)
+
+
+CLASS_LEVEL_TRY = """\
+from vllm.logger import init_logger
+
+logger = init_logger(__name__)
+
+
+class A:
+    def import_kernels(self):
+        try:
+            import vllm._C  # noqa
+        except ImportError as e:
+            logger.warning_once("Failed to import from vllm._C: %r", e)
+
+    try:
+        import vllm._C  # noqa
+    except ImportError as e:
+        logger.warning_once("Failed to import from vllm._C: %r", e)
+"""
+
+
+def test_lean_generation_marks_a_class_level_statement_it_walks_as_mutmut_does() -> None:
+    """With only the method's site kept (a platform's reach), the same try at class level is still walked and its
+    mutant made: mutmut's top-level node for it is the statement itself, never None (which names no mutant mutmut
+    makes, and fails the run as unattributed)."""
+    file = "vllm/platforms/x.py"
+    sites = [s for s in sites_in_source(CLASS_LEVEL_TRY, file, "vllm.platforms.x") if s.qualname == "A.import_kernels"]
+    anchors = anchors_of(sites)
+
+    def tops(lean: Mapping[str, frozenset[int]] | None) -> list[str]:
+        with contextlib.ExitStack() as stack:
+            if lean is not None:
+                stack.enter_context(seam.lean_generation(lean))
+            stack.enter_context(our_operators(["vllm"], anchors))
+            _, mutations, *_ = file_mutation.create_mutations(file, CLASS_LEVEL_TRY)
+        return [type(m.contained_by_top_level_function).__name__ for m in mutations]
+
+    assert tops(site_lines(sites)) == tops(None) == ["FunctionDef", "Try"]
 
 
 TWO_TRIES = """\
