@@ -208,12 +208,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """In the engine's sessions, one fixed order, whatever order the engine asked for (mutmut's is by duration); in
     a mutant's, what its guards need known first. Each session's own: the engine runs a mutant's guards in a session
     collected once, calling this again on their selection (`mutations.engine.collected`)."""
-    if not protocol.settings().attribution:
+    told = protocol.settings()
+    if not told.attribution:
         return
     own = mutated_function_sites()
     if own is not None:
         config.stash[_OWN] = own
-        config.stash[DRIVE_AGAIN] = protocol.settings().confirm  # a guard that kills the mutant drives its site again
+        config.stash[DRIVE_AGAIN] = told.confirm  # a guard that kills the mutant drives its site again
         config.option.maxfail = 0  # the stop at the first failure waits until the function's guards ran
     items.sort(key=lambda item: guard_order(_site_of(item), item.nodeid, own or frozenset()))
 

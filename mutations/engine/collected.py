@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import pytest
+
 # pytest's exit statuses (pytest.ExitCode), as its sessions end
 OK, TESTS_FAILED, INTERRUPTED, INTERNAL_ERROR, NO_TESTS_COLLECTED = 0, 1, 2, 3, 5
 PYTEST_VERSION = "PYTEST_VERSION"  # pytest.main's variable, set while it runs
@@ -80,7 +82,7 @@ class Guards:
             return None
         items = [by_id[test] for test in dict.fromkeys(tests)]
         config = session.config
-        os.environ[PYTEST_VERSION] = _pytest_module().__version__  # as pytest.main sets it
+        os.environ[PYTEST_VERSION] = pytest.__version__  # as pytest.main sets it
         os.chdir(self.folder)
         capture = config.pluginmanager.get_plugin("capturemanager")
         if capture is not None:  # capture into files of this process's own, not the ones every worker inherited
@@ -95,7 +97,7 @@ class Guards:
             session.exitstatus = INTERNAL_ERROR
         try:
             config.hook.pytest_sessionfinish(session=session, exitstatus=session.exitstatus)
-        except _pytest_module().exit.Exception as stop:  # as pytest.main: its code, if it gives one
+        except pytest.exit.Exception as stop:  # as pytest.main: its code, if it gives one
             if stop.returncode is not None:
                 session.exitstatus = stop.returncode
         except BaseException:  # never back into the caller's code: this process is a worker, its status is all
@@ -116,7 +118,7 @@ class Guards:
 def _pytest_version() -> Iterator[None]:
     """`PYTEST_VERSION` set within the block, as `pytest.main` sets it while it runs (a conftest may read it)."""
     before = os.environ.get(PYTEST_VERSION)
-    os.environ[PYTEST_VERSION] = _pytest_module().__version__
+    os.environ[PYTEST_VERSION] = pytest.__version__
     try:
         yield
     finally:
@@ -134,7 +136,7 @@ def _loop(session: Any) -> int:
         config.hook.pytest_runtestloop(session=session)
     except session.Failed:
         return TESTS_FAILED
-    except (KeyboardInterrupt, _pytest_module().exit.Exception) as stop:  # session.Interrupted, pytest.exit
+    except (KeyboardInterrupt, pytest.exit.Exception) as stop:  # session.Interrupted, pytest.exit
         code = getattr(stop, "returncode", None)
         return int(code) if code is not None else INTERRUPTED
     except Exception:
@@ -184,9 +186,3 @@ def fork_runner(guards: Guards) -> Callable[[int], Any]:
         return CollectedForkRunner(max_workers=max_workers, test_runner=runner, debug=config().debug)
 
     return get_mutant_runner
-
-
-def _pytest_module() -> Any:
-    import pytest
-
-    return pytest

@@ -128,17 +128,23 @@ def drive(tmp_path: Path, cases: list[tuple[str, list[str]]], tests: str = TESTS
     (project / "tests").mkdir(parents=True)
     (project / "tests" / "conftest.py").write_text(CONFTEST)
     (project / "tests" / "test_x.py").write_text(tests)
-    (tmp_path / "driver.py").write_text(DRIVER)
+    return run_driver(tmp_path, DRIVER, ARGS, cases)
+
+
+def run_driver(folder: Path, driver: str, *arguments: Any) -> dict[str, Any]:
+    """`driver` run in `folder` with `arguments` (as JSON), no plugin of this environment loaded: what it printed
+    last (JSON), with its whole stdout and stderr."""
+    (folder / "driver.py").write_text(driver)
     done = subprocess.run(
-        [sys.executable, "driver.py", json.dumps(ARGS), json.dumps(cases)],
-        cwd=tmp_path,
+        [sys.executable, "driver.py", *map(json.dumps, arguments)],
+        cwd=folder,
         capture_output=True,
         text=True,
         check=False,
         env={"PATH": "/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
     )
     assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
+    result = json.loads(done.stdout.splitlines()[-1])
     result["stdout"], result["stderr"] = done.stdout, done.stderr
     return result
 
@@ -253,18 +259,8 @@ def test_mutmuts_workers_run_their_mutants_tests_in_the_session_collected_once(t
         f"[mutmut]\nsource_paths = src\npytest_add_cli_args =\n    {options}\n"
         "pytest_add_cli_args_test_selection =\n    tests/\n"
     )
-    (tmp_path / "driver.py").write_text(RUNNER_DRIVER)
     cases = [["m.f__mutmut_1", ["tests/test_x.py::test_a"]], ["m.f__mutmut_2", ["tests/test_x.py::test_fail"]]]
-    done = subprocess.run(
-        [sys.executable, "driver.py", json.dumps(cases)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.splitlines()[-1])
+    result = run_driver(tmp_path, RUNNER_DRIVER, cases)
     assert result["why_not"] == "" and result["clean"] == 1  # the clean session ran both tests, one failing
     assert result["exits"] == {"m.f__mutmut_1": 0, "m.f__mutmut_2": 1}
     assert result["started"] == [result["me"]]  # one pytest.main, the clean session's: none in a worker

@@ -9,7 +9,7 @@ import inspect
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -325,17 +325,22 @@ def test_lean_generation_walks_only_the_functions_holding_a_site_line() -> None:
     assert {n.split("__mutmut_")[0] for n in _made(file, pragma, anchors, None).mutant_names} == {"x_second"}
 
 
+def hide_in_source(monkeypatch: pytest.MonkeyPatch, text: str, of: Callable[[Any], bool]) -> None:
+    """`inspect.getsource` without `text` in the source of each object `of` accepts: mutmut changed there."""
+    real = inspect.getsource
+
+    def source(obj: Any) -> str:
+        found = real(obj)
+        return found.replace(text, "") if of(obj) else found
+
+    monkeypatch.setattr(inspect, "getsource", source)
+
+
 @pytest.mark.parametrize("call", ["metadata_wrapper = MetadataWrapper(module)", "visitor = MutationVisitor("])
 def test_check_seam_raises_when_create_mutations_stops_making_what_lean_generation_swaps(
     monkeypatch: pytest.MonkeyPatch, call: str
 ) -> None:
-    real = inspect.getsource
-
-    def source(obj: Any) -> str:
-        text = real(obj)
-        return text.replace(call, "") if obj is CREATE_MUTATIONS else text
-
-    monkeypatch.setattr(inspect, "getsource", source)
+    hide_in_source(monkeypatch, call, lambda obj: obj is CREATE_MUTATIONS)
     with pytest.raises(SeamMismatch, match="lean_generation"):
         check_seam()
 
@@ -344,26 +349,14 @@ def test_check_seam_raises_when_create_mutations_stops_making_what_lean_generati
 def test_check_seam_raises_when_mutmuts_runner_changes_what_the_collected_session_mirrors(
     monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
-    real = inspect.getsource
-
-    def source(obj: Any) -> str:
-        text = real(obj)
-        return text.replace(COLLECTED_SEAM[method], "") if getattr(obj, "__qualname__", "") == method else text
-
-    monkeypatch.setattr(inspect, "getsource", source)
+    hide_in_source(monkeypatch, COLLECTED_SEAM[method], lambda obj: getattr(obj, "__qualname__", "") == method)
     with pytest.raises(SeamMismatch, match=rf"{re.escape(method)} no longer has .*engine/collected\.py"):
         check_seam()
 
 
 def test_check_seam_raises_when_mutmut_reads_the_outer_function_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
-    real, visitor = inspect.getsource, file_mutation.MutationVisitor._create_mutations
-
-    def source(obj: Any) -> str:
-        text = real(obj)
-        marking = "get_metadata(OuterFunctionProvider, node, None)"
-        return text.replace(marking, "outer(node)") if obj is visitor else text
-
-    monkeypatch.setattr(inspect, "getsource", source)
+    visitor = file_mutation.MutationVisitor._create_mutations
+    hide_in_source(monkeypatch, "get_metadata(OuterFunctionProvider, node, None)", lambda obj: obj is visitor)
     with pytest.raises(SeamMismatch, match=r"OuterFunctionProvider.*lean_generation"):
         check_seam()
 
