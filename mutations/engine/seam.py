@@ -3,6 +3,7 @@ on is still there (`check_seam`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -42,6 +43,7 @@ ENGINE_NAMES: dict[str, tuple[str, ...]] = {
         "_run",
         "copy_src_dir",
         "create_mutants",
+        "mutate_file_contents",
         "_register_mutant_result",
         "Pool",
         "get_mutant_runner",
@@ -131,6 +133,10 @@ def check_seam() -> None:
     for call in (*calls, "get_mutant_runner(max_children)"):
         if call not in source:
             raise SeamMismatch(f"mutmut.__main__ no longer calls `{call}...`; re-check mutations/engine/session.py")
+    written = inspect.getsource(mutmut_main.write_all_mutants_to_file)
+    for call in ("mutated_file = mutate_file_contents(", "out.write(mutated_file.code)"):
+        if call not in written or "code" not in getattr(file_mutation.MutatedFile, "__dataclass_fields__", {}):
+            raise SeamMismatch(f"mutmut no longer writes a file it mutates with `{call}`; re-check lean_generation")
     for name in FORKED:  # a suite's sessions on the unmutated code each run in a child (engine.pristine)
         method = inspect.getsource(getattr(isolation.ForkServerRunner, name, lambda: None))
         if "self._run_in_child(" not in method and "self._exit_code_from_child(" not in method:
@@ -191,6 +197,8 @@ def lean_generation(site_lines: Mapping[str, Collection[int]]) -> Iterator[None]
     `naming.generate`'s), so they agree; the file and mutants are those of a whole walk wherever every try an anchor
     matches is a site's (a platform's anchors also match the same try in a method its `import_kernels` never runs,
     whose mutants would change a call no site has):
+    - a file it writes (`mutate_file_contents`, in mutmut's `__main__`) is generated from its outline
+      (`engine.outline`: what holds no site stubbed out, line for line), then the stubs are put back as written;
     - its module is not copied for the metadata (nothing else holds the module it just parsed);
     - pragma comments are read only in a source with a `no mutate` in it (else there are none to find);
     - a function or class holding none of `site_lines` (the lines of its sites' imports, by file as mutmut names
@@ -199,9 +207,13 @@ def lean_generation(site_lines: Mapping[str, Collection[int]]) -> Iterator[None]
       mutates; marking every function was about a fifth of the generation's CPU). A file not in `site_lines` is
       walked and marked whole."""
     check_seam()
+    import mutmut.__main__ as mutmut_main
     from libcst import ClassDef, FunctionDef, IndentedBlock
     from libcst.metadata import PositionProvider
     from mutmut.mutation import file_mutation, pragma_handling
+    from warnonce_guard.mutations.engine.outline import outline
+
+    mutate = mutmut_main.mutate_file_contents
 
     create, ignored, wrapper, visitor, outer = (
         file_mutation.create_mutations,
@@ -263,20 +275,39 @@ def lean_generation(site_lines: Mapping[str, Collection[int]]) -> Iterator[None]
     def uncopied(module: Any) -> Any:
         return wrapper(module, unsafe_skip_copy=True)
 
+    @functools.wraps(mutate)
+    def outlined(filename: str, code: str, *args: Any, **kwargs: Any) -> Any:
+        shape = None if any(args) or any(kwargs.values()) else outline(code, site_lines.get(Path(filename).as_posix()))
+        if shape is not None:
+            _SOURCES[shape.code] = code
+            try:
+                made = mutate(filename, shape.code, *args, **kwargs)
+            finally:
+                del _SOURCES[shape.code]
+            if (restored := shape.restore(made.code)) is not None:
+                return dataclasses.replace(made, code=restored)
+        return mutate(filename, code, *args, **kwargs)
+
     swapped = (create_mutations, ignored_lines, uncopied, SiteVisitor, SiteOuterFunctions)
     names = ("create_mutations", "get_ignored_lines", "MetadataWrapper", "MutationVisitor", "OuterFunctionProvider")
     for name, value in zip(names, swapped, strict=True):
         setattr(file_mutation, name, value)
+    mutmut_main.mutate_file_contents = outlined
     try:
         yield
     finally:
         for name, value in zip(names, (create, ignored, wrapper, visitor, outer), strict=True):
             setattr(file_mutation, name, value)
+        mutmut_main.mutate_file_contents = mutate
 
 
-# What `each_generation` hands on of one `create_mutations` call: the file's name and source, mutmut's module and
-# `Mutation`s, and where each node of that module is (the positions mutmut resolved for its pragma handling).
-Generation = Callable[[str, str, Any, Sequence[Any], Mapping[Any, Any]], None]
+# The file's own source of each outline mutmut is generating from (under `lean_generation`), in this process.
+_SOURCES: dict[str, str] = {}
+
+# What `each_generation` hands on of one `create_mutations` call: the file's name and its own source, the source
+# mutmut parsed (the file's outline under `lean_generation`: the same lines where there are mutants), mutmut's
+# module and `Mutation`s, and where each node of that module is (the positions mutmut resolved for its pragmas).
+Generation = Callable[[str, str, str, Any, Sequence[Any], Mapping[Any, Any]], None]
 
 
 @contextmanager
@@ -301,7 +332,7 @@ def each_generation(record: Generation) -> Iterator[None]:
         result = create(filename, code, *args, **kwargs)
         module, mutations = result[0], result[1]
         if len(wrappers) == 1 and wrappers[0].module is module:  # else its positions are not this module's
-            record(filename, code, module, mutations, wrappers[0].resolve(PositionProvider))
+            record(filename, _SOURCES.get(code, code), code, module, mutations, wrappers[0].resolve(PositionProvider))
         return result
 
     file_mutation.create_mutations, file_mutation.get_ignored_lines = create_mutations, ignored_lines

@@ -124,12 +124,14 @@ def described_into(ws: Workspace, files: Sequence[str], packages: Sequence[str],
     """What `seam.each_generation` calls with each file mutmut generates: the mutants of a site file are described
     into the workspace (`Workspace.made`), where the parent names them from."""
 
-    def record(file: str, source: str, module: Any, mutations: Sequence[Any], where_is: Mapping[Any, Any]) -> None:
+    def record(
+        file: str, source: str, parsed: str, module: Any, mutations: Sequence[Any], where_is: Mapping[Any, Any]
+    ) -> None:
         if file not in files:
             return
         try:
             ws.made(file).unlink(missing_ok=True)  # an earlier description never stands in for this one
-            made = naming.describe(source, module, naming.named(file, module, mutations), where_is, packages, anchors)
+            made = naming.describe(parsed, module, naming.named(file, module, mutations), where_is, packages, anchors)
             naming.write_made(ws.made(file), source, made)
         except Exception:  # the parent, finding no description, describes the file itself and says what fails
             return

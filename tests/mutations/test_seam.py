@@ -179,9 +179,12 @@ def test_each_generation_describes_what_mutmut_makes_as_a_fresh_generation_would
     anchors = anchors_of(sites_in_source(source, file, "vllm.platforms.cpu"))
     described: dict[str, list[naming.Made]] = {}
 
-    def record(name: str, code: str, module: Any, mutations: Sequence[Any], where_is: Mapping[Any, Any]) -> None:
+    def record(
+        name: str, code: str, parsed: str, module: Any, mutations: Sequence[Any], where_is: Mapping[Any, Any]
+    ) -> None:
+        assert parsed == code  # no outline: mutmut parsed the file itself
         generated = naming.named(name, module, mutations)
-        described[name] = naming.describe(code, module, generated, where_is, ["vllm"], anchors)
+        described[name] = naming.describe(parsed, module, generated, where_is, ["vllm"], anchors)
 
     with our_operators(["vllm"], anchors), seam.each_generation(record):
         written = file_mutation.mutate_file_contents(file, source).mutant_names
@@ -202,12 +205,15 @@ def test_check_seam_raises_when_create_mutations_stops_handing_its_wrapper_on(mo
 
 
 def _made(file: str, source: str, anchors: Mapping[str, str], lean: Mapping[str, frozenset[int]] | None) -> Any:
-    """mutmut's whole result for one file with our anchored operators, under `lean_generation(lean)` when given."""
+    """mutmut's whole result for one file with our anchored operators, as its generator writes the file (from the
+    outline, under `lean_generation(lean)` when given)."""
+    import mutmut.__main__ as mutmut_main
+
     with contextlib.ExitStack() as stack:
         if lean is not None:
             stack.enter_context(seam.lean_generation(lean))
         stack.enter_context(our_operators(["vllm"], anchors))
-        return file_mutation.mutate_file_contents(file, source)
+        return mutmut_main.mutate_file_contents(file, source)
 
 
 @pytest.mark.parametrize("file", ["cpu.py", "cuda.py", "interface.py"])

@@ -1,0 +1,97 @@
+"""A site file as mutmut needs to see it: the functions and classes holding no site stubbed out, line for line.
+
+mutmut parses, positions and re-renders a whole file with libcst to mutate the few lines of its sites, and libcst
+spends its time per node: on vLLM's platform files, nine tenths of the generation's CPU went to functions no
+operator of ours touches. `outline` keeps every line of the file where it was: each function or class (module level,
+or in the body of a class holding a site) that holds none of the sites' lines becomes a stub of the same height
+(`def` and a string), and everything else stays as written. mutmut's output on the outline is its output on the file
+but for the stubs, each found once and put back as written by `restore`: the mutants, their names, lines and
+columns are those of the whole file (tests/mutations/test_outline.py compares them byte for byte).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+@dataclass(frozen=True)
+class Outline:
+    """A file's outline (`code`), and each stub in it with the text it stands for."""
+
+    code: str
+    stubs: tuple[tuple[str, str], ...]  # (stub, original), in file order
+
+    def restore(self, generated: str) -> str | None:
+        """mutmut's output on the outline with each stub put back as written; None when a stub is not in it exactly
+        once (then the outline is of no use: generate from the file)."""
+        for stub, original in self.stubs:
+            if generated.count(stub) != 1:
+                return None
+            generated = generated.replace(stub, original, 1)
+        return generated
+
+
+def _holds(node: ast.stmt, lines: Collection[int]) -> bool:
+    start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+    return any(start <= line <= (node.end_lineno or node.lineno) for line in lines)
+
+
+def _stubbed(body: list[ast.stmt], lines: Collection[int], top: bool) -> list[ast.stmt]:
+    """The functions and classes of `body` holding none of `lines`; in a class holding one (at module level, as
+    mutmut arranges a top-level class's methods), those of its body."""
+    out: list[ast.stmt] = []
+    for node in body:
+        if isinstance(node, _DEFS) and not _holds(node, lines):
+            out.append(node)
+        elif top and isinstance(node, ast.ClassDef):
+            out += _stubbed(node.body, lines, top=False)
+    return out
+
+
+def _stub(number: int, text: str, body_indent: str | None) -> str:
+    """A `def` as high as `text` (whole lines, the last with its newline if it has one), at its indentation."""
+    indent = text[: len(text) - len(text.lstrip(" \t"))]
+    ending = "\n" if text.endswith("\n") else ""
+    height = text.count("\n") + (0 if ending else 1)
+    head = f"{indent}def _warnonce_stub_{number}_():"
+    if height == 1:
+        return f"{head} ...{ending}"
+    return f'{head}\n{body_indent or indent + "    "}"""' + "\n" * (height - 2) + f'"""{ending}'
+
+
+def outline(code: str, lines: Collection[int] | None) -> Outline | None:
+    """`code` with what holds none of `lines` stubbed out; None when nothing would be (or it cannot be done: no
+    lines to keep, a file `ast` cannot parse, a newline other than `\\n` or a form feed, a `no mutate` pragma, whose
+    regions may cross what is stubbed)."""
+    if not lines or "\r" in code or "\x0c" in code or "no mutate" in code:
+        return None
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    stubbed = _stubbed(tree.body, lines, top=True)
+    if not stubbed:
+        return None
+    starts = [0, *(match.end() for match in re.finditer("\n", code)), len(code)]  # line n starts at starts[n - 1]
+    parts, stubs, at = [], [], 0
+    for number, node in enumerate(stubbed):
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        last = node.end_lineno or node.lineno
+        begin, end = starts[first - 1], starts[min(last, len(starts) - 1)]
+        text = code[begin:end]
+        inner = node.body[0]
+        body_line = code[starts[inner.lineno - 1] : starts[inner.lineno]]
+        body_indent = body_line[: inner.col_offset] if inner.lineno > node.lineno else None
+        if body_indent is not None and body_indent.strip(" \t"):
+            body_indent = None
+        stub = _stub(number, text, body_indent)
+        parts += [code[at:begin], stub]
+        stubs.append((stub, text))
+        at = end
+    parts.append(code[at:])
+    return Outline("".join(parts), tuple(stubs))

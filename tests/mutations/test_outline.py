@@ -1,0 +1,196 @@
+"""A site file's outline (mutations.engine.outline): what mutmut makes of it is what it makes of the file."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from warnonce_guard.mutations.engine import naming, seam
+from warnonce_guard.mutations.engine.outline import Outline, outline
+from warnonce_guard.mutations.operators import anchors_of, site_lines
+from warnonce_guard.rule.sites import sites_in_source
+
+FILE = "vllm/platforms/odd.py"
+# Every layout the outline has to keep line for line: a docstring and a __future__ import before the first
+# definition, decorated and one-line functions, a multi-line signature, tab and two-space bodies, comments indented
+# past the end of a function, nested and empty-bodied classes, a class-level try, async methods, no final newline.
+ODD = '''"""A platform file laid out every way Python allows."""
+from __future__ import annotations
+
+import functools
+
+from vllm.logger import init_logger
+
+logger = init_logger(__name__)
+
+
+@functools.lru_cache
+def cached(x): return x  # one line
+
+
+class Other:
+  def method(self):
+    try:
+      import vllm._C  # noqa: F401
+    except ImportError:
+      pass
+
+
+class OddPlatform(Other):
+    """The class holding the sites."""
+
+    attribute = 1
+    try:
+        import vllm._moe_C as moe  # noqa: F401
+    except ImportError as e:
+        logger.warning_once("Failed to import from vllm._moe_C: %s", repr(e))
+
+    class Nested:
+        def inner(self):
+            return 1
+
+    @classmethod
+    def before(cls) -> int:
+        return 2
+
+    @classmethod
+    def import_kernels(cls) -> None:
+        try:
+            import vllm._C  # noqa: F401
+        except ImportError as e:
+            logger.warning_once("Failed to import from vllm._C: %s", repr(e))
+        # trailing comment in the body
+
+    async def later(self):  # after the site
+        return [
+            1,
+        ]
+
+    def last(self): ...
+
+
+def helper(
+    a,
+    b,
+):
+\treturn a + b
+    # a comment indented past the function's end
+
+
+def import_other() -> None:
+    try:
+        from vllm import _C_stable_libtorch  # noqa: F401
+    except ImportError as e:
+        logger.warning_once("Failed to import from vllm._C_stable_libtorch: %s", repr(e))
+
+
+def tail():
+    pass'''
+
+
+def _lines(source: str) -> frozenset[int]:
+    return site_lines(sites_in_source(source, FILE, "vllm.platforms.odd"))[FILE]
+
+
+SITE_LINES = _lines(ODD)
+
+
+def test_an_outline_keeps_every_line_holding_a_site_where_it_was_and_stubs_the_rest() -> None:
+    shape = outline(ODD, SITE_LINES)
+    assert shape is not None
+    kept, original = shape.code.split("\n"), ODD.split("\n")
+    assert len(kept) == len(original)
+    assert [n + 1 for n, (a, b) in enumerate(zip(kept, original, strict=True)) if a != b] == [
+        *(11, 12),  # cached, its decorator and all
+        *range(15, 21),  # Other: its try's handler calls no `*_once` method, no operator fits it
+        *range(32, 35),  # Nested
+        *range(36, 39),  # before
+        *range(48, 52),  # later
+        53,  # last
+        *range(56, 61),  # helper, not the comment after it
+        *(71, 72),  # tail, without a final newline
+    ]
+    assert [original for _, original in shape.stubs][-1] == "def tail():\n    pass"
+    assert shape.restore(shape.code) == ODD
+
+
+@pytest.mark.parametrize(
+    ("source", "lines"),
+    [
+        (ODD, None),
+        (ODD.replace("# one line", "# pragma: no mutate"), SITE_LINES),  # its regions may cross a stub
+        (ODD.replace("\n", "\r\n"), SITE_LINES),
+        ("def broken(:\n", frozenset({1})),
+        ("try:\n    import vllm._C\nexcept ImportError as e:\n    pass\n", frozenset({2})),
+    ],
+    ids=["no-site-lines", "pragma", "crlf", "syntax-error", "nothing-to-stub"],
+)
+def test_no_outline_where_it_could_change_what_mutmut_makes(source: str, lines: frozenset[int] | None) -> None:
+    assert outline(source, lines) is None
+
+
+def test_restore_refuses_an_output_without_each_stub_exactly_once() -> None:
+    shape = outline(ODD, SITE_LINES)
+    assert isinstance(shape, Outline)
+    first, _ = shape.stubs[0]
+    assert shape.restore(shape.code.replace(first, "")) is None
+    assert shape.restore(shape.code + first) is None
+
+
+ANCHORS = anchors_of(sites_in_source(ODD, FILE, "vllm.platforms.odd"))
+
+
+def _generated(source: str, lean: Mapping[str, frozenset[int]] | None, record: seam.Generation | None = None) -> Any:
+    """mutmut's result for the file as its generator writes it, under `lean_generation(lean)` when given."""
+    import mutmut.__main__ as mutmut_main
+
+    with contextlib.ExitStack() as stack:
+        if lean is not None:
+            stack.enter_context(seam.lean_generation(lean))
+        stack.enter_context(seam.our_operators(["vllm"], ANCHORS))
+        if record is not None:
+            stack.enter_context(seam.each_generation(record))
+        return mutmut_main.mutate_file_contents(FILE, source)
+
+
+def test_mutmut_makes_from_the_outline_the_file_it_makes_from_the_source(mutmut_config: object) -> None:
+    """Byte for byte: the mutated file, its mutants' names, their line spans and function hashes; and the mutants
+    are described from the outline as from the file, under the file's own source (whose digest the run checks)."""
+    described: dict[str, Any] = {}
+
+    def record(file: str, source: str, parsed: str, module: Any, mutations: Any, where_is: Any) -> None:
+        generated = naming.named(file, module, mutations)
+        described.update(source=source, parsed=parsed)
+        described["made"] = naming.describe(parsed, module, generated, where_is, ["vllm"], ANCHORS)
+
+    lean = _generated(ODD, {FILE: SITE_LINES}, record)
+    assert described["source"] == ODD and described["parsed"] == outline(ODD, SITE_LINES).code  # type: ignore[union-attr]
+    functions = {name.partition("__mutmut_")[0] for name in lean.mutant_names}  # not the class-level try's
+    assert functions == {"x\u01c1OddPlatform\u01c1import_kernels", "x_import_other"}
+    assert lean == _generated(ODD, None)
+    assert described["made"] == naming.made_here(FILE, ODD, ["vllm"], ANCHORS)
+
+
+def test_an_output_the_stubs_cannot_be_put_back_into_is_generated_from_the_file(
+    mutmut_config: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never a file with a stub in it: `restore` failing, the file is generated again from its own source."""
+    calls: list[str] = []
+    import mutmut.mutation.file_mutation as file_mutation
+
+    mutate = file_mutation.mutate_file_contents
+
+    def counted(filename: str, code: str, *args: Any) -> Any:
+        calls.append(code)
+        return mutate(filename, code, *args)
+
+    monkeypatch.setattr(Outline, "restore", lambda self, generated: None)
+    import mutmut.__main__ as mutmut_main
+
+    monkeypatch.setattr(mutmut_main, "mutate_file_contents", counted)
+    lean = _generated(ODD, {FILE: SITE_LINES})
+    assert [code == ODD for code in calls] == [False, True]  # the outline, then the file
+    monkeypatch.undo()
+    assert lean == _generated(ODD, None)
