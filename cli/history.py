@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from warnonce_guard.cli.console import console
 from warnonce_guard.common.errors import ExitCode, UsageError
-from warnonce_guard.history.records import DEFAULT_INDEX, DEFAULT_WORK_DIR, Verdict
+from warnonce_guard.history import DEFAULT_INDEX, DEFAULT_WORK_DIR
 
 HELP = "check every vLLM release on the package index: exposed, guarded, no sites or not checked"
 
@@ -104,6 +104,7 @@ def check_options(args: argparse.Namespace) -> tuple[str, ...]:
 def cmd_history(args: argparse.Namespace) -> int:
     """Run the sweep; exit 1 (`CHECK_FAILED`) when a release is left `not checked`."""
     from warnonce_guard.common.console import print_line
+    from warnonce_guard.history.records import Verdict
     from warnonce_guard.history.run import Options, run_history
 
     only = check_options(args)

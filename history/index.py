@@ -17,7 +17,7 @@ from urllib.parse import urljoin
 from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 from warnonce_guard.common.errors import IndexUnavailable, NoRelease, UsageError
-from warnonce_guard.history.records import DEFAULT_INDEX
+from warnonce_guard.history import DEFAULT_INDEX
 
 PROJECT = "vllm"
 ACCEPT = "application/vnd.pypi.simple.v1+json"

@@ -9,16 +9,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from warnonce_guard.guards.sessions import RecordKind
 
 if TYPE_CHECKING:  # rule.sites needs libcst (the mutation extra); every command imports this module
     from warnonce_guard.rule.site_row import Site
-
-DEFAULT_INDEX = "https://pypi.org/simple/"  # where the releases are listed (PEP 691), as `history --index-url` says
-DEFAULT_WORK_DIR = Path(".warnonce-history")  # where the sweep keeps downloads, trees, logs and verdicts
 
 
 class Verdict(StrEnum):

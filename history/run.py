@@ -25,13 +25,13 @@ from warnonce_guard.common import files, locks, ownership
 from warnonce_guard.common.console import RunProgress, print_line
 from warnonce_guard.common.files import Kind, cannot_write
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
+from warnonce_guard.history import DEFAULT_WORK_DIR
 from warnonce_guard.history.cache import VerdictCache
 from warnonce_guard.history.fetch import Fetched, FetchFailed, fetch_release
 from warnonce_guard.history.fix import check_with_fix
 from warnonce_guard.history.guard_run import run_guards
 from warnonce_guard.history.index import DEFAULT_INDEX, Release, fetch_index, select
 from warnonce_guard.history.records import (
-    DEFAULT_WORK_DIR,
     FixVerdict,
     GuardRun,
     HistoryReport,
