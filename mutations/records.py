@@ -6,7 +6,7 @@ Everything downstream (score, reports) reads only these; nothing here knows mutm
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from importlib import metadata
@@ -212,9 +212,9 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         """The whole result as JSON values (sites as `Site.to_json`, enums as their values)."""
-        data = asdict(self)
-        data["baselines"] = [asdict(b) | {"site": b.site.to_json()} for b in self.baselines]
-        data["mutants"] = [asdict(m) | {"site": m.site.to_json()} for m in self.mutants]
+        data = asdict(replace(self, baselines=[], mutants=[]))  # each record once, its site as Site.to_json says
+        data["baselines"] = [asdict(replace(b, site=None)) | {"site": b.site.to_json()} for b in self.baselines]
+        data["mutants"] = [asdict(replace(m, site=None)) | {"site": m.site.to_json()} for m in self.mutants]
         return data
 
     @classmethod

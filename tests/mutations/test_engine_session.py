@@ -143,28 +143,57 @@ def test_the_session_imports_what_it_is_told_to_and_passes_over_what_fails(
 
 
 WHAT_MUTMUT_ADDS = """
-import importlib, json, sys
-for name in sys.argv[1:]:
-    importlib.import_module(name)
+import json, sys
+from warnonce_guard.mutations.engine import session
+session._deferred(session.GENERATION_IMPORTS)
+session._warm_up(session.ENGINE_IMPORTS)
 before = set(sys.modules)
 import mutmut.__main__
-print(json.dumps(sorted(set(sys.modules) - before)))
+from mutmut.mutation import file_mutation
+added = sorted(set(sys.modules) - before)
+deferred = [type(sys.modules[name]).__name__ for name in session.GENERATION_IMPORTS]
+session._loaded(session.GENERATION_IMPORTS)
+loaded = [type(sys.modules[name]).__name__ for name in session.GENERATION_IMPORTS]
+print(json.dumps([added, deferred, loaded, file_mutation.m.matches.__module__]))
 """
 
 
-def test_after_the_warm_up_mutmut_imports_little_but_its_own_modules(tmp_path: Path) -> None:
+def test_after_the_warm_up_mutmut_imports_little_but_its_own_modules_and_its_matchers_wait(tmp_path: Path) -> None:
     """Both children of the session import mutmut.__main__ (the generator and the runner): what that import spends
-    its time on is imported once before the fork. What is left: mutmut's modules, the standard library's, and two
-    small ones (the libcst parser's native binding and setproctitle)."""
+    its time on is imported once before the fork, but for what only generation uses (libcst's matchers), whose code
+    runs on its first use: in the generator (`_loaded`), never in the runner. What is left: mutmut's modules, the
+    standard library's, and two small ones (the libcst parser's native binding and setproctitle)."""
     (tmp_path / "src").mkdir()
     (tmp_path / "setup.cfg").write_text("[mutmut]\nsource_paths = src\n")
-    command = [sys.executable, "-c", WHAT_MUTMUT_ADDS, *session.ENGINE_IMPORTS]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
-    added = {name for name in json.loads(done.stdout) if name.split(".")[0] not in sys.stdlib_module_names}
+    done = subprocess.run([sys.executable, "-c", WHAT_MUTMUT_ADDS], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    names, deferred, loaded, matches_from = json.loads(done.stdout)
+    added = {name for name in names if name.split(".")[0] not in sys.stdlib_module_names}
     assert any(name.startswith("mutmut.") for name in added)  # it did import mutmut here, not before
     assert {name for name in added if name.split(".")[0] != "mutmut"} <= {
         "libcst.native", "setproctitle", "setproctitle._setproctitle"
     }  # fmt: skip
+    assert (deferred, loaded) == (["_OnFirstUse"], ["module"])  # bound by mutmut's import, run when first used
+    assert matches_from.startswith("libcst.matchers")  # mutmut's `m` is the module itself, loaded in place
+
+
+def test_a_deferred_module_runs_its_code_once_on_first_use_and_is_the_module_its_importers_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "counted.py").write_text("import builtins\nbuiltins.runs = getattr(builtins, 'runs', 0) + 1\nX = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "counted", raising=False)
+    import builtins
+
+    monkeypatch.setattr(builtins, "runs", 0, raising=False)
+    session._deferred(["counted", "no_such_module_anywhere"])  # one that cannot be found is left to its importer
+    import counted  # type: ignore[import-not-found]
+
+    assert builtins.runs == 0 and "no_such_module_anywhere" not in sys.modules
+    assert counted.X == 1 and builtins.runs == 1
+    session._loaded(["counted"])
+    assert sys.modules["counted"] is counted and builtins.runs == 1 and type(counted) is type(sys)
+    monkeypatch.delitem(sys.modules, "counted")
 
 
 def test_the_session_runs_pytest_with_its_own_options_not_the_users(
