@@ -60,8 +60,10 @@ COVERAGE_FLOOR = 90  # percent of the product packages the fast tier must cover 
 FAST = "not slow and not network and not engine"
 SLOW = "(slow or network) and not replay and not engine"
 # and the twenty slowest tests, to see where time goes; a worker that dies ends the tier, its test named as failed
-# (replaced, pytest-xdist 3.8's loadfile scheduler waits forever for the dead worker's file: a CI run that never ends)
-WORKERS = ("-n", "2", "--dist", "loadfile", "--max-worker-restart=0", "--durations=20")
+# (replaced, pytest-xdist 3.8's loadfile scheduler waits forever for the dead worker's file: a CI run that never ends);
+# the files handed out in collection order, the `long` ones first (tests/conftest.py), not xdist's default by number of
+# tests, which handed the one-test files of a minute (README's commands, the history's releases) out last
+WORKERS = ("-n", "2", "--dist", "loadfile", "--no-loadscope-reorder", "--max-worker-restart=0", "--durations=20")
 # A slow test that hangs is stopped, its stack printed, its worker with it (ending the tier as above): pytest-timeout's
 # thread method, for the fault tests time their own waits with SIGALRM (tests/faults.py)
 HUNG = ("--timeout=900", "--timeout-method=thread")

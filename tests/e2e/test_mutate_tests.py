@@ -20,7 +20,7 @@ from warnonce_guard.mutations.run import mutate
 from tests.toy import EAGER_CALL, PLATFORM_SOURCE, make_tree, write
 from tools.toy_vllm import LOGGER_SOURCE
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 
 def platform(name: str) -> str:
