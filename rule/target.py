@@ -245,10 +245,24 @@ def python_text(data: bytes) -> str:
 def read_source(path: Path) -> str:
     """A Python file of the target, decoded as Python decodes it (`python_text`) with its newlines made `\\n`;
     `SourceDoesNotParse` naming it when it cannot be read or decoded."""
+    return _decoded(path, _read(path))
+
+
+def read_source_holding(path: Path, word: bytes) -> str | None:
+    """`read_source`, for a file whose bytes hold `word` (a word of Python's: the same bytes in every encoding Python
+    reads source in); None for any other, not decoded (discovery reads thousands of files, and a tenth hold one)."""
+    data = _read(path)
+    return _decoded(path, data) if word in data else None
+
+
+def _read(path: Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as err:
         raise unreadable(path, err) from None
+
+
+def _decoded(path: Path, data: bytes) -> str:
     try:
         text = python_text(data)
     except NotPythonText as err:

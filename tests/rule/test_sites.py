@@ -576,6 +576,21 @@ def test_discover_finds_sites_inside_the_package_sorted_by_file_and_line(tmp_pat
     assert {s.module for s in found} == {"vllm.platforms.cpu", "vllm.platforms.cuda", "vllm.platforms.z"}
 
 
+def test_discovery_decodes_only_the_files_whose_bytes_hold_an_except(tmp_path: Path) -> None:
+    """A file without the word cannot hold a site: not even decoded (one Python could not read is no error here);
+    one with it is read as Python reads it, its coding line included, and one that is no text names itself."""
+    package = tmp_path / "vllm" / "platforms"
+    package.mkdir(parents=True)
+    (package / "binary.py").write_bytes(b"# \xff\xfe not text, no handler\nx = 1\n")
+    latin = "# -*- coding: latin-1 -*-\n# caf\xe9\n" + SITE_FILE
+    (package / "latin.py").write_bytes(latin.encode("latin-1"))
+    assert [(s.file, s.qualname) for s in discover(tmp_path)] == [("vllm/platforms/latin.py", "import_kernels")]
+
+    (package / "broken.py").write_bytes(b"try:\n    pass\nexcept ImportError:\n    x = '\xff'\n")
+    with pytest.raises(SourceDoesNotParse, match=r"broken\.py: not utf-8 text"):
+        discover(tmp_path)
+
+
 def test_discover_takes_another_package_name(tmp_path: Path) -> None:
     (tmp_path / "toyllm").mkdir()
     (tmp_path / "toyllm" / "p.py").write_text(guarded("import toyllm._C"), encoding="utf-8")
