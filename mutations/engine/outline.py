@@ -54,20 +54,28 @@ def _stubbed(body: list[ast.stmt], lines: Collection[int], top: bool) -> list[as
 
 
 def _stub(number: int, text: str, body_indent: str | None) -> str:
-    """A `def` as high as `text` (whole lines, the last with its newline if it has one), at its indentation."""
+    """A `def` as high as `text` (whole lines, the last with its newline if it has one), at its indentation: its body
+    an indented string at `body_indent`; with None (a body on the `def` line itself, as in `def f(): return (` or
+    `@overload` then `def g(x): ...`), on the stub's last line, its parameters' parentheses spanning the lines before
+    (what follows then attaches to the next statement, as it does after a body on the `def` line)."""
     indent = text[: len(text) - len(text.lstrip(" \t"))]
     ending = "\n" if text.endswith("\n") else ""
     height = text.count("\n") + (0 if ending else 1)
-    head = f"{indent}def _warnonce_stub_{number}_():"
-    if height == 1:
-        return f"{head} ...{ending}"
-    return f'{head}\n{body_indent or indent + "    "}"""' + "\n" * (height - 2) + f'"""{ending}'
+    head = f"{indent}def _warnonce_stub_{number}_("
+    if body_indent is None:
+        return f"{head}" + "\n" * (height - 1) + f"): ...{ending}"
+    return f'{head}):\n{body_indent}"""' + "\n" * (height - 2) + f'"""{ending}'
+
+
+def _continued(line: str) -> bool:
+    """A physical line that a backslash joins to the next."""
+    return line.rstrip("\n").endswith("\\")
 
 
 def outline(code: str, lines: Collection[int] | None) -> Outline | None:
     """`code` with what holds none of `lines` stubbed out; None when nothing would be (or it cannot be done: no
     lines to keep, a file `ast` cannot parse, a newline other than `\\n` or a form feed, a `no mutate` pragma, whose
-    regions may cross what is stubbed)."""
+    regions may cross what is stubbed, a definition a backslash joins to the line after it or to its body)."""
     if not lines or "\r" in code or "\x0c" in code or "no mutate" in code:
         return None
     try:
@@ -87,8 +95,9 @@ def outline(code: str, lines: Collection[int] | None) -> Outline | None:
         inner = node.body[0]
         body_line = code[starts[inner.lineno - 1] : starts[inner.lineno]]
         body_indent = body_line[: inner.col_offset] if inner.lineno > node.lineno else None
-        if body_indent is not None and body_indent.strip(" \t"):
-            body_indent = None
+        before_body = code[starts[inner.lineno - 2] : starts[inner.lineno - 1]] if inner.lineno > 1 else ""
+        if _continued(text) or (body_indent is not None and (body_indent.strip(" \t") or _continued(before_body))):
+            return None  # a backslash joins it to the next line, or its header to a one-line body: no stub fits
         stub = _stub(number, text, body_indent)
         parts += [code[at:begin], stub]
         stubs.append((stub, text))

@@ -52,6 +52,7 @@ ENGINE_NAMES: dict[str, tuple[str, ...]] = {
     "mutmut.mutation.data": ("SourceFileMutationData",),
     "mutmut.mutation.file_mutation": (
         "create_mutations",
+        "compute_function_hashes",
         "get_ignored_lines",
         SEAM_ATTRIBUTE,
         "MetadataWrapper",
@@ -284,8 +285,9 @@ def lean_generation(site_lines: Mapping[str, Collection[int]]) -> Iterator[None]
                 made = mutate(filename, shape.code, *args, **kwargs)
             finally:
                 del _SOURCES[shape.code]
-            if (restored := shape.restore(made.code)) is not None:
-                return dataclasses.replace(made, code=restored)
+            if (restored := shape.restore(made.code)) is not None:  # and the hashes of the file's own functions:
+                hashes = file_mutation.compute_function_hashes(code, accept=made.hash_by_function_name.__contains__)
+                return dataclasses.replace(made, code=restored, hash_by_function_name=hashes)  # a redefinition's too
         return mutate(filename, code, *args, **kwargs)
 
     swapped = (create_mutations, ignored_lines, uncopied, SiteVisitor, SiteOuterFunctions)

@@ -79,13 +79,22 @@ def _warm_up(modules: Sequence[str]) -> None:
 
 class _OnFirstUse(types.ModuleType):
     """A module whose code runs when an attribute it does not hold yet is first read: its import binds it as is
-    (the import system reads only `__spec__` and the like, set already), `m.matches(...)` then loads it in place."""
+    (the import system reads only `__spec__` and the like, set already), `m.matches(...)` then loads it in place.
+    Loaded before any thread runs (`_loaded`, in the generator): a thread reading it while another loads it would
+    find it empty. Code that fails leaves no module behind, as a failed import does: the next import raises again."""
 
     def __getattr__(self, attribute: str) -> Any:
         self.__class__ = types.ModuleType  # from here on, an ordinary module: its code runs once, in it
         spec = self.__spec__
         assert spec is not None and spec.loader is not None
-        spec.loader.exec_module(self)
+        try:
+            spec.loader.exec_module(self)
+        except BaseException:
+            sys.modules.pop(spec.name, None)
+            parent, _, child = spec.name.rpartition(".")
+            if parent and getattr(sys.modules.get(parent), child, None) is self:
+                delattr(sys.modules[parent], child)
+            raise
         return getattr(self, attribute)
 
 

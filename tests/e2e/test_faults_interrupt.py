@@ -1,8 +1,8 @@
 """Fault injection: SIGINT, SIGTERM and SIGKILL at each phase of a run, then a rerun in the same work directory.
 
-For every phase, SIGKILL and one of SIGINT and SIGTERM (each at every other phase: both stop the command line
-through the same handler, whose codes and line for each the fast tier checks, tests/cli/test_cli_main.py) the
-interrupted run must leave no process behind (within a second: not the
+For every phase, SIGKILL and one of SIGINT and SIGTERM (each at every other phase, both at the baseline: they stop
+the command line through the same handler, whose codes and line for each the fast tier checks,
+tests/cli/test_cli_main.py) the interrupted run must leave no process behind (within a second: not the
 command line, not its forks, not the mutmut session or its workers), say at most one line and no
 traceback, store no verdict the clean run contradicts, and change nothing in the user's tree; the
 rerun must end with the clean run's verdicts. SIGINT goes to the whole process group, as a terminal's
@@ -62,18 +62,22 @@ from tests.faults import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 
-# SIGKILL at every phase (nothing of the run's handles it), and the handled signals in turn: a pair each phase.
+# SIGKILL at every phase (nothing of the run's handles it), and the handled signals in turn: a pair each phase; at
+# the baseline, which no other file interrupts (test_faults_second_signal's and signal_moments' moments are others),
+# both handled signals.
 CASES = [
     *((signal.SIGKILL, phase) for phase in PHASES),
     *(((signal.SIGINT, signal.SIGTERM)[index % 2], phase) for index, phase in enumerate(PHASES)),
 ]
+CASES += [(sig, "baseline") for sig in (signal.SIGINT, signal.SIGTERM) if (sig, "baseline") not in CASES]
 
 
-def test_every_phase_meets_sigkill_and_a_handled_signal_and_each_handled_signal_several_phases() -> None:
+def test_every_phase_meets_sigkill_and_a_handled_signal_and_the_baseline_both() -> None:
     assert {(sig, phase) for sig, phase in CASES if sig == signal.SIGKILL} == {(signal.SIGKILL, p) for p in PHASES}
-    handled = {phase: sig for sig, phase in CASES if sig != signal.SIGKILL}
-    assert set(handled) == set(PHASES) and len(CASES) == 2 * len(PHASES)
-    assert all(list(handled.values()).count(sig) >= 2 for sig in (signal.SIGINT, signal.SIGTERM))
+    handled = [(sig, phase) for sig, phase in CASES if sig != signal.SIGKILL]
+    assert {phase for _, phase in handled} == set(PHASES) and len(handled) == len(PHASES) + 1
+    assert {sig for sig, phase in handled if phase == "baseline"} == {signal.SIGINT, signal.SIGTERM}
+    assert all(sum(1 for s, _ in handled if s == sig) >= 3 for sig in (signal.SIGINT, signal.SIGTERM))
 
 
 @pytest.fixture(scope="module")

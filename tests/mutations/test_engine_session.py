@@ -5,6 +5,7 @@ code. A whole session with mutmut and the guards is the slow tier's (tests/e2e/t
 from __future__ import annotations
 
 import errno
+import importlib
 import json
 import os
 import signal
@@ -194,6 +195,22 @@ def test_a_deferred_module_runs_its_code_once_on_first_use_and_is_the_module_its
     session._loaded(["counted"])
     assert sys.modules["counted"] is counted and builtins.runs == 1 and type(counted) is type(sys)
     monkeypatch.delitem(sys.modules, "counted")
+
+
+def test_a_deferred_module_whose_code_fails_is_gone_as_after_a_failed_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "failing.py").write_text("raise ImportError('its own error')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    session._deferred(["failing"])
+    import failing  # type: ignore[import-not-found]
+
+    with pytest.raises(ImportError, match="its own error"):
+        failing.anything  # noqa: B018 - the first use runs its code
+    assert "failing" not in sys.modules
+    session._loaded(["failing"])  # the generator's load says nothing: the importer that needs it says why
+    with pytest.raises(ImportError, match="its own error"):
+        importlib.import_module("failing")
 
 
 def test_the_session_runs_pytest_with_its_own_options_not_the_users(

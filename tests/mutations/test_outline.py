@@ -146,10 +146,11 @@ def _generated(source: str, lean: Mapping[str, frozenset[int]] | None, record: s
     """mutmut's result for the file as its generator writes it, under `lean_generation(lean)` when given."""
     import mutmut.__main__ as mutmut_main
 
+    anchors = anchors_of(sites_in_source(source, FILE, "vllm.platforms.odd"))
     with contextlib.ExitStack() as stack:
         if lean is not None:
             stack.enter_context(seam.lean_generation(lean))
-        stack.enter_context(seam.our_operators(["vllm"], ANCHORS))
+        stack.enter_context(seam.our_operators(["vllm"], anchors))
         if record is not None:
             stack.enter_context(seam.each_generation(record))
         return mutmut_main.mutate_file_contents(FILE, source)
@@ -171,6 +172,36 @@ def test_mutmut_makes_from_the_outline_the_file_it_makes_from_the_source(mutmut_
     assert functions == {"x\u01c1OddPlatform\u01c1import_kernels", "x_import_other"}
     assert lean == _generated(ODD, None)
     assert described["made"] == naming.made_here(FILE, ODD, ["vllm"], ANCHORS)
+
+
+SITE = """def import_kernels() -> None:
+    try:
+        import vllm._C  # noqa: F401
+    except ImportError as e:
+        logger.warning_once("Failed to import from vllm._C: %s", repr(e))
+"""
+# Layouts an earlier outline got wrong (a review's reproducers): whether each is outlined, and the source.
+LAYOUTS = {
+    "a-backslash-joins-a-stub-to-the-next-line": (False, "def helper():\n    return 1 \\\n\n" + SITE),
+    "a-backslash-joins-a-header-to-its-body": (False, "def helper(): \\\n    return 1\n    # c\n\n" + SITE),
+    "a-body-on-the-def-line-then-an-indented-blank": (
+        True,
+        "import typing\n@typing.overload\ndef f(x: int) -> int: ...\n    \n" + SITE,
+    ),
+    "a-body-on-the-def-line-over-two-lines-then-a-comment": (True, "def h(): return (\n    1)\n    # c\n" + SITE),
+    "a-decorated-one-line-class-then-a-comment": (True, "@dec\nclass H: pass\n    # c\n\n" + SITE),
+    "the-site-function-defined-again-after-it": (True, SITE + "\n\ndef import_kernels():\n    pass\n"),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_layout_generates_the_files_own_mutants_from_the_outline_or_from_the_file(
+    mutmut_config: object, layout: str
+) -> None:
+    outlined, source = LAYOUTS[layout]
+    lines = _lines(source)
+    assert (outline(source, lines) is not None) is outlined
+    assert _generated(source, {FILE: lines}) == _generated(source, None)
 
 
 def test_an_output_the_stubs_cannot_be_put_back_into_is_generated_from_the_file(
