@@ -36,9 +36,13 @@ class Outline:
         return generated
 
 
+def _first_line(node: ast.stmt) -> int:
+    """Where a definition begins: its first decorator's line, else its own."""
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+
+
 def _holds(node: ast.stmt, lines: Collection[int]) -> bool:
-    start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-    return any(start <= line <= (node.end_lineno or node.lineno) for line in lines)
+    return any(_first_line(node) <= line <= (node.end_lineno or node.lineno) for line in lines)
 
 
 def _stubbed(body: list[ast.stmt], lines: Collection[int], top: bool) -> list[ast.stmt]:
@@ -88,9 +92,8 @@ def outline(code: str, lines: Collection[int] | None) -> Outline | None:
     starts = [0, *(match.end() for match in re.finditer("\n", code)), len(code)]  # line n starts at starts[n - 1]
     parts, stubs, at = [], [], 0
     for number, node in enumerate(stubbed):
-        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
         last = node.end_lineno or node.lineno
-        begin, end = starts[first - 1], starts[min(last, len(starts) - 1)]
+        begin, end = starts[_first_line(node) - 1], starts[min(last, len(starts) - 1)]
         text = code[begin:end]
         inner = node.body[0]
         body_line = code[starts[inner.lineno - 1] : starts[inner.lineno]]
