@@ -82,7 +82,6 @@ ENGINE_NAMES: dict[str, tuple[str, ...]] = {
 def check_seam() -> None:
     """Raise `SeamMismatch` unless mutmut is 3.8.1 and every internal the engine relies on is where it was."""
     import importlib
-    import inspect
 
     version = metadata.version("mutmut")
     if version != PINNED_MUTMUT:
@@ -99,6 +98,54 @@ def check_seam() -> None:
         for name in names:
             if not hasattr(module, name):
                 raise SeamMismatch(f"{module_name} has no `{name}`: the engine's seam moved; re-check mutmut")
+    inspected = _inspected()
+    if inspected not in _SOURCES_CHECKED:  # the source of a loaded function cannot change: read once per process
+        _check_sources()
+        _SOURCES_CHECKED.add(inspected)
+
+
+# The objects whose sources `_check_sources` read and found as the engine needs them (with the `inspect.getsource`
+# that read them): a swapped one (a test's, another mutmut's) is read again. Held, so no id is reused.
+_SOURCES_CHECKED: set[tuple[Any, ...]] = set()
+
+
+def _inspected() -> tuple[Any, ...]:
+    """Every object `_check_sources` reads, as it finds them now (a dataclass as its fields)."""
+    import inspect
+
+    import mutmut.__main__ as mutmut_main
+    from mutmut.mutation import data, file_mutation, pragma_handling, trampoline
+    from mutmut.runners.harness import PytestRunner
+    from mutmut.state import MutmutState
+    from mutmut.utils import file_utils
+    from mutmut.workers import isolation
+
+    classes = {"PytestRunner": PytestRunner, "ForkRunner": isolation.ForkRunner}
+    fields = [
+        (cls, tuple(getattr(cls, "__dataclass_fields__", ())))
+        for cls in (file_mutation.MutatedFile, isolation.MutantResult, MutmutState)
+    ]
+    return (
+        inspect.getsource,
+        inspect.unwrap(file_mutation.create_mutations),  # under `lean_generation`, mutmut's own
+        file_mutation.MutationVisitor._create_mutations,
+        pragma_handling._parse_pragma_token,
+        trampoline.set_mutant_under_test,
+        mutmut_main.write_all_mutants_to_file,
+        file_utils.copy_src_dir,
+        data.SourceFileMutationData.load,
+        PytestRunner.__init__,
+        PytestRunner.execute_pytest,
+        *(getattr(isolation.ForkServerRunner, name, None) for name in FORKED),
+        *(getattr(classes[method.split(".")[0]], method.split(".")[1], None) for method in COLLECTED_SEAM),
+        *fields,
+    )
+
+
+def _check_sources() -> None:
+    """`SeamMismatch` unless the source of every mutmut function the engine swaps or mirrors still reads as it did."""
+    import inspect
+
     import mutmut.__main__ as mutmut_main
     from mutmut.mutation import data, file_mutation, pragma_handling, trampoline
     from mutmut.utils import file_utils

@@ -109,6 +109,20 @@ def test_check_seam_passes_on_the_pinned_mutmut() -> None:
     check_seam()
 
 
+def test_check_seam_reads_mutmuts_sources_once_until_one_of_them_is_swapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    check_seam()
+    read: list[str] = []
+    monkeypatch.setattr(seam, "_check_sources", lambda: read.append("read"))
+    check_seam()
+    assert read == []  # the same functions: read already
+    from mutmut.mutation import pragma_handling
+
+    parse = pragma_handling._parse_pragma_token
+    monkeypatch.setattr(pragma_handling, "_parse_pragma_token", lambda comment: parse(comment))
+    check_seam()
+    assert read == ["read"]
+
+
 @pytest.mark.parametrize(
     ("module", "name"), [(m, n) for m, names in ENGINE_NAMES.items() for n in names], ids=lambda x: str(x)
 )
