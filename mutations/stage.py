@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.common.files import cannot_write, scratch, sweep, write_atomic
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
 from warnonce_guard.mutations.engine import config
-from warnonce_guard.mutations.suite import Suite
+from warnonce_guard.mutations.suite import Suite, signature
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.target import PACKAGE, Target, files_to_read, unreadable
@@ -195,3 +196,36 @@ def prepare(
     except OSError as err:
         raise cannot_write(err, f"cannot stage the target in {ws.dir}") from None
     return discarded
+
+
+@dataclass(frozen=True)
+class Key:
+    """What keys the run's workspace: the target, its staged packages, other settings (`extra`: the platform) and
+    the suite of --tests with its sources and settings (not the run's own `left_out` folders, which change as it
+    runs)."""
+
+    target: Target
+    packages: dict[str, Path]
+    extra: str
+    suite: Suite | None
+    left_out: list[Path]
+    rounds: int = 1  # how many times each kill's tests are re-run to confirm it (`--confirm`)
+    timeout: float | None = None  # seconds a test may run before pytest-timeout stops it (`--timeout`)
+
+    def suite_files(self) -> list[tuple[str, int, int]] | None:
+        return signature(self.suite, self.left_out) if self.suite is not None else None
+
+    def fingerprint(self, suite_files: list[tuple[str, int, int]] | None = None) -> str:
+        """The workspace's name; `suite_files` as `suite_files()` gave them, else read now."""
+        files = suite_files if suite_files is not None else self.suite_files()
+        suite = [self.suite.to_json(), files] if self.suite is not None else None
+        settings = [self.extra, suite, self.rounds, self.timeout]
+        return fingerprint(self.target, self.packages, json.dumps(settings))
+
+    def changed(self, before: list[tuple[str, int, int]] | None) -> str | None:
+        """What changed since the suite's files were `before` and the workspace was named: None when nothing did."""
+        after = self.suite_files()
+        if after != before and self.suite is not None:
+            moved = sorted(set(before or []) ^ set(after or []))
+            return f"{moved[0][0] if moved else 'a file'} of {self.suite.describe()}"
+        return None

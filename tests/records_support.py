@@ -72,7 +72,7 @@ class CudaPlatform:
             logger.warning_once("Failed to import from vllm._C with %r", e)
 """,
 }
-# The operators as a run's result lists them (mutations.run.collect_result), from the registry.
+# The operators as a run's result lists them (mutations.fresh.collect_result), from the registry.
 OPERATORS = [OperatorInfo(name, op.description) for name, op in operators.OPERATORS.items()]
 OPS = [op.name for op in OPERATORS]
 

@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 from warnonce_guard.common.errors import EngineFailed, ExitCode, TargetChanged
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED, WARNING_REPEATED
-from warnonce_guard.mutations.run import mutate, run_session
+from warnonce_guard.mutations.fresh import run_session
+from warnonce_guard.mutations.run import mutate
 
 from tests.toy import FIXED_LOGGER_SOURCE, INTERFACE, LOGGER_SOURCE, fitting_operators, make_tree
 
@@ -170,7 +171,7 @@ def test_mutmut_results_and_show_work_on_the_run(tmp_path: Path) -> None:
 def test_a_session_that_dies_before_generating_is_an_error_not_a_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("warnonce_guard.mutations.run.run_session", lambda *args: 7)
+    monkeypatch.setattr("warnonce_guard.mutations.fresh.run_session", lambda *args: 7)
     with pytest.raises(EngineFailed, match=r"exit code 7\) before generating its mutants; see .*mutmut\.log"):
         run(make_tree(tmp_path / "tree"), tmp_path)
     assert not (tmp_path / "report").exists()
@@ -185,7 +186,7 @@ def test_a_session_that_fails_after_generating_is_an_error_not_a_report_of_unrea
         real(*args)  # generates, and records what it can
         return int(ExitCode.ENVIRONMENT)  # as the session reports a crash of mutmut's
 
-    monkeypatch.setattr("warnonce_guard.mutations.run.run_session", crashed)
+    monkeypatch.setattr("warnonce_guard.mutations.fresh.run_session", crashed)
     failed = rf"the mutmut session failed \(exit code {ExitCode.ENVIRONMENT:d}\); see .*mutmut\.log"
     with pytest.raises(EngineFailed, match=failed):
         run(make_tree(tmp_path / "tree"), tmp_path)
@@ -234,7 +235,7 @@ def test_a_target_edited_during_the_run_keeps_no_verdicts_and_is_staged_afresh(
         (tree / "vllm" / "logger.py").write_text(LOGGER_SOURCE + "\n# edited while the guards ran\n")
         return code
 
-    monkeypatch.setattr("warnonce_guard.mutations.run.run_session", session_then_an_edit)
+    monkeypatch.setattr("warnonce_guard.mutations.fresh.run_session", session_then_an_edit)
     with pytest.raises(TargetChanged, match="changed while this run tested it"):
         run(tree, tmp_path)
     ws = workspace_of(tmp_path / "work")

@@ -1,4 +1,4 @@
-"""A run's verdicts from what its session left (`mutations.run.collect_result`), on a hand-made workspace:
+"""A run's verdicts from what its session left (`mutations.fresh.collect_result`), on a hand-made workspace:
 mutmut's exit codes, the guards' finished session records and the named mutants, joined one verdict per mutant."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from warnonce_guard.common.errors import EngineFailed, MutantsUnaccounted
 from warnonce_guard.guards.detectors import OWNER_PINNED
 from warnonce_guard.guards.sessions import GuardSession, Phase, write_session
 from warnonce_guard.mutations.engine import confirm, layout
+from warnonce_guard.mutations.fresh import collect_result
 from warnonce_guard.mutations.identify import NamedMutant
 from warnonce_guard.mutations.operators import OPERATORS
 from warnonce_guard.mutations.records import FLAKY, GUARDED, KILLED, NOT_RUN, SURVIVED, UNREACHED, Location, RunResult
-from warnonce_guard.mutations.run import collect_result
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.sites import sites_in_source
 from warnonce_guard.rule.target import Target

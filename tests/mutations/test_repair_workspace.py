@@ -1,5 +1,5 @@
 """Before a session, the run discards what an earlier run left that does not check out
-(mutations.run.repair_workspace): mutmut state that does not validate, names of other mutants, and exit codes no
+(mutations.fresh.repair_workspace): mutmut state that does not validate, names of other mutants, and exit codes no
 finished guard record backs."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from warnonce_guard.common.errors import EngineFailed
 from warnonce_guard.guards.sessions import GuardSession, Phase, mutant_session_path, read_session, write_session
 from warnonce_guard.mutations.engine import layout, state
+from warnonce_guard.mutations.fresh import repair_workspace
 from warnonce_guard.mutations.identify import NamedMutant
-from warnonce_guard.mutations.run import repair_workspace
 from warnonce_guard.mutations.workspace import Workspace
 
 from tests.records_support import generated, meta_document

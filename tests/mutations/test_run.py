@@ -281,14 +281,14 @@ def test_ctrl_c_during_the_session_exits_130_and_its_finished_verdicts_are_kept_
     assert list(fake_session.found[1].values()) == [1] * MUTANTS  # none tested twice
 
 
-@pytest.mark.parametrize("where", ["repair_workspace", "write_identities", "store_result"])
+@pytest.mark.parametrize("where", ["fresh.repair_workspace", "fresh.write_identities", "run.store_result"])
 def test_a_full_disk_after_staging_is_one_line_naming_the_work_directory(
     where: str, run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def full(ws: Workspace, *args: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(ws.dir / "identities.json.1.partial"))
 
-    monkeypatch.setattr(f"warnonce_guard.mutations.run.{where}", full)
+    monkeypatch.setattr(f"warnonce_guard.mutations.{where}", full)
     with pytest.raises(StagingFailed) as raised:
         run()
     said = str(raised.value)
@@ -325,7 +325,7 @@ def test_a_full_disk_elsewhere_is_not_blamed_on_the_work_directory(
     def full(*args: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), filename)
 
-    monkeypatch.setattr("warnonce_guard.mutations.run.repair_workspace", full)
+    monkeypatch.setattr("warnonce_guard.mutations.fresh.repair_workspace", full)
     with pytest.raises(OSError) as raised:  # a traceback (70): the message would name the wrong disk
         run()
     assert not isinstance(raised.value, StagingFailed)
@@ -337,7 +337,7 @@ def test_an_os_error_that_is_not_the_disks_keeps_its_traceback(
     def bug(*args: object) -> None:
         raise FileNotFoundError(errno.ENOENT, "a file the run itself should have made", "x")
 
-    monkeypatch.setattr("warnonce_guard.mutations.run.repair_workspace", bug)
+    monkeypatch.setattr("warnonce_guard.mutations.fresh.repair_workspace", bug)
     with pytest.raises(FileNotFoundError):
         run()
 
