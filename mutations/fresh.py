@@ -6,11 +6,10 @@ sites found and staged meanwhile, mutmut told to go and followed, and the verdic
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 
 from warnonce_guard.common.console import RunProgress
@@ -24,7 +23,6 @@ from warnonce_guard.common.errors import (
     TargetChanged,
 )
 from warnonce_guard.common.files import write_atomic
-from warnonce_guard.common.processes import stop_group
 from warnonce_guard.guards.sessions import baseline_sessions, mutant_session_path, read_session, unwritable
 from warnonce_guard.mutations import judge, stage
 from warnonce_guard.mutations.engine import attempts, confirm, launch, layout, running, state
@@ -36,24 +34,9 @@ from warnonce_guard.mutations.stage import Key
 from warnonce_guard.mutations.suite import Suite, SuiteBaseline, read_baseline
 from warnonce_guard.mutations.workspace import WorkRoot, Workspace
 from warnonce_guard.rule.site_row import NO_SITE, Site
-from warnonce_guard.rule.target import Target, imported_first
+from warnonce_guard.rule.target import Target
 
 SESSION_FINISHED = (0, 1)  # mutmut ran every mutant (0), or stopped because the clean guards failed (1)
-
-
-@contextlib.contextmanager
-def started_session(
-    ws: Workspace, run_id: str, warm_up: list[str], rounds: int = 1
-) -> Iterator[subprocess.Popen[bytes]]:
-    """The mutmut session (mutations.engine.session), started now to import `warm_up` while this process discovers
-    and stages, to confirm each kill by `rounds` re-runs; stopped with its group if it still runs when the block
-    ends."""
-    session = launch.start_session(ws, run_id, warm_up, rounds)
-    try:
-        yield session
-    finally:
-        if session.poll() is None:
-            stop_group(session)
 
 
 def run_session(
@@ -316,13 +299,6 @@ def _workspace_unwritable(ws: Workspace) -> str | None:
     return None
 
 
-def _log_size(ws: Workspace) -> int:
-    try:
-        return ws.log_file.stat().st_size
-    except OSError:
-        return 0
-
-
 def _session_said(ws: Workspace, since: int) -> str | None:
     """The session's own one-line error, the last it appended to its log after offset `since` (an earlier
     run's session wrote before it), None when it printed none."""
@@ -347,38 +323,38 @@ def tested(
     progress: RunProgress,
     started: float,
     run: RunInfo,
+    session: subprocess.Popen[bytes],
+    log_start: int,
 ) -> RunResult:
-    """The run in `ws`, which holds no complete one: the session started, the sites found and staged, mutmut told
-    to go and followed; the verdicts it left (the fingerprint checked again: a target changed meanwhile is
-    `TargetChanged`)."""
+    """The run in `ws`, which holds no complete one, by `session` (started for `run`, its log `log_start` bytes
+    long before): the sites found and staged, mutmut told to go and followed; the verdicts it left (the fingerprint
+    checked again: a target changed meanwhile is `TargetChanged`)."""
     say = progress.say
     target, packages, suite = key.target, key.packages, key.suite
-    run_id = run.run_id  # the session's id is the run's, as the report names it
-    log_start = _log_size(ws)
-    with started_session(ws, run_id, imported_first(target), key.rounds) as session:
-        sites = workspace_sites(ws, find_sites, say)
-        guarded = [site for site in sites if site.guarded]
-        if not guarded:
-            raise NothingToCheck(f"{NO_SITE} in {target.describe()}")
-        if not any(site.mutable for site in sites):
-            raise NothingToCheck(
-                f"no *_once call recognised at a guarded kernel import in {target.describe()}: no operator can "
-                "put the bug back; `warnonce-guard guards` drives its sites"
-            )
-        for line in stage.prepare(ws, target, sites, packages, suite, key.timeout):
-            say(line)
-        root.prune(ws)
-        files = stage.mutated_files(sites)
-        from warnonce_guard.mutations.operators import OPERATORS
-
-        via = f" through {platform}" if platform else ""
-        scored = f"; scored by {suite.describe()}" if suite is not None else ""
-        say(
-            f"staged {target.describe()}{via}: {len(guarded)} site(s) in {len(files)} file(s), "
-            f"{len(OPERATORS)} operators{scored}; work in {ws.dir}"
+    run_id = run.run_id
+    sites = workspace_sites(ws, find_sites, say)
+    guarded = [site for site in sites if site.guarded]
+    if not guarded:
+        raise NothingToCheck(f"{NO_SITE} in {target.describe()}")
+    if not any(site.mutable for site in sites):
+        raise NothingToCheck(
+            f"no *_once call recognised at a guarded kernel import in {target.describe()}: no operator can "
+            "put the bug back; `warnonce-guard guards` drives its sites"
         )
-        repair_workspace(ws, files, say)
-        session_code = run_session(ws, session, run_id, sites, sorted(packages), files, progress)
+    for line in stage.prepare(ws, target, sites, packages, suite, key.timeout):
+        say(line)
+    root.prune(ws)
+    files = stage.mutated_files(sites)
+    from warnonce_guard.mutations.operators import OPERATORS
+
+    via = f" through {platform}" if platform else ""
+    scored = f"; scored by {suite.describe()}" if suite is not None else ""
+    say(
+        f"staged {target.describe()}{via}: {len(guarded)} site(s) in {len(files)} file(s), "
+        f"{len(OPERATORS)} operators{scored}; work in {ws.dir}"
+    )
+    repair_workspace(ws, files, say)
+    session_code = run_session(ws, session, run_id, sites, sorted(packages), files, progress)
     if session_code != 0:  # a disk or folder that refused the session (or its guards) a write: never a verdict
         _refused_the_session(ws, session_code, log_start)
     said = f": {line}" if (line := _session_said(ws, log_start)) else ""

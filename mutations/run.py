@@ -3,12 +3,14 @@ discover + stage while the session imports, repair, mutmut, verdicts) -> report 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -24,6 +26,8 @@ from warnonce_guard.common.errors import (
     UsageError,
 )
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS, cannot_write, write_atomic
+from warnonce_guard.common.processes import stop_group
+from warnonce_guard.mutations.engine import launch
 from warnonce_guard.mutations.records import (
     GUARDED,
     NEUTRALIZED,
@@ -47,6 +51,7 @@ from warnonce_guard.rule.target import (
     activate,
     activated,
     check_importable,
+    imported_first,
     resolve_target,
 )
 
@@ -259,8 +264,36 @@ def _run(
         say(f"nothing changed since the last complete run in {ws.dir}: its {len(stored.mutants)} verdicts stand")
         # a new run writes the report; the verdicts stay those of the run that tested them, and it says so
         return replace(stored, duration_s=time.monotonic() - started, run=run, verdicts_from=stored.run)
-    from warnonce_guard.mutations import fresh  # the engine's side: a run that reads its verdicts back needs none
+    log_start = _log_size(ws)
+    # the session's id is the run's, as the report names it; the session starts before this process imports the
+    # engine's side (`mutations.fresh`), which a run that reads its verdicts back needs none of
+    with started_session(ws, run.run_id, imported_first(key.target), key.rounds) as session:
+        from warnonce_guard.mutations import fresh
 
-    result = fresh.tested(ws, root, key, suite_files, find_sites, platform, progress, started, run)
+        result = fresh.tested(
+            ws, root, key, suite_files, find_sites, platform, progress, started, run, session, log_start
+        )
     store_result(ws, result)
     return result
+
+
+@contextlib.contextmanager
+def started_session(
+    ws: Workspace, run_id: str, warm_up: list[str], rounds: int = 1
+) -> Iterator[subprocess.Popen[bytes]]:
+    """The mutmut session (mutations.engine.session), started now to import `warm_up` while this process discovers
+    and stages, to confirm each kill by `rounds` re-runs; stopped with its group if it still runs when the block
+    ends."""
+    session = launch.start_session(ws, run_id, warm_up, rounds)
+    try:
+        yield session
+    finally:
+        if session.poll() is None:
+            stop_group(session)
+
+
+def _log_size(ws: Workspace) -> int:
+    try:
+        return ws.log_file.stat().st_size
+    except OSError:
+        return 0

@@ -14,7 +14,7 @@ import time
 
 import pytest
 from warnonce_guard.common.errors import EngineFailed, ExitCode, GenerationWorkerLost, SessionLost
-from warnonce_guard.mutations import fresh
+from warnonce_guard.mutations import fresh, run
 from warnonce_guard.mutations.engine import launch, layout, running, watch
 from warnonce_guard.mutations.engine.generation import FailFastPool
 from warnonce_guard.mutations.engine.watch import Watch, group_cpu_ticks, stall_limit
@@ -135,7 +135,7 @@ def test_a_session_that_stopped_working_ends_the_run_with_exit_13_and_is_stopped
     monkeypatch.setattr(launch, "start_session", start)
     monkeypatch.setattr(fresh, "stall_limit", lambda ws: 1.0)
     try:
-        with pytest.raises(EngineFailed, match="used no CPU"), fresh.started_session(ws, "run1", []) as idle:
+        with pytest.raises(EngineFailed, match="used no CPU"), run.started_session(ws, "run1", []) as idle:
             fresh.run_session(ws, idle, "run1", [], [], [])  # waiting for its generation
         assert started[0].poll() is not None  # stopped with its group
     finally:
