@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import sys
-import venv
 from pathlib import Path
 
 import pytest
@@ -86,18 +85,13 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def fresh_venv(folder: Path) -> Path:
-    venv.EnvBuilder(with_pip=True).create(folder)
-    return folder / "bin"
-
-
 def audits(bin_dir: Path, project: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return shell(" ".join(["warnonce-guard", "audit", "my_plugin", *extra]), project, bin_dir, check=False)
 
 
 @pytest.mark.parametrize("line", [0, 1, 2], ids=["checkout", "checkout-with-extra", "git-file"])
 def test_each_install_line_works_as_written(checkout: Path, project: Path, tmp_path: Path, line: int) -> None:
-    bin_dir = fresh_venv(tmp_path / "venv")
+    bin_dir = layout.fresh_venv(tmp_path / "venv")
     shell(INSTALL[line], checkout, bin_dir)
 
     found = audits(bin_dir, project)
@@ -115,7 +109,7 @@ def test_each_install_line_works_as_written(checkout: Path, project: Path, tmp_p
 
 
 def test_the_wheel_lines_work_as_written(checkout: Path, project: Path, tmp_path: Path) -> None:
-    bin_dir = fresh_venv(tmp_path / "venv")
+    bin_dir = layout.fresh_venv(tmp_path / "venv")
     for command in INSTALL[3:]:
         shell(command, checkout, bin_dir)
     assert audits(bin_dir, project, "--fix").returncode == ExitCode.OK

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import subprocess
-import venv
 import zipfile
 from pathlib import Path
 
@@ -53,11 +52,6 @@ def wheel(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
     return release.build(tmp_path_factory.mktemp("dist")).wheel
 
 
-def fresh_venv(folder: Path) -> Path:
-    venv.EnvBuilder(with_pip=True).create(folder)
-    return folder / "bin"
-
-
 def vllm_lock(vllm_release: str) -> Path:
     """vLLM's CPU test lock (tests/data): the release's, or the newest kept."""
     exact = layout.DATA / f"vllm-{vllm_release}-cpu-test-lock.txt"
@@ -94,7 +88,7 @@ def uninstall_what_the_step_installs(image: Path) -> None:
 def image(wheel: Path, tmp_path_factory: pytest.TempPathFactory, vllm_release: str) -> Path:
     """A stand-in for vLLM's CPU test image: torch and vLLM (no deps), and every dependency of the mutation extra at
     the versions of vLLM's CPU test lock; not warnonce-guard, nor what the Buildkite steps install beside it."""
-    bin_dir = fresh_venv(tmp_path_factory.mktemp("image") / "venv")
+    bin_dir = layout.fresh_venv(tmp_path_factory.mktemp("image") / "venv")
     pip = [bin_dir / "python", "-m", "pip"]
     run(*pip, "install", "-q", "-c", CONSTRAINTS, "-r", ROOT / "requirements" / "guard-env.txt", cwd=ROOT)
     run(*pip, "install", "-q", "--no-deps", f"vllm=={vllm_release}", cwd=ROOT)
@@ -116,7 +110,7 @@ def full(image: Path, wheel: Path, tmp_path: Path) -> Path:
 @pytest.fixture(scope="module")
 def base(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A venv with the wheel and nothing but what it requires itself (pytest): strict mode and the audit."""
-    bin_dir = fresh_venv(tmp_path_factory.mktemp("base") / "venv")
+    bin_dir = layout.fresh_venv(tmp_path_factory.mktemp("base") / "venv")
     run(bin_dir / "python", "-m", "pip", "install", "-q", "-c", CONSTRAINTS, wheel, cwd=ROOT)
     return bin_dir
 
