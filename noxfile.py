@@ -54,7 +54,7 @@ REPLAYED_VLLM = "0.29.0"  # the last release before the fix
 PYTHON = None  # the interpreter that runs nox
 CONSTRAINTS = "requirements/constraints.txt"
 COVERAGE_FLOOR = 90  # percent of the product packages the fast tier must cover (setup.cfg [coverage:run])
-# The two tiers of `nox -s tests`, by marker (setup.cfg), each on two workers a test file apiece (--dist loadfile: a
+# The two tiers of `nox -s tests`, by marker (setup.cfg), each on three workers a test file apiece (--dist loadfile: a
 # module's fixtures, such as its clean run, are made once): the fast tier under coverage, then the rest (the slow tests,
 # those that read PyPI, the wheel's). Replay and engine tests need another vLLM: they run in their own sessions.
 FAST = "not slow and not network and not engine"
@@ -62,8 +62,10 @@ SLOW = "(slow or network) and not replay and not engine"
 # and the twenty slowest tests, to see where time goes; a worker that dies ends the tier, its test named as failed
 # (replaced, pytest-xdist 3.8's loadfile scheduler waits forever for the dead worker's file: a CI run that never ends);
 # the files handed out in collection order, the `long` ones first (tests/conftest.py), not xdist's default by number of
-# tests, which handed the one-test files of a minute (README's commands, the history's releases) out last
-WORKERS = ("-n", "2", "--dist", "loadfile", "--no-loadscope-reorder", "--max-worker-restart=0", "--durations=20")
+# tests, which handed the one-test files of a minute (README's commands, the history's releases) out last. Three
+# workers on this machine's two cores: a slow test waits much of its time (pip, its runs' processes, signals at a
+# moment), and two left a sixth of the processors idle: slow tier 396-428 s on two, 351 s on three; fast 142 s, 132 s
+WORKERS = ("-n", "3", "--dist", "loadfile", "--no-loadscope-reorder", "--max-worker-restart=0", "--durations=20")
 # A slow test that hangs is stopped, its stack printed, its worker with it (ending the tier as above): pytest-timeout's
 # thread method, for the fault tests time their own waits with SIGALRM (tests/faults.py)
 HUNG = ("--timeout=900", "--timeout-method=thread")
