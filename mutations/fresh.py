@@ -243,16 +243,6 @@ def _suite_baseline(ws: Workspace) -> SuiteBaseline:
         raise EngineFailed(f"the suite's run on the unmutated code left no record ({err}); run again") from None
 
 
-def workspace_sites(ws: Workspace, find_sites: Callable[[], list[Site]], say: Callable[[str], None]) -> list[Site]:
-    """The sites recorded in the workspace by an earlier run, else discovered now."""
-    try:
-        return stage.read_sites(ws)
-    except BadRecord as err:
-        if ws.sites_file.exists():
-            say(f"discarded {ws.sites_file} ({err}); discovering again")
-        return find_sites()
-
-
 def _suite_session_ended(ws: Workspace, suite: Suite, code: int, said: str) -> None:
     """What a suite's session's exit code says, when it is no verdict: raise the error naming it (0 is one)."""
     if code == 0:
@@ -332,7 +322,7 @@ def tested(
     say = progress.say
     target, packages, suite = key.target, key.packages, key.suite
     run_id = run.run_id
-    sites = workspace_sites(ws, find_sites, say)
+    sites = stage.workspace_sites(ws, find_sites, say)
     guarded = [site for site in sites if site.guarded]
     if not guarded:
         raise NothingToCheck(f"{NO_SITE} in {target.describe()}")

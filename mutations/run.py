@@ -27,6 +27,7 @@ from warnonce_guard.common.errors import (
 )
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS, cannot_write, write_atomic
 from warnonce_guard.common.processes import stop_group
+from warnonce_guard.mutations import stage
 from warnonce_guard.mutations.engine import launch
 from warnonce_guard.mutations.records import (
     GUARDED,
@@ -195,12 +196,10 @@ def mutate(
     print_line(console, f"report: {paths.out}; mutmut's log: {ws.log_file}")
     problems = gate(result, fail_under)
     if recorded is not None and expect_sites is not None:
-        from warnonce_guard.mutations import fresh
-
         problems += _sites_not_found(
             expect_sites,
             recorded,
-            fresh.workspace_sites(ws, find_sites, lambda line: print_line(console, line)),
+            stage.workspace_sites(ws, find_sites, lambda line: print_line(console, line)),
             console,
         )
     for problem in problems:

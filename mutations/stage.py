@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -196,6 +196,16 @@ def prepare(
     except OSError as err:
         raise cannot_write(err, f"cannot stage the target in {ws.dir}") from None
     return discarded
+
+
+def workspace_sites(ws: Workspace, find_sites: Callable[[], list[Site]], say: Callable[[str], None]) -> list[Site]:
+    """The sites recorded in the workspace by an earlier run, else discovered now."""
+    try:
+        return read_sites(ws)
+    except BadRecord as err:
+        if ws.sites_file.exists():
+            say(f"discarded {ws.sites_file} ({err}); discovering again")
+        return find_sites()
 
 
 @dataclass(frozen=True)

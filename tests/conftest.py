@@ -73,7 +73,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests marked `long` first, in their order, then the rest in theirs: xdist's --dist loadfile hands the files
-    out in this order, and a long file handed out last would leave the other worker idle for as long as it runs."""
+    out in this order, and a long file handed out last would leave the other workers idle for as long as it runs."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import configparser
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,9 +27,17 @@ QUICK_PIP = {"PIP_COMPILE": "0"}
 
 
 def fresh_venv(folder: Path) -> Path:
-    """A new virtual environment at `folder`, with pip and setuptools as Python 3.11's `venv` seeds them; its `bin`.
-    virtualenv makes it from the wheels it bundles in under a second, where `venv.EnvBuilder(with_pip=True)` takes
-    six (ensurepip installs and compiles pip)."""
-    make = [sys.executable, "-m", "virtualenv", "-q", "--no-download", "--no-periodic-update", "-p", sys.executable]
-    subprocess.run([*make, str(folder)], check=True, capture_output=True)
+    """A new virtual environment at `folder` as `python3 -m venv` makes one: with the pip and setuptools this Python's
+    ensurepip bundles; its `bin`. virtualenv makes it from those wheels in about a second, where
+    `venv.EnvBuilder(with_pip=True)` takes six (ensurepip installs and compiles pip); no configuration of the user's
+    changes it."""
+    import ensurepip
+
+    bundled = Path(ensurepip.__file__).parent / "_bundled"
+    version = {wheel.name.split("-")[0]: wheel.name.split("-")[1] for wheel in bundled.glob("*.whl")}
+    make = [sys.executable, "-m", "virtualenv", "-q", "--no-download", "--no-periodic-update"]
+    make += ["--extra-search-dir", str(bundled), "--pip", version["pip"], "--setuptools", version["setuptools"]]
+    env = {**os.environ, "VIRTUALENV_CONFIG_FILE": os.devnull}
+    done = subprocess.run([*make, "-p", sys.executable, str(folder)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, f"virtualenv {folder} exited {done.returncode}:\n{done.stdout}{done.stderr}"
     return folder / "bin"

@@ -574,13 +574,38 @@ def test_a_site_whose_call_is_not_recognised_is_guarded_listed_and_counted_witho
 
 
 def test_the_command_line_and_the_run_import_no_parser_and_no_engine() -> None:
-    """A run that finds its result in the workspace reads it back, reports it and exits: libcst, mutmut and the
-    engine's session are imported only by a fresh run (discovery, generation, naming), a third of a rerun's time; and
+    """A run that finds its result in the workspace reads it back, reports it and exits: libcst, mutmut, the engine
+    and the verdicts' judge are imported only by a fresh run (`mutations.fresh`: discovery, generation, naming,
+    judging), two thirds of a rerun's imports; and
     a fresh run starts its session (`engine.launch`, imported here) before it imports either."""
-    heavy = "('libcst', 'mutmut', 'warnonce_guard.mutations.engine.session', 'warnonce_guard.rule.sites', 'http')"
+    heavy = (
+        "('libcst', 'mutmut', 'warnonce_guard.mutations.engine.session', 'warnonce_guard.rule.sites', 'http', "
+        "'warnonce_guard.mutations.fresh', 'warnonce_guard.mutations.judge', 'warnonce_guard.mutations.engine.state')"
+    )
     code = (
         "import sys, warnonce_guard.cli.main, warnonce_guard.mutations.run; "
         f"print(sorted(m for m in sys.modules if m.startswith({heavy})))"
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert found.strip() == "[]"
+
+
+def test_a_rerun_checking_its_expected_sites_needs_nothing_of_a_fresh_run(
+    run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`nox -s mutation` and vLLM's Buildkite step pass --expect-sites on every run: its check reads the sites the
+    workspace recorded, so a rerun stays one that imports none of the engine (`mutations.fresh`)."""
+    from warnonce_guard.mutations.stage import read_sites
+    from warnonce_guard.rule import expected
+
+    assert run() == ExitCode.OK
+    record = run.ws.dir.parent.parent / "expected.json"
+    expected.write(record, read_sites(run.ws), "the toy tree")
+    monkeypatch.setitem(sys.modules, "warnonce_guard.mutations.fresh", None)  # importing it raises ImportError
+    console = Console(width=200, record=True)
+
+    code = mutate(str(run.tree), run.out, run.work, 100.0, run.viewer, console, expect_sites=record)
+
+    assert code == ExitCode.OK, console.export_text()
+    assert "nothing changed since the last complete run" in console.export_text()
+    assert len(fake_session.found) == 1  # the first run's session only

@@ -389,10 +389,22 @@ def test_check_seam_raises_when_mutmut_reads_pragmas_without_no_mutate(monkeypat
         check_seam()
 
 
-def test_check_seam_passes_inside_lean_generation() -> None:
-    """The session enters it before the other swaps, each of which checks the seam first."""
+def test_check_seam_passes_inside_lean_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session enters it before the other swaps, each of which checks the seam first (mutmut's sources read
+    there, under the swaps, not taken from an earlier check)."""
+    read: list[str] = []
+    real = seam._check_sources
+
+    def check_sources() -> None:
+        read.append("read")
+        real()
+
+    monkeypatch.setattr(seam, "_SOURCES_CHECKED", set())
+    monkeypatch.setattr(seam, "_check_sources", check_sources)
     with seam.lean_generation({}), our_operators(), seam.each_generation(lambda *args: None):
+        seam._SOURCES_CHECKED.clear()
         check_seam()
+    assert read == ["read", "read"]  # by lean_generation, then under every swap
 
 
 PLUGIN = """\
