@@ -268,8 +268,9 @@ def sweep(folder: Path, of: str | None = None) -> list[Path]:
     except OSError:  # missing, or not listable: nothing of ours to find
         return []
     removed = []
-    for path in (entry for entry in entries if is_temporary(entry.name, of)):  # by name first: a crowded folder
-        ours = path.is_symlink() or not path.is_dir() or marked(path) or unfinished(path)  # (/tmp) costs no stat
+    # by name first: an entry of a crowded folder (an --out in /tmp) that is no temporary costs no stat
+    for path in (entry for entry in entries if is_temporary(entry.name, of)):
+        ours = path.is_symlink() or not path.is_dir() or marked(path) or unfinished(path)
         if ours and remove_ours(path) is None:
             removed.append(path)
     return removed

@@ -250,7 +250,7 @@ def read_source(path: Path) -> str:
 
 def read_source_holding(path: Path, word: bytes) -> str | None:
     """`read_source`, for a file whose bytes hold `word` (a word of Python's: the same bytes in every encoding Python
-    reads source in); None for any other, not decoded (discovery reads thousands of files, and a tenth hold one)."""
+    reads source in); None for any other, not decoded (discovery reads thousands of files, and a quarter hold one)."""
     data = _read(path)
     return _decoded(path, data) if word in data else None
 
