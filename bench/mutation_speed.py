@@ -54,7 +54,7 @@ from pathlib import Path
 from warnonce_guard.common import protocol
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "warnonce_guard.cli.main"]
+CLI = [sys.executable, "-m", "warnonce_guard.cli"]  # what the `warnonce-guard` script runs: it ends with os._exit
 # Runs a command, then prints the largest resident set (KiB) of any process it started and waited for, and the CPU
 # seconds (user and system) of them all: each process's own waited-for children are counted in it.
 PEAK = (

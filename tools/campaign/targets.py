@@ -25,7 +25,7 @@ VLLM = "vllm"  # the vLLM installed in this environment (`nox -s faults` install
 def command_line() -> list[str]:
     """`warnonce-guard` as installed beside this interpreter (the console script), else `python -m`."""
     script = Path(sys.executable).parent / "warnonce-guard"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "warnonce_guard.cli.main"]
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "warnonce_guard.cli"]
 
 
 def installed_vllm() -> tuple[Path, str] | None:
