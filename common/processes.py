@@ -3,6 +3,7 @@
 - `die_with_parent`: Linux's PR_SET_PDEATHSIG, asked for by a child (the mutmut session, its workers);
   `bind_to_parent` in a child started with `child_environment` (the mutmut session, the history's guard runs).
 - `stop_group`: SIGTERM a child's process group, SIGKILL it after a grace period, reap the child.
+- `wait_up_to`: a child's exit code once it ended, waking the moment it does.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -64,3 +66,25 @@ def stop_group(session: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(session.pid, signal.SIGKILL)
     session.wait()
+
+
+def wait_up_to(child: subprocess.Popen[bytes], seconds: float) -> int | None:
+    """`child`'s exit code if it ends within `seconds`, else None. Woken the moment it ends, by a pidfd where Linux
+    offers one: `Popen.wait(timeout)` polls, up to 50 ms late, and the run waits on the session at its very end."""
+    if (code := child.poll()) is not None:
+        return code
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(child.pid)
+        except OSError:  # reaped already (then `wait` below returns its code), or pidfds refused: polled
+            pass
+        else:
+            try:
+                select.select([pidfd], [], [], seconds)
+            finally:
+                os.close(pidfd)
+            return child.poll()
+    try:
+        return child.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return None

@@ -68,3 +68,28 @@ def test_stopping_a_session_that_already_ended_only_reaps_it() -> None:
     proc.wait()
     processes.stop_group(proc)  # its group is gone: no error, nothing signalled
     assert proc.returncode == 0
+
+
+def test_waiting_up_to_a_time_returns_the_code_when_the_child_ends_not_when_the_time_is_up() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time, sys; time.sleep(0.3); sys.exit(3)"])
+    started = time.monotonic()
+    assert processes.wait_up_to(child, 30) == 3
+    assert time.monotonic() - started < 10  # woken by the exit, not by the 30 s
+    assert processes.wait_up_to(child, 30) == 3  # reaped: its code again, at once
+
+
+def test_waiting_up_to_a_time_on_a_child_that_goes_on_returns_none_then() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        started = time.monotonic()
+        assert processes.wait_up_to(child, 0.2) is None
+        assert time.monotonic() - started >= 0.2
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_waiting_without_pidfds_polls_as_popen_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "pidfd_open")
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(4)"])
+    assert processes.wait_up_to(child, 30) == 4
