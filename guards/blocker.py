@@ -52,9 +52,17 @@ class KernelBlocker(importlib.abc.MetaPathFinder):
 
 
 @contextmanager
-def blocking(should_block: Callable[[str], bool], witness: Callable[[], bool] | None = None) -> Iterator[KernelBlocker]:
-    """Install a `KernelBlocker` first on sys.meta_path; hide and later restore matching sys.modules entries."""
-    hidden = {name: mod for name, mod in sys.modules.items() if should_block(name)}
+def blocking(
+    should_block: Callable[[str], bool], witness: Callable[[], bool] | None = None, within: tuple[str, ...] = ("",)
+) -> Iterator[KernelBlocker]:
+    """Install a `KernelBlocker` first on sys.meta_path; hide and later restore matching sys.modules entries. Every
+    name `should_block` accepts starts with one of `within` (its packages' prefixes): only those are asked, not each
+    of the thousands of modules torch brings."""
+
+    def matching() -> list[str]:
+        return [name for name in sys.modules if name.startswith(within) and should_block(name)]
+
+    hidden = {name: sys.modules[name] for name in matching()}
     for name in hidden:
         del sys.modules[name]
     blocker = KernelBlocker(should_block, witness)
@@ -63,7 +71,7 @@ def blocking(should_block: Callable[[str], bool], witness: Callable[[], bool] | 
         yield blocker
     finally:
         sys.meta_path.remove(blocker)
-        for name in [name for name in sys.modules if should_block(name)]:
+        for name in matching():
             del sys.modules[name]
         sys.modules.update(hidden)
 

@@ -77,7 +77,7 @@ def kernel_modules_of(packages: tuple[str, ...]) -> Callable[[str], bool]:
 
 @functools.lru_cache(maxsize=1 << 14)
 def _kernel_module_of(name: str, packages: tuple[str, ...]) -> bool:
-    """Kept per name: each drive asks it of every module in sys.modules, twice (with torch, about 2,600 of them)."""
+    """Kept per name: each drive asks it of every module of its packages in sys.modules, twice."""
     return any(is_kernel_module(name, package) for package in packages)
 
 
@@ -267,7 +267,8 @@ def drive(site: Site, package: str = PACKAGE, calls: int = CALLS, stock_cache: b
                 patches = stack.enter_context(steered(site.conditions, module))
             except CannotSteer as err:
                 raise CannotDrive(str(err)) from None
-            blocker = stack.enter_context(blocking(kernel_modules_of(packages), witness))
+            within = tuple(f"{package}." for package in packages)  # a kernel module is inside a package
+            blocker = stack.enter_context(blocking(kernel_modules_of(packages), witness, within))
             for _ in range(calls):
                 owner = LLMStandIn.__new__(LLMStandIn)
                 owners.append(weakref.ref(owner))

@@ -107,6 +107,23 @@ def test_loaded_kernel_module_is_hidden_during_and_put_back_after(toy_package: t
     assert sys.modules[KERNEL] is loaded
 
 
+def test_only_modules_within_the_prefixes_are_asked_about_hidden_and_put_back(toy_package: types.ModuleType) -> None:
+    loaded = types.ModuleType(KERNEL)
+    sys.modules[KERNEL] = loaded
+    asked: list[str] = []
+
+    def every_module(name: str) -> bool:
+        asked.append(name)
+        return name == KERNEL
+
+    with blocking(every_module, within=("warnonce_toy_pkg.",)):
+        assert KERNEL not in sys.modules
+        sys.modules[KERNEL] = types.ModuleType(KERNEL)  # slipped in meanwhile: dropped, the loaded one put back
+
+    assert sys.modules[KERNEL] is loaded
+    assert set(asked) == {KERNEL}  # twice, never "sys", "os" or torch's thousands
+
+
 def test_kernel_module_absent_before_is_absent_after(toy_package: types.ModuleType) -> None:
     with blocking(is_kernel):
         sys.modules[KERNEL] = types.ModuleType(KERNEL)  # something slipped one in meanwhile
