@@ -417,7 +417,7 @@ def test_a_mutant_whose_worker_was_killed_is_tested_again_in_a_second_round_and_
     ws: Workspace, mutmut_main: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from mutmut.workers.isolation import MutantResult
-    from warnonce_guard.mutations.engine.generation import FailFastPool
+    from warnonce_guard.mutations.engine.generation import InProcessPool
 
     rounds: list[list[str]] = []
     registered: list[tuple[str, int]] = []
@@ -428,7 +428,7 @@ def test_a_mutant_whose_worker_was_killed_is_tested_again_in_a_second_round_and_
     )
 
     def run(names: list[str], max_children: int | None) -> None:
-        assert mutmut_main.Pool is FailFastPool  # type: ignore[attr-defined]  # generation notices a dead worker
+        assert mutmut_main.Pool is InProcessPool  # type: ignore[attr-defined]  # the generator made the mutants
         rounds.append(list(names))
         code = -signal.SIGKILL if not names else 1  # the OOM killer took the worker once
         mutmut_main._register_mutant_result(MutantResult(MUTANTS[0], code, 1.0), {})  # type: ignore[attr-defined]

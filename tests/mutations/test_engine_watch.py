@@ -16,7 +16,7 @@ import pytest
 from warnonce_guard.common.errors import EngineFailed, ExitCode, GenerationWorkerLost, SessionLost
 from warnonce_guard.mutations import fresh, run
 from warnonce_guard.mutations.engine import launch, layout, running, watch
-from warnonce_guard.mutations.engine.generation import FailFastPool
+from warnonce_guard.mutations.engine.generation import FailFastPool, InProcessPool
 from warnonce_guard.mutations.engine.watch import Watch, group_cpu_ticks, stall_limit
 from warnonce_guard.mutations.workspace import Workspace
 
@@ -159,6 +159,13 @@ def _die(x: int) -> int:
 def test_generation_on_the_fail_fast_pool_gives_every_result() -> None:
     with FailFastPool(processes=2) as pool:
         assert sorted(pool.imap_unordered(_square, range(6))) == [0, 1, 4, 9, 16, 25]
+
+
+def test_the_runs_own_check_of_the_mutants_gives_every_result_in_this_process() -> None:
+    with InProcessPool(processes=2) as pool:
+        assert sorted(pool.imap_unordered(lambda x: (x * x, os.getpid()), range(3))) == [
+            (0, os.getpid()), (1, os.getpid()), (4, os.getpid())
+        ]  # fmt: skip
 
 
 def test_a_generation_worker_that_dies_ends_generation_at_once_instead_of_waiting_for_ever() -> None:
