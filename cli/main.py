@@ -251,22 +251,28 @@ def cmd_platforms(args: argparse.Namespace) -> int:
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
-    from warnonce_guard.mutations.run import mutate
+    from warnonce_guard.mutations.engine import launch
 
-    return mutate(
-        vllm_src=args.vllm_src,
-        out_dir=Path(args.out),
-        work_dir=Path(args.work_dir),
-        fail_under=args.fail_under,
-        viewer_js=Path(args.viewer_js) if args.viewer_js else None,
-        console=console(),
-        platform=args.platform,
-        tests=args.tests,
-        tests_root=args.tests_root,
-        expect_sites=Path(args.expect_sites) if args.expect_sites is not None else None,
-        confirm=args.confirm,
-        timeout=args.timeout,
-    )
+    # The mutmut session starts first: it imports the engine, then torch, while this process imports the run's
+    # modules, checks its paths, fingerprints the target and discovers the sites (stopped if the run needs none).
+    with launch.session_started(Path(args.work_dir).absolute()) as session:
+        from warnonce_guard.mutations.run import mutate
+
+        return mutate(
+            vllm_src=args.vllm_src,
+            out_dir=Path(args.out),
+            work_dir=Path(args.work_dir),
+            fail_under=args.fail_under,
+            viewer_js=Path(args.viewer_js) if args.viewer_js else None,
+            console=console(),
+            platform=args.platform,
+            tests=args.tests,
+            tests_root=args.tests_root,
+            expect_sites=Path(args.expect_sites) if args.expect_sites is not None else None,
+            confirm=args.confirm,
+            timeout=args.timeout,
+            session=session,
+        )
 
 
 DISTRIBUTION = "warnonce-guard"

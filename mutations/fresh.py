@@ -23,6 +23,7 @@ from warnonce_guard.common.errors import (
     TargetChanged,
 )
 from warnonce_guard.common.files import write_atomic
+from warnonce_guard.common.processes import wait_up_to
 from warnonce_guard.guards.sessions import baseline_sessions, mutant_session_path, read_session, unwritable
 from warnonce_guard.mutations import judge, stage
 from warnonce_guard.mutations.engine import attempts, confirm, launch, layout, running, state
@@ -91,10 +92,9 @@ def _wait(session: subprocess.Popen[bytes], watch: Watch, tick: Callable[[], obj
     """The session's exit code, once it ended (or `SessionLost` once it stopped working); `tick` every 0.25 s."""
     while True:
         tick()
-        try:
-            return session.wait(timeout=0.25)
-        except subprocess.TimeoutExpired:
-            watch.check()
+        if (code := wait_up_to(session, 0.25)) is not None:
+            return code
+        watch.check()
 
 
 def _generation_recorded(ws: Workspace, run_id: str) -> bool:
@@ -345,6 +345,7 @@ def tested(
     )
     repair_workspace(ws, files, say)
     session_code = run_session(ws, session, run_id, sites, sorted(packages), files, progress)
+    launch.keep_early_output(session, ws)  # it ended: what it said before it took the log, if it said anything
     if session_code != 0:  # a disk or folder that refused the session (or its guards) a write: never a verdict
         _refused_the_session(ws, session_code, log_start)
     said = f": {line}" if (line := _session_said(ws, log_start)) else ""

@@ -145,11 +145,14 @@ def mutate(
     confirm: int | None = None,
     timeout: float | None = None,
     expect_sites: Path | None = None,
+    session: subprocess.Popen[bytes] | None = None,
 ) -> int:
     """The whole run; its exit code (`ExitCode.CHECK_FAILED` when the gate fails). `tests` (and `tests_root`): the
     pytest suite that scores the mutants in place of the guards. `confirm`: how many times each kill's tests are
     re-run (default `CONFIRM_SUITE` for a suite, `CONFIRM_GUARDS` for the guards). `timeout`: the seconds a test may
-    run before pytest-timeout stops it (its mutant `timeout`, naming it). `expect_sites`: the sites it must find."""
+    run before pytest-timeout stops it (its mutant `timeout`, naming it). `expect_sites`: the sites it must find.
+    `session`: the mutmut session, started in `work_dir` as the command started (`launch.session_started`, which
+    stops it); else a fresh run starts one."""
     started, run = time.monotonic(), RunInfo.begin()
     recorded = expected.read(expect_sites) if expect_sites is not None else None
     target = resolve_target(vllm_src)
@@ -174,7 +177,7 @@ def mutate(
         suite_files = key.suite_files()
         ws = root.workspace(key.fingerprint(suite_files))
         try:
-            result = _run(ws, root, key, suite_files, find_sites, platform, progress, started, run)
+            result = _run(ws, root, key, suite_files, find_sites, platform, progress, started, run, session)
             write_report(result, paths.out, paths.viewer_js)
         except NothingToCheck:
             if recorded is not None and expect_sites is not None:  # every guard gone: that is the verdict, named
@@ -254,6 +257,7 @@ def _run(
     progress: RunProgress,
     started: float,
     run: RunInfo,
+    session: subprocess.Popen[bytes] | None = None,
 ) -> RunResult:
     say = progress.say
     ws.create()
@@ -264,9 +268,9 @@ def _run(
         # a new run writes the report; the verdicts stay those of the run that tested them, and it says so
         return replace(stored, duration_s=time.monotonic() - started, run=run, verdicts_from=stored.run)
     log_start = _log_size(ws)
-    # the session's id is the run's, as the report names it; the session starts before this process imports the
-    # engine's side (`mutations.fresh`), which a run that reads its verdicts back needs none of
-    with started_session(ws, run.run_id, imported_first(key.target), key.rounds) as session:
+    # the session's id is the run's, as the report names it; the session has its workspace before this process
+    # imports the engine's side (`mutations.fresh`), which a run that reads its verdicts back needs none of
+    with started_session(ws, run.run_id, imported_first(key.target), key.rounds, session) as session:
         from warnonce_guard.mutations import fresh
 
         result = fresh.tested(
@@ -278,13 +282,15 @@ def _run(
 
 @contextlib.contextmanager
 def started_session(
-    ws: Workspace, run_id: str, warm_up: list[str], rounds: int = 1
+    ws: Workspace, run_id: str, warm_up: list[str], rounds: int = 1, session: subprocess.Popen[bytes] | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """The mutmut session (mutations.engine.session), started now to import `warm_up` while this process discovers
-    and stages, to confirm each kill by `rounds` re-runs; stopped with its group if it still runs when the block
-    ends."""
-    session = launch.start_session(ws, run_id, warm_up, rounds)
+    """The mutmut session (mutations.engine.session), `session` if the command started one, else started now, given
+    `ws` to import `warm_up` while this process discovers and stages, and to confirm each kill by `rounds` re-runs;
+    stopped with its group if it still runs when the block ends."""
+    if session is None:
+        session = launch.start_session(ws.dir.parent)  # its work root
     try:
+        launch.assign(session, ws, run_id, warm_up, rounds)
         yield session
     finally:
         if session.poll() is None:

@@ -276,13 +276,13 @@ class FakeSession:
     runs: list[str] = field(default_factory=list)  # the run id of every session told to go (started, it only waits)
     found: list[dict[str, int | None]] = field(default_factory=list)  # the exit codes each session started from
 
-    def start(self, ws: Workspace, run_id: str, warm_up: list[str], rounds: int = 1) -> FakeProcess:
+    def start(self, work_root: Path) -> FakeProcess:
         codes: dict[str, dict[str, int | None]] = {}
-        told = FakePipe(lambda: self.runs.append(run_id))
+        told = FakePipe(lambda: self.runs.append(told.run_id()))
         return FakeProcess(
             told,
-            lambda: self._generate(ws, run_id, told.files(), codes),
-            lambda: self._test(ws, run_id, told.files(), codes),
+            lambda: self._generate(told.workspace(), told.run_id(), told.files(), codes),
+            lambda: self._test(told.workspace(), told.run_id(), told.files(), codes),
         )
 
     def _generate(self, ws: Workspace, run_id: str, files: list[str], codes: dict[str, dict[str, int | None]]) -> None:
@@ -351,21 +351,36 @@ def _save_meta(ws: Workspace, file: str, codes: dict[str, int | None]) -> None:
 
 
 class FakePipe:
-    """The session's stdin: what `tell_to_mutate` writes (the files to mutate, as JSON)."""
+    """The session's stdin: what `launch.assign` writes (its workspace and run, a JSON object), then `tell_to_mutate`
+    (the files to mutate, a JSON list); `told` runs once both came."""
 
     def __init__(self, told: Callable[[], None]) -> None:
-        self.data = b""
+        self.lines: list[bytes] = []
         self._told = told
 
     def write(self, data: bytes) -> None:
-        self.data += data
-        self._told()
+        self.lines += data.splitlines()
+        if self.told:
+            self._told()
+
+    def flush(self) -> None:
+        pass
 
     def close(self) -> None:
         pass
 
+    @property
+    def told(self) -> bool:
+        return len(self.lines) == 2
+
+    def workspace(self) -> Workspace:
+        return Workspace(Path(json.loads(self.lines[0])["workspace"]))
+
+    def run_id(self) -> str:
+        return str(json.loads(self.lines[0])["run"])
+
     def files(self) -> list[str]:
-        return json.loads(self.data)
+        return json.loads(self.lines[1])
 
 
 class FakeProcess:
@@ -373,8 +388,11 @@ class FakeProcess:
     for (or polled again) it has tested the mutants and ended. Polled before `tell_to_mutate`, it has ended, as the real
     one does when the run closes its stdin without `tell_to_mutate`.
 
-    It has no `pid`: nothing may signal it (it has always ended by the time the run could stop it).
+    It has no `pid`: nothing may signal it (it has always ended by the time the run could stop it); nor an output of
+    its own (`stdout`): it never says anything before it takes the workspace's log.
     """
+
+    stdout = None
 
     def __init__(self, stdin: FakePipe, generate: Callable[[], None], test: Callable[[], int]) -> None:
         self.stdin = stdin
@@ -383,7 +401,7 @@ class FakeProcess:
         self.returncode: int | None = None
 
     def _step(self) -> None:
-        if not self.stdin.data:
+        if not self.stdin.told:
             self.returncode = 130
         elif self._generate is not None:
             generate, self._generate = self._generate, None

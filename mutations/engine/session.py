@@ -1,6 +1,6 @@
-"""The mutmut run itself, in a process of its own inside the workspace: `python -m mutations.engine.session WORK_DIR
-RUN_ID [MODULE...]`, started by `launch.start_session` and told what to mutate by `launch.tell_to_mutate`
-(docs/ARCHITECTURE.md, The mutation run)."""
+"""The mutmut run itself, in a process of its own: `python -m mutations.engine.session WORK_ROOT`, started by
+`launch.start_session` as the command starts, given its workspace inside WORK_ROOT by `launch.assign` and told what
+to mutate by `launch.tell_to_mutate` (docs/ARCHITECTURE.md, The mutation run)."""
 
 from __future__ import annotations
 
@@ -329,11 +329,9 @@ def exit_without_teardown(code: int) -> None:
 def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
     """Generate the mutants in a child, which waits for `tell_to_mutate`, while this process imports `warm_up` and then,
     in a second child, the target package itself; the generator's exit code (0: generated). The child is forked once
-    what mutmut imports is imported, before the rest. Returns in the process that runs mutmut next: the second child
-    once it took over (it imported the target without reaching a site or kernel module, and said so), and this process
-    then ends as that child does; else this process, which never imported the target."""
-    _deferred(GENERATION_IMPORTS)
-    _warm_up(ENGINE_IMPORTS)
+    what mutmut imports is imported (`main`), before the rest. Returns in the process that runs mutmut next: the second
+    child once it took over (it imported the target without reaching a site or kernel module, and said so), and this
+    process then ends as that child does; else this process, which never imported the target."""
     pid = _fork()
     if pid == 0:
         with contextlib.suppress(OSError):
@@ -450,15 +448,34 @@ def suite_stopped(ws: Workspace, files: list[str], code: int) -> int:
 
 
 def main(argv: list[str]) -> int:
-    ws, run_id, warm_up = Workspace(Path(argv[0]).resolve()), argv[1], argv[2:]
-    rounds = protocol.settings().confirm  # read before the guards' environment replaces the protocol's variables
+    """The session of a run in `argv[0]` (its work root: named so that a session left running is found by it); what
+    it works on comes from the run (`launch.assignment`)."""
     bind_to_parent()
     os.register_at_fork(after_in_child=die_with_parent)  # the generator and mutmut's workers die with this process
+    _deferred(GENERATION_IMPORTS)
+    _warm_up(ENGINE_IMPORTS)  # while the run checks its paths and fingerprints the target
+    given = launch.assignment()
+    if given is None:  # the run needed no session (its verdicts stood), or ended before it knew its workspace
+        return int(ExitCode.INTERRUPTED)
+    ws = Workspace(given.workspace.resolve())
+    _take_log(ws)
     os.chdir(ws.dir)
-    generated = _generated(ws, run_id, warm_up)
+    generated = _generated(ws, given.run_id, given.warm_up)
     if generated != 0:  # the generator said why, or was told nothing (the run ended before staging)
         return generated
-    return _checked(ws, lambda: _tested(ws, run_id, rounds))
+    return _checked(ws, lambda: _tested(ws, given.run_id, given.rounds))
+
+
+def _take_log(ws: Workspace) -> None:
+    """From here on, this process's output and its children's go to the end of the workspace's log."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    log = os.open(ws.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        for fd in (1, 2):
+            os.dup2(log, fd)
+    finally:
+        os.close(log)
 
 
 def _checked(ws: Workspace, work: Callable[[], int | None]) -> int:

@@ -213,15 +213,17 @@ def test_a_crash_inside_the_session_is_its_own_exit_code_not_mutmuts_clean_guard
     (ws / "packages.json").write_text(json.dumps({"vllm": str(tmp_path / "tree" / "vllm")}))
     (ws / "generation.json").write_text(json.dumps({"run": "run1", "files": {}}))
     (ws / "sites.json").write_text("[]")  # staged, as packages.json: the session tells the guards its sites first
+    given = {"workspace": str(ws), "run": "run1", "warm_up": [], "confirm": 1}
     done = subprocess.run(
-        [sys.executable, "-c", CRASHING_SESSION, str(ws), "run1"],
-        input="[]\n",  # the files to mutate, as tell_to_mutate writes them
+        [sys.executable, "-c", CRASHING_SESSION, str(tmp_path)],
+        input=json.dumps(given) + "\n[]\n",  # as `assign`, then `tell_to_mutate`, write them
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert done.returncode == ExitCode.ENVIRONMENT, done.stderr  # not 1: that means "the clean guards failed"
-    assert "KeyError: 'tests_by_mangled_function_name'" in done.stderr  # the traceback goes to mutmut.log
+    log = (ws / "mutmut.log").read_text(encoding="utf-8")
+    assert done.returncode == ExitCode.ENVIRONMENT, done.stderr + log  # not 1: that means "the clean guards failed"
+    assert "KeyError: 'tests_by_mangled_function_name'" in log  # the traceback goes to mutmut.log
 
 
 def test_a_target_edited_during_the_run_keeps_no_verdicts_and_is_staged_afresh(

@@ -69,33 +69,52 @@ def generate(ws: Workspace) -> str:
 # --- start: a process of its own -------------------------------------------------------------------------
 
 
-def test_the_session_runs_in_a_process_group_of_its_own_and_appends_to_the_workspace_log(ws: Workspace) -> None:
+def test_the_session_runs_in_a_process_group_of_its_own_and_appends_to_the_log_of_the_workspace_it_is_given(
+    ws: Workspace,
+) -> None:
     ws.log_file.write_text("an earlier run's log\n", encoding="utf-8")
     ws.packages_file.unlink()  # it cannot run: it says why in the log and exits session.ENGINE_FAILED
-    proc = launch.start_session(ws, "run1")
-    try:
+    with launch.session_started(ws.dir.parent) as proc:
         assert os.getpgid(proc.pid) == proc.pid  # the run stops it (and its workers) by its group
+        launch.assign(proc, ws, "run1", [], 1)
         launch.tell_to_mutate(proc, [FILE])
         assert proc.wait(timeout=60) == session.ENGINE_FAILED
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        launch.keep_early_output(proc, ws)  # it took the log: nothing was left to keep
     log = ws.log_file.read_text(encoding="utf-8")
     assert log.startswith("an earlier run's log\n") and "packages.json" in log and "Traceback" in log
 
 
-def test_a_session_the_run_never_tells_to_go_generates_nothing_and_ends(ws: Workspace) -> None:
-    proc = launch.start_session(ws, "run1")  # the run ended before staging (nothing to check, Ctrl-C): closes stdin
-    try:
+@pytest.mark.parametrize("assigned", [False, True])
+def test_a_session_the_run_never_tells_to_go_generates_nothing_and_ends(ws: Workspace, assigned: bool) -> None:
+    with launch.session_started(ws.dir.parent) as proc:  # the run's verdicts stood, or it ended before staging
+        if assigned:
+            launch.assign(proc, ws, "run1", [], 1)
         assert proc.stdin is not None
         proc.stdin.close()
         assert proc.wait(timeout=60) == ExitCode.INTERRUPTED
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     assert not ws.mutants.exists() and not ws.generation_file.exists()
+
+
+def test_a_session_stopped_before_it_is_given_a_workspace_leaves_nothing_running(ws: Workspace) -> None:
+    with launch.session_started(ws.dir.parent) as proc:
+        pass  # the run needed none: its verdicts stood
+    assert proc.returncode is not None and proc.stdout is not None and proc.stdout.closed
+    with pytest.raises(ProcessLookupError):
+        os.killpg(proc.pid, 0)  # nor any process of its group
+
+
+def test_what_a_session_said_before_it_took_the_log_is_kept_there_once_it_ended(ws: Workspace) -> None:
+    ws.log_file.write_text("an earlier run's log\n", encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; print('no module named pytest', file=sys.stderr); sys.exit(1)"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )  # a session whose start failed
+    launch.assign(proc, ws, "run1", [], 1)  # it has ended, or does: no BrokenPipeError
+    assert proc.wait(timeout=60) == 1
+    launch.keep_early_output(proc, ws)
+    assert ws.log_file.read_text(encoding="utf-8") == "an earlier run's log\nno module named pytest\n"
 
 
 def test_telling_a_session_that_already_ended_to_go_leaves_its_exit_code_to_say_why(ws: Workspace) -> None:
@@ -115,16 +134,17 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
         return "process"
 
     monkeypatch.setattr(subprocess, "Popen", popen)
-    assert launch.start_session(ws, "run1", ["torch"]) == "process"
+    assert launch.start_session(ws.dir.parent) == "process"
     assert started["argv"] == [
-        sys.executable, "-m", "warnonce_guard.mutations.engine.session", str(ws.dir), "run1", "torch"
-    ]  # fmt: skip
+        sys.executable, "-m", "warnonce_guard.mutations.engine.session", str(ws.dir.parent)
+    ]  # fmt: skip  # named by where it works, as a leftover one is found
     assert session.__name__ == launch.SESSION_MODULE  # the module that runs it, named where it is started
     env = started["env"]
     assert isinstance(env, dict) and env[protocol.PARENT_PID] == str(os.getpid())
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"  # nothing compiles beside the target's sources
     assert started["start_new_session"] is True and started["stderr"] == subprocess.STDOUT
-    assert started["stdin"] == subprocess.PIPE  # `tell_to_mutate` only: never the terminal
+    assert started["stdout"] == subprocess.PIPE  # until it takes the workspace's log
+    assert started["stdin"] == subprocess.PIPE  # `assign` and `tell_to_mutate` only: never the terminal
 
 
 def test_the_session_imports_what_it_is_told_to_and_passes_over_what_fails(
@@ -221,7 +241,7 @@ def test_the_session_runs_pytest_with_its_own_options_not_the_users(
     monkeypatch.setenv("PYTEST_ADDOPTS", "-x --pdb -k nothing")
     monkeypatch.setenv("PYTEST_PLUGINS", "someones.plugin")
     monkeypatch.setenv("WARNONCE_GUARD_KEPT", "yes")
-    launch.start_session(ws, "run1")
+    launch.start_session(ws.dir.parent)
     env = started["env"]
     assert isinstance(env, dict) and "PYTEST_ADDOPTS" not in env and "PYTEST_PLUGINS" not in env
     assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"  # nor the environment's plugins (hypothesis, xdist here)
@@ -495,12 +515,16 @@ class Session:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, ws: Workspace) -> None:
         self.ws, self.baselines, self.runs = ws, 0, 0
         self.hooks: list[dict[str, object]] = []
+        self.logs: list[Workspace] = []
         self.mutmut: int | BaseException = 0
         monkeypatch.setattr(session, "bind_to_parent", lambda: None)
         monkeypatch.setattr(os, "register_at_fork", lambda **hooks: self.hooks.append(hooks))
         monkeypatch.setattr(session, "run_mutmut", self.run_mutmut)
         monkeypatch.setattr(session, "complete_baseline", self.complete_baseline)
         monkeypatch.setattr(session, "_generated", self.generated)
+        monkeypatch.setattr(session, "_take_log", self.logs.append)  # the test's own output stays where it is
+        self.given: launch.Assignment | None = launch.Assignment(ws.dir, "run1", ["torch"], 1)
+        monkeypatch.setattr(launch, "assignment", lambda: self.given)
         monkeypatch.chdir(ws.dir.parent)
         self.generator = 0  # the exit code of the process generating the mutants
 
@@ -525,7 +549,7 @@ class Session:
         return 1
 
     def main(self) -> int:
-        return session.main([str(self.ws.dir), "run1", "torch"])
+        return session.main([str(self.ws.dir.parent)])
 
 
 @pytest.fixture
@@ -537,6 +561,36 @@ def test_a_session_whose_guards_all_ran_exits_0_and_its_workers_die_with_it(main
     assert main.main() == 0
     assert main.baselines == 0
     assert main.hooks == [{"after_in_child": session.die_with_parent}]
+    assert main.logs == [main.ws]  # its output went to the workspace's log
+
+
+def test_a_session_never_given_a_workspace_ends_interrupted_and_touches_nothing(main: Session) -> None:
+    main.given = None  # the run's verdicts stood, or it ended before it knew its workspace
+    assert main.main() == ExitCode.INTERRUPTED
+    assert main.runs == 0 and main.logs == [] and Path.cwd() == main.ws.dir.parent
+
+
+def test_a_session_takes_the_workspace_log_with_what_it_said_before_and_its_children_write_there(
+    ws: Workspace,
+) -> None:
+    ws.log_file.write_text("an earlier run's log\n", encoding="utf-8")
+    code = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from warnonce_guard.mutations.engine import session\n"
+        "from warnonce_guard.mutations.workspace import Workspace\n"
+        "print('before', flush=True)\n"
+        "session._take_log(Workspace(Path(sys.argv[1])))\n"
+        "print('after', flush=True)\n"
+        "if os.fork() == 0:\n"
+        "    print('child', file=sys.stderr, flush=True)\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(ws.dir)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "before\n"
+    assert ws.log_file.read_text(encoding="utf-8") == "an earlier run's log\nafter\nchild\n"
 
 
 @pytest.mark.parametrize("code", [session.ENGINE_FAILED, session.WRITE_REFUSED, int(ExitCode.INTERRUPTED)])
@@ -685,14 +739,16 @@ session.exit_without_teardown(session.main(sys.argv[1:]))
 def test_mutmut_runs_in_the_warmed_child_once_it_took_over_else_in_the_session_that_never_imported_the_target(
     ws: Workspace, mode: str, tested_in: str, code: int
 ) -> None:
+    given = {"workspace": str(ws.dir), "run": "run1", "warm_up": [], "confirm": 1}
     done = subprocess.run(
-        [sys.executable, "-c", WARMING_SESSION, str(ws.dir), "run1"],
-        input="[]\n",  # the files to mutate, as tell_to_mutate writes them
+        [sys.executable, "-c", WARMING_SESSION, str(ws.dir.parent)],
+        input=json.dumps(given) + "\n[]\n",  # as `assign`, then `tell_to_mutate`, write them
         capture_output=True,
         text=True,
         timeout=60,
         env={**os.environ, "WARMING": mode},
     )
-    assert done.returncode == code, done.stdout + done.stderr
-    assert done.stdout.count("tested in the ") == 1 and f"tested in the {tested_in}" in done.stdout
-    assert "Traceback" not in done.stderr
+    said = ws.log_file.read_text(encoding="utf-8") if ws.log_file.exists() else ""
+    assert done.returncode == code, done.stdout + done.stderr + said
+    assert said.count("tested in the ") == 1 and f"tested in the {tested_in}" in said
+    assert "Traceback" not in said + done.stderr

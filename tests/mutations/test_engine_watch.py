@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from warnonce_guard.common.errors import EngineFailed, ExitCode, GenerationWorkerLost, SessionLost
@@ -127,7 +128,7 @@ def test_a_session_that_stopped_working_ends_the_run_with_exit_13_and_is_stopped
 ) -> None:
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(ws: Workspace, run_id: str, warm_up: list[str], rounds: int) -> subprocess.Popen[bytes]:
+    def start(work_root: Path) -> subprocess.Popen[bytes]:
         # a session that never generates, and uses no CPU: a deadlock
         started.append(subprocess.Popen(IDLE, start_new_session=True, stdin=subprocess.PIPE))
         return started[0]
