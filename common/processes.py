@@ -80,7 +80,9 @@ def wait_up_to(child: subprocess.Popen[bytes], seconds: float) -> int | None:
             pass
         else:
             try:
-                select.select([pidfd], [], [], seconds)
+                ended = select.poll()
+                ended.register(pidfd, select.POLLIN)
+                ended.poll(seconds * 1000)
             finally:
                 os.close(pidfd)
             return child.poll()

@@ -75,6 +75,11 @@ def kernel_modules_of(packages: tuple[str, ...]) -> Callable[[str], bool]:
     return lambda name: _kernel_module_of(name, packages)
 
 
+def inside(packages: tuple[str, ...]) -> tuple[str, ...]:
+    """The prefixes every name `kernel_modules_of(packages)` accepts starts with (`is_kernel_module`'s)."""
+    return tuple(f"{package}." for package in packages)
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def _kernel_module_of(name: str, packages: tuple[str, ...]) -> bool:
     """Kept per name: each drive asks it of every module of its packages in sys.modules, twice."""
@@ -267,8 +272,7 @@ def drive(site: Site, package: str = PACKAGE, calls: int = CALLS, stock_cache: b
                 patches = stack.enter_context(steered(site.conditions, module))
             except CannotSteer as err:
                 raise CannotDrive(str(err)) from None
-            within = tuple(f"{package}." for package in packages)  # a kernel module is inside a package
-            blocker = stack.enter_context(blocking(kernel_modules_of(packages), witness, within))
+            blocker = stack.enter_context(blocking(kernel_modules_of(packages), witness, inside(packages)))
             for _ in range(calls):
                 owner = LLMStandIn.__new__(LLMStandIn)
                 owners.append(weakref.ref(owner))
