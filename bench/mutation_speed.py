@@ -31,8 +31,14 @@ site); the session's first process 2.1-2.4 s (its modules, pytest's and mutmut's
 0.35 s (libcst's matchers, at niceness 10) and its pool 0.4-0.55 s (libcst over the site files' outlines: 0.95 s over
 whole files before `engine.outline`); the process that imports vLLM and runs mutmut 0.65-0.85 s (vLLM's `__init__`,
 the stats, clean and forced-fail sessions, the guards' collection); the 18 workers 0.3-0.55 s together (in the session
-collected once: `engine.collected`). The critical path is the session's: its imports (interpreter, pytest, mutmut,
-torch, then vLLM) end 1.9 s into a 2.9 s run; discovery and generation run beside them on the other core.
+collected once: `engine.collected`). The critical path is the session's, one process after the other: it starts
+0.1 s into the run (once the command line is imported: `launch.session_started`), imports its modules, pytest, libcst
+and mutmut (0.4 s), then torch (1.15 s) while the command discovers and stages and the generator makes the mutants on
+the other core; its child imports vLLM's `__init__` (0.03 s) and runs mutmut: 0.05 s to its stats, the stats 0.22 s
+(pytest's first session 0.08 s; the first guard 0.17 s, importing the site modules and vllm.distributed, which vLLM's
+`warning_once` imports), the clean and forced-fail sessions and the collection 0.1 s, the 18 mutants 0.35-0.45 s on
+two workers; then the command checks the fingerprint again (0.04 s) and writes the report (0.03 s). What is left is
+imports the yardstick does not have (0.4 s) and the guards' own work: not a wait.
 Only paired ratios mean anything on a machine others load: each pair times its own cold import right before its runs.
 """
 

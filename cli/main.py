@@ -255,7 +255,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
 
     # The mutmut session starts first: it imports the engine, then torch, while this process imports the run's
     # modules, checks its paths, fingerprints the target and discovers the sites (stopped if the run needs none).
-    with launch.session_started(Path(args.work_dir).absolute()) as session:
+    with launch.session_started(Path(os.path.abspath(args.work_dir))) as session:  # as --work-dir is checked
         from warnonce_guard.mutations.run import mutate
 
         return mutate(

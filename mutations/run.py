@@ -263,6 +263,8 @@ def _run(
     ws.create()
     stored = read_result(ws)
     if stored is not None:  # the same target, tool and engine: nothing to stage, import or run
+        if session is not None:
+            launch.dismiss(session)
         root.prune(ws)
         say(f"nothing changed since the last complete run in {ws.dir}: its {len(stored.mutants)} verdicts stand")
         # a new run writes the report; the verdicts stay those of the run that tested them, and it says so
@@ -287,14 +289,19 @@ def started_session(
     """The mutmut session (mutations.engine.session), `session` if the command started one, else started now, given
     `ws` to import `warm_up` while this process discovers and stages, and to confirm each kill by `rounds` re-runs;
     stopped with its group if it still runs when the block ends."""
-    if session is None:
-        session = launch.start_session(ws.dir.parent)  # its work root
+    started = launch.start_session(ws.dir.parent) if session is None else None  # in its work root
+    session = session or started
+    assert session is not None
     try:
         launch.assign(session, ws, run_id, warm_up, rounds)
         yield session
     finally:
-        if session.poll() is None:
-            stop_group(session)
+        try:
+            if session.poll() is None:
+                stop_group(session)
+        finally:
+            if started is not None:
+                launch.close_early_output(started)
 
 
 def _log_size(ws: Workspace) -> int:

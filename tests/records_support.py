@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import functools
 import json
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
+from warnonce_guard.common import processes
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED
 from warnonce_guard.guards.sessions import AGAIN, GuardRecord, GuardSession, Phase, RecordKind, write_session
 from warnonce_guard.mutations import operators
@@ -275,8 +278,17 @@ class FakeSession:
     then: Callable[[], None] | None = None  # runs when the mutants are tested (before the session exits)
     runs: list[str] = field(default_factory=list)  # the run id of every session told to go (started, it only waits)
     found: list[dict[str, int | None]] = field(default_factory=list)  # the exit codes each session started from
+    started: list[Path] = field(default_factory=list)  # the work root of every session started
+
+    def stop(self, session: Any) -> None:
+        """`stop_group` and `launch.dismiss` for this fake's processes (any other is stopped as they stop it)."""
+        if isinstance(session, FakeProcess):
+            session.stopped = True
+        else:
+            processes.stop_group(session)
 
     def start(self, work_root: Path) -> FakeProcess:
+        self.started.append(work_root)
         codes: dict[str, dict[str, int | None]] = {}
         told = FakePipe(lambda: self.runs.append(told.run_id()))
         return FakeProcess(
@@ -363,11 +375,13 @@ class FakePipe:
         if self.told:
             self._told()
 
+    closed = False
+
     def flush(self) -> None:
         pass
 
     def close(self) -> None:
-        pass
+        self.closed = True
 
     @property
     def told(self) -> bool:
@@ -384,29 +398,35 @@ class FakePipe:
 
 
 class FakeProcess:
-    """The session's process: when first polled after `tell_to_mutate` it has generated and still runs; once waited
-    for (or polled again) it has tested the mutants and ended. Polled before `tell_to_mutate`, it has ended, as the real
-    one does when the run closes its stdin without `tell_to_mutate`.
+    """The session's process: it waits for its workspace (`launch.assign`), then for `tell_to_mutate`; when first
+    polled after that it has generated and still runs; once waited for (or polled again) it has tested the mutants
+    and ended. Its stdin closed before `tell_to_mutate`, it has ended (130), as the real one does; stopped
+    (`FakeSession.stop`, standing in for `stop_group` and `launch.dismiss`), it has ended as SIGTERM ends it.
 
-    It has no `pid`: nothing may signal it (it has always ended by the time the run could stop it); nor an output of
-    its own (`stdout`): it never says anything before it takes the workspace's log.
+    It has no `pid`: only `FakeSession.stop` stops it; and no output of its own before it takes the workspace's log
+    (`early_output`).
     """
 
-    stdout = None
+    early_output = None
 
     def __init__(self, stdin: FakePipe, generate: Callable[[], None], test: Callable[[], int]) -> None:
         self.stdin = stdin
         self._generate: Callable[[], None] | None = generate
         self._test = test
         self.returncode: int | None = None
+        self.stopped = False
 
     def _step(self) -> None:
-        if not self.stdin.told:
-            self.returncode = 130
+        if self.returncode is not None:
+            return
+        if self.stopped:
+            self.returncode = -15
+        elif not self.stdin.told:
+            self.returncode = 130 if self.stdin.closed else None
         elif self._generate is not None:
             generate, self._generate = self._generate, None
             generate()
-        elif self.returncode is None:
+        else:
             self.returncode = -9  # should the work raise, the process is gone
             self.returncode = self._test()
 
@@ -416,5 +436,7 @@ class FakeProcess:
 
     def wait(self, timeout: float | None = None) -> int:
         while self.returncode is None:
+            if not self.stdin.told and not self.stdin.closed and not self.stopped:
+                raise subprocess.TimeoutExpired("the fake session", timeout or 0)  # it waits for the run
             self._step()
         return self.returncode

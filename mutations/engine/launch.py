@@ -8,13 +8,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
+from warnonce_guard.common.errors import EngineFailed
 from warnonce_guard.common.processes import child_environment, stop_group
 
 if TYPE_CHECKING:
@@ -24,33 +27,56 @@ SESSION_MODULE = "warnonce_guard.mutations.engine.session"
 BYTECODE_OFF = {"PYTHONDONTWRITEBYTECODE": "1"}  # in the session's environment (and so its workers')
 
 
-def start_session(work_root: Path) -> subprocess.Popen[bytes]:
+class Session(subprocess.Popen[bytes]):
+    """The session's process, and the file its output goes to until it takes the workspace's log (a file, unlinked:
+    no pipe to fill while nothing reads it)."""
+
+    early_output: IO[bytes] | None = None
+
+
+def start_session(work_root: Path) -> Session:
     """Start the session in a process group of its own: it imports the engine at once, then waits to be given a
     workspace (`assign`), which it does not know yet. Its command line names `work_root` (absolute), where that
-    workspace will be, so that a session left running is found by it; its output comes back through a pipe until it
-    takes the workspace's log (`keep_early_output` appends what it said before)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", SESSION_MODULE, str(work_root)],
-        stdin=subprocess.PIPE,  # `assign` and `tell_to_mutate` only: a stray prompt must not wait on the terminal
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env=child_environment(os.environ, **BYTECODE_OFF),
-    )
+    workspace will be, so that a session left running is found by it; its output goes to a file of its own until it
+    takes the workspace's log, what it said before first (`keep_early_output` keeps it when it never took it)."""
+    early = tempfile.TemporaryFile()  # noqa: SIM115 - the session's: closed by `close_early_output`
+    try:
+        session = Session(
+            [sys.executable, "-m", SESSION_MODULE, str(work_root)],
+            stdin=subprocess.PIPE,  # `assign` and `tell_to_mutate` only: a stray prompt must not wait on the terminal
+            stdout=early,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=child_environment(os.environ, **BYTECODE_OFF),
+        )
+    except BaseException:
+        early.close()
+        raise
+    session.early_output = early
+    return session
 
 
 @contextlib.contextmanager
-def session_started(work_root: Path) -> Iterator[subprocess.Popen[bytes]]:
+def session_started(work_root: Path) -> Iterator[Session]:
     """A session started now (`start_session`), stopped with its group if it still runs when the block ends: the
     run needed none (its verdicts stood, it refused its input) or was stopped."""
     session = start_session(work_root)
     try:
         yield session
     finally:
-        if session.poll() is None:
-            stop_group(session)
-        if session.stdout is not None:
-            session.stdout.close()
+        try:
+            if session.poll() is None:
+                stop_group(session)
+        finally:
+            close_early_output(session)
+
+
+def dismiss(session: subprocess.Popen[bytes]) -> None:
+    """Stop a session the run turned out not to need (its verdicts stand), without waiting: it was given no
+    workspace, so it holds nothing; whoever started it reaps it (`session_started`)."""
+    if session.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(session.pid, signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -66,10 +92,14 @@ class Assignment:
 
 def assign(session: subprocess.Popen[bytes], ws: Workspace, run_id: str, warm_up: Sequence[str], rounds: int) -> None:
     """Give the session its workspace (`Assignment`): it appends its output to the workspace's log from then on,
-    created here, so that a disk or folder refusing it is this process's error. A session that already ended says
-    why by its exit code."""
+    created here, so that a disk or folder refusing it is this process's error. `EngineFailed` if it already ended
+    (it could not start: what it said is kept in the log, its last line quoted)."""
     with ws.log_file.open("ab"):
         pass
+    if (code := session.poll()) is not None:
+        said = keep_early_output(session, ws).decode(errors="replace").strip().splitlines()
+        line = f": {said[-1].strip()}" if said else ""
+        raise EngineFailed(f"the mutmut session ended (exit code {code}) as it started{line}; see {ws.log_file}")
     _say(session, json.dumps({"workspace": str(ws.dir), "run": run_id, "warm_up": list(warm_up), "confirm": rounds}))
 
 
@@ -89,16 +119,26 @@ def _say(session: subprocess.Popen[bytes], line: str) -> None:
         session.stdin.flush()
 
 
-def keep_early_output(session: subprocess.Popen[bytes], ws: Workspace) -> None:
-    """Once the session ended: append to the workspace's log what it said before it took that log (nothing, unless
-    its start failed: then why)."""
-    if session.stdout is None or session.stdout.closed:
-        return
-    with session.stdout as early:
-        said = early.read()
+def keep_early_output(session: subprocess.Popen[bytes], ws: Workspace) -> bytes:
+    """Once the session ended: append to the workspace's log what it said before it took that log, and return it
+    (nothing, unless it ended before it was given its workspace: then why; the session copies it itself when it
+    takes the log)."""
+    early = getattr(session, "early_output", None)
+    if early is None or early.closed:
+        return b""
+    early.seek(0)
+    said = early.read()
+    close_early_output(session)
     if said:
         with ws.log_file.open("ab") as log:
             log.write(said)
+    return bytes(said)
+
+
+def close_early_output(session: subprocess.Popen[bytes]) -> None:
+    early = getattr(session, "early_output", None)
+    if early is not None:
+        early.close()
 
 
 def assignment() -> Assignment | None:

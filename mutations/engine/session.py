@@ -467,15 +467,20 @@ def main(argv: list[str]) -> int:
 
 
 def _take_log(ws: Workspace) -> None:
-    """From here on, this process's output and its children's go to the end of the workspace's log."""
+    """From here on, this process's output and its children's go to the end of the workspace's log, after what it
+    said before (its output's file until then, `launch.start_session`, left empty: the run keeps only what a session
+    that never got here said)."""
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    log = os.open(ws.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-    try:
+    with ws.log_file.open("ab") as log:
+        with contextlib.suppress(OSError):  # not a file (a terminal, a pipe: started by hand): nothing to copy
+            os.lseek(1, 0, os.SEEK_SET)
+            while chunk := os.read(1, 1 << 16):
+                log.write(chunk)
+            os.ftruncate(1, 0)
+        log.flush()
         for fd in (1, 2):
-            os.dup2(log, fd)
-    finally:
-        os.close(log)
+            os.dup2(log.fileno(), fd)
 
 
 def _checked(ws: Workspace, work: Callable[[], int | None]) -> int:

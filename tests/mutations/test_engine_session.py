@@ -11,13 +11,15 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+import types
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from warnonce_guard.common import processes, protocol
-from warnonce_guard.common.errors import ExitCode, SeamMismatch
+from warnonce_guard.common.errors import EngineFailed, ExitCode, SeamMismatch
 from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, Phase, session_phase
 from warnonce_guard.mutations.engine import launch, layout, naming, overlay, seam, session, state
@@ -79,7 +81,7 @@ def test_the_session_runs_in_a_process_group_of_its_own_and_appends_to_the_log_o
         launch.assign(proc, ws, "run1", [], 1)
         launch.tell_to_mutate(proc, [FILE])
         assert proc.wait(timeout=60) == session.ENGINE_FAILED
-        launch.keep_early_output(proc, ws)  # it took the log: nothing was left to keep
+        assert launch.keep_early_output(proc, ws) == b""  # it took the log: nothing was left to keep
     log = ws.log_file.read_text(encoding="utf-8")
     assert log.startswith("an earlier run's log\n") and "packages.json" in log and "Traceback" in log
 
@@ -95,26 +97,43 @@ def test_a_session_the_run_never_tells_to_go_generates_nothing_and_ends(ws: Work
     assert not ws.mutants.exists() and not ws.generation_file.exists()
 
 
-def test_a_session_stopped_before_it_is_given_a_workspace_leaves_nothing_running(ws: Workspace) -> None:
+@pytest.mark.parametrize("dismissed", [False, True])
+def test_a_session_stopped_before_it_is_given_a_workspace_leaves_nothing_running(
+    ws: Workspace, dismissed: bool
+) -> None:
     with launch.session_started(ws.dir.parent) as proc:
-        pass  # the run needed none: its verdicts stood
-    assert proc.returncode is not None and proc.stdout is not None and proc.stdout.closed
+        if dismissed:  # the run's verdicts stood: stopped at once, reaped as the command ends
+            launch.dismiss(proc)
+    assert proc.returncode is not None and proc.early_output is not None and proc.early_output.closed
     with pytest.raises(ProcessLookupError):
         os.killpg(proc.pid, 0)  # nor any process of its group
 
 
-def test_what_a_session_said_before_it_took_the_log_is_kept_there_once_it_ended(ws: Workspace) -> None:
+def test_a_session_that_could_not_start_fails_the_run_as_it_is_given_its_workspace_saying_why(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws.log_file.write_text("an earlier run's log\n", encoding="utf-8")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; print('no module named pytest', file=sys.stderr); sys.exit(1)"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )  # a session whose start failed
-    launch.assign(proc, ws, "run1", [], 1)  # it has ended, or does: no BrokenPipeError
-    assert proc.wait(timeout=60) == 1
-    launch.keep_early_output(proc, ws)
-    assert ws.log_file.read_text(encoding="utf-8") == "an earlier run's log\nno module named pytest\n"
+    monkeypatch.setattr(launch, "SESSION_MODULE", "warnonce_guard.no_such_session")  # as a broken install would
+    with launch.session_started(ws.dir.parent) as proc:
+        assert proc.wait(timeout=60) == 1
+        with pytest.raises(EngineFailed, match=r"exit code 1\) as it started: .*No module named"):
+            launch.assign(proc, ws, "run1", [], 1)
+    log = ws.log_file.read_text(encoding="utf-8")
+    assert log.startswith("an earlier run's log\n") and "No module named warnonce_guard.no_such_session" in log
+
+
+def test_a_session_that_says_more_than_a_pipe_holds_before_its_workspace_still_takes_it_and_keeps_it_all(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONVERBOSE", "1")  # every import says so: hundreds of kilobytes before the workspace
+    with launch.session_started(ws.dir.parent) as proc:
+        launch.assign(proc, ws, "run1", [], 1)
+        assert proc.stdin is not None
+        proc.stdin.close()  # never told to mutate: its generator ends it
+        assert proc.wait(timeout=120) == ExitCode.INTERRUPTED
+        assert launch.keep_early_output(proc, ws) == b""  # it copied what it said into the log itself
+    log = ws.log_file.read_text(encoding="utf-8", errors="replace")
+    assert len(log) > 1 << 16 and "pytest/__init__.py" in log  # its imports, said before it had the workspace
 
 
 def test_telling_a_session_that_already_ended_to_go_leaves_its_exit_code_to_say_why(ws: Workspace) -> None:
@@ -129,12 +148,12 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
 ) -> None:
     started: dict[str, object] = {}
 
-    def popen(argv: list[str], **options: object) -> str:
-        started.update(options, argv=argv)
-        return "process"
+    class Popen:
+        def __init__(self, argv: list[str], **options: object) -> None:
+            started.update(options, argv=argv)
 
-    monkeypatch.setattr(subprocess, "Popen", popen)
-    assert launch.start_session(ws.dir.parent) == "process"
+    monkeypatch.setattr(launch, "Session", Popen)
+    assert isinstance(launch.start_session(ws.dir.parent), Popen)
     assert started["argv"] == [
         sys.executable, "-m", "warnonce_guard.mutations.engine.session", str(ws.dir.parent)
     ]  # fmt: skip  # named by where it works, as a leftover one is found
@@ -143,7 +162,8 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
     assert isinstance(env, dict) and env[protocol.PARENT_PID] == str(os.getpid())
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"  # nothing compiles beside the target's sources
     assert started["start_new_session"] is True and started["stderr"] == subprocess.STDOUT
-    assert started["stdout"] == subprocess.PIPE  # until it takes the workspace's log
+    early = started["stdout"]  # until it takes the workspace's log: a file, unlinked (a pipe could fill)
+    assert hasattr(early, "seek") and isinstance(early.name, int)  # no path: its descriptor names it
     assert started["stdin"] == subprocess.PIPE  # `assign` and `tell_to_mutate` only: never the terminal
 
 
@@ -237,7 +257,7 @@ def test_the_session_runs_pytest_with_its_own_options_not_the_users(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     started: dict[str, object] = {}
-    monkeypatch.setattr(subprocess, "Popen", lambda argv, **options: started.update(options))
+    monkeypatch.setattr(launch, "Session", lambda argv, **options: started.update(options) or types.SimpleNamespace())
     monkeypatch.setenv("PYTEST_ADDOPTS", "-x --pdb -k nothing")
     monkeypatch.setenv("PYTEST_PLUGINS", "someones.plugin")
     monkeypatch.setenv("WARNONCE_GUARD_KEPT", "yes")
@@ -587,10 +607,13 @@ def test_a_session_takes_the_workspace_log_with_what_it_said_before_and_its_chil
         "    os._exit(0)\n"
         "os.wait()\n"
     )
+    with tempfile.TemporaryFile() as early:  # as `launch.start_session` starts it: what it says before is kept
+        done = subprocess.run([sys.executable, "-c", code, str(ws.dir)], stdout=early, stderr=early, timeout=60)
+        early.seek(0)
+        assert done.returncode == 0 and early.read() == b""  # taken
+    assert ws.log_file.read_text(encoding="utf-8") == "an earlier run's log\nbefore\nafter\nchild\n"
     done = subprocess.run([sys.executable, "-c", code, str(ws.dir)], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "before\n"
-    assert ws.log_file.read_text(encoding="utf-8") == "an earlier run's log\nafter\nchild\n"
+    assert done.returncode == 0 and done.stdout == "before\n"  # started by hand: its terminal keeps what it said
 
 
 @pytest.mark.parametrize("code", [session.ENGINE_FAILED, session.WRITE_REFUSED, int(ExitCode.INTERRUPTED)])

@@ -117,6 +117,18 @@ def test_a_complete_run_is_reused_while_nothing_changed_without_a_session(run: R
     assert run.stryker_statuses() == ["Killed"] * MUTANTS
 
 
+def test_the_command_starts_one_session_as_it_starts_runs_on_it_and_dismisses_the_one_a_rerun_needs_not(
+    run: Run, fake_session: FakeSession
+) -> None:
+    argv = ["mutate", "--vllm-src", str(run.tree), "--work-dir", str(run.work), "--out", str(run.out)]
+    if run.viewer is not None:
+        argv += ["--viewer-js", str(run.viewer)]
+    assert main(argv) == ExitCode.OK
+    assert fake_session.started == [run.work] and len(fake_session.runs) == 1  # the one it started ran it
+    assert main(argv) == ExitCode.OK  # the verdicts stand
+    assert fake_session.started == [run.work] * 2 and len(fake_session.runs) == 1  # started, never told to go
+
+
 def test_a_survivor_fails_the_gate_below_fail_under_and_passes_a_lower_bar(run: Run, fake_session: FakeSession) -> None:
     fake_session.outcomes = {1: SURVIVES}
     score = 100.0 * (MUTANTS - 1) / MUTANTS
