@@ -6,8 +6,10 @@ Its commands (sites, guards, platforms, mutate, audit, history, export-test, exp
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import contextlib
+import functools
 import importlib.metadata
 import json
 import math
@@ -17,6 +19,7 @@ import signal
 import sys
 import tempfile
 import textwrap
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -487,6 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 STOP_SIGNALS = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED}
+SIGNALS_OF = {code: sig for sig, code in STOP_SIGNALS.items()}
 
 
 class Stops:
@@ -498,6 +502,9 @@ class Stops:
     mutmut session takes up to 5 s): a process (`exiting`) ends at once with the first one's code, after its
     one line if that was not said yet (what the run started dies with it: PR_SET_PDEATHSIG); in process,
     nothing happens. A signal once the command is over counts as a first one that comes too late to raise.
+    One whose `Interrupted` Python swallows (raised inside a weakref callback or a finalizer, such as the callback of
+    the import system's module locks, where no exception propagates) is delivered again (`_swallowed`): without it
+    the command ran on to its end.
     """
 
     def __init__(self, exiting: bool) -> None:
@@ -520,14 +527,29 @@ class Stops:
         except ValueError:  # not the main thread: no handler of ours runs there either
             previous = None
         self._arrivals = read if previous is not None else None
+        hook, sys.unraisablehook = sys.unraisablehook, functools.partial(self._swallowed, sys.unraisablehook)
         try:
             yield
         finally:
+            sys.unraisablehook = hook
             self._arrivals = None
             if previous is not None:
                 signal.set_wakeup_fd(previous)
             os.close(read)
             os.close(write)
+
+    def _swallowed(self, hook: Callable[[Any], object], unraisable: Any) -> None:
+        """`sys.unraisablehook` while the command runs: the `Interrupted` of a first signal, which Python could not
+        raise where the handler ran, is raised again by the same signal, sent to this thread from another one so
+        that the handler runs once this hook returned (sent from here, it would run in the hook, and be swallowed
+        again); anything else goes to `hook`."""
+        stop = unraisable.exc_value
+        if isinstance(stop, Interrupted) and self.running and self.first == stop.exit_code:
+            self.first = None  # not delivered yet: the signal is again the first one
+            again = (threading.main_thread().ident, SIGNALS_OF[ExitCode(stop.exit_code)])
+            _thread.start_new_thread(signal.pthread_kill, again)  # not threading's: it waits for the thread to start
+            return
+        hook(unraisable)
 
     def _first_arrived(self, signum: int) -> int:
         """The stop signal that arrived first among those pending now (`signum` when none is noted)."""

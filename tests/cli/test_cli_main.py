@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -540,6 +541,31 @@ def test_a_signal_during_a_command_is_one_line_and_its_exit_code_and_the_handler
 
 
 CODES = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_whose_interrupt_python_swallows_in_a_callback_is_delivered_again_and_stops_the_command(
+    sig: signal.Signals, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Held:
+        pass
+
+    def callback(ref: object) -> None:  # as the import system's module locks have: what it raises is swallowed
+        signal.raise_signal(sig)  # the handler runs here, on the callback's next instructions
+        sum(range(1000))
+
+    def command(args: object) -> int:
+        held = Held()
+        kept = weakref.ref(held, callback)
+        del held
+        time.sleep(5)
+        return pytest.fail(f"the signal did not stop the command ({kept})")
+
+    monkeypatch.setattr("warnonce_guard.cli.main.cmd_platforms", command)
+    started = time.monotonic()
+    assert main(["platforms"]) == CODES[sig]
+    assert time.monotonic() - started < 4
+    assert stderr_lines(capsys) == [f"warnonce-guard: {CODES[sig].name.lower()}"]  # no "Exception ignored in"
 
 
 def signalled_then(sig: signal.Signals, then: Callable[[BaseException], object]) -> Callable[[object], int]:
