@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from warnonce_guard.common import locks
 from warnonce_guard.common.files import Kind, cannot_write, mark, marked, remove_ours
 from warnonce_guard.common.notes import note
 
@@ -78,6 +77,8 @@ class WorkRoot:
     @contextlib.contextmanager
     def claimed(self) -> Iterator[WorkRoot]:
         """Create and mark the root, and hold its lock for the block (`locks.work_dir`)."""
+        from warnonce_guard.common import locks  # filelock: the command's, never the session's (its critical path)
+
         with locks.work_dir(self.dir):
             yield self
 
