@@ -24,8 +24,12 @@ def test_mutmut_reads_the_written_settings_as_the_runs_files_guards_and_fixed_se
     assert [read.should_mutate(f) for f in (*FILES, "vllm/platforms/rocm.py")] == [True, True, False]
     assert Path("guard_tests/") in read.also_copy and read.pytest_add_cli_args_test_selection == ["guard_tests/"]
     assert read.process_isolation is ProcessIsolation.FORK  # vLLM imported once, one forked worker per mutant
-    # and the guards' session reads no pytest settings or conftest.py of the folders around the workspace
-    assert read.pytest_add_cli_args == ["-p", "no:cacheprovider", "-p", "no:unraisableexception", *isolated(".")]
+    # and the guards' session reads no pytest settings or conftest.py of the folders around the workspace, and loads
+    # none of pytest's plugins it never uses
+    unused = [option for plugin in config.UNUSED for option in ("-p", f"no:{plugin}")]
+    kept_out = ["-p", "no:cacheprovider", "-p", "no:unraisableexception", *unused]
+    assert read.pytest_add_cli_args == [*kept_out, *isolated(".")]
+    assert "no:logging" not in unused and "no:capture" not in unused and "no:faulthandler" not in unused
     assert (read.timeout_multiplier, read.timeout_constant) == (15.0, 5.0)
 
 
