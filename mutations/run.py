@@ -26,7 +26,6 @@ from warnonce_guard.common.errors import (
     UsageError,
 )
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS, cannot_write, write_atomic
-from warnonce_guard.common.processes import stop_group
 from warnonce_guard.mutations import stage
 from warnonce_guard.mutations.engine import launch
 from warnonce_guard.mutations.records import (
@@ -289,19 +288,13 @@ def started_session(
     """The mutmut session (mutations.engine.session), `session` if the command started one, else started now, given
     `ws` to import `warm_up` while this process discovers and stages, and to confirm each kill by `rounds` re-runs;
     stopped with its group if it still runs when the block ends."""
-    started = launch.start_session(ws.dir.parent) if session is None else None  # in its work root
-    session = session or started
-    assert session is not None
+    if session is None:
+        session = launch.start_session(ws.dir.parent)  # in its work root
     try:
         launch.assign(session, ws, run_id, warm_up, rounds)
         yield session
     finally:
-        try:
-            if session.poll() is None:
-                stop_group(session)
-        finally:
-            if started is not None:
-                launch.close_early_output(started)
+        launch.stop(session)
 
 
 def _log_size(ws: Workspace) -> int:

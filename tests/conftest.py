@@ -147,13 +147,12 @@ def toy_tree(tmp_path: Path) -> Path:
 @pytest.fixture
 def fake_session(monkeypatch: pytest.MonkeyPatch) -> FakeSession:
     """The engine's session, replaced for the test by one that writes what it would (no mutmut, no pytest)."""
-    from warnonce_guard.mutations import run
     from warnonce_guard.mutations.engine import launch
 
     fake = FakeSession()
     monkeypatch.setattr(launch, "start_session", fake.start)  # where the run looks it up as it starts one
-    for where, name in ((launch, "dismiss"), (launch, "stop_group"), (run, "stop_group")):
-        monkeypatch.setattr(where, name, fake.stop)  # its processes have no pid: they are stopped so
+    for name in ("dismiss", "stop_group"):
+        monkeypatch.setattr(launch, name, fake.stop)  # its processes have no pid: they are stopped so
     return fake
 
 

@@ -64,11 +64,16 @@ def session_started(work_root: Path) -> Iterator[Session]:
     try:
         yield session
     finally:
-        try:
-            if session.poll() is None:
-                stop_group(session)
-        finally:
-            close_early_output(session)
+        stop(session)
+
+
+def stop(session: subprocess.Popen[bytes]) -> None:
+    """Stop the session with its group if it still runs (`stop_group`), and close the file of its early output."""
+    try:
+        if session.poll() is None:
+            stop_group(session)
+    finally:
+        close_early_output(session)
 
 
 def dismiss(session: subprocess.Popen[bytes]) -> None:
