@@ -20,6 +20,7 @@ import sys
 import tempfile
 import textwrap
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -546,10 +547,24 @@ class Stops:
         stop = unraisable.exc_value
         if isinstance(stop, Interrupted) and self.running and self.first == stop.exit_code:
             self.first = None  # not delivered yet: the signal is again the first one
-            again = (threading.main_thread().ident, SIGNALS_OF[ExitCode(stop.exit_code)])
-            _thread.start_new_thread(signal.pthread_kill, again)  # not threading's: it waits for the thread to start
+            self._send_again(SIGNALS_OF[ExitCode(stop.exit_code)])
             return
         hook(unraisable)
+
+    def _send_again(self, signum: int) -> None:
+        """`signum` to this process's main thread, from a thread of its own (not threading's: it waits for the thread
+        to start), so that it arrives once the code running now goes on; every 10 ms until its handler took it
+        (for up to a second): one that lands as the main thread is about to block (a sleep, a wait) ends nothing."""
+        main = threading.main_thread().ident
+
+        def send() -> None:
+            for _ in range(100):
+                signal.pthread_kill(main, signum)
+                time.sleep(0.01)
+                if self.first is not None or not self.running:
+                    return
+
+        _thread.start_new_thread(send, ())
 
     def _first_arrived(self, signum: int) -> int:
         """The stop signal that arrived first among those pending now (`signum` when none is noted)."""
@@ -560,6 +575,8 @@ class Stops:
         return next((number for number in arrived if number in STOP_SIGNALS), signum)
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.first is None and frame is not None and frame.f_code is Stops._swallowed.__code__:
+            return  # sent again (`_send_again`), it came before that hook returned: its sender sends it once more
         if self.first is None:
             code = STOP_SIGNALS[signal.Signals(self._first_arrived(signum))]
             self.first = code
