@@ -87,7 +87,10 @@ def _unchangeable(directory: Path) -> str | None:
         if flags & flag:
             fix = f"pass another directory or chattr -{letter}"
             return f"{name} (chattr +{letter}): no run can fill or replace it; {fix}"
-    if not os.access(directory, os.W_OK | os.X_OK):
+    # another run renaming its report over this one takes the directory away for a moment: judged on what is there
+    # after (gone, or a writable directory again, is nothing this run cannot change)
+    access = os.W_OK | os.X_OK
+    if not os.access(directory, access) and directory.is_dir() and not os.access(directory, access):
         return "not writable; pass a path on a writable disk"
     return None
 
