@@ -414,7 +414,7 @@ ATTEMPTS = 3  # a signal that missed its moment is sent again to a fresh run thi
 EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -signal.SIGKILL}
 SAYS = {signal.SIGINT: "warnonce-guard: interrupted", signal.SIGTERM: "warnonce-guard: terminated"}
 # Each phase long enough to poll for: 3000 files to stage, 400 functions to generate from, slow guards.
-BIG_TREE = TreeShape(filler_files=3000, filler_functions=400, guard_sleep_s=0.3)
+BIG_TREE = TreeShape(filler_files=3000, filler_functions=2000, guard_sleep_s=0.3)
 
 
 def started_run(dirs: RunDirs, viewer: Path, naps: bool = True) -> Started:
