@@ -56,18 +56,13 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from warnonce_guard.common import protocol
 
 ROOT = Path(__file__).resolve().parent.parent
+COLD = [sys.executable, "-c", "import vllm.platforms.cpu"]  # (a), the yardstick
 CLI = [sys.executable, "-m", "warnonce_guard.cli"]  # what the `warnonce-guard` script runs: it ends with os._exit
-# Runs a command, then prints the largest resident set (KiB) of any process it started and waited for, and the CPU
-# seconds (user and system) of them all: each process's own waited-for children are counted in it.
-PEAK = (
-    "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
-    "used = resource.getrusage(resource.RUSAGE_CHILDREN); "
-    "print(used.ru_maxrss, used.ru_utime + used.ru_stime, file=sys.stderr); sys.exit(code)"
-)
 # One mutant's guards in a fresh interpreter, the target imported through the workspace as the session does.
 NAIVE = """
 import sys
@@ -116,6 +111,36 @@ def timed(cmd: list[str], cwd: Path = ROOT, **kwargs: object) -> tuple[float, su
     return time.perf_counter() - start, done
 
 
+@dataclass(frozen=True)
+class Run:
+    seconds: float
+    peak_mib: float  # the largest resident set of any process of the run
+    started: float  # on the wall clock, as file modification times are
+    cpu_s: float  # user and system seconds of all its processes
+    returncode: int
+    output: str  # the end of its stdout and stderr, for a failure's message
+
+
+def measured(cmd: list[str], cwd: Path = ROOT) -> Run:
+    """`cmd` run and timed as a user's shell runs it, one process started and waited for; from the kernel's account
+    of it when it was reaped (wait4): the largest resident set of it and of the processes it waited for, and the CPU
+    seconds of them all. (A wrapper process reading its own children's account added an interpreter's start-up, about
+    0.03 s, to every run it timed, and none to the cold import.)"""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started, start = time.time(), time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err)
+        _, status, used = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+        output = "\n".join(_tail(stream) for stream in (out, err))
+    return Run(seconds, used.ru_maxrss / 1024, started, used.ru_utime + used.ru_stime, proc.returncode, output)
+
+
+def _tail(stream: IO[bytes]) -> str:
+    stream.seek(0)
+    return stream.read()[-3000:].decode(errors="replace")
+
+
 def generated_tree(root: Path, sites: int) -> Path:
     """A vLLM-shaped tree with `sites` kernel-import sites, one platform class each."""
     package = root / "vllm"
@@ -129,27 +154,11 @@ def generated_tree(root: Path, sites: int) -> Path:
     return root
 
 
-@dataclass(frozen=True)
-class Run:
-    seconds: float
-    peak_mib: float  # the largest resident set of any process of the run
-    started: float  # on the wall clock, as file modification times are
-    cpu_s: float  # user and system seconds of all its processes
-
-
-def _run(seconds: float, done: subprocess.CompletedProcess[str], started: float) -> Run:
-    """A run from what `PEAK` printed last."""
-    peak_kib, cpu_s = done.stderr.strip().splitlines()[-1].split()
-    return Run(seconds, int(peak_kib) / 1024, started, float(cpu_s))
-
-
 def mutation_run(work: Path, out: Path, *extra: str) -> Run:
-    started = time.time()
-    cmd = [sys.executable, "-c", PEAK, *CLI, "mutate", "--work-dir", str(work), "--out", str(out), *extra]
-    seconds, done = timed(cmd)
-    if done.returncode != 0:
-        sys.exit(f"mutation run failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return _run(seconds, done, started)
+    run = measured([*CLI, "mutate", "--work-dir", str(work), "--out", str(out), *extra])
+    if run.returncode != 0:
+        sys.exit(f"mutation run failed ({run.returncode}):\n{run.output}")
+    return run
 
 
 def workspace(work: Path) -> Path:
@@ -237,7 +246,7 @@ def paired(base: Path, pairs: int) -> tuple[float, float, float]:
     agains: list[float] = []
     breakdowns: list[dict[str, float]] = []
     for pair in range(pairs):
-        cold, _ = timed([sys.executable, "-c", "import vllm.platforms.cpu"])
+        cold = measured(COLD).seconds
         work, out = base / f"work-{pair}", base / f"out-{pair}"
         full = mutation_run(work, out)
         breakdowns.append(phases(work, out, full))  # before the rerun writes its report
@@ -291,12 +300,11 @@ EXPORTED = ROOT / "docs" / "upstream" / "test_kernel_import_warnings.py"
 
 def suite_run(work: Path, out: Path, root: Path, tests: list[str]) -> Run:
     """`mutate --tests` on `tests` (paths in `root`), run from there."""
-    started = time.time()
-    cmd = [sys.executable, "-c", PEAK, *CLI, "mutate", "--tests", *tests, "--tests-root", "."]
-    seconds, done = timed([*cmd, "--work-dir", str(work), "--out", str(out)], cwd=root)
-    if done.returncode not in (0, 1):
-        sys.exit(f"mutate --tests failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return _run(seconds, done, started)
+    cmd = [*CLI, "mutate", "--tests", *tests, "--tests-root", ".", "--work-dir", str(work), "--out", str(out)]
+    run = measured(cmd, cwd=root)
+    if run.returncode not in (0, 1):
+        sys.exit(f"mutate --tests failed ({run.returncode}):\n{run.output}")
+    return run
 
 
 def reaching_tests_seconds(work: Path) -> float:
@@ -317,7 +325,7 @@ def report_suites(base: Path, suite_root: Path | None, suite: list[str]) -> None
     exported = base / "exported"
     exported.mkdir()
     shutil.copy2(EXPORTED, exported / EXPORTED.name)
-    cold, _ = timed([sys.executable, "-c", "import vllm.platforms.cpu"])
+    cold = measured(COLD).seconds
     run = suite_run(base / "work-f", base / "out-f", exported, [EXPORTED.name])
     print(
         f"(f)  mutate --tests on the exported test:   {run.seconds:7.2f} s   = {run.seconds / cold:.2f}x (a) "
