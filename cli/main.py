@@ -10,7 +10,6 @@ import _thread
 import argparse
 import contextlib
 import functools
-import importlib.metadata
 import json
 import math
 import os
@@ -63,9 +62,11 @@ MUTATION_EXTRA = frozenset({"rich", "libcst", "mutmut", "filelock"})
 def install_hint(missing: str) -> str:
     """A command that installs `missing` as the mutation extra asks for it (no package index serves warnonce-guard, so
     `pip install 'warnonce-guard[mutation]'` would not work), and the extra itself from a checkout."""
+    from importlib import metadata  # as `installed` does
+
     try:
-        requirements = importlib.metadata.requires("warnonce-guard") or []
-    except importlib.metadata.PackageNotFoundError:
+        requirements = metadata.requires("warnonce-guard") or []
+    except metadata.PackageNotFoundError:
         requirements = []
     wanted = (r.partition(";")[0].strip() for r in requirements if "mutation" in r.partition(";")[2])
     named = next((r for r in wanted if re.match(rf"{re.escape(missing)}\b", r, re.IGNORECASE)), missing)
