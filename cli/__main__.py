@@ -11,6 +11,7 @@ import sys
 
 # the exit code is 128 + the signal's number, as shells report it (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
 SAID = {_signal.SIGINT: "interrupted", _signal.SIGTERM: "terminated"}
+LAUNCH = "warnonce_guard.mutations.engine.launch"  # imported first by `mutate`, to start its session (`entry`)
 _arrivals = -1  # the read end of the wakeup pipe: the signals in the order they came (see cli.Stops)
 
 
@@ -23,9 +24,28 @@ def stopped_before_the_command(signum: int, frame: object) -> None:
         arrived = b""
     signum = next((number for number in arrived if number in SAID), signum)
     try:
+        _kill_early_session()
         os.write(2, f"warnonce-guard: {SAID[signum]}\n".encode())
     finally:  # stderr closed, or its reader gone: the exit code still says it
         os._exit(128 + signum)
+
+
+def _kill_early_session() -> None:
+    """Kill and reap the session `mutate` started before its command began (a signal ends the process now)."""
+    session = getattr(sys.modules.get(LAUNCH), "early", None)
+    if session is not None:
+        try:
+            os.killpg(session.pid, _signal.SIGKILL)
+            os.waitpid(session.pid, 0)
+        except OSError:  # gone already, or reaped
+            pass
+
+
+def _stop_early_session() -> None:
+    """Stop the session `mutate` started before its command began, if the command never took it."""
+    launch = sys.modules.get(LAUNCH)
+    if launch is not None:
+        launch.stop_early()
 
 
 def entry() -> None:
@@ -38,6 +58,10 @@ def entry() -> None:
     for sig in SAID:
         _signal.signal(sig, stopped_before_the_command)
     try:
+        if sys.argv[1:2] == ["mutate"]:  # its session starts first (the run's critical path)
+            from warnonce_guard.mutations.engine import launch
+
+            launch.start_early(sys.argv[2:])
         from warnonce_guard.cli.main import main
 
         code = main(exiting=True)
@@ -45,6 +69,8 @@ def entry() -> None:
         if not isinstance(stop.code, int | None):
             raise
         code = stop.code or 0
+    finally:
+        _stop_early_session()
     atexit._run_exitfuncs()  # what Python's own exit would run first (multiprocessing's, logging's)
     for stream in (sys.stdout, sys.stderr):
         try:

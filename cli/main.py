@@ -440,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mutate.add_argument(
         "--work-dir",
-        default=".warnonce-work",
+        default=".warnonce-work",  # launch.DEFAULT_WORK_DIR, which the session started early reads
         help="where staged copies and mutmut's state live: new, empty or an earlier work directory "
         "(default: %(default)s)",
     )

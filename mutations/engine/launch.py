@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 SESSION_MODULE = "warnonce_guard.mutations.engine.session"
 BYTECODE_OFF = {"PYTHONDONTWRITEBYTECODE": "1"}  # in the session's environment (and so its workers')
+DEFAULT_WORK_DIR = ".warnonce-work"  # `mutate --work-dir`'s default, read by `start_early` before the parser is built
 
 
 class Session(subprocess.Popen[bytes]):
@@ -56,11 +57,57 @@ def start_session(work_root: Path) -> Session:
     return session
 
 
+# The session `start_early` started for this process, until `session_started` takes it or `stop_early` stops it
+early: Session | None = None
+
+
+def start_early(argv: Sequence[str]) -> None:
+    """The session of `mutate` with `argv`, started by the command line's first module before it imports the parser
+    and the run's modules (30 ms sooner: the session's imports, then torch, are the run's critical path), in the
+    work root `argv` names; none when it names it in a way only the parser reads (it starts with the command then).
+    `session_started` takes it if the parser reads the same work root; `stop_early` stops one it never took."""
+    global early
+    if (work_dir := _work_dir(argv)) is not None:
+        early = start_session(Path(os.path.abspath(work_dir)))
+
+
+def _work_dir(argv: Sequence[str]) -> str | None:
+    """`--work-dir`'s value in `mutate`'s arguments (the last one given, else the default), as the parser reads them
+    (it takes no abbreviation); None if it is missing or empty (a usage error), or help is asked for."""
+    value: str | None = DEFAULT_WORK_DIR
+    tokens = iter(argv)
+    for token in tokens:
+        if token in ("-h", "--help", "--"):
+            return None
+        if token == "--work-dir":
+            value = next(tokens, None)
+            if value is None or value.startswith("-"):
+                return None
+        elif token.startswith("--work-dir="):
+            value = token.partition("=")[2]
+    return value or None
+
+
+def stop_early() -> None:
+    """Stop the session `start_early` started if nothing took it (the command line refused its arguments)."""
+    global early
+    session, early = early, None
+    if session is not None:
+        stop(session)
+
+
 @contextlib.contextmanager
 def session_started(work_root: Path) -> Iterator[Session]:
-    """A session started now (`start_session`), stopped with its group if it still runs when the block ends: the
-    run needed none (its verdicts stood, it refused its input) or was stopped."""
-    session = start_session(work_root)
+    """A session for `work_root`: the one `start_early` started for it, else one started now (`start_session`);
+    stopped with its group if it still runs when the block ends: the run needed none (its verdicts stood, it refused
+    its input) or was stopped."""
+    global early
+    session, early = early, None
+    if session is not None and session.args[-1] != str(work_root):
+        stop(session)  # another work root than the parser read (an argument only it reads): not the run's
+        session = None
+    if session is None:
+        session = start_session(work_root)
     try:
         yield session
     finally:

@@ -33,6 +33,7 @@ from tests.faults import (
     shared_tree,
     size_kb,
     small_disk,
+    survivors,
 )
 from tests.toy import CLI, make_tree
 
@@ -317,6 +318,9 @@ def test_bad_input_is_refused_by_the_command_line(
     def command_line(argv: list[str]) -> tuple[int, str]:
         env = dict(os.environ, PYTHONPATH=str(ROOT))  # the current directory is the user's, not this checkout
         done = subprocess.run([*CLI, *argv], capture_output=True, text=True, env=env)
+        # the session `mutate` starts before its parser reads the arguments (in the work root they name) was stopped
+        # and reaped by the command (not left to die with it: its parent-death signal would end it a moment later)
+        assert survivors(area.home.parent, within_s=0) == []
         return done.returncode, done.stderr
 
     record_property("outcome", refused(area, CASES[name], command_line))

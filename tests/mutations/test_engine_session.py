@@ -86,6 +86,67 @@ def test_the_session_runs_in_a_process_group_of_its_own_and_appends_to_the_log_o
     assert log.startswith("an earlier run's log\n") and "packages.json" in log and "Traceback" in log
 
 
+@pytest.mark.parametrize(
+    ("argv", "work_dir"),
+    [
+        ([], launch.DEFAULT_WORK_DIR),
+        (["--out", "r", "--work-dir", "w"], "w"),
+        (["--work-dir=w", "--fail-under", "90"], "w"),
+        (["--work-dir", "a", "--work-dir=b"], "b"),  # the last one given, as argparse keeps it
+        (["--tests", "t", "--work-dir", "w"], "w"),
+        (["--work-dir"], None),  # a usage error: no session
+        (["--work-dir", ""], None),
+        (["--work-dir="], None),
+        (["--work-dir", "--out", "r"], None),
+        (["--help"], None),
+        (["-h", "--work-dir", "w"], None),
+        (["--", "--work-dir", "w"], None),
+    ],
+)
+def test_the_session_started_before_the_parser_reads_the_work_root_as_the_parser_would_or_not_at_all(
+    argv: list[str], work_dir: str | None
+) -> None:
+    assert launch._work_dir(argv) == work_dir
+
+
+def test_the_work_root_read_before_the_parser_defaults_as_the_parser_does() -> None:
+    from warnonce_guard.cli.main import build_parser
+
+    assert build_parser().parse_args(["mutate"]).work_dir == launch.DEFAULT_WORK_DIR
+
+
+@pytest.mark.parametrize("same_root", [True, False])
+def test_the_run_takes_the_session_started_before_its_parser_only_for_the_work_root_the_parser_read(
+    ws: Workspace, same_root: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work_root = ws.dir.parent
+    early_root = work_root if same_root else work_root / "elsewhere"
+    monkeypatch.setattr(launch, "early", None)
+    launch.start_early(["--work-dir", str(early_root)])
+    early = launch.early
+    assert early is not None and early.args[-1] == str(early_root)
+    with launch.session_started(work_root) as proc:
+        assert launch.early is None
+        assert (proc is early) == same_root and proc.args[-1] == str(work_root)
+        if not same_root:  # stopped as the run began: nothing of its group is left
+            assert early.returncode is not None and early.early_output is not None and early.early_output.closed
+    assert proc.returncode is not None
+    launch.stop_early()  # nothing left to stop
+
+
+def test_a_session_started_before_a_parser_that_refused_the_arguments_is_stopped(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(launch, "early", None)
+    launch.start_early(["--work-dir", str(ws.dir.parent)])
+    early = launch.early
+    assert early is not None
+    launch.stop_early()
+    assert launch.early is None and early.returncode is not None
+    with pytest.raises(ProcessLookupError):
+        os.killpg(early.pid, 0)
+
+
 @pytest.mark.parametrize("assigned", [False, True])
 def test_a_session_the_run_never_tells_to_go_generates_nothing_and_ends(ws: Workspace, assigned: bool) -> None:
     with launch.session_started(ws.dir.parent) as proc:  # the run's verdicts stood, or it ended before staging
