@@ -37,6 +37,7 @@ from warnonce_guard.common.errors import (
     Interrupted,
     NothingToCheck,
     NotInstalled,
+    PathUnusable,
     PlatformImportFailed,
     UsageError,
     exit_code_table,
@@ -258,9 +259,16 @@ def cmd_platforms(args: argparse.Namespace) -> int:
 def cmd_mutate(args: argparse.Namespace) -> int:
     from warnonce_guard.mutations.engine import launch
 
+    try:
+        work_root = Path(os.path.abspath(args.work_dir))  # as --work-dir is checked; every default is relative
+        os.getcwd()
+    except FileNotFoundError:
+        raise PathUnusable(
+            "the current directory is gone (removed, or its filesystem unmounted); cd to one that exists"
+        ) from None
     # The mutmut session starts first: it imports the engine, then torch, while this process imports the run's
     # modules, checks its paths, fingerprints the target and discovers the sites (stopped if the run needs none).
-    with launch.session_started(Path(os.path.abspath(args.work_dir))) as session:  # as --work-dir is checked
+    with launch.session_started(work_root) as session:
         from warnonce_guard.mutations.run import mutate
 
         return mutate(

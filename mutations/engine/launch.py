@@ -68,7 +68,8 @@ def start_early(argv: Sequence[str]) -> None:
     `session_started` takes it if the parser reads the same work root; `stop_early` stops one it never took."""
     global early
     if (work_dir := _work_dir(argv)) is not None:
-        early = start_session(Path(os.path.abspath(work_dir)))
+        with contextlib.suppress(OSError):  # a current directory gone, no process to spare: the command says so
+            early = start_session(Path(os.path.abspath(work_dir)))
 
 
 def _work_dir(argv: Sequence[str]) -> str | None:

@@ -452,3 +452,25 @@ def test_old_workspaces_of_another_user_are_left_with_one_note_and_the_run_goes_
                 "its owner may remove it"
             ]
         assert all(ws.exists() for ws in roots)
+
+
+@pytest.mark.parametrize("work_dir", ["default", "absolute"])
+def test_a_run_from_a_current_directory_that_is_gone_is_one_line_and_exit_3(tmp_path: Path, work_dir: str) -> None:
+    """Every default path of `mutate` is relative: from a removed directory, Python's getcwd failed and the run was
+    an internal error with a traceback (and the session started before the parser found no work root)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = 'cd "$1" && rmdir "$1" && shift && exec "$@"'
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    options = ["--work-dir", str(tmp_path / "work")] if work_dir == "absolute" else []
+    done = subprocess.run(
+        ["sh", "-c", script, "sh", str(gone), *CLI, "mutate", *options],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == ExitCode.BAD_INPUT, done.stderr
+    assert "the current directory is gone" in one_line_error(done.stderr)
+    assert not gone.exists() and sorted(tmp_path.iterdir()) == []
+    assert survivors(tmp_path, within_s=0) == []  # the session started before the parser too
