@@ -32,7 +32,7 @@ torch 1.0 s); the generator 0.35 s (libcst's matchers, at niceness 10) and its p
 files' outlines: 0.95 s over whole files before `engine.outline`); the process that imports vLLM and runs mutmut
 0.65-0.85 s (vLLM's `__init__`, the stats, clean and forced-fail sessions, the guards' collection); the 18 workers
 0.3-0.55 s together (in the session collected once: `engine.collected`). The critical path is the session's, one process
-after the other: it starts 0.1 s into the run (once the command line is imported: `launch.session_started`), imports its
+after the other: it starts 0.05 s into the run (before the parser is imported: `launch.start_early`), imports its
 modules, pytest, libcst and mutmut (0.4 s), then torch (1.15 s) while the command discovers and stages and the generator
 makes the mutants on the other core; its child imports vLLM's `__init__` (0.03 s) and runs mutmut: 0.05 s to its stats,
 the stats 0.22 s (pytest's first session 0.08 s; the first guard 0.17 s, importing the site modules and

@@ -16,8 +16,10 @@ _arrivals = -1  # the read end of the wakeup pipe: the signals in the order they
 
 
 def stopped_before_the_command(signum: int, frame: object) -> None:
-    """A signal before the command line took over (or after it ended): nothing to clean up, so one line and
-    exit now with the code of the signal that came first."""
+    """A signal before the command line took over (or after it ended): nothing to clean up but the session `mutate`
+    started, so one line and exit now with the code of the signal that came first. A later one waits (blocked):
+    reaping the session, this handler would run again inside itself and say the later one."""
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, set(SAID))
     try:
         arrived = os.read(_arrivals, 64)
     except OSError:

@@ -266,8 +266,9 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         raise PathUnusable(
             "the current directory is gone (removed, or its filesystem unmounted); cd to one that exists"
         ) from None
-    # The mutmut session starts first: it imports the engine, then torch, while this process imports the run's
-    # modules, checks its paths, fingerprints the target and discovers the sites (stopped if the run needs none).
+    # The mutmut session, started as the process started (`launch.start_early`), or now: it imports the engine, then
+    # torch, while this process imports the run's modules, checks its paths, fingerprints the target and discovers
+    # the sites (stopped if the run needs none).
     with launch.session_started(work_root) as session:
         from warnonce_guard.mutations.run import mutate
 

@@ -74,7 +74,8 @@ def start_early(argv: Sequence[str]) -> None:
 
 def _work_dir(argv: Sequence[str]) -> str | None:
     """`--work-dir`'s value in `mutate`'s arguments (the last one given, else the default), as the parser reads them
-    (it takes no abbreviation); None if it is missing or empty (a usage error), or help is asked for."""
+    (it takes no abbreviation); None, and the session starts with the command, if it is missing or empty (a usage
+    error), looks like an option (`--work-dir -w`: the parser tells), follows `--`, or help is asked for."""
     value: str | None = DEFAULT_WORK_DIR
     tokens = iter(argv)
     for token in tokens:
@@ -90,10 +91,13 @@ def _work_dir(argv: Sequence[str]) -> str | None:
 
 
 def stop_early() -> None:
-    """Stop the session `start_early` started if nothing took it (the command line refused its arguments)."""
+    """Stop the session `start_early` started if nothing took it (the command line refused its arguments, or a
+    signal or an error ended the command before it took it): killed with its group before it is let go of (given no
+    workspace, it holds nothing), so that a signal meanwhile still finds it to kill (`cli.__main__`)."""
     global early
-    session, early = early, None
-    if session is not None:
+    if (session := early) is not None:
+        dismiss(session)
+        early = None
         stop(session)
 
 
@@ -103,16 +107,18 @@ def session_started(work_root: Path) -> Iterator[Session]:
     stopped with its group if it still runs when the block ends: the run needed none (its verdicts stood, it refused
     its input) or was stopped."""
     global early
-    session, early = early, None
-    if session is not None and session.args[-1] != str(work_root):
-        stop(session)  # another work root than the parser read (an argument only it reads): not the run's
-        session = None
-    if session is None:
-        session = start_session(work_root)
+    session = None
     try:
+        if early is not None and early.args[-1] == str(work_root):
+            session = early
+            early = None  # the run's from here: stopped below
+        else:
+            stop_early()  # another work root than the parser read (an argument only it reads): not the run's
+            session = start_session(work_root)
         yield session
     finally:
-        stop(session)
+        if session is not None:
+            stop(session)
 
 
 def stop(session: subprocess.Popen[bytes]) -> None:

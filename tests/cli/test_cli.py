@@ -17,6 +17,7 @@ from warnonce_guard.common.errors import (
 )
 
 from tests import layout
+from tests.faults import processes_mentioning
 from tests.toy import (
     CHECKOUT_RUNS,
     CHECKOUT_SETTINGS,
@@ -212,18 +213,26 @@ SIGNAL_AT_EXIT = (
 )
 
 
-@pytest.mark.parametrize("prelude", [SIGNAL_WHILE_IMPORTING, SIGNAL_AT_EXIT], ids=["importing", "at-exit"])
+@pytest.mark.parametrize(
+    ("prelude", "command"),
+    [(SIGNAL_WHILE_IMPORTING, "sites"), (SIGNAL_AT_EXIT, "sites"), (SIGNAL_WHILE_IMPORTING, "mutate")],
+    ids=["importing", "at-exit", "importing-mutate"],
+)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
 def test_a_signal_before_the_command_or_after_it_is_its_exit_code_and_one_line(
-    sig: signal.Signals, prelude: str, tmp_path: Path
+    sig: signal.Signals, prelude: str, command: str, tmp_path: Path
 ) -> None:
     """The command line's imports take a few hundred milliseconds: a signal there was a KeyboardInterrupt
-    traceback with -2 (SIGTERM: a silent -15), and so was one while the interpreter ended."""
+    traceback with -2 (SIGTERM: a silent -15), and so was one while the interpreter ended. `mutate` has started
+    its session by then (`launch.start_early`): killed and reaped before the process ends."""
     tree = make_tree(tmp_path / "tree")
-    code = prelude.format(sig=int(sig)) + RUN_SCRIPT.format(script=str(SCRIPT), args=["sites", "--vllm-src", str(tree)])
+    work = tmp_path / "work"
+    args = [command, "--vllm-src", str(tree), *(["--work-dir", str(work)] if command == "mutate" else [])]
+    code = prelude.format(sig=int(sig)) + RUN_SCRIPT.format(script=str(SCRIPT), args=args)
     run = subprocess.run([CLI[0], "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     said = "interrupted" if sig == signal.SIGINT else "terminated"
     assert (run.returncode, run.stderr) == (128 + sig, f"warnonce-guard: {said}\n")
+    assert processes_mentioning(str(work)) == []
 
 
 def test_a_reader_that_leaves_a_shared_stdout_and_stderr_pipe_does_not_change_the_exit_code(tmp_path: Path) -> None:

@@ -178,7 +178,9 @@ def test_a_group_signal_while_the_session_imports_and_discovery_parses_is_one_li
     misses = []
     for dirs in fresh_dirs(tmp_path, tree, "discovery"):
         started = start(cli_args(tree, dirs.out, dirs.work, small_viewer), tmp_path, dirs.work.parent / "logs")
-        session = lambda pid=started.proc.pid: len(children_of(pid)) >= 1  # noqa: E731 (the session, started)
+        # the session started (before the command parsed its arguments), and the command discovering: its workspace
+        # made, nothing staged yet
+        session = lambda pid=started.proc.pid, d=dirs: len(children_of(pid)) >= 1 and in_phase("staging", d)  # noqa: E731
         forked = wait_until(session, started.proc)
         if forked:
             os.killpg(started.proc.pid, sig)

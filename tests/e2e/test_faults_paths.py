@@ -319,7 +319,7 @@ def test_bad_input_is_refused_by_the_command_line(
         env = dict(os.environ, PYTHONPATH=str(ROOT))  # the current directory is the user's, not this checkout
         done = subprocess.run([*CLI, *argv], capture_output=True, text=True, env=env)
         # the session `mutate` starts before its parser reads the arguments (in the work root they name) was stopped
-        # and reaped by the command (not left to die with it: its parent-death signal would end it a moment later)
+        # and reaped by the command, not left to find its parent gone once its own imports are done
         assert survivors(area.home.parent, within_s=0) == []
         return done.returncode, done.stderr
 

@@ -115,13 +115,27 @@ def test_the_work_root_read_before_the_parser_defaults_as_the_parser_does() -> N
     assert build_parser().parse_args(["mutate"]).work_dir == launch.DEFAULT_WORK_DIR
 
 
+def test_the_first_module_names_the_module_whose_early_session_it_stops() -> None:
+    from warnonce_guard.cli import __main__ as first
+
+    assert launch.__name__ == first.LAUNCH  # else it would find no session to stop, and say nothing
+
+
+@pytest.fixture
+def no_early(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No session started early before the test; the one it started stopped after it, even when it failed."""
+    monkeypatch.setattr(launch, "early", None)
+    yield
+    launch.stop_early()
+
+
 @pytest.mark.parametrize("same_root", [True, False])
+@pytest.mark.usefixtures("no_early")
 def test_the_run_takes_the_session_started_before_its_parser_only_for_the_work_root_the_parser_read(
-    ws: Workspace, same_root: bool, monkeypatch: pytest.MonkeyPatch
+    ws: Workspace, same_root: bool
 ) -> None:
     work_root = ws.dir.parent
     early_root = work_root if same_root else work_root / "elsewhere"
-    monkeypatch.setattr(launch, "early", None)
     launch.start_early(["--work-dir", str(early_root)])
     early = launch.early
     assert early is not None and early.args[-1] == str(early_root)
@@ -131,13 +145,10 @@ def test_the_run_takes_the_session_started_before_its_parser_only_for_the_work_r
         if not same_root:  # stopped as the run began: nothing of its group is left
             assert early.returncode is not None and early.early_output is not None and early.early_output.closed
     assert proc.returncode is not None
-    launch.stop_early()  # nothing left to stop
 
 
-def test_a_session_started_before_a_parser_that_refused_the_arguments_is_stopped(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(launch, "early", None)
+@pytest.mark.usefixtures("no_early")
+def test_a_session_started_before_a_parser_that_refused_the_arguments_is_stopped(ws: Workspace) -> None:
     launch.start_early(["--work-dir", str(ws.dir.parent)])
     early = launch.early
     assert early is not None
