@@ -169,9 +169,13 @@ def fork_runner(guards: Guards) -> Callable[[int], Any]:
             return code if code is not None else int(super().run_tests(mutant_name=mutant_name, tests=tests))
 
         def collection_args(self) -> list[str]:
-            """The arguments of mutmut's sessions of every test (`execute_pytest` of `_pytest_args_regular_run`)."""
-            args = ["--rootdir=.", "--tb=native", *self._pytest_args_regular_run([]), *self._pytest_add_cli_args]
-            return ["-vv", *args] if config().debug else args
+            """The arguments of mutmut's sessions of every test (`execute_pytest` of `_pytest_args_regular_run`), but
+            no traceback: the session's output goes nowhere (unless mutmut debugs), and formatting each failing
+            guard's (each killed mutant's) was a fifth of a worker's time."""
+            debug = config().debug
+            tb = "--tb=native" if debug else "--tb=no"
+            args = ["--rootdir=.", tb, *self._pytest_args_regular_run([]), *self._pytest_add_cli_args]
+            return ["-vv", *args] if debug else args
 
     class CollectedForkRunner(ForkRunner):  # type: ignore[misc, valid-type]
         def startup(self) -> None:
