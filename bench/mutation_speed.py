@@ -23,9 +23,9 @@ Targets: (b) <= 1.5x (a), toward 1.2x; (b') <= 0.1x (a); memory <= 400 MiB; (c) 
 mutant; (e) <= 2 s; (f) <= 2.0x (a); (g) <= 1.5x.
 
 `--gate` (CI: `nox -s speed`, 3 pairs by default) measures (a), (b) and (b') alone and exits 1 when the median paired
-ratio of (b) passes 2.3x or that of (b') 0.35x: a quiet machine measures 1.55x-1.75x and 0.13x-0.20x against a 1.5-1.8 s
-cold import, so a 1.35x slowdown is caught (aad54b7 added 10 s testing the mutants unnoticed) and the noise between
-pairs is not (CI takes the median of 5 pairs). Targets not met yet. Where a fresh run's 4.4-5.1 s of CPU go, by process
+ratio of (b) passes 2.3x or that of (b') 0.35x: a quiet machine measures 1.45x-1.65x and 0.13x-0.16x against a 1.4-1.7 s
+cold import, so a 1.4x slowdown is caught (aad54b7 added 10 s testing the mutants unnoticed) and the noise between
+pairs is not (CI takes the median of 5 pairs). Targets not met yet. Where a fresh run's 3.7-4.2 s of CPU go, by process
 (one run, each process's own): the command 0.9-1.3 s (its imports 0.2 s, discovery 0.5 s: reading vLLM's 3,600 files,
 parsing the 17 that may hold a site); the session's first process 2.1-2.4 s (its modules, pytest's and mutmut's imports,
 torch 1.0 s); the generator 0.35 s (libcst's matchers, at niceness 10) and its pool 0.4-0.55 s (libcst over the site
@@ -37,8 +37,10 @@ modules, pytest, libcst and mutmut (0.4 s), then torch (1.15 s) while the comman
 makes the mutants on the other core; its child imports vLLM's `__init__` (0.03 s) and runs mutmut: 0.05 s to its stats,
 the stats 0.22 s (pytest's first session 0.08 s; the first guard 0.17 s, importing the site modules and
 vllm.distributed, which vLLM's `warning_once` imports), the clean and forced-fail sessions and the collection 0.1 s, the
-18 mutants 0.35-0.45 s on two workers; then the command checks the fingerprint again (0.04 s) and writes the report
-(0.03 s). What is left is imports the yardstick does not have (0.4 s) and the guards' own work: not a wait.
+18 mutants 0.28-0.36 s on two workers (each a fork of a 230 MiB process, whose first touches of the heap copy pages:
+its first look at sys.modules, 2.5 ms of a run's 11-17 ms); then the command checks the fingerprint again (0.04 s) and
+writes the report (0.03 s). What is left is imports the yardstick does not have (0.4 s, libcst's 0.13 s of it) and the
+guards' own work: not a wait.
 Only paired ratios mean anything on a machine others load: each pair times its own cold import right before its runs.
 """
 
