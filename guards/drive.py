@@ -138,10 +138,13 @@ def expected_text(site: Site) -> tuple[str | None, str]:
     blocked import's own message, which every rendering of the exception contains.
     """
     error = BlockedKernelImport(BLOCK_MESSAGE.format(name=site.kernel_module), name=site.kernel_module)
+    # an `except*` handler's name is the group Python wraps the import's exception in; the group's str() holds
+    # none of the exception's text (its repr does), so no fragment is required of it
+    bound = ExceptionGroup("", (error,)) if site.grouped else error
     try:
-        return rendered_text(site, error), str(error) if site.logs_exception else ""
+        return rendered_text(site, bound), str(error) if site.logs_exception and not site.grouped else ""
     finally:
-        del error
+        del error, bound
 
 
 def rendered_text(site: Site, error: BaseException) -> str | None:

@@ -52,15 +52,22 @@ class Record(NamedTuple):
 
 
 def _handling(kernel_module: str) -> bool:
-    """The exception being handled is the blocked import of `kernel_module`, or was raised while handling it."""
+    """The exception being handled is the blocked import of `kernel_module` (or the group an `except*` handles it
+    in), or was raised while handling it."""
     exc: BaseException | None = sys.exc_info()[1]
     for _ in range(16):  # `__context__` chains are short; a cycle must not loop
         if exc is None:
             return False
-        if isinstance(exc, BlockedKernelImport) and exc.name == kernel_module:
+        if _blocked(exc, kernel_module):
             return True
         exc = exc.__context__ or exc.__cause__
     return False
+
+
+def _blocked(exc: BaseException, kernel_module: str) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_blocked(inner, kernel_module) for inner in exc.exceptions)
+    return isinstance(exc, BlockedKernelImport) and exc.name == kernel_module
 
 
 def _through(codes: frozenset[types.CodeType]) -> bool:

@@ -1,7 +1,7 @@
 """Mutation operators that put the warning_once leak back, only at kernel-import sites.
 
-Each yields the site's whole `libcst.Try` with exactly one of its calls changed, bound in a run to the discovered
-sites' anchors (`Anchors`); each carries before/after examples that a generic test runs and the README shows.
+Each yields the site's whole `libcst.Try` (or `TryStar`) with exactly one of its calls changed, bound in a run to the
+discovered sites' anchors (`Anchors`); each carries before/after examples that a generic test runs and the README shows.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import NamedTuple
 import libcst as cst
 from warnonce_guard.rule.literals import retarget_placeholder
 from warnonce_guard.rule.site_row import Site
-from warnonce_guard.rule.site_rule import ONCE_METHODS, anchor, dotted, log_method, site_calls, walk
+from warnonce_guard.rule.site_rule import ONCE_METHODS, TRIES, TryNode, anchor, dotted, log_method, site_calls, walk
 from warnonce_guard.rule.target import PACKAGE
 
 # What each `*_once` method becomes when `once-dropped` removes the cache.
@@ -44,7 +44,7 @@ class Operator(NamedTuple):
 Anchors = Mapping[str, str]
 
 
-def current_package_for(try_node: cst.Try, package: str) -> str:
+def current_package_for(try_node: TryNode, package: str) -> str:
     """Without anchors: a stand-in for the importing module's package, deep enough for every relative import.
 
     A relative import (`from . import _C`, `from .. import _C`) is then taken to point inside `package`,
@@ -54,7 +54,7 @@ def current_package_for(try_node: cst.Try, package: str) -> str:
     return ".".join([package] + ["_"] * (depth - 1))
 
 
-def once_calls(try_node: cst.Try, package: str, anchors: Anchors | None = None) -> Iterator[tuple[cst.Call, str]]:
+def once_calls(try_node: TryNode, package: str, anchors: Anchors | None = None) -> Iterator[tuple[cst.Call, str]]:
     """(call, NAME) for every `*_once` site call of this try, by the site rule; with `anchors`, only in a
     try discovery recorded."""
     current = current_package_for(try_node, package) if anchors is None else anchors.get(anchor(try_node))
@@ -165,8 +165,8 @@ def fstring_revert(call: cst.Call, name: str) -> cst.Call | None:
 
 
 def mutate_try(
-    rewrite: CallRewrite, try_node: cst.Try, package: str = PACKAGE, anchors: Anchors | None = None
-) -> Iterator[cst.Try]:
+    rewrite: CallRewrite, try_node: TryNode, package: str = PACKAGE, anchors: Anchors | None = None
+) -> Iterator[TryNode]:
     """The try with one of its site calls rewritten, once per call the rewrite applies to (mutmut's shape)."""
     for call, name in once_calls(try_node, package, anchors):
         mutated = rewrite(call, name)
@@ -270,10 +270,11 @@ def not_applied(site: Site, made: Iterable[str]) -> dict[str, str]:
     }
 
 
-def operators_for(package: str = PACKAGE, anchors: Anchors | None = None) -> list[tuple[type, Callable]]:
-    """mutmut-shaped (node type, operator) pairs, in `OPERATORS` order, bound to `package` and `anchors`."""
+def operators_for(package: str = PACKAGE, anchors: Anchors | None = None) -> list[tuple[tuple[type, ...], Callable]]:
+    """mutmut-shaped (node types, operator) pairs, in `OPERATORS` order, bound to `package` and `anchors`: each
+    operator's for both kinds of `try` (mutmut asks `isinstance(node, types)`)."""
     return [
-        (cst.Try, functools.partial(mutate_try, op.function, package=package, anchors=anchors))
+        (TRIES, functools.partial(mutate_try, op.function, package=package, anchors=anchors))
         for op in OPERATORS.values()
     ]
 
@@ -293,7 +294,7 @@ def operator_of(
     original: cst.CSTNode, mutated: cst.CSTNode, package: str = PACKAGE, anchors: Anchors | None = None
 ) -> str | None:
     """The name of the operator that turns `original` into `mutated` (e.g. a mutmut `Mutation`'s nodes), or None."""
-    if not isinstance(original, cst.Try):
+    if not isinstance(original, TRIES):
         return None
     for name, op in OPERATORS.items():
         if any(c.deep_equals(mutated) for c in mutate_try(op.function, original, package, anchors)):

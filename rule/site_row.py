@@ -65,6 +65,7 @@ class Site:
     logs_exception: bool = True  # an argument of the call is made of the exception (its text must be in the record)
     duplicate: int = 0  # the how-manieth row with the same file, function, kernel module and branch (0: the first)
     needs_args: bool = False  # the function a guard would call takes arguments (0.34.0's dcp_topk_merge_local_topk)
+    grouped: bool = False  # its handler is an `except*`: the name it binds is an ExceptionGroup holding the exception
 
     @property
     def branch(self) -> str:

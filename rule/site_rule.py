@@ -36,6 +36,10 @@ IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "B
 # A kernel module's last component has a `C` token: _C, _C_AVX2, _moe_C_stable_libtorch, fs_io_C.
 KERNEL_PATTERN = re.compile(r"(?:^|_)C(?:_|$)")
 _NOT_RUN_BY_THE_HANDLER = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+# A `try` that may guard a kernel import: `except*` catches its ImportError too, in a group that holds it
+TRIES = (cst.Try, cst.TryStar)
+TryNode = cst.Try | cst.TryStar
+Handler = cst.ExceptHandler | cst.ExceptStarHandler
 
 
 class Reach(NamedTuple):
@@ -56,7 +60,7 @@ class SiteCall(NamedTuple):
     without `as NAME`); `via` is the callable it reaches a `*_once` method through, for a call that is none."""
 
     call: cst.Call
-    handler: cst.ExceptHandler
+    handler: Handler
     name: str
     via: Reach | None = None
 
@@ -122,13 +126,13 @@ def imported_modules(stmt: cst.CSTNode, current_package: str) -> Iterator[str]:
             yield str(node.args[0].value.evaluated_value)
 
 
-def kernel_import(try_node: cst.Try, package: str, current_package: str) -> str | None:
+def kernel_import(try_node: TryNode, package: str, current_package: str) -> str | None:
     """The first kernel module the `try` body imports, or None."""
     imported = (name for stmt in try_node.body.body for name in imported_modules(stmt, current_package))
     return next((name for name in imported if is_kernel_module(name, package)), None)
 
 
-def catches_import_error(handler: cst.ExceptHandler) -> bool:
+def catches_import_error(handler: Handler) -> bool:
     """`except ImportError as e` (or a tuple or base class that includes it), a bare `except:`, or a class the source
     only names (`except _ERRORS`, `except errors.KernelMissing`): the guard's drive tells whether it catches."""
     if handler.type is None:
@@ -143,7 +147,7 @@ def _may_catch_import_error(name: str) -> bool:
     return name in IMPORT_ERRORS or not (isinstance(builtin, type) and issubclass(builtin, BaseException))
 
 
-def handler_name(handler: cst.ExceptHandler) -> str | None:
+def handler_name(handler: Handler) -> str | None:
     if handler.name is not None and isinstance(handler.name.name, cst.Name):
         return handler.name.name.value
     return None
@@ -220,7 +224,7 @@ def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> 
                 for parsed_small in parsed(cst.SimpleStatementLine([small])):
                     rebind(parsed_small, live)
             return
-        if isinstance(stmt, cst.Try) and stmt.finalbody is not None and holds(stmt.finalbody, call):
+        if isinstance(stmt, TRIES) and stmt.finalbody is not None and holds(stmt.finalbody, call):
             # after the body, a handler or the `else`: what any of them bound
             if stmt.handlers:
                 flow(parsed(stmt.with_changes(finalbody=None)), live)
@@ -228,8 +232,8 @@ def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> 
                 live |= _branch(stmt.body.body, live)
             _flow_to(stmt.finalbody.body.body, call, live)
             return
-        holder = next((h for h in stmt.handlers if holds(h, call)), None) if isinstance(stmt, cst.Try) else None
-        if isinstance(stmt, cst.Try) and holder is not None:  # the body ran (or part of it), then this handler alone
+        holder = next((h for h in stmt.handlers if holds(h, call)), None) if isinstance(stmt, TRIES) else None
+        if isinstance(stmt, TRIES) and holder is not None:  # the body ran (or part of it), then this handler alone
             live |= _branch(stmt.body.body, live)
             inner = live | ({name} if (name := handler_name(holder)) else set())
             _flow_to(holder.body.body, call, inner)
@@ -290,14 +294,14 @@ def form_of(site: SiteCall, body: Sequence[cst.CSTNode]) -> str:
     return EAGER if all(kind is None or of_it for kind, of_it in zip(kinds, data, strict=True)) else UNKNOWN
 
 
-def _site_handlers(try_node: cst.Try, package: str, current_package: str) -> list[tuple[cst.ExceptHandler, str]]:
+def _site_handlers(try_node: TryNode, package: str, current_package: str) -> list[tuple[Handler, str]]:
     """The handlers of a kernel-import `try` that catch ImportError, with their names ("" for none)."""
     if kernel_import(try_node, package, current_package) is None:
         return []
     return [(h, handler_name(h) or "") for h in try_node.handlers if catches_import_error(h)]
 
 
-def is_site_try(try_node: cst.Try, package: str, current_package: str) -> bool:
+def is_site_try(try_node: TryNode, package: str, current_package: str) -> bool:
     """A `try` that imports a kernel module and catches ImportError: whatever it logs, and where, is looked at."""
     return bool(_site_handlers(try_node, package, current_package))
 
@@ -305,7 +309,7 @@ def is_site_try(try_node: cst.Try, package: str, current_package: str) -> bool:
 def _calls_in(
     node: cst.CSTNode,
     name: str,
-    handler: cst.ExceptHandler,
+    handler: Handler,
     package: str,
     current_package: str,
     reaching: Reaching,
@@ -318,14 +322,14 @@ def _calls_in(
             yield SiteCall(node, handler, name)
         elif (via := reached(node, reaching)) is not None:
             yield SiteCall(node, handler, name, via)
-    inner = {id(h) for h, _ in _site_handlers(node, package, current_package)} if isinstance(node, cst.Try) else set()
+    inner = {id(h) for h, _ in _site_handlers(node, package, current_package)} if isinstance(node, TRIES) else set()
     for child in node.children:
         if id(child) not in inner:
             yield from _calls_in(child, name, handler, package, current_package, reaching)
 
 
 def site_calls(
-    try_node: cst.Try, package: str, current_package: str, reaching: Reaching | None = None
+    try_node: TryNode, package: str, current_package: str, reaching: Reaching | None = None
 ) -> list[SiteCall]:
     """Every site call that belongs to this `try` (none unless it imports a kernel module), in source order:
     every logging call its ImportError handlers run, and every call of a callable in `reaching` they run."""
@@ -335,7 +339,7 @@ def site_calls(
     return found
 
 
-def anchor(try_node: cst.Try) -> str:
+def anchor(try_node: TryNode) -> str:
     """A digest of the `try` statement's source: how the operators recognise a try that discovery recorded.
 
     It runs from the `try:` line to the last line of code: the comment and blank lines before and after are

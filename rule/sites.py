@@ -19,8 +19,11 @@ from warnonce_guard.common.errors import SourceDoesNotParse
 from warnonce_guard.rule.liveness import UNKNOWN, dotted_name, handled_exception
 from warnonce_guard.rule.site_row import Condition, Site, current_package_of
 from warnonce_guard.rule.site_rule import (
+    TRIES,
+    Handler,
     Reaching,
     SiteCall,
+    TryNode,
     anchor,
     checked_arguments,
     dotted,
@@ -58,9 +61,10 @@ class _After:
     kernel: str
     import_line: int
     anchor: str
-    handler: cst.ExceptHandler
+    handler: Handler
     name: str
     derived: frozenset[str]
+    grouped: bool = False  # an `except*` handler
 
 
 @dataclass(frozen=True)
@@ -148,7 +152,7 @@ class _SiteFinder:
             self.after = outer
         elif isinstance(stmt, cst.If):
             self.visit_if(stmt, scope)
-        elif isinstance(stmt, cst.Try):
+        elif isinstance(stmt, TRIES):  # `except* ImportError` guards an import as `except ImportError` does
             self.visit_try(stmt, scope)
             for block in (stmt, *stmt.handlers, stmt.orelse):
                 if block is not None:
@@ -156,10 +160,6 @@ class _SiteFinder:
             self.after += self.handlers_logged_after(stmt)
             if stmt.finalbody is not None:  # runs after the handler: it may log what the handler bound
                 self.walk(stmt.finalbody.body.body, scope)
-        elif isinstance(stmt, cst.TryStar):  # `except*` is no site's handler, but its blocks may hold sites
-            for block in (stmt, *stmt.handlers, stmt.orelse, stmt.finalbody):
-                if block is not None:
-                    self.walk(block.body.body, scope)
         elif isinstance(stmt, (cst.With, cst.For, cst.While)):
             self.walk(stmt.body.body, scope)
             if not isinstance(stmt, cst.With) and stmt.orelse is not None:
@@ -183,20 +183,21 @@ class _SiteFinder:
     def reads_handler_names(self, node: cst.CSTNode) -> bool:
         return any(references(node, name) for after in self.after for name in after.derived)
 
-    def visit_try(self, stmt: cst.Try, scope: _Scope) -> None:
+    def visit_try(self, stmt: TryNode, scope: _Scope) -> None:
         kernel = kernel_import(stmt, self.package, self.current_package)
         if kernel is None:
             return
         import_line = self.line(stmt.body.body[0])
         digest = anchor(stmt)
+        grouped = isinstance(stmt, cst.TryStar)
         if is_site_try(stmt, self.package, self.current_package):  # the guarded import, whatever its handler writes
-            self.sites.append(self.try_row(stmt, kernel, import_line, scope, digest))
+            self.sites.append(replace(self.try_row(stmt, kernel, import_line, scope, digest), grouped=grouped))
         for found in site_calls(stmt, self.package, self.current_package, self.reaching_in(scope)):
             self.in_handlers.add(id(found.call))
             site = self.site(found, kernel, import_line, scope, self.handler_conditions(found.handler, found.call))
-            self.sites.append(replace(site, anchor=digest))
+            self.sites.append(replace(site, anchor=digest, grouped=grouped))
 
-    def try_row(self, stmt: cst.Try, kernel: str, import_line: int, scope: _Scope, digest: str) -> Site:
+    def try_row(self, stmt: TryNode, kernel: str, import_line: int, scope: _Scope, digest: str) -> Site:
         """The row of a guarded import whose handlers run no call discovery recognises (`call: not recognised`)."""
         first = stmt.body.body[0]
         return Site(
@@ -230,7 +231,7 @@ class _SiteFinder:
             found |= self.reaching.get(name, {}) | self.reaching.get(f"def {'.'.join(scope.names[:depth])}", {})
         return found
 
-    def handlers_logged_after(self, stmt: cst.Try) -> list[_After]:
+    def handlers_logged_after(self, stmt: TryNode) -> list[_After]:
         """The site handlers of a kernel-import `try` that bind names to what their exception made (`err = e`,
         `msg = repr(e)`): a call after the `try` that logs one of them is a site of that handler."""
         kernel = kernel_import(stmt, self.package, self.current_package)
@@ -242,7 +243,8 @@ class _SiteFinder:
             derived = _derived_names(handler, name)
             if derived:
                 import_line, digest = self.line(stmt.body.body[0]), anchor(stmt)
-                out.append(_After(kernel, import_line, digest, handler, name, frozenset(derived)))
+                grouped = isinstance(stmt, cst.TryStar)
+                out.append(_After(kernel, import_line, digest, handler, name, frozenset(derived), grouped))
         return out
 
     def visit_after(self, stmt: cst.SimpleStatementLine | cst.BaseSmallStatement, scope: _Scope) -> None:
@@ -258,7 +260,7 @@ class _SiteFinder:
             if after is not None:
                 found = SiteCall(node, after.handler, after.name, reached(node, reaching))
                 site = self.site(found, after.kernel, after.import_line, scope, (), place="after")
-                self.sites.append(replace(site, anchor=after.anchor))
+                self.sites.append(replace(site, anchor=after.anchor, grouped=after.grouped))
         self.after = [replace(a, derived=a.derived | _made_of(stmt, a.derived)) for a in self.after]
 
     def site(
@@ -306,7 +308,7 @@ class _SiteFinder:
             logs_exception=logs,
         )
 
-    def handler_conditions(self, handler: cst.ExceptHandler, call: cst.Call) -> tuple[Condition, ...]:
+    def handler_conditions(self, handler: Handler, call: cst.Call) -> tuple[Condition, ...]:
         """`if` tests inside the handler that enclose the logging call (none when the call is an `if`'s test)."""
 
         def holds(node: cst.CSTNode) -> bool:
@@ -343,7 +345,7 @@ def _needs_arguments(function: cst.FunctionDef, method: bool) -> bool:
 _BINDINGS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)
 
 
-def _derived_names(handler: cst.ExceptHandler, name: str) -> set[str]:
+def _derived_names(handler: Handler, name: str) -> set[str]:
     """The names a handler binds to values made of its exception (`err = e`, `msg = repr(e)`, `pair = (e, 1)`,
     `info = sys.exc_info()`, and so on from those), in its own statements: what a call after it can log of it."""
     made_of = {name} if name else set()
@@ -468,9 +470,10 @@ def might_hold_site(source: str) -> bool:
     return any(names_a_kernel(token) for text in imported for token in _TOKEN.findall(text))
 
 
-def _tries(stmt: ast.stmt | ast.excepthandler | ast.match_case) -> Iterator[ast.Try]:
-    """The `try` statements in `stmt`, outermost first (only statement bodies are searched: a try is a statement)."""
-    if isinstance(stmt, ast.Try):
+def _tries(stmt: ast.stmt | ast.excepthandler | ast.match_case) -> Iterator[ast.Try | ast.TryStar]:
+    """The `try` statements in `stmt` (`except*` ones too), outermost first (only statement bodies are searched: a try
+    is a statement)."""
+    if isinstance(stmt, (ast.Try, ast.TryStar)):
         yield stmt
     for block in ("body", "handlers", "orelse", "finalbody", "cases"):
         for child in getattr(stmt, block, ()):

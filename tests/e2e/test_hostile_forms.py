@@ -14,7 +14,7 @@ from warnonce_guard.guards.detectors import EXCEPTION_RETAINED, OWNER_PINNED, WA
 from warnonce_guard.mutations.run import mutate
 
 from tests.hostile_forms import FORMS, hostile_tree
-from tests.toy import CLI
+from tests.toy import CLI, INTERFACE, make_tree
 
 pytestmark = pytest.mark.slow
 
@@ -49,3 +49,17 @@ def test_the_mutation_run_reports_every_hostile_site_exposed(tmp_path: Path) -> 
         (row,) = [line for line in summary.splitlines() if line.startswith(f"| `{site_id}` |")]
         assert "| **exposed** | exception retained, owner pinned, warning repeated" in row, (form, row)
     assert "6 sites: 0 guarded, 6 exposed, 0 unreached." in summary
+
+
+def test_a_site_an_except_star_guards_is_guarded_and_each_mutant_of_it_killed(tmp_path: Path) -> None:
+    """`except* ImportError as e` guards a kernel import as `except ImportError` does (its `e` a group holding the
+    failure): it was walked past, no site, no mutant, a silent pass."""
+    tree = make_tree(tmp_path / "tree", INTERFACE.replace("except ImportError as e:", "except* ImportError as e:"))
+    out = tmp_path / "report"
+
+    code = mutate(str(tree), out, tmp_path / "work", 100.0, None, Console(width=200))
+
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert code == ExitCode.OK, summary
+    assert "**Mutation score:** 100.00% (3 killed of 3 reached)" in summary
+    assert "1 sites: 1 guarded, 0 exposed, 0 unreached." in summary

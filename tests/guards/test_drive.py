@@ -522,3 +522,35 @@ def test_a_handler_that_crashes_is_a_test_error_not_a_pass(toy: Toy) -> None:
 
     with pytest.raises(AttributeError, match="warn_once"):
         drive(site, package=package)
+
+
+STAR = PLATFORM.replace("except ImportError as e:", "except* ImportError as e:")
+
+
+def test_an_except_star_site_logging_its_group_eagerly_passes_with_the_text_the_group_renders(toy: Toy) -> None:
+    """`except*` binds the group Python wraps the blocked import's exception in: its repr is the expected text, and
+    the records it logs are the handler's (it handles the group, not the ImportError itself)."""
+    package, (site,) = toy(STAR, EAGER)
+    assert site.grouped and site.form == "eager"
+    obs = drive(site, package=package)
+    assert obs.emitted == [obs.expected_message]
+    assert obs.expected_message is not None and obs.expected_message.startswith("Failed to import from")
+    assert "ExceptionGroup(''" in obs.expected_message and "BlockedKernelImport(" in obs.expected_message
+    check_site(site, package=package)
+
+
+@pytest.mark.parametrize(
+    ("runs", "fired"),
+    [
+        (LIVE_REPR, {detectors.EXCEPTION_RETAINED, detectors.OWNER_PINNED, detectors.WARNING_REPEATED}),
+        (PLAIN, {detectors.WARNING_REPEATED}),
+    ],
+    ids=["live", "once-dropped"],
+)
+def test_an_except_star_site_put_back_to_the_bug_fails_its_guard(toy: Toy, runs: str, fired: set[str]) -> None:
+    package, (site,) = toy(STAR, EAGER, runs=runs)
+    with pytest.raises(LeakDetected) as caught:
+        check_site(site, package=package)
+    assert set(caught.value.detectors) == fired
+    if detectors.OWNER_PINNED in fired:
+        assert "<- ExceptionGroup <- tuple <- _lru_cache_wrapper" in str(caught.value)

@@ -85,12 +85,15 @@ def test_describe_operators_gives_one_row_per_operator_with_a_before_after_line(
 
 def test_operators_for_has_mutmuts_shape_and_binds_the_package() -> None:
     pairs = operators_for(package="mypkg")
-    assert [t for t, _ in pairs] == [cst.Try] * len(OPERATORS)
+    assert [t for t, _ in pairs] == [(cst.Try, cst.TryStar)] * len(OPERATORS)  # `except*` guards an import too
     for index, name in enumerate(NAMES):
         call = example_call(name).replace("logger.", "log.")
-        try_node = cst.parse_module(kernel_try(call, imports="import mypkg._C")).body[0]
-        assert len(list(pairs[index][1](try_node))) == 1, name
-        assert list(operators_for()[index][1](try_node)) == [], name  # for vllm this is no kernel import
+        source = kernel_try(call, imports="import mypkg._C")
+        for try_source in (source, source.replace("except ", "except* ")):
+            try_node = cst.parse_module(try_source).body[0]
+            assert isinstance(try_node, pairs[index][0])
+            assert len(list(pairs[index][1](try_node))) == 1, (name, try_source)
+            assert list(operators_for()[index][1](try_node)) == [], name  # for vllm this is no kernel import
 
 
 # ---- the basic mutant of each operator ------------------------------------------------------------

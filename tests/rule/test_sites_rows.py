@@ -83,6 +83,7 @@ def test_a_guarded_import_without_a_recognised_call_is_one_row_of_the_import_eve
         "logs_exception": False,
         "duplicate": 0,
         "needs_args": False,
+        "grouped": False,
         "id": "vllm/platforms/x.py::P.import_kernels::vllm._C [HAS_AVX2]",
         "cached": False,
     }
@@ -168,6 +169,7 @@ def test_a_recognised_call_in_a_function_taking_arguments_is_a_row_of_the_call_e
         "logs_exception": True,
         "duplicate": 0,
         "needs_args": True,
+        "grouped": False,
         "id": "vllm/platforms/x.py::load::vllm._C",
         "cached": True,
     }
@@ -449,3 +451,43 @@ def test_a_file_only_cpython_refuses_for_an_unknown_character_name_is_read_whole
     source = after_source() + 'NAME = "\\N{NO SUCH CHARACTER NAME}"\n'
     site = only(source)
     assert (site.module, site.package, site.kernel_module, site.place) == (MODULE, "vllm", "vllm._C", "after")
+
+
+STAR_SITE = """\
+def import_kernels():
+    try:
+        import vllm._C
+    except* {caught} as eg:
+        {handler}
+"""
+
+
+@pytest.mark.parametrize(
+    ("handler", "form"),
+    [
+        ("logger.warning_once('Failed to import from vllm._C: %r', eg)", "live"),
+        ("logger.warning_once('Failed to import from vllm._C: %s', repr(eg))", "eager"),
+    ],
+)
+def test_a_kernel_import_an_except_star_guards_is_a_site_of_the_call_its_handler_runs(handler: str, form: str) -> None:
+    """`except* ImportError as eg` catches the import's failure in a group that holds it, traceback and all: the
+    guarded import is the site, whatever form its handler takes (it was walked past, a silent pass)."""
+    site = only(STAR_SITE.format(caught="ImportError", handler=handler))
+    assert (site.kernel_module, site.import_line, site.line) == ("vllm._C", 3, 5)
+    assert (site.log_method, site.exc_name, site.form, site.logs_exception) == ("warning_once", "eg", form, True)
+    assert site.grouped  # what the handler names is a group (the guards render its message so)
+
+
+def test_a_kernel_import_an_except_star_guards_without_a_recognised_call_is_one_row_of_the_import() -> None:
+    site = only(STAR_SITE.format(caught="(ImportError, OSError)", handler="print(eg)"))
+    assert (site.kernel_module, site.line, site.recognised, site.exc_name, site.grouped) == (
+        "vllm._C",
+        3,
+        False,
+        "eg",
+        True,
+    )
+
+
+def test_an_except_star_of_no_import_error_guards_no_kernel_import() -> None:
+    assert rows(STAR_SITE.format(caught="ValueError", handler="logger.warning_once('%r', eg)")) == []
