@@ -23,7 +23,7 @@ from typing import Any
 from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import PlatformImportFailed, PlatformNotFound
 from warnonce_guard.guards.blocker import BLOCK_MESSAGE, BlockedKernelImport, blocking, stubbing
-from warnonce_guard.guards.observe import Observation, Record, in_function, records
+from warnonce_guard.guards.observe import Observation, Record, blocked, in_function, records
 from warnonce_guard.guards.steering import CannotSteer, steered
 from warnonce_guard.guards.stock_cache import LEVELS, StockOnce
 from warnonce_guard.rule.platforms import IMPORT_KERNELS, load_class, must_not_exit
@@ -138,13 +138,24 @@ def expected_text(site: Site) -> tuple[str | None, str]:
     blocked import's own message, which every rendering of the exception contains.
     """
     error = BlockedKernelImport(BLOCK_MESSAGE.format(name=site.kernel_module), name=site.kernel_module)
-    # an `except*` handler's name is the group Python wraps the import's exception in; the group's str() holds
-    # none of the exception's text (its repr does), so no fragment is required of it
-    bound = ExceptionGroup("", (error,)) if site.grouped else error
+    # an `except*` handler's name is the group Python wraps the import's exception in (made here as Python makes
+    # it); its str() holds none of the exception's text (its repr does), so no fragment is required of it
+    bound = _grouped(error) if site.grouped else error
     try:
         return rendered_text(site, bound), str(error) if site.logs_exception and not site.grouped else ""
     finally:
+        error.__traceback__ = bound.__traceback__ = None
         del error, bound
+
+
+def _grouped(error: BaseException) -> BaseException:
+    """The group an `except*` handler of `error` is given: Python's own, not one built to look like it."""
+    given: list[BaseException] = []
+    try:
+        raise error
+    except* BaseException as group:  # an `except*` block may not `return`
+        given.append(group)
+    return given[0]
 
 
 def rendered_text(site: Site, error: BaseException) -> str | None:
@@ -313,7 +324,7 @@ def _escaped(err: Exception, site: Site) -> None:
     while handling the blocked import is the site's answer (a user's `LLM()` fails; nothing is kept by that), the
     blocked import itself means no handler caught it (`CannotDrive`), anything else (a handler that crashed) is
     raised again."""
-    if isinstance(err, BlockedKernelImport) and err.name == site.kernel_module:
+    if blocked(err, site.kernel_module):  # the import itself, or the group an `except*` raised again
         raise CannotDrive(
             f"the blocked import of {site.kernel_module} escaped {site.qualname} uncaught (the guard's blocked import "
             "is an ImportError, not a ModuleNotFoundError); catch ImportError in its handler"
@@ -324,7 +335,7 @@ def _escaped(err: Exception, site: Site) -> None:
     for _ in range(16):  # `__context__` chains are short; a cycle must not loop
         if cause is None:
             raise err
-        if isinstance(cause, BlockedKernelImport):
+        if blocked(cause):  # an `except*` handler's cause is the group that holds it
             return
         cause = cause.__cause__ or cause.__context__
     raise err

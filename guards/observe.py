@@ -58,16 +58,17 @@ def _handling(kernel_module: str) -> bool:
     for _ in range(16):  # `__context__` chains are short; a cycle must not loop
         if exc is None:
             return False
-        if _blocked(exc, kernel_module):
+        if blocked(exc, kernel_module):
             return True
         exc = exc.__context__ or exc.__cause__
     return False
 
 
-def _blocked(exc: BaseException, kernel_module: str) -> bool:
+def blocked(exc: BaseException, kernel_module: str | None = None) -> bool:
+    """`exc` is a blocked import (of `kernel_module`, if given), or a group (an `except*` handler's) holding one."""
     if isinstance(exc, BaseExceptionGroup):
-        return any(_blocked(inner, kernel_module) for inner in exc.exceptions)
-    return isinstance(exc, BlockedKernelImport) and exc.name == kernel_module
+        return any(blocked(inner, kernel_module) for inner in exc.exceptions)
+    return isinstance(exc, BlockedKernelImport) and kernel_module in (None, exc.name)
 
 
 def _through(codes: frozenset[types.CodeType]) -> bool:

@@ -291,7 +291,21 @@ def form_of(site: SiteCall, body: Sequence[cst.CSTNode]) -> str:
         return UNKNOWN
     # what is neither safe nor the exception, but only the exception's data (`e.msg`, `type(e)`): eager too
     data = [any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)) for value in values]
+    if isinstance(site.handler, cst.ExceptStarHandler) and _group_args(values, names):
+        return UNKNOWN  # a group's `args` holds its exceptions (a plain exception's holds data): the drive tells
     return EAGER if all(kind is None or of_it for kind, of_it in zip(kinds, data, strict=True)) else UNKNOWN
+
+
+def _group_args(values: list[ast.expr], names: set[str]) -> bool:
+    """An argument reads `.args` of a live name (`eg.args`, `eg.args[1]`)."""
+    return any(
+        isinstance(node, ast.Attribute)
+        and node.attr == "args"
+        and isinstance(node.value, ast.Name)
+        and node.value.id in names
+        for value in values
+        for node in ast.walk(value)
+    )
 
 
 def _site_handlers(try_node: TryNode, package: str, current_package: str) -> list[tuple[Handler, str]]:

@@ -54,7 +54,9 @@ def test_the_mutation_run_reports_every_hostile_site_exposed(tmp_path: Path) -> 
 def test_a_site_an_except_star_guards_is_guarded_and_each_mutant_of_it_killed(tmp_path: Path) -> None:
     """`except* ImportError as e` guards a kernel import as `except ImportError` does (its `e` a group holding the
     failure): it was walked past, no site, no mutant, a silent pass."""
-    tree = make_tree(tmp_path / "tree", INTERFACE.replace("except ImportError as e:", "except* ImportError as e:"))
+    starred = INTERFACE.replace("except ImportError as e:", "except* ImportError as e:")
+    assert starred != INTERFACE
+    tree = make_tree(tmp_path / "tree", starred)
     out = tmp_path / "report"
 
     code = mutate(str(tree), out, tmp_path / "work", 100.0, None, Console(width=200))

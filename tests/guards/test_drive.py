@@ -470,9 +470,15 @@ def test_a_site_in_a_function_nested_in_a_method_is_driven_through_the_method(to
     ],
     ids=["raises", "keeps-then-raises"],
 )
-def test_a_handler_raising_another_exception_is_judged_by_what_it_kept(toy: Toy, call: str, leaks: bool) -> None:
-    """The exception escaping the site's function was a test error: a false alarm on a site that keeps nothing."""
-    package, (site,) = toy(PLATFORM.replace("class Platform:", "_ERRORS = []\n\n\nclass Platform:"), call)
+@pytest.mark.parametrize("handler", ["except", "except*"])
+def test_a_handler_raising_another_exception_is_judged_by_what_it_kept(
+    toy: Toy, call: str, leaks: bool, handler: str
+) -> None:
+    """The exception escaping the site's function was a test error: a false alarm on a site that keeps nothing (an
+    `except*` handler's raise has the group for its cause or context)."""
+    source = PLATFORM.replace("class Platform:", "_ERRORS = []\n\n\nclass Platform:")
+    package, (site,) = toy(source.replace("except ImportError", f"{handler} ImportError"), call)
+    assert site.grouped is (handler == "except*")
 
     obs = drive(site, package=package)
 
@@ -525,6 +531,12 @@ def test_a_handler_that_crashes_is_a_test_error_not_a_pass(toy: Toy) -> None:
 
 
 STAR = PLATFORM.replace("except ImportError as e:", "except* ImportError as e:")
+
+
+def test_a_bare_raise_in_an_except_star_handler_is_the_blocked_import_escaping_unreached(toy: Toy) -> None:
+    package, (site,) = toy(STAR, "raise")
+    with pytest.raises(SiteUnreached, match=r"escaped Platform\.import_kernels uncaught"):
+        check_site(site, package=package)
 
 
 def test_an_except_star_site_logging_its_group_eagerly_passes_with_the_text_the_group_renders(toy: Toy) -> None:

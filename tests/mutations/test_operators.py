@@ -89,9 +89,9 @@ def test_operators_for_has_mutmuts_shape_and_binds_the_package() -> None:
     for index, name in enumerate(NAMES):
         call = example_call(name).replace("logger.", "log.")
         source = kernel_try(call, imports="import mypkg._C")
-        for try_source in (source, source.replace("except ", "except* ")):
+        for kind, try_source in ((cst.Try, source), (cst.TryStar, source.replace("except ", "except* "))):
             try_node = cst.parse_module(try_source).body[0]
-            assert isinstance(try_node, pairs[index][0])
+            assert type(try_node) is kind and isinstance(try_node, pairs[index][0])
             assert len(list(pairs[index][1](try_node))) == 1, (name, try_source)
             assert list(operators_for()[index][1](try_node)) == [], name  # for vllm this is no kernel import
 

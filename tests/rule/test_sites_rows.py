@@ -489,5 +489,12 @@ def test_a_kernel_import_an_except_star_guards_without_a_recognised_call_is_one_
     )
 
 
+@pytest.mark.parametrize(("logged", "form"), [("eg.args", "unknown"), ("eg.args[1]", "unknown"), ("eg", "live")])
+def test_an_except_star_handler_logging_its_groups_args_is_not_taken_for_plain_data(logged: str, form: str) -> None:
+    """A plain exception's `args` is its data (eager); a group's holds its exceptions: the drive tells."""
+    site = only(STAR_SITE.format(caught="ImportError", handler=f"logger.warning_once('Failed: %s', {logged})"))
+    assert site.form == form
+
+
 def test_an_except_star_of_no_import_error_guards_no_kernel_import() -> None:
     assert rows(STAR_SITE.format(caught="ValueError", handler="logger.warning_once('%r', eg)")) == []

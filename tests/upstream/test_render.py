@@ -88,6 +88,7 @@ def test_a_case_says_what_runs_the_site_and_what_it_logs() -> None:
     [
         (site_of('logger.warning_once("x: %s", repr(e))', method=False), "runs when its module is imported"),
         (site_of('log.warning_once("x: %s", repr(e))', receiver="log"), "logs through `log`"),
+        (replace(site_of('logger.warning_once("x: %s", repr(e))'), grouped=True), "an `except\\*`"),
     ],
 )
 def test_a_site_the_exported_test_cannot_drive_is_refused(site: Site, why: str) -> None:
