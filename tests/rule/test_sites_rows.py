@@ -498,3 +498,12 @@ def test_an_except_star_handler_logging_its_groups_args_is_not_taken_for_plain_d
 
 def test_an_except_star_of_no_import_error_guards_no_kernel_import() -> None:
     assert rows(STAR_SITE.format(caught="ValueError", handler="logger.warning_once('%r', eg)")) == []
+
+
+def test_a_call_after_an_except_star_handler_logging_the_group_it_bound_is_a_grouped_site_of_that_try() -> None:
+    source = (
+        "def import_kernels():\n    try:\n        import vllm._C\n    except* ImportError as eg:\n        err = eg\n"
+        "    logger.warning_once('Failed: %r', err)\n"
+    )
+    site = only(source)
+    assert (site.place, site.import_line, site.line, site.form, site.grouped) == ("after", 3, 6, "live", True)
