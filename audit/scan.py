@@ -21,7 +21,7 @@ from warnonce_guard.audit.grammar import DoesNotParse, modules
 from warnonce_guard.audit.pragmas import MENTIONED, Pragmas, Span
 from warnonce_guard.audit.receivers import Receivers
 from warnonce_guard.caches.model import DEFAULT_MODEL, ONCE, Model
-from warnonce_guard.rule.liveness import dotted_name, params, rebind, unhashable_names
+from warnonce_guard.rule.liveness import dotted_name, handler_binds, params, rebind, unhashable_names
 
 _NOT_AN_INSTANCE = frozenset({"staticmethod", "classmethod"})  # a method so decorated has no `self`
 
@@ -155,11 +155,11 @@ class _Scanner:
         for handler in stmt.handlers:
             if handler.type is not None:
                 self.exprs([handler.type], names, live)
-            inner = set(live) | ({handler.name} if handler.name else set())
+            bound = handler_binds(handler.name, isinstance(stmt, ast.TryStar))
+            inner = set(live) | bound
             self.block(handler.body, names, inner)
             live |= inner
-            if handler.name:  # Python unbinds the handler's name when the handler ends
-                live.discard(handler.name)
+            live -= bound  # Python unbinds the handler's name when the handler ends
         live |= self.branch(stmt.orelse, names, live)
         self.block(stmt.finalbody, names, live)
 

@@ -350,6 +350,8 @@ def _carrying_parts(
         return handled or ()
     if isinstance(node, ast.Name):
         return node.id in live or ()
+    if isinstance(node, ast.Attribute) and node.attr == "args" and _is_group(node.value, live):
+        return True  # an `except*` group's args: its exceptions
     if isinstance(node, ast.Attribute) and node.attr in EXCEPTION_DATA:
         return ()  # the exception's data, not the exception
     if _is_type_call(node):  # type(e): the class
@@ -409,6 +411,21 @@ def _bound_pairs(stmt: ast.stmt) -> list[tuple[ast.AST, ast.expr | None]]:
     return []
 
 
+# In a set of live names, `GROUP + name` says `name` is an `except*` handler's group: its `args` holds its exceptions
+# (a plain exception's `args` is its data: `EXCEPTION_DATA`). Never a name itself.
+GROUP = "*"
+
+
+def _is_group(node: ast.AST, live: frozenset[str] | set[str]) -> bool:
+    return isinstance(node, ast.Name) and GROUP + node.id in live
+
+
+def handler_binds(name: str | None, star: bool) -> set[str]:
+    """The live names a handler `except ... as name` binds (none without a name); for an `except*` one, its group's
+    mark too."""
+    return set() if not name else {name, GROUP + name} if star else {name}
+
+
 def rebind(stmt: ast.stmt, live: set[str], may_carry: bool = True) -> None:
     """What one statement does to the names holding a live exception (in place): a name it binds to a value that
     carries one is live, a name it binds to anything else is not (an augmented assignment adds, never clears).
@@ -416,9 +433,11 @@ def rebind(stmt: ast.stmt, live: set[str], may_carry: bool = True) -> None:
     for target, value in _bound_pairs(stmt):
         bound = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
         if value is not None and may_carry and carries(value, live):
-            live |= bound
+            group = _is_group(value, live)  # `err = eg`: a group still
+            live -= {GROUP + name for name in bound}
+            live |= bound | ({GROUP + name for name in bound} if group else set())
         elif not isinstance(stmt, ast.AugAssign):
-            live -= bound
+            live -= bound | {GROUP + name for name in bound}
 
 
 def flow(body: Sequence[ast.stmt], live: set[str]) -> None:
@@ -432,11 +451,11 @@ def flow(body: Sequence[ast.stmt], live: set[str]) -> None:
         elif isinstance(stmt, (ast.Try, ast.TryStar)):
             live |= branch(stmt.body, live)
             for handler in stmt.handlers:
-                inner = live | ({handler.name} if handler.name else set())
+                bound = handler_binds(handler.name, isinstance(stmt, ast.TryStar))
+                inner = live | bound
                 flow(handler.body, inner)
                 live |= inner
-                if handler.name:
-                    live.discard(handler.name)
+                live -= bound
             live |= branch(stmt.orelse, live)
             flow(stmt.finalbody, live)
         else:

@@ -27,6 +27,7 @@ from warnonce_guard.rule.liveness import (
     comprehension_names,
     dotted_name,
     flow,
+    handler_binds,
     rebind,
     safe_names,
 )
@@ -235,7 +236,7 @@ def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> 
         holder = next((h for h in stmt.handlers if holds(h, call)), None) if isinstance(stmt, TRIES) else None
         if isinstance(stmt, TRIES) and holder is not None:  # the body ran (or part of it), then this handler alone
             live |= _branch(stmt.body.body, live)
-            inner = live | ({name} if (name := handler_name(holder)) else set())
+            inner = live | handler_binds(handler_name(holder), isinstance(holder, cst.ExceptStarHandler))
             _flow_to(holder.body.body, call, inner)
             live |= inner
             return
@@ -291,21 +292,7 @@ def form_of(site: SiteCall, body: Sequence[cst.CSTNode]) -> str:
         return UNKNOWN
     # what is neither safe nor the exception, but only the exception's data (`e.msg`, `type(e)`): eager too
     data = [any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)) for value in values]
-    if isinstance(site.handler, cst.ExceptStarHandler) and _group_args(values, names):
-        return UNKNOWN  # a group's `args` holds its exceptions (a plain exception's holds data): the drive tells
     return EAGER if all(kind is None or of_it for kind, of_it in zip(kinds, data, strict=True)) else UNKNOWN
-
-
-def _group_args(values: list[ast.expr], names: set[str]) -> bool:
-    """An argument reads `.args` of a live name (`eg.args`, `eg.args[1]`)."""
-    return any(
-        isinstance(node, ast.Attribute)
-        and node.attr == "args"
-        and isinstance(node.value, ast.Name)
-        and node.value.id in names
-        for value in values
-        for node in ast.walk(value)
-    )
 
 
 def _site_handlers(try_node: TryNode, package: str, current_package: str) -> list[tuple[Handler, str]]:

@@ -83,6 +83,42 @@ def test_discovery_and_the_audit_agree_on_what_is_live(example: LivenessExample)
     assert (site.form == "live") == (EXCEPTION in audited) == (example.kind == EXCEPTION)
 
 
+@pytest.mark.parametrize(
+    ("argument", "live"), [("e.args", True), ("e.args[1]", True), ("repr(e.args)", False), ("e.msg", False)]
+)
+@pytest.mark.parametrize("handler", ["except", "except*"])
+def test_discovery_and_the_audit_agree_that_an_except_star_groups_args_holds_its_exceptions(
+    argument: str, live: bool, handler: str
+) -> None:
+    """A plain exception's `args` is its data; an `except*` handler's name is a group, whose `args` holds the
+    exceptions (`liveness.GROUP`): both were called safe, the audit a silent pass."""
+    source = kernel_site(argument).replace("except ImportError", f"{handler} ImportError")
+    (site,) = sites_in_source(source, "vllm/platforms/x.py", "vllm.platforms.x")
+    audited = {f.kind for f in findings_in_source(source, "vllm/platforms/x.py")}
+    expected = live and handler == "except*"
+    assert (site.form == "live", EXCEPTION in audited) == (expected, expected)
+
+
+@pytest.mark.parametrize(("rebound", "live"), [("eg.exceptions[0]", False), ("None", False), ("eg", True)])
+def test_an_except_star_name_rebound_in_its_handler_is_a_group_only_while_bound_to_one(
+    rebound: str, live: bool
+) -> None:
+    """`eg = eg.exceptions[0]` binds a plain exception (its `args` is data), `eg = None` nothing live."""
+    handler = f"eg = {rebound}\n            logger.warning_once('Failed: %s', eg.args)"
+    source = kernel_site("").replace("except ImportError as e:", "except* ImportError as eg:")
+    source = source.replace('logger.warning_once("Failed: %s", )', handler)
+    audited = {f.kind for f in findings_in_source(source, "vllm/platforms/x.py")}
+    (site,) = sites_in_source(source, "vllm/platforms/x.py", "vllm.platforms.x")
+    assert (site.form == "live", EXCEPTION in audited) == (live, live), source
+
+
+def test_a_name_an_except_star_handler_binds_to_its_group_is_a_group_too() -> None:
+    handler = "err = eg\n            logger.warning_once('Failed: %s', err.args)"
+    source = kernel_site("").replace("except ImportError as e:", "except* ImportError as eg:")
+    source = source.replace('logger.warning_once("Failed: %s", )', handler)
+    assert EXCEPTION in {f.kind for f in findings_in_source(source, "vllm/platforms/x.py")}
+
+
 def test_a_name_that_is_not_the_exception_is_never_live() -> None:
     assert argument_kind_of_source("e", {"err"}) == "name"
     assert argument_kind_of_source("repr(x)", {"e"}) is None

@@ -489,9 +489,11 @@ def test_a_kernel_import_an_except_star_guards_without_a_recognised_call_is_one_
     )
 
 
-@pytest.mark.parametrize(("logged", "form"), [("eg.args", "unknown"), ("eg.args[1]", "unknown"), ("eg", "live")])
+@pytest.mark.parametrize(
+    ("logged", "form"), [("eg.args", "live"), ("eg.args[1]", "live"), ("eg", "live"), ("repr(eg.args)", "eager")]
+)
 def test_an_except_star_handler_logging_its_groups_args_is_not_taken_for_plain_data(logged: str, form: str) -> None:
-    """A plain exception's `args` is its data (eager); a group's holds its exceptions: the drive tells."""
+    """A plain exception's `args` is its data (eager); a group's holds its exceptions (`liveness.GROUP`)."""
     site = only(STAR_SITE.format(caught="ImportError", handler=f"logger.warning_once('Failed: %s', {logged})"))
     assert site.form == form
 
