@@ -509,3 +509,12 @@ def test_a_call_after_an_except_star_handler_logging_the_group_it_bound_is_a_gro
     )
     site = only(source)
     assert (site.place, site.import_line, site.line, site.form, site.grouped) == ("after", 3, 6, "live", True)
+
+
+def test_a_call_after_an_except_star_handler_logging_its_groups_args_is_live() -> None:
+    """What the handler bound of its group is a group after the `try` too: its `args` holds the exceptions."""
+    source = (
+        "def import_kernels():\n    try:\n        import vllm._C\n    except* ImportError as eg:\n        err = eg\n"
+        "    logger.warning_once('Failed: %s', err.args)\n"
+    )
+    assert (only(source).place, only(source).form) == ("after", "live")
