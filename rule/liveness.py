@@ -432,12 +432,13 @@ def rebind(stmt: ast.stmt, live: set[str], may_carry: bool = True) -> None:
     `may_carry` False says no value can carry one (no live name, no `sys` in the file): only clearing is left."""
     for target, value in _bound_pairs(stmt):
         bound = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        marks = {GROUP + name for name in bound}
         if value is not None and may_carry and carries(value, live):
             group = _is_group(value, live)  # `err = eg`: a group still
-            live -= {GROUP + name for name in bound}
-            live |= bound | ({GROUP + name for name in bound} if group else set())
+            live -= marks
+            live |= bound | (marks if group else set())
         elif not isinstance(stmt, ast.AugAssign):
-            live -= bound | {GROUP + name for name in bound}
+            live -= bound | marks
 
 
 def flow(body: Sequence[ast.stmt], live: set[str]) -> None:

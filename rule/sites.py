@@ -64,7 +64,6 @@ class _After:
     handler: Handler
     name: str
     derived: frozenset[str]
-    grouped: bool = False  # an `except*` handler
 
 
 @dataclass(frozen=True)
@@ -189,13 +188,12 @@ class _SiteFinder:
             return
         import_line = self.line(stmt.body.body[0])
         digest = anchor(stmt)
-        grouped = isinstance(stmt, cst.TryStar)
         if is_site_try(stmt, self.package, self.current_package):  # the guarded import, whatever its handler writes
-            self.sites.append(replace(self.try_row(stmt, kernel, import_line, scope, digest), grouped=grouped))
+            self.sites.append(self.try_row(stmt, kernel, import_line, scope, digest))
         for found in site_calls(stmt, self.package, self.current_package, self.reaching_in(scope)):
             self.in_handlers.add(id(found.call))
             site = self.site(found, kernel, import_line, scope, self.handler_conditions(found.handler, found.call))
-            self.sites.append(replace(site, anchor=digest, grouped=grouped))
+            self.sites.append(replace(site, anchor=digest))
 
     def try_row(self, stmt: TryNode, kernel: str, import_line: int, scope: _Scope, digest: str) -> Site:
         """The row of a guarded import whose handlers run no call discovery recognises (`call: not recognised`)."""
@@ -222,6 +220,7 @@ class _SiteFinder:
             anchor=digest,
             conditions=scope.conditions,
             logs_exception=False,
+            grouped=isinstance(stmt, cst.TryStar),
         )
 
     def reaching_in(self, scope: _Scope) -> Reaching:
@@ -243,8 +242,7 @@ class _SiteFinder:
             derived = _derived_names(handler, name)
             if derived:
                 import_line, digest = self.line(stmt.body.body[0]), anchor(stmt)
-                grouped = isinstance(stmt, cst.TryStar)
-                out.append(_After(kernel, import_line, digest, handler, name, frozenset(derived), grouped))
+                out.append(_After(kernel, import_line, digest, handler, name, frozenset(derived)))
         return out
 
     def visit_after(self, stmt: cst.SimpleStatementLine | cst.BaseSmallStatement, scope: _Scope) -> None:
@@ -260,7 +258,7 @@ class _SiteFinder:
             if after is not None:
                 found = SiteCall(node, after.handler, after.name, reached(node, reaching))
                 site = self.site(found, after.kernel, after.import_line, scope, (), place="after")
-                self.sites.append(replace(site, anchor=after.anchor, grouped=after.grouped))
+                self.sites.append(replace(site, anchor=after.anchor))
         self.after = [replace(a, derived=a.derived | _made_of(stmt, a.derived)) for a in self.after]
 
     def site(
@@ -306,6 +304,7 @@ class _SiteFinder:
             place=place,
             via=self.code(call.func) if via is not None else "",
             logs_exception=logs,
+            grouped=isinstance(found.handler, cst.ExceptStarHandler),
         )
 
     def handler_conditions(self, handler: Handler, call: cst.Call) -> tuple[Condition, ...]:
