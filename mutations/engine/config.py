@@ -24,6 +24,10 @@ SETTINGS: dict[str, str | list[str]] = {
     "process_isolation": "fork",  # one worker per mutant, forked from a session that imported vLLM once
     "timeout_multiplier": "15.0",
     "timeout_constant": "5.0",
+    # The workspace's fingerprint decides whether verdicts stand (mutations.stage). mutmut's own change detection
+    # would fork git twice from the process that imported vLLM, on the run's critical path, and in a checkout list
+    # and hash every non-Python file git knows under the workspace.
+    "use_git_change_detection": "false",
     # pytest's unraisable-exception plugin runs a full gc.collect() at the end of every session, and mutmut
     # starts a session per mutant: with torch imported that is about 0.3 s each. The guards collect for
     # themselves, scanning only the objects a site created.

@@ -47,6 +47,7 @@ ENGINE_NAMES: dict[str, tuple[str, ...]] = {
         "_register_mutant_result",
         "Pool",
         "get_mutant_runner",
+        "git_head",
     ),
     "mutmut.configuration": ("reset_config",),
     "mutmut.mutation.data": ("SourceFileMutationData",),
@@ -470,4 +471,12 @@ def patched_main(
         mutmut_main._register_mutant_result = register_result(mutmut_main._register_mutant_result)
     if get_runner is not None:
         mutmut_main.get_mutant_runner = get_runner
+    # mutmut records HEAD for its git change detection, which the settings turn off (engine.config): the workspace's
+    # fingerprint decides. Asked anyway, it forks `git` from the process that imported vLLM, on the critical path.
+    mutmut_main.git_head = _no_commit
     return mutmut_main
+
+
+def _no_commit() -> None:
+    """mutmut's `git_head` in the session: no commit recorded (mutmut keeps it only for its git change detection)."""
+    return None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
+import pytest
 from warnonce_guard.guards.isolation import isolated
-from warnonce_guard.mutations.engine import config, naming
+from warnonce_guard.mutations.engine import config, naming, seam
 
 FILES = ["vllm/platforms/interface.py", "vllm/platforms/cpu.py"]
 
@@ -31,6 +33,28 @@ def test_mutmut_reads_the_written_settings_as_the_runs_files_guards_and_fixed_se
     assert read.pytest_add_cli_args == [*kept_out, *isolated(".")]
     assert "no:logging" not in unused and "no:capture" not in unused and "no:faulthandler" not in unused
     assert (read.timeout_multiplier, read.timeout_constant) == (15.0, 5.0)
+    assert read.use_git_change_detection is False  # the workspace's fingerprint decides what is stale
+
+
+def test_mutmut_forks_no_git_in_the_session_even_in_a_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workspace inside a git checkout: mutmut's baseline of changes (taken before its stats) asks git nothing."""
+    from mutmut.mutation.data import SourceFileMutationData
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    config.write(tmp_path / "setup.cfg", FILES, "guard_tests")
+    ran: list[list[str]] = []
+    real_run = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda args, *a, **k: ran.append(list(args)) or real_run(args, *a, **k))
+    monkeypatch.setattr(SourceFileMutationData, "save", SourceFileMutationData.save)
+    with naming.settings(tmp_path):
+        import mutmut.__main__ as mutmut_main
+
+        for name in ("Pool", "create_mutants", "git_head"):
+            monkeypatch.setattr(mutmut_main, name, getattr(mutmut_main, name))
+        seam.patched_main(mutmut_main.Pool, lambda create: create)
+        mutmut_main._refresh_change_detection_baseline()
+    assert ran == []
+    assert mutmut_main.state().git_commit is None
 
 
 def test_a_runs_settings_are_the_fixed_ones_then_its_files_and_guards() -> None:

@@ -155,3 +155,21 @@ def test_score_note_appears_only_when_the_viewer_would_disagree() -> None:
 
 def test_the_schema_is_the_vendored_copy_of_the_pinned_package() -> None:
     assert viewer.manifest()[viewer.SCHEMA_JSON.name]["version"] == "3.8.4"
+
+
+def test_the_systems_description_runs_no_subprocess(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`platform.platform()` would run `uname -p` (its processor field) on every run; the report names the system,
+    release and machine from the interpreter's uname instead."""
+    import os
+    import platform
+    import subprocess
+
+    monkeypatch.setattr(platform, "_uname_cache", None)  # nothing read earlier in this process stands in
+    monkeypatch.setattr(platform, "_platform_cache", {})
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: pytest.fail(f"a subprocess: {a}"))
+    uname = os.uname()
+    assert stryker.system()["os"] == {
+        "platform": "linux",
+        "description": f"{uname.sysname}-{uname.release}-{uname.machine}",
+        "version": uname.release,
+    }
