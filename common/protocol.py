@@ -32,6 +32,7 @@ PARENT_PID = PREFIX + "PARENT_PID"  # the pid of the process that started this o
 SUITE_BASELINE = PREFIX + "SUITE_BASELINE"
 # a session that re-runs a kill's tests (`mutate --confirm`): the file its record goes to, in place of the usual one
 RECORD_TO = PREFIX + "RECORD_TO"
+SESSION_END = PREFIX + "SESSION_END"  # the mutmut session's: the fd of the pipe it says its exit code on as it ends
 CONFIRM = PREFIX + "CONFIRM"  # the mutmut session's: how many times each kill's tests are re-run (`mutate --confirm`)
 HISTORY_MUTANT = PREFIX + "HISTORY_MUTANT"  # the history's MUTANT_VARIABLE: never set, so every run is a baseline
 

@@ -23,7 +23,6 @@ from warnonce_guard.common.errors import (
     TargetChanged,
 )
 from warnonce_guard.common.files import write_atomic
-from warnonce_guard.common.processes import wait_up_to
 from warnonce_guard.guards.sessions import baseline_sessions, mutant_session_path, read_session, unwritable
 from warnonce_guard.mutations import judge, stage
 from warnonce_guard.mutations.engine import attempts, confirm, launch, layout, running, state
@@ -92,7 +91,7 @@ def _wait(session: subprocess.Popen[bytes], watch: Watch, tick: Callable[[], obj
     """The session's exit code, once it ended (or `SessionLost` once it stopped working); `tick` every 0.25 s."""
     while True:
         tick()
-        if (code := wait_up_to(session, 0.25)) is not None:
+        if (code := launch.ended(session, 0.25)) is not None:
             return code
         watch.check()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -17,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import EngineFailed
-from warnonce_guard.common.processes import child_environment, stop_group
+from warnonce_guard.common.processes import child_environment, stop_group, wait_up_to
 
 if TYPE_CHECKING:
     from warnonce_guard.mutations.workspace import Workspace
@@ -29,10 +31,11 @@ DEFAULT_WORK_DIR = ".warnonce-work"  # `mutate --work-dir`'s default, read by `s
 
 
 class Session(subprocess.Popen[bytes]):
-    """The session's process, and the file its output goes to until it takes the workspace's log (a file, unlinked:
-    no pipe to fill while nothing reads it)."""
+    """The session's process, the file its output goes to until it takes the workspace's log (a file, unlinked:
+    no pipe to fill while nothing reads it), and the pipe it says its exit code on as it ends (`ended`)."""
 
     early_output: IO[bytes] | None = None
+    end: int | None = None
 
 
 def start_session(work_root: Path) -> Session:
@@ -41,6 +44,7 @@ def start_session(work_root: Path) -> Session:
     workspace will be, so that a session left running is found by it; its output goes to a file of its own until it
     takes the workspace's log, what it said before first (`keep_early_output` keeps it when it never took it)."""
     early = tempfile.TemporaryFile()  # noqa: SIM115 - the session's: closed by `close_early_output`
+    end, said = os.pipe()
     try:
         session = Session(
             [sys.executable, "-m", SESSION_MODULE, str(work_root)],
@@ -48,13 +52,32 @@ def start_session(work_root: Path) -> Session:
             stdout=early,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env=child_environment(os.environ, **BYTECODE_OFF),
+            env=child_environment(os.environ, **BYTECODE_OFF, **{protocol.SESSION_END: str(said)}),
+            pass_fds=(said,),
         )
     except BaseException:
         early.close()
+        os.close(end)
         raise
-    session.early_output = early
+    finally:
+        os.close(said)
+    session.early_output, session.end = early, end
     return session
+
+
+def ended(session: subprocess.Popen[bytes], seconds: float) -> int | None:
+    """The session's exit code once it said it (as it ends: its processes then tear down vLLM and torch, 25 ms the
+    run need not wait for) or ended, else None after `seconds`; a session that says nothing is waited for."""
+    end = getattr(session, "end", None)
+    if end is None:
+        return wait_up_to(session, seconds)
+    ready = select.poll()
+    ready.register(end, select.POLLIN)
+    if ready.poll(seconds * 1000):
+        with contextlib.suppress(ValueError):
+            return int(os.read(end, 16))  # a line; none (b""): every process of the session closed it, ended
+        return wait_up_to(session, seconds)
+    return session.poll()
 
 
 # The session `start_early` started for this process, until `session_started` takes it or `stop_early` stops it
@@ -122,12 +145,16 @@ def session_started(work_root: Path) -> Iterator[Session]:
 
 
 def stop(session: subprocess.Popen[bytes]) -> None:
-    """Stop the session with its group if it still runs (`stop_group`), and close the file of its early output."""
+    """Stop the session with its group if it still runs (`stop_group`), and close the file of its early output and
+    the pipe of its end."""
     try:
         if session.poll() is None:
             stop_group(session)
     finally:
         close_early_output(session)
+        if (end := getattr(session, "end", None)) is not None:
+            session.end = None  # type: ignore[attr-defined]
+            os.close(end)
 
 
 def dismiss(session: subprocess.Popen[bytes]) -> None:

@@ -510,5 +510,30 @@ def _print_error(message: str, code: int) -> int:
     return int(code)
 
 
+def _end_pipe() -> int | None:
+    """The pipe the run reads this session's exit code from (`launch.ended`): its fd, kept from this session's
+    workers' environment and from the programs the guards run."""
+    with contextlib.suppress(ValueError, OSError):
+        fd = int(os.environ.pop(protocol.SESSION_END))
+        os.set_inheritable(fd, False)
+        return fd
+    return None
+
+
+def say_ended(end: int | None, code: int) -> None:
+    """Tell the run this session's exit code, its output flushed: the process ends with it next, and the run goes on
+    while it (and the one before it) tears down vLLM and torch. Only the process the session's code ends in says it,
+    never one forked from it (the generator, a warmer that did not take over, mutmut's workers)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if end is not None:
+        with contextlib.suppress(OSError):  # the run is gone: it is told nothing
+            os.write(end, f"{code & 0xFF}\n".encode())
+
+
 if __name__ == "__main__":
-    exit_without_teardown(main(sys.argv[1:]))
+    _end = _end_pipe()
+    _code = main(sys.argv[1:])
+    say_ended(_end, _code)
+    exit_without_teardown(_code)

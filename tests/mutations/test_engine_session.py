@@ -225,7 +225,8 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
             started.update(options, argv=argv)
 
     monkeypatch.setattr(launch, "Session", Popen)
-    assert isinstance(launch.start_session(ws.dir.parent), Popen)
+    started_session = launch.start_session(ws.dir.parent)
+    assert isinstance(started_session, Popen)
     assert started["argv"] == [
         sys.executable, "-m", "warnonce_guard.mutations.engine.session", str(ws.dir.parent)
     ]  # fmt: skip  # named by where it works, as a leftover one is found
@@ -237,6 +238,66 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
     early = started["stdout"]  # until it takes the workspace's log: a file, unlinked (a pipe could fill)
     assert hasattr(early, "seek") and isinstance(early.name, int)  # no path: its descriptor names it
     assert started["stdin"] == subprocess.PIPE  # `assign` and `tell_to_mutate` only: never the terminal
+    (said,) = started["pass_fds"]  # the pipe it says its exit code on as it ends: the write end its only
+    assert env[protocol.SESSION_END] == str(said)
+    with pytest.raises(OSError):
+        os.fstat(said)  # closed here once passed on
+    end = started_session.end
+    assert isinstance(end, int) and os.get_blocking(end)
+    os.close(end)
+
+
+# A session's last steps: it says its code, then goes on (as tearing down vLLM and torch would) until stopped.
+SAYS_3_THEN_GOES_ON = f"""
+import os, time
+from warnonce_guard.mutations.engine import session
+end = session._end_pipe()
+assert {protocol.SESSION_END!r} not in os.environ and not os.get_inheritable(end)  # nothing it starts gets it
+session.say_ended(end, 3)
+time.sleep(60)
+"""
+
+
+def _child_with_end_pipe(code: str) -> launch.Session:
+    end, said = os.pipe()
+    env = {**os.environ, protocol.SESSION_END: str(said)}
+    child = launch.Session([sys.executable, "-c", code], pass_fds=(said,), env=env, start_new_session=True)
+    os.close(said)
+    child.end = end
+    return child
+
+
+def test_the_run_goes_on_once_the_session_said_its_code_not_once_its_process_ended() -> None:
+    child = _child_with_end_pipe(SAYS_3_THEN_GOES_ON)
+    try:
+        assert launch.ended(child, 60) == 3
+        assert child.poll() is None  # still tearing down: not waited for
+    finally:
+        launch.stop(child)  # and stopped, reaped, its pipe closed when the run ends
+    assert child.returncode is not None and child.end is None
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import sys; sys.exit(4)",  # a crash, a signal: the pipe closes with nothing said
+        f"import os; os.write(int(os.environ[{protocol.SESSION_END!r}]), b'?'); raise SystemExit(4)",  # no code
+    ],
+)
+def test_a_session_that_ends_without_saying_its_code_is_waited_for(code: str) -> None:
+    child = _child_with_end_pipe(code)
+    try:
+        assert launch.ended(child, 60) == 4
+    finally:
+        launch.stop(child)
+
+
+def test_a_session_saying_nothing_yet_is_still_running() -> None:
+    child = _child_with_end_pipe("import time; time.sleep(60)")
+    try:
+        assert launch.ended(child, 0.1) is None
+    finally:
+        launch.stop(child)
 
 
 def test_the_session_imports_what_it_is_told_to_and_passes_over_what_fails(
