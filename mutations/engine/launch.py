@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 SESSION_MODULE = "warnonce_guard.mutations.engine.session"
 BYTECODE_OFF = {"PYTHONDONTWRITEBYTECODE": "1"}  # in the session's environment (and so its workers')
+# How long a session that said its exit code (`ended`) is given to end before it is stopped: its teardown takes 25 ms
+ENDING_S = 1.0
 DEFAULT_WORK_DIR = ".warnonce-work"  # `mutate --work-dir`'s default, read by `start_early` before the parser is built
 
 
@@ -36,6 +38,7 @@ class Session(subprocess.Popen[bytes]):
 
     early_output: IO[bytes] | None = None
     end: int | None = None
+    said = False  # whether it said its exit code (`ended`)
 
 
 def start_session(work_root: Path) -> Session:
@@ -44,7 +47,11 @@ def start_session(work_root: Path) -> Session:
     workspace will be, so that a session left running is found by it; its output goes to a file of its own until it
     takes the workspace's log, what it said before first (`keep_early_output` keeps it when it never took it)."""
     early = tempfile.TemporaryFile()  # noqa: SIM115 - the session's: closed by `close_early_output`
-    end, said = os.pipe()
+    try:
+        end, write_end = os.pipe()
+    except BaseException:
+        early.close()
+        raise
     try:
         session = Session(
             [sys.executable, "-m", SESSION_MODULE, str(work_root)],
@@ -52,15 +59,15 @@ def start_session(work_root: Path) -> Session:
             stdout=early,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env=child_environment(os.environ, **BYTECODE_OFF, **{protocol.SESSION_END: str(said)}),
-            pass_fds=(said,),
+            env=child_environment(os.environ, **BYTECODE_OFF, **{protocol.SESSION_END: str(write_end)}),
+            pass_fds=(write_end,),
         )
     except BaseException:
         early.close()
         os.close(end)
         raise
     finally:
-        os.close(said)
+        os.close(write_end)
     session.early_output, session.end = early, end
     return session
 
@@ -75,7 +82,9 @@ def ended(session: subprocess.Popen[bytes], seconds: float) -> int | None:
     ready.register(end, select.POLLIN)
     if ready.poll(seconds * 1000):
         with contextlib.suppress(ValueError):
-            return int(os.read(end, 16))  # a line; none (b""): every process of the session closed it, ended
+            code = int(os.read(end, 16))  # a line; none (b""): every process of the session closed it, ended
+            session.said = True  # type: ignore[attr-defined]  # a Popen of a test's stands in too
+            return code
         return wait_up_to(session, seconds)
     return session.poll()
 
@@ -148,6 +157,8 @@ def stop(session: subprocess.Popen[bytes]) -> None:
     """Stop the session with its group if it still runs (`stop_group`), and close the file of its early output and
     the pipe of its end."""
     try:
+        if getattr(session, "said", False):
+            wait_up_to(session, ENDING_S)  # it said its code and is ending: no signal meanwhile
         if session.poll() is None:
             stop_group(session)
     finally:

@@ -358,6 +358,7 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
             exit_without_teardown(0)
         os.write(take_over, b"1")
         os.close(take_over)
+        _take_the_end()
         with os.fdopen(told, "rb") as pipe:
             said = pipe.readline()
         return int(said) if said.strip() else int(ExitCode.INTERRUPTED)
@@ -510,30 +511,43 @@ def _print_error(message: str, code: int) -> int:
     return int(code)
 
 
-def _end_pipe() -> int | None:
-    """The pipe the run reads this session's exit code from (`launch.ended`): its fd, kept from this session's
-    workers' environment and from the programs the guards run."""
-    with contextlib.suppress(ValueError, OSError):
+# The pipe the run reads this session's exit code from (`launch.ended`), and the one process that may say it there:
+# the process the session's code ends in (this one, or the warmer once it took over), never one forked from it that
+# returns through this code (a worker mutmut forked that raised, a fork of a guard's).
+_end: int | None = None
+_ends_here = 0
+
+
+def _open_end_pipe() -> None:
+    """Take the pipe's fd from the environment, keeping it from this session's workers' environment and from the
+    programs the guards run; this process says the code (`say_ended`) unless another takes over (`_take_the_end`)."""
+    global _end
+    with contextlib.suppress(ValueError, OSError, KeyError):
         fd = int(os.environ.pop(protocol.SESSION_END))
         os.set_inheritable(fd, False)
-        return fd
-    return None
+        _end = fd
+    _take_the_end()
 
 
-def say_ended(end: int | None, code: int) -> None:
+def _take_the_end() -> None:
+    """This process is the one the session's code ends in: it says the exit code."""
+    global _ends_here
+    _ends_here = os.getpid()
+
+
+def say_ended(code: int) -> None:
     """Tell the run this session's exit code, its output flushed: the process ends with it next, and the run goes on
-    while it (and the one before it) tears down vLLM and torch. Only the process the session's code ends in says it,
-    never one forked from it (the generator, a warmer that did not take over, mutmut's workers)."""
+    while it (and the one before it) tears down vLLM and torch. Said only by the process the code ends in."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
-    if end is not None:
+    if _end is not None and os.getpid() == _ends_here:
         with contextlib.suppress(OSError):  # the run is gone: it is told nothing
-            os.write(end, f"{code & 0xFF}\n".encode())
+            os.write(_end, f"{code & 0xFF}\n".encode())
 
 
 if __name__ == "__main__":
-    _end = _end_pipe()
+    _open_end_pipe()
     _code = main(sys.argv[1:])
-    say_ended(_end, _code)
+    say_ended(_code)
     exit_without_teardown(_code)

@@ -251,9 +251,31 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
 SAYS_3_THEN_GOES_ON = f"""
 import os, time
 from warnonce_guard.mutations.engine import session
-end = session._end_pipe()
-assert {protocol.SESSION_END!r} not in os.environ and not os.get_inheritable(end)  # nothing it starts gets it
-session.say_ended(end, 3)
+session._open_end_pipe()
+assert {protocol.SESSION_END!r} not in os.environ and not os.get_inheritable(session._end)  # nothing it runs gets it
+session.say_ended(3)
+time.sleep(60)
+"""
+# A process forked from it (a mutmut worker that raised) returns through the session's code first: it says nothing.
+A_FORK_RETURNS_FIRST = """
+import os, time
+from warnonce_guard.mutations.engine import session
+session._open_end_pipe()
+if os.fork() == 0:
+    session.say_ended(5)
+    os._exit(0)
+os.wait()
+session.say_ended(3)
+time.sleep(60)
+"""
+# The warmer took over: it says the code (the process it was forked from waits for it, then exits as it did).
+THE_WARMER_TOOK_OVER = """
+import os, time
+from warnonce_guard.mutations.engine import session
+session._open_end_pipe()
+if os.fork() == 0:
+    session._take_the_end()
+    session.say_ended(3)
 time.sleep(60)
 """
 
@@ -267,14 +289,29 @@ def _child_with_end_pipe(code: str) -> launch.Session:
     return child
 
 
-def test_the_run_goes_on_once_the_session_said_its_code_not_once_its_process_ended() -> None:
-    child = _child_with_end_pipe(SAYS_3_THEN_GOES_ON)
+@pytest.mark.parametrize("code", [SAYS_3_THEN_GOES_ON, A_FORK_RETURNS_FIRST, THE_WARMER_TOOK_OVER])
+def test_the_run_goes_on_once_the_session_said_its_code_not_once_its_process_ended(code: str) -> None:
+    child = _child_with_end_pipe(code)
     try:
         assert launch.ended(child, 60) == 3
         assert child.poll() is None  # still tearing down: not waited for
     finally:
         launch.stop(child)  # and stopped, reaped, its pipe closed when the run ends
     assert child.returncode is not None and child.end is None
+
+
+def test_a_session_that_said_its_code_is_given_time_to_end_before_it_is_signalled() -> None:
+    child = _child_with_end_pipe(
+        "from warnonce_guard.mutations.engine import session\n"
+        "import os, signal, time\n"
+        "signal.signal(signal.SIGTERM, lambda *_: os._exit(9))\n"
+        "session._open_end_pipe(); session.say_ended(3); time.sleep(0.3); os._exit(3)"
+    )
+    try:
+        assert launch.ended(child, 60) == 3
+    finally:
+        launch.stop(child)
+    assert child.returncode == 3  # not the 9 a SIGTERM would have made
 
 
 @pytest.mark.parametrize(
@@ -394,7 +431,7 @@ def test_the_session_runs_pytest_with_its_own_options_not_the_users(
     monkeypatch.setenv("PYTEST_ADDOPTS", "-x --pdb -k nothing")
     monkeypatch.setenv("PYTEST_PLUGINS", "someones.plugin")
     monkeypatch.setenv("WARNONCE_GUARD_KEPT", "yes")
-    launch.start_session(ws.dir.parent)
+    os.close(launch.start_session(ws.dir.parent).end)
     env = started["env"]
     assert isinstance(env, dict) and "PYTEST_ADDOPTS" not in env and "PYTEST_PLUGINS" not in env
     assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"  # nor the environment's plugins (hypothesis, xdist here)
