@@ -915,7 +915,10 @@ def tested(ws, run_id, rounds):
 
 
 session._not_warmed, session._tested = not_warmed, tested
-session.exit_without_teardown(session.main(sys.argv[1:]))
+session._open_end_pipe()  # as the module ends (`__main__`)
+code = session.main(sys.argv[1:])
+session.say_ended(code)
+session.exit_without_teardown(code)
 """
 
 
@@ -933,15 +936,25 @@ def test_mutmut_runs_in_the_warmed_child_once_it_took_over_else_in_the_session_t
     ws: Workspace, mode: str, tested_in: str, code: int
 ) -> None:
     given = {"workspace": str(ws.dir), "run": "run1", "warm_up": [], "confirm": 1}
-    done = subprocess.run(
-        [sys.executable, "-c", WARMING_SESSION, str(ws.dir.parent)],
-        input=json.dumps(given) + "\n[]\n",  # as `assign`, then `tell_to_mutate`, write them
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "WARMING": mode},
-    )
+    end, write_end = os.pipe()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", WARMING_SESSION, str(ws.dir.parent)],
+            input=json.dumps(given) + "\n[]\n",  # as `assign`, then `tell_to_mutate`, write them
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "WARMING": mode, protocol.SESSION_END: str(write_end)},
+            pass_fds=(write_end,),
+        )
+    finally:
+        os.close(write_end)
+    with os.fdopen(end, "rb") as pipe:
+        ended = pipe.read()
     said = ws.log_file.read_text(encoding="utf-8") if ws.log_file.exists() else ""
     assert done.returncode == code, done.stdout + done.stderr + said
     assert said.count("tested in the ") == 1 and f"tested in the {tested_in}" in said
     assert "Traceback" not in said + done.stderr
+    # the process mutmut ran in said the code once, and nothing else did (the generator, a warmer that did not take
+    # over, the first process once the warmer took over); one killed before it could says nothing: it is waited for
+    assert ended == (b"" if code < 0 else f"{code}\n".encode())
