@@ -14,6 +14,7 @@ which says why. Only the guards: a suite's tests keep a pytest session per run (
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -160,6 +161,7 @@ def fork_runner(guards: Guards) -> Callable[[int], Any]:
     from mutmut.configuration import config
     from mutmut.runners.harness import PytestRunner
     from mutmut.workers.isolation import ForkRunner
+    from warnonce_guard.mutations.engine import workers
 
     class CollectedPytestRunner(PytestRunner):  # type: ignore[misc, valid-type]
         def run_tests(self, *, mutant_name: str | None, tests: Any) -> int:
@@ -178,6 +180,9 @@ def fork_runner(guards: Guards) -> Callable[[int], Any]:
             return ["-vv", *args] if debug else args
 
     class CollectedForkRunner(ForkRunner):  # type: ignore[misc, valid-type]
+        def submit(self, *args: Any, **kwargs: Any) -> None:
+            workers.contained(functools.partial(super().submit, *args, **kwargs))
+
         def startup(self) -> None:
             guards.collect(self.test_runner.collection_args(), "mutants")
             if guards.why_not:

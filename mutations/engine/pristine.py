@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import importlib
 import io
 import sys
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from warnonce_guard.common.errors import EngineFailed
-from warnonce_guard.mutations.engine import running
+from warnonce_guard.mutations.engine import running, workers
 from warnonce_guard.mutations.engine.seam import FORKED, STATS_PHASE
 
 
@@ -72,6 +73,9 @@ def fork_runner(attribution: Path, logger: str) -> Any:
 
     class PristineForkRunner(ForkRunner):  # type: ignore[misc, valid-type]
         collected = False
+
+        def submit(self, *args: Any, **kwargs: Any) -> None:
+            workers.contained(functools.partial(super().submit, *args, **kwargs))
 
         def _collect_once(self) -> None:
             """Collect the suite here, once, running no test (mutmut's fork-server warm-up), then import what the

@@ -1,12 +1,16 @@
-"""What the session does with each mutmut worker's exit code: keep it as the mutant's result, or test again.
+"""What the session does with each mutmut worker's exit code: keep it as the mutant's result, or test again; and
+how a worker ends whatever it raises.
 
 `Registrar.wrap`, over mutmut's `_register_mutant_result`, decides per result by the rule of
-`mutations.engine.attempts`.
+`mutations.engine.attempts`; `contained` wraps mutmut's `ForkRunner.submit`, which forks the worker.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +19,7 @@ from warnonce_guard.common.errors import BadRecord, RecordsUnwritten
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, mutant_session_path, read_session
 from warnonce_guard.mutations.engine import attempts
 from warnonce_guard.mutations.engine.attempts import Outcome
+from warnonce_guard.mutations.engine.status import ENGINE_FAILED
 from warnonce_guard.mutations.workspace import Workspace
 
 
@@ -83,3 +88,23 @@ class Registrar:
         """The mutants to test again (sorted), forgetting them: the next round decides afresh."""
         names, self.again = sorted(self.again), set()
         return names
+
+
+INTERRUPTED_WORKER = 130  # a worker's KeyboardInterrupt: an interrupted attempt (attempts.STOPPED_CODES), run again
+
+
+def contained(submit: Callable[[], None]) -> None:
+    """mutmut's `ForkRunner.submit`, whose worker (forked inside it) ends there whatever it raises. mutmut lets an
+    exception of the worker's (pytest's usage error on a mutant, a CPU limit the system refuses) climb the worker's
+    copy of the session's stack, where it would go on as a second session, writing its records. The worker exits
+    `ENGINE_FAILED` (its mutant `crashed`, `mutations.judge`), the traceback in the session's log; a
+    KeyboardInterrupt as an interrupted attempt. In the session itself what `submit` raises is raised."""
+    session = os.getpid()
+    try:
+        submit()
+    except BaseException as err:
+        if os.getpid() == session:
+            raise
+        with contextlib.suppress(Exception):  # fd 2: the session's log (mutmut points sys.stderr at /dev/null)
+            os.write(2, "".join(["mutmut's worker raised:\n", *traceback.format_exception(err)]).encode())
+        os._exit(INTERRUPTED_WORKER if isinstance(err, KeyboardInterrupt) else ENGINE_FAILED)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from warnonce_guard.mutations.engine.status import ENGINE_FAILED
 
 CONFTEST = """
 import json, os, sys
@@ -248,8 +249,7 @@ print(json.dumps({"clean": clean, "exits": exits, "started": started, "me": me, 
 """
 
 
-def test_mutmuts_workers_run_their_mutants_tests_in_the_session_collected_once(tmp_path: Path) -> None:
-    """mutmut's own sessions start pytest; its workers, forked once the runner started, run in the collected one."""
+def _project(tmp_path: Path) -> None:
     project = tmp_path / "mutants"
     (project / "tests").mkdir(parents=True)
     (project / "tests" / "conftest.py").write_text("")
@@ -259,8 +259,36 @@ def test_mutmuts_workers_run_their_mutants_tests_in_the_session_collected_once(t
         f"[mutmut]\nsource_paths = src\npytest_add_cli_args =\n    {options}\n"
         "pytest_add_cli_args_test_selection =\n    tests/\n"
     )
+
+
+def test_mutmuts_workers_run_their_mutants_tests_in_the_session_collected_once(tmp_path: Path) -> None:
+    """mutmut's own sessions start pytest; its workers, forked once the runner started, run in the collected one."""
+    _project(tmp_path)
     cases = [["m.f__mutmut_1", ["tests/test_x.py::test_a"]], ["m.f__mutmut_2", ["tests/test_x.py::test_fail"]]]
     result = run_driver(tmp_path, RUNNER_DRIVER, cases)
     assert result["why_not"] == "" and result["clean"] == 1  # the clean session ran both tests, one failing
     assert result["exits"] == {"m.f__mutmut_1": 0, "m.f__mutmut_2": 1}
     assert result["started"] == [result["me"]]  # one pytest.main, the clean session's: none in a worker
+
+
+# A worker whose run raises (as mutmut's does on pytest's usage error): in mutmut's own runner the exception climbs
+# the worker's copy of this script, which would go on running and print a second result.
+RAISING_DRIVER = RUNNER_DRIVER.replace(
+    "runner.startup()",
+    """runner.startup()
+run_tests = runner.test_runner.run_tests
+def raising(*, mutant_name, tests):
+    if mutant_name.endswith("_2"):
+        raise KeyboardInterrupt if "stop" in mutant_name else RuntimeError("as pytest's usage error raises")
+    return run_tests(mutant_name=mutant_name, tests=tests)
+runner.test_runner.run_tests = raising""",
+)
+
+
+def test_a_worker_that_raises_ends_in_the_runner_as_a_failed_engine_never_as_a_kill(tmp_path: Path) -> None:
+    _project(tmp_path)
+    cases = [[name, ["tests/test_x.py::test_a"]] for name in ("m.f__mutmut_1", "m.f__mutmut_2", "m.stop__mutmut_2")]
+    result = run_driver(tmp_path, RAISING_DRIVER, cases)
+    assert result["exits"] == {"m.f__mutmut_1": 0, "m.f__mutmut_2": ENGINE_FAILED, "m.stop__mutmut_2": 130}
+    assert result["stdout"].count('"exits"') == 1  # the workers printed nothing of this script's
+    assert "mutmut's worker raised" in result["stderr"] and "as pytest's usage error raises" in result["stderr"]
