@@ -114,6 +114,8 @@ def fork_runner(attribution: Path, logger: str) -> Any:
                     return {"cannot start": str(err)}
                 except SystemExit as stop:  # the child must not go on running this process's code
                     return {"exit": stop.code}
+                except BaseException as err:  # nor when interrupted: mutmut's child catches only Exception
+                    return {"raised": f"{type(err).__name__}: {err}"}
 
             try:
                 result = run_in_fork_with_result(child)
@@ -123,6 +125,8 @@ def fork_runner(attribution: Path, logger: str) -> Any:
                 raise SessionCannotStart(result["cannot start"])
             if "exit" in result:
                 raise SystemExit(result["exit"])
+            if "raised" in result:
+                raise EngineFailed(f"the suite's session on the unmutated code raised {result['raised']}")
             return result["value"]
 
         def _exit_code_from_child(self, operation: Any) -> int:

@@ -7,7 +7,6 @@ how a worker ends whatever it raises.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import traceback
@@ -15,11 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from warnonce_guard.common.errors import BadRecord, RecordsUnwritten
+from warnonce_guard.common.errors import BadRecord, EngineFailed, RecordsUnwritten
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, mutant_session_path, read_session
 from warnonce_guard.mutations.engine import attempts
 from warnonce_guard.mutations.engine.attempts import Outcome
-from warnonce_guard.mutations.engine.status import ENGINE_FAILED
 from warnonce_guard.mutations.workspace import Workspace
 
 
@@ -55,6 +53,8 @@ class Registrar:
         """The exit code to keep for this attempt of `mutant`, or None: test it again."""
         if code == UNWRITTEN_STATUS:
             raise RecordsUnwritten(f"the guards could not write their records in {self.ws.attribution}")
+        if code == WORKER_RAISED:
+            raise EngineFailed(f"mutmut's worker testing {mutant} raised; its traceback is in {self.ws.log_file}")
         kind = attempts.outcome(code)
         if kind is not Outcome.OWN and (finished := self._finished_record(mutant)) is not None:
             code, kind = finished, Outcome.OWN  # every guard ran and said so: the worker died afterwards
@@ -90,21 +90,24 @@ class Registrar:
         return names
 
 
-INTERRUPTED_WORKER = 130  # a worker's KeyboardInterrupt: an interrupted attempt (attempts.STOPPED_CODES), run again
+# A worker that raised (`contained`): the engine failed testing its mutant, which is no verdict of the mutant's
+# (mutmut's codes end at 37: `engine.status`).
+WORKER_RAISED = 38
 
 
 def contained(submit: Callable[[], None]) -> None:
     """mutmut's `ForkRunner.submit`, whose worker (forked inside it) ends there whatever it raises. mutmut lets an
     exception of the worker's (pytest's usage error on a mutant, a CPU limit the system refuses) climb the worker's
     copy of the session's stack, where it would go on as a second session, writing its records. The worker exits
-    `ENGINE_FAILED` (its mutant `crashed`, `mutations.judge`), the traceback in the session's log; a
-    KeyboardInterrupt as an interrupted attempt. In the session itself what `submit` raises is raised."""
+    `WORKER_RAISED`, the traceback in the session's log, and the session stops there (`Registrar.settle`). In the
+    session itself what `submit` raises is raised."""
     session = os.getpid()
     try:
         submit()
     except BaseException as err:
         if os.getpid() == session:
             raise
-        with contextlib.suppress(Exception):  # fd 2: the session's log (mutmut points sys.stderr at /dev/null)
+        try:  # fd 2: the session's log (mutmut points sys.stderr at /dev/null)
             os.write(2, "".join(["mutmut's worker raised:\n", *traceback.format_exception(err)]).encode())
-        os._exit(INTERRUPTED_WORKER if isinstance(err, KeyboardInterrupt) else ENGINE_FAILED)
+        finally:  # whatever writing it raised (a second interrupt): the worker ends here
+            os._exit(WORKER_RAISED)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from warnonce_guard.common.errors import BadRecord, ExitCode, RecordsUnwritten
+from warnonce_guard.common.errors import BadRecord, EngineFailed, ExitCode, RecordsUnwritten
 from warnonce_guard.common.files import MARKER
 from warnonce_guard.guards.sessions import (
     UNWRITTEN_STATUS,
@@ -23,7 +23,7 @@ from warnonce_guard.guards.sessions import (
 from warnonce_guard.mutations.engine import attempts
 from warnonce_guard.mutations.engine.attempts import Outcome, outcome
 from warnonce_guard.mutations.engine.status import EXIT_CODE_STATUS
-from warnonce_guard.mutations.engine.workers import Registrar
+from warnonce_guard.mutations.engine.workers import WORKER_RAISED, Registrar
 from warnonce_guard.mutations.workspace import Workspace
 
 M1, M2 = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1", "vllm.x_f__mutmut_1"
@@ -144,6 +144,16 @@ def test_a_guard_session_that_could_not_write_its_record_stops_the_session_with_
         kept(registrar, Result(M1, UNWRITTEN_STATUS))
     assert refused.value.exit_code == ExitCode.ENVIRONMENT
     assert str(registrar.ws.attribution) in str(refused.value)
+
+
+def test_a_worker_that_raised_stops_the_session_naming_its_mutant_and_the_log_never_a_verdict(
+    registrar: Registrar,
+) -> None:
+    with pytest.raises(EngineFailed) as failed:
+        kept(registrar, Result(M1, WORKER_RAISED))
+    assert failed.value.exit_code == ExitCode.ENVIRONMENT
+    assert M1 in str(failed.value) and str(registrar.ws.log_file) in str(failed.value)
+    assert WORKER_RAISED not in EXIT_CODE_STATUS  # none of mutmut's codes
 
 
 def test_the_ledger_is_written_atomically_as_json(registrar: Registrar) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from warnonce_guard.mutations.engine.status import ENGINE_FAILED
+from warnonce_guard.mutations.engine.workers import WORKER_RAISED
 
 CONFTEST = """
 import json, os, sys
@@ -285,10 +285,10 @@ runner.test_runner.run_tests = raising""",
 )
 
 
-def test_a_worker_that_raises_ends_in_the_runner_as_a_failed_engine_never_as_a_kill(tmp_path: Path) -> None:
+def test_a_worker_that_raises_or_is_interrupted_ends_in_the_runner_never_as_a_verdict(tmp_path: Path) -> None:
     _project(tmp_path)
     cases = [[name, ["tests/test_x.py::test_a"]] for name in ("m.f__mutmut_1", "m.f__mutmut_2", "m.stop__mutmut_2")]
     result = run_driver(tmp_path, RAISING_DRIVER, cases)
-    assert result["exits"] == {"m.f__mutmut_1": 0, "m.f__mutmut_2": ENGINE_FAILED, "m.stop__mutmut_2": 130}
+    assert result["exits"] == {"m.f__mutmut_1": 0, "m.f__mutmut_2": WORKER_RAISED, "m.stop__mutmut_2": WORKER_RAISED}
     assert result["stdout"].count('"exits"') == 1  # the workers printed nothing of this script's
     assert "mutmut's worker raised" in result["stderr"] and "as pytest's usage error raises" in result["stderr"]

@@ -73,3 +73,34 @@ def test_a_module_not_imported_or_whose_source_is_gone_or_broken_imports_nothing
     assert imported_when_called(module) == []
     monkeypatch.setattr(sys.modules[module], "__file__", None)
     assert imported_when_called(module) == []
+
+
+# A suite's session on the unmutated code, in mutmut's forked child, interrupted there (mutmut's child catches only
+# Exception): the child ends, and the session says why, once.
+INTERRUPTED_CLEAN_RUN = """
+import json
+from mutmut.runners.harness import PytestRunner
+from warnonce_guard.common.errors import EngineFailed
+from warnonce_guard.mutations.engine import pristine
+
+def interrupted(self, *args, **kwargs):
+    raise KeyboardInterrupt
+
+PytestRunner.run_tests = interrupted
+runner = pristine.fork_runner("attribution", "no_such_logger")(1)
+try:
+    runner.run_clean_tests(tests=[])
+    said = "returned"
+except EngineFailed as err:
+    said = str(err)
+print(json.dumps({"said": said}))
+"""
+
+
+def test_a_suites_session_interrupted_in_its_forked_child_ends_there_and_fails_the_engine(tmp_path: Path) -> None:
+    from tests.mutations.test_engine_collected import _project, run_driver
+
+    _project(tmp_path)
+    result = run_driver(tmp_path, INTERRUPTED_CLEAN_RUN)
+    assert result["said"] == "the suite's session on the unmutated code raised KeyboardInterrupt: "
+    assert result["stdout"].count('"said"') == 1  # the child printed nothing of this script's
