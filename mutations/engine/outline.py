@@ -16,7 +16,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 @dataclass(frozen=True)
@@ -32,29 +32,33 @@ class Outline:
         for stub, original in self.stubs:
             if generated.count(stub) != 1:
                 return None
-            generated = generated.replace(stub, original, 1)
+            generated = generated.replace(stub, original)
         return generated
 
 
-def _first_line(node: ast.stmt) -> int:
+def _first_line(node: _Def) -> int:
     """Where a definition begins: its first decorator's line, else its own."""
-    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+    return min([node.lineno, *(d.lineno for d in node.decorator_list)])
 
 
-def _holds(node: ast.stmt, lines: Collection[int]) -> bool:
+def _holds(node: _Def, lines: Collection[int]) -> bool:
+    """Whether one of `lines` lies in `node`, from its first decorator to its last line."""
     return any(_first_line(node) <= line <= (node.end_lineno or node.lineno) for line in lines)
 
 
-def _stubbed(body: list[ast.stmt], lines: Collection[int], top: bool) -> list[ast.stmt]:
-    """The functions and classes of `body` holding none of `lines`; in a class holding one (at module level, as
-    mutmut arranges a top-level class's methods), those of its body."""
-    out: list[ast.stmt] = []
+def _without(body: list[ast.stmt], lines: Collection[int]) -> list[_Def]:
+    """The functions and classes of `body` holding none of `lines`."""
+    return [node for node in body if isinstance(node, _Def) and not _holds(node, lines)]
+
+
+def _stubbed(body: list[ast.stmt], lines: Collection[int]) -> list[_Def]:
+    """The module's functions and classes holding none of `lines`, and in a class holding one (mutmut arranges a
+    top-level class's methods), those of its body: one level, as mutmut's trampolines go."""
+    out = _without(body, lines)
     for node in body:
-        if isinstance(node, _DEFS) and not _holds(node, lines):
-            out.append(node)
-        elif top and isinstance(node, ast.ClassDef):
-            out += _stubbed(node.body, lines, top=False)
-    return out
+        if isinstance(node, ast.ClassDef) and node not in out:
+            out += _without(node.body, lines)
+    return sorted(out, key=lambda node: node.lineno)
 
 
 def _stub(number: int, text: str, body_indent: str | None) -> str:
@@ -76,6 +80,12 @@ def _continued(line: str) -> bool:
     return line.rstrip("\n").endswith("\\")
 
 
+def _joined(body_indent: str, code: str, starts: list[int], body_line: int) -> bool:
+    """Whether a body on a line after its `def` starts after more than indentation (the header's last line), or on
+    a line a backslash joins to the one before."""
+    return not body_indent.isspace() or _continued(code[starts[body_line - 2] : starts[body_line - 1]])
+
+
 def outline(code: str, lines: Collection[int] | None) -> Outline | None:
     """`code` with what holds none of `lines` stubbed out; None when nothing would be (or it cannot be done: no
     lines to keep, a file `ast` cannot parse, a newline other than `\\n` or a form feed, a `no mutate` pragma, whose
@@ -86,20 +96,19 @@ def outline(code: str, lines: Collection[int] | None) -> Outline | None:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return None
-    stubbed = _stubbed(tree.body, lines, top=True)
+    stubbed = _stubbed(tree.body, lines)
     if not stubbed:
         return None
     starts = [0, *(match.end() for match in re.finditer("\n", code)), len(code)]  # line n starts at starts[n - 1]
     parts, stubs, at = [], [], 0
     for number, node in enumerate(stubbed):
         last = node.end_lineno or node.lineno
-        begin, end = starts[_first_line(node) - 1], starts[min(last, len(starts) - 1)]
+        begin, end = starts[_first_line(node) - 1], starts[last]
         text = code[begin:end]
         inner = node.body[0]
         body_line = code[starts[inner.lineno - 1] : starts[inner.lineno]]
         body_indent = body_line[: inner.col_offset] if inner.lineno > node.lineno else None
-        before_body = code[starts[inner.lineno - 2] : starts[inner.lineno - 1]] if inner.lineno > 1 else ""
-        if _continued(text) or (body_indent is not None and (body_indent.strip(" \t") or _continued(before_body))):
+        if _continued(text) or (body_indent is not None and _joined(body_indent, code, starts, inner.lineno)):
             return None  # a backslash joins it to the next line, or its header to a one-line body: no stub fits
         stub = _stub(number, text, body_indent)
         parts += [code[at:begin], stub]

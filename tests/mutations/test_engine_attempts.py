@@ -5,7 +5,9 @@ The same with mutmut and a real SIGKILL is the slow tier's (tests/e2e/test_fault
 from __future__ import annotations
 
 import json
+import os
 import signal
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from warnonce_guard.guards.sessions import (
 from warnonce_guard.mutations.engine import attempts
 from warnonce_guard.mutations.engine.attempts import Outcome, outcome
 from warnonce_guard.mutations.engine.status import EXIT_CODE_STATUS
-from warnonce_guard.mutations.engine.workers import WORKER_RAISED, Registrar
+from warnonce_guard.mutations.engine.workers import WORKER_RAISED, Registrar, contained
 from warnonce_guard.mutations.workspace import Workspace
 
 M1, M2 = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1", "vllm.x_f__mutmut_1"
@@ -154,6 +156,51 @@ def test_a_worker_that_raised_stops_the_session_naming_its_mutant_and_the_log_ne
     assert failed.value.exit_code == ExitCode.ENVIRONMENT
     assert M1 in str(failed.value) and str(registrar.ws.log_file) in str(failed.value)
     assert WORKER_RAISED not in EXIT_CODE_STATUS  # none of mutmut's codes
+
+
+def test_a_ledger_that_does_not_read_back_starts_the_session_empty(ws: Workspace) -> None:
+    ws.attempts_file.write_text("{", encoding="utf-8")
+    registrar = Registrar.load(ws, "run1")
+    assert registrar.ledger == {}
+    assert kept(registrar, Result(M1, -9)) == [] and registrar.ledger == {M1: (-9,)}  # a first attempt, written
+
+
+@pytest.mark.parametrize("raised", [RuntimeError("pytest exited 4"), KeyboardInterrupt(), SystemExit(0)])
+def test_a_worker_that_raises_ends_where_it_was_forked_with_its_traceback_on_fd_2(
+    tmp_path: Path, raised: BaseException
+) -> None:
+    """As mutmut's `ForkRunner.submit` forks and the child raises: the child never returns into the caller's code."""
+    log = tmp_path / "log"
+    forked: list[int] = []
+
+    def submit() -> None:
+        pid = os.fork()
+        if pid:
+            forked.append(pid)
+            return
+        with log.open("wb") as out:  # what the session's log is to a worker
+            os.dup2(out.fileno(), 2)
+        raise raised
+
+    try:
+        contained(submit)
+    finally:
+        if not forked:  # the child came back here, returning or raising: end it, and let the parent see it did
+            os._exit(99)
+    assert os.waitstatus_to_exitcode(os.waitpid(forked[0], 0)[1]) == WORKER_RAISED
+    said = log.read_text(encoding="utf-8")
+    assert said.startswith("mutmut's worker raised:\nTraceback (most recent call last):\n")
+    assert said.endswith(traceback.format_exception_only(raised)[-1])
+
+
+def test_what_submit_raises_in_the_session_itself_is_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "_exit", lambda code: pytest.fail(f"the session itself would have exited {code}"))
+
+    def submit() -> None:
+        raise RuntimeError("the session's own error")
+
+    with pytest.raises(RuntimeError, match="the session's own error"):
+        contained(submit)
 
 
 def test_the_ledger_is_written_atomically_as_json(registrar: Registrar) -> None:

@@ -87,7 +87,8 @@ def import_other() -> None:
 
 
 def tail():
-    pass'''
+    x = 1
+    return x'''
 
 
 def _lines(source: str) -> frozenset[int]:
@@ -110,9 +111,9 @@ def test_an_outline_keeps_every_line_holding_a_site_where_it_was_and_stubs_the_r
         *range(48, 52),  # later
         53,  # last
         *range(56, 61),  # helper, not the comment after it
-        *(71, 72),  # tail, without a final newline
+        *range(71, 74),  # tail, without a final newline
     ]
-    assert [original for _, original in shape.stubs][-1] == "def tail():\n    pass"
+    assert [original for _, original in shape.stubs][-1] == "def tail():\n    x = 1\n    return x"
     assert shape.restore(shape.code) == ODD
 
 
@@ -122,10 +123,11 @@ def test_an_outline_keeps_every_line_holding_a_site_where_it_was_and_stubs_the_r
         (ODD, None),
         (ODD.replace("# one line", "# pragma: no mutate"), SITE_LINES),  # its regions may cross a stub
         (ODD.replace("\n", "\r\n"), SITE_LINES),
+        (ODD.replace("\n\n\nclass Other", "\n\n\x0c\nclass Other"), SITE_LINES),
         ("def broken(:\n", frozenset({1})),
         ("try:\n    import vllm._C\nexcept ImportError as e:\n    pass\n", frozenset({2})),
     ],
-    ids=["no-site-lines", "pragma", "crlf", "syntax-error", "nothing-to-stub"],
+    ids=["no-site-lines", "pragma", "crlf", "form-feed", "syntax-error", "nothing-to-stub"],
 )
 def test_no_outline_where_it_could_change_what_mutmut_makes(source: str, lines: frozenset[int] | None) -> None:
     assert outline(source, lines) is None
@@ -225,3 +227,22 @@ def test_an_output_the_stubs_cannot_be_put_back_into_is_generated_from_the_file(
     assert [code == ODD for code in calls] == [False, True]  # the outline, then the file
     monkeypatch.undo()
     assert lean == _generated(ODD, None)
+
+
+DECORATED = "import functools\n\n\n@functools.cache\ndef f():\n    return 1\n\n\ndef g():\n    return 2\n"
+F = "@functools.cache\ndef f():\n    return 1\n"
+G = "def g():\n    return 2\n"
+
+
+@pytest.mark.parametrize(("line", "stubbed"), [(3, [F, G]), (4, [G]), (5, [G]), (6, [G]), (7, [F, G])])
+def test_a_definition_holds_every_line_from_its_first_decorator_to_its_last(line: int, stubbed: list[str]) -> None:
+    shape = outline(DECORATED, {line})
+    assert shape is not None and [original for _, original in shape.stubs] == stubbed
+
+
+def test_a_line_ending_in_a_backslash_that_joins_nothing_still_outlines() -> None:
+    """A comment that ends in a backslash then a blank, or in a backslash then more, joins no line to the next."""
+    code = "def a():\n    return 1  # C:\\ \n\n\ndef b():\n    return 2  # C:\\X\n\n\ndef site():\n    pass\n"
+    shape = outline(code, {10})
+    assert shape is not None and len(shape.stubs) == 2
+    assert shape.code.count("\n") == code.count("\n") and shape.restore(shape.code) == code

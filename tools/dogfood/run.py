@@ -51,6 +51,8 @@ MODULES = tuple(
         "rule/expected.py",
         "mutations/judge.py",
         "mutations/engine/confirm.py",
+        "mutations/engine/outline.py",
+        "mutations/engine/workers.py",
         "guards/detectors.py",
         "strict/contract.py",
         "audit/calls.py",
@@ -74,6 +76,8 @@ TESTS = (
     "tests/mutations/test_neutralized.py",
     "tests/mutations/test_suite.py",
     "tests/mutations/test_engine_confirm.py",
+    "tests/mutations/test_outline.py",
+    "tests/mutations/test_engine_attempts.py",
     "tests/mutations/test_collect_result.py",
 )
 # Tests that cannot pass in the staged project: of the checkout's own layout (top-level folders, not
