@@ -225,6 +225,7 @@ def test_the_session_is_this_module_run_on_the_workspace_and_told_its_parent(
             started.update(options, argv=argv)
 
     monkeypatch.setattr(launch, "Session", Popen)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # set by this machine: the session's own must be
     started_session = launch.start_session(ws.dir.parent)
     assert isinstance(started_session, Popen)
     assert started["argv"] == [
@@ -327,6 +328,34 @@ def test_a_session_that_ends_without_saying_its_code_is_waited_for(code: str) ->
         assert launch.ended(child, 60) == 4
     finally:
         launch.stop(child)
+
+
+def test_a_process_with_no_end_pipe_is_waited_for_and_stopped_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain Popen (no pipe, nothing said): `ended` waits for its exit; `stop` signals it without the time a
+    session that said its code is given."""
+    done = subprocess.Popen([sys.executable, "-c", "raise SystemExit(5)"])
+    assert launch.ended(done, 60) == 5
+    waited: list[float] = []
+    real_wait = launch.wait_up_to
+    monkeypatch.setattr(
+        launch, "wait_up_to", lambda child, seconds: waited.append(seconds) or real_wait(child, seconds)
+    )
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    launch.stop(running)
+    assert running.returncode is not None and waited == []
+
+
+def test_a_session_that_cannot_start_leaves_no_pipe_or_file_open(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def refused(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EAGAIN, "no process to spare")
+
+    monkeypatch.setattr(launch, "Session", refused)
+    before = sorted(os.listdir("/proc/self/fd"))
+    with pytest.raises(OSError, match="no process to spare"):
+        launch.start_session(tmp_path)
+    assert sorted(os.listdir("/proc/self/fd")) == before
 
 
 def test_a_session_saying_nothing_yet_is_still_running() -> None:
