@@ -523,6 +523,7 @@ class Stops:
         self.running = True  # until the command has ended, a first signal raises into it
         self.first: ExitCode | None = None
         self.said = False  # the first one's line is on stderr
+        self.undelivered = False  # the first one's `Interrupted` was swallowed: it is raised again (`_swallowed`)
         self._arrivals: int | None = None  # the read end of the wakeup pipe, while `arrivals_noted`
 
     @contextlib.contextmanager
@@ -556,7 +557,7 @@ class Stops:
         again); anything else goes to `hook`."""
         stop = unraisable.exc_value
         if isinstance(stop, Interrupted) and self.running and self.first == stop.exit_code:
-            self.first = None  # not delivered yet: the signal is again the first one
+            self.undelivered = True  # still the first one's code, whichever signal raises it next
             self._send_again(SIGNALS_OF[ExitCode(stop.exit_code)])
             return
         hook(unraisable)
@@ -569,10 +570,10 @@ class Stops:
 
         def send() -> None:
             for _ in range(100):
+                if not self.undelivered or not self.running:  # a later signal raised it, or the command ended
+                    return
                 signal.pthread_kill(main, signum)
                 time.sleep(0.01)
-                if self.first is not None or not self.running:
-                    return
 
         _thread.start_new_thread(send, ())
 
@@ -585,8 +586,12 @@ class Stops:
         return next((number for number in arrived if number in STOP_SIGNALS), signum)
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.first is None and frame is not None and frame.f_code is Stops._swallowed.__code__:
-            return  # sent again (`_send_again`), it came before that hook returned: its sender sends it once more
+        if self.undelivered:
+            if frame is not None and frame.f_code is Stops._swallowed.__code__:
+                return  # sent again (`_send_again`), it came before that hook returned: its sender sends it once more
+            self.undelivered = False
+            if self.running:  # the first one's code, even when a later signal (not the one sent again) got here first
+                raise Interrupted(self.first)
         if self.first is None:
             code = STOP_SIGNALS[signal.Signals(self._first_arrived(signum))]
             self.first = code

@@ -568,6 +568,31 @@ def test_a_signal_whose_interrupt_python_swallows_in_a_callback_is_delivered_aga
     assert stderr_lines(capsys) == [f"warnonce-guard: {CODES[sig].name.lower()}"]  # no "Exception ignored in"
 
 
+def test_a_second_signal_before_the_swallowed_first_is_delivered_again_still_ends_with_the_firsts_code(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGTERM's interrupt swallowed in a callback, then Ctrl-C before the process sends SIGTERM again: 143."""
+
+    class Held:
+        pass
+
+    def callback(ref: object) -> None:
+        signal.raise_signal(signal.SIGTERM)
+        sum(range(1000))
+
+    def command(args: object) -> int:
+        held = Held()
+        kept = weakref.ref(held, callback)
+        del held  # the callback ran: SIGTERM's interrupt was swallowed, its second sending not yet arrived
+        signal.raise_signal(signal.SIGINT)
+        time.sleep(5)
+        return pytest.fail(f"the signals did not stop the command ({kept})")
+
+    monkeypatch.setattr("warnonce_guard.cli.main.cmd_platforms", command)
+    assert main(["platforms"]) == ExitCode.TERMINATED
+    assert stderr_lines(capsys) == ["warnonce-guard: terminated"]
+
+
 def signalled_then(sig: signal.Signals, then: Callable[[BaseException], object]) -> Callable[[object], int]:
     """A command stopped by `sig`, whose cleanup then does `then` with the interrupt (raises, or signals again)."""
 
