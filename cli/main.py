@@ -589,9 +589,12 @@ class Stops:
         if self.undelivered:
             if frame is not None and frame.f_code is Stops._swallowed.__code__:
                 return  # sent again (`_send_again`), it came before that hook returned: its sender sends it once more
+            # built while still undelivered: a sending handled as it is made (Python code) raises it too, never
+            # reads as a later signal ending the process mid-cleanup
+            stop = Interrupted(self.first)
             self.undelivered = False
             if self.running:  # the first one's code, even when a later signal (not the one sent again) got here first
-                raise Interrupted(self.first)
+                raise stop
         if self.first is None:
             code = STOP_SIGNALS[signal.Signals(self._first_arrived(signum))]
             self.first = code

@@ -593,6 +593,33 @@ def test_a_second_signal_before_the_swallowed_first_is_delivered_again_still_end
     assert stderr_lines(capsys) == ["warnonce-guard: terminated"]
 
 
+def test_a_sending_again_handled_while_the_swallowed_interrupt_is_raised_raises_it_never_ends_the_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`exiting`: the first signal's interrupt was swallowed and is being raised again when the next sending is
+    handled inside its construction (Python code): that one raises it too; none reads as a later signal."""
+    from warnonce_guard.cli import main as cli_main
+
+    stops = cli_main.Stops(exiting=True)
+    stops.first, stops.undelivered = ExitCode.TERMINATED, True
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    made = cli_main.Interrupted
+
+    sending = [signal.SIGTERM]
+
+    class HandledWhileMade(made):  # type: ignore[misc, valid-type]
+        def __init__(self, code: ExitCode) -> None:
+            if sending:
+                stops.handle(sending.pop(), None)
+            super().__init__(code)
+
+    monkeypatch.setattr(cli_main, "Interrupted", HandledWhileMade)
+    with pytest.raises(made) as raised:
+        stops.handle(signal.SIGTERM, None)
+    assert raised.value.exit_code == ExitCode.TERMINATED and exits == [] and not stops.undelivered
+
+
 def signalled_then(sig: signal.Signals, then: Callable[[BaseException], object]) -> Callable[[object], int]:
     """A command stopped by `sig`, whose cleanup then does `then` with the interrupt (raises, or signals again)."""
 
