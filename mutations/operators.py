@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import UnionType
 from typing import NamedTuple
 
 import libcst as cst
 from warnonce_guard.rule.literals import retarget_placeholder
 from warnonce_guard.rule.site_row import Site
-from warnonce_guard.rule.site_rule import ONCE_METHODS, TRIES, TryNode, anchor, dotted, log_method, site_calls, walk
+from warnonce_guard.rule.site_rule import ONCE_METHODS, TryNode, anchor, dotted, log_method, site_calls, walk
 from warnonce_guard.rule.target import PACKAGE
 
 # What each `*_once` method becomes when `once-dropped` removes the cache.
@@ -270,11 +271,11 @@ def not_applied(site: Site, made: Iterable[str]) -> dict[str, str]:
     }
 
 
-def operators_for(package: str = PACKAGE, anchors: Anchors | None = None) -> list[tuple[tuple[type, ...], Callable]]:
+def operators_for(package: str = PACKAGE, anchors: Anchors | None = None) -> list[tuple[UnionType, Callable]]:
     """mutmut-shaped (node types, operator) pairs, in `OPERATORS` order, bound to `package` and `anchors`: each
     operator's for both kinds of `try` (mutmut asks `isinstance(node, types)`)."""
     return [
-        (TRIES, functools.partial(mutate_try, op.function, package=package, anchors=anchors))
+        (TryNode, functools.partial(mutate_try, op.function, package=package, anchors=anchors))
         for op in OPERATORS.values()
     ]
 
@@ -294,7 +295,7 @@ def operator_of(
     original: cst.CSTNode, mutated: cst.CSTNode, package: str = PACKAGE, anchors: Anchors | None = None
 ) -> str | None:
     """The name of the operator that turns `original` into `mutated` (e.g. a mutmut `Mutation`'s nodes), or None."""
-    if not isinstance(original, TRIES):
+    if not isinstance(original, TryNode):
         return None
     for name, op in OPERATORS.items():
         if any(c.deep_equals(mutated) for c in mutate_try(op.function, original, package, anchors)):

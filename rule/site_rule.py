@@ -37,8 +37,8 @@ IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "B
 # A kernel module's last component has a `C` token: _C, _C_AVX2, _moe_C_stable_libtorch, fs_io_C.
 KERNEL_PATTERN = re.compile(r"(?:^|_)C(?:_|$)")
 _NOT_RUN_BY_THE_HANDLER = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
-# A `try` that may guard a kernel import: `except*` catches its ImportError too, in a group that holds it
-TRIES = (cst.Try, cst.TryStar)
+# A `try` that may guard a kernel import (a type and what `isinstance` asks): `except*` catches its ImportError too,
+# in a group that holds it
 TryNode = cst.Try | cst.TryStar
 Handler = cst.ExceptHandler | cst.ExceptStarHandler
 
@@ -225,7 +225,7 @@ def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> 
                 for parsed_small in parsed(cst.SimpleStatementLine([small])):
                     rebind(parsed_small, live)
             return
-        if isinstance(stmt, TRIES) and stmt.finalbody is not None and holds(stmt.finalbody, call):
+        if isinstance(stmt, TryNode) and stmt.finalbody is not None and holds(stmt.finalbody, call):
             # after the body, a handler or the `else`: what any of them bound
             if stmt.handlers:
                 flow(parsed(stmt.with_changes(finalbody=None)), live)
@@ -233,8 +233,8 @@ def _flow_to(body: Sequence[cst.CSTNode], call: cst.CSTNode, live: set[str]) -> 
                 live |= _branch(stmt.body.body, live)
             _flow_to(stmt.finalbody.body.body, call, live)
             return
-        holder = next((h for h in stmt.handlers if holds(h, call)), None) if isinstance(stmt, TRIES) else None
-        if isinstance(stmt, TRIES) and holder is not None:  # the body ran (or part of it), then this handler alone
+        holder = next((h for h in stmt.handlers if holds(h, call)), None) if isinstance(stmt, TryNode) else None
+        if isinstance(stmt, TryNode) and holder is not None:  # the body ran (or part of it), then this handler alone
             live |= _branch(stmt.body.body, live)
             inner = live | handler_binds(handler_name(holder), isinstance(holder, cst.ExceptStarHandler))
             _flow_to(holder.body.body, call, inner)
@@ -323,7 +323,7 @@ def _calls_in(
             yield SiteCall(node, handler, name)
         elif (via := reached(node, reaching)) is not None:
             yield SiteCall(node, handler, name, via)
-    inner = {id(h) for h, _ in _site_handlers(node, package, current_package)} if isinstance(node, TRIES) else set()
+    inner = {id(h) for h, _ in _site_handlers(node, package, current_package)} if isinstance(node, TryNode) else set()
     for child in node.children:
         if id(child) not in inner:
             yield from _calls_in(child, name, handler, package, current_package, reaching)

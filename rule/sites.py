@@ -19,7 +19,6 @@ from warnonce_guard.common.errors import SourceDoesNotParse
 from warnonce_guard.rule.liveness import UNKNOWN, dotted_name, handled_exception
 from warnonce_guard.rule.site_row import Condition, Site, current_package_of
 from warnonce_guard.rule.site_rule import (
-    TRIES,
     Handler,
     Reaching,
     SiteCall,
@@ -151,7 +150,7 @@ class _SiteFinder:
             self.after = outer
         elif isinstance(stmt, cst.If):
             self.visit_if(stmt, scope)
-        elif isinstance(stmt, TRIES):  # `except* ImportError` guards an import as `except ImportError` does
+        elif isinstance(stmt, TryNode):  # `except* ImportError` guards an import as `except ImportError` does
             self.visit_try(stmt, scope)
             for block in (stmt, *stmt.handlers, stmt.orelse):
                 if block is not None:

@@ -106,11 +106,11 @@ def apply_operator(name: str, source: str) -> list[str]:
     """Every mutant one operator makes of a module, unanchored: the mutated source per mutant, in source order."""
     import libcst as cst
     from warnonce_guard.mutations.operators import OPERATORS, mutate_try
-    from warnonce_guard.rule.site_rule import TRIES, walk
+    from warnonce_guard.rule.site_rule import TryNode, walk
 
     module = cst.parse_module(source)
     mutants = []
-    for try_node in (node for node in walk(module) if isinstance(node, TRIES)):
+    for try_node in (node for node in walk(module) if isinstance(node, TryNode)):
         for mutated in mutate_try(OPERATORS[name].function, try_node):
             replaced = module.deep_replace(try_node, mutated)
             assert isinstance(replaced, cst.Module)

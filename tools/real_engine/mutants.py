@@ -17,7 +17,7 @@ from warnonce_guard.mutations.engine import layout
 from warnonce_guard.mutations.operators import OPERATORS, anchors_of, mutate_try
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.site_row import Site
-from warnonce_guard.rule.site_rule import TRIES, anchor, walk
+from warnonce_guard.rule.site_rule import TryNode, anchor, walk
 from warnonce_guard.rule.sites import sites_in_source
 
 from tools.real_engine.row import PLATFORM_FILE
@@ -49,7 +49,7 @@ def mutated_source(source: str, site: Site, operator: str) -> str | None:
     """The file with `operator` applied to the site's call, or None where the operator does not apply to it."""
     module = cst.parse_module(source)
     for node in walk(module):
-        if isinstance(node, TRIES) and anchor(node) == site.anchor:
+        if isinstance(node, TryNode) and anchor(node) == site.anchor:
             made = next(mutate_try(OPERATORS[operator].function, node, "vllm", anchors_of([site])), None)
             return None if made is None else module.deep_replace(node, made).code  # type: ignore[union-attr]
     raise NoSuchSite(f"no try statement of {PLATFORM_FILE} has the anchor of {site.id}")
