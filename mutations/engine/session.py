@@ -320,10 +320,15 @@ def complete_baseline(ws: Workspace) -> int:
 def exit_without_teardown(code: int) -> None:
     """Exit with `code` once the output is flushed, without tearing down what the guards imported: unloading vLLM
     and torch takes about a second, the last of the run's critical path, and every file is written by now."""
+    _flush()
+    os._exit(code)
+
+
+def _flush() -> None:
+    """This process's output written out, as far as its log takes it."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # a log the disk refuses: the exit code still says what happened
             stream.flush()
-    os._exit(code)
 
 
 def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
@@ -538,9 +543,7 @@ def _take_the_end() -> None:
 def say_ended(code: int) -> None:
     """Tell the run this session's exit code, its output flushed: the process ends with it next, and the run goes on
     while it (and the one before it) tears down vLLM and torch. Said only by the process the code ends in."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
+    _flush()
     if _end is not None and os.getpid() == _ends_here:
         with contextlib.suppress(OSError):  # the run is gone: it is told nothing
             os.write(_end, f"{code & 0xFF}\n".encode())
