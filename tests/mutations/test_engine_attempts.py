@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,23 +140,24 @@ def test_another_runs_record_is_not_this_attempts_and_is_removed_before_the_rete
     assert read_session(mutant_session_path(registrar.ws.attribution, M1)) is None
 
 
-def test_a_guard_session_that_could_not_write_its_record_stops_the_session_with_exit_12(
-    registrar: Registrar,
+@pytest.mark.parametrize(
+    ("code", "error", "named"),
+    [
+        # a guard session that could not write its record
+        (UNWRITTEN_STATUS, RecordsUnwritten, lambda ws: [str(ws.attribution)]),
+        # a worker that raised (`contained`): its mutant and the log that holds the traceback
+        (WORKER_RAISED, EngineFailed, lambda ws: [M1, str(ws.log_file)]),
+    ],
+    ids=["records-unwritten", "worker-raised"],
+)
+def test_a_worker_code_that_is_no_verdict_stops_the_session_saying_where_to_look(
+    registrar: Registrar, code: int, error: type[Exception], named: Callable[[Workspace], list[str]]
 ) -> None:
-    with pytest.raises(RecordsUnwritten) as refused:
-        kept(registrar, Result(M1, UNWRITTEN_STATUS))
-    assert refused.value.exit_code == ExitCode.ENVIRONMENT
-    assert str(registrar.ws.attribution) in str(refused.value)
-
-
-def test_a_worker_that_raised_stops_the_session_naming_its_mutant_and_the_log_never_a_verdict(
-    registrar: Registrar,
-) -> None:
-    with pytest.raises(EngineFailed) as failed:
-        kept(registrar, Result(M1, WORKER_RAISED))
-    assert failed.value.exit_code == ExitCode.ENVIRONMENT
-    assert M1 in str(failed.value) and str(registrar.ws.log_file) in str(failed.value)
-    assert WORKER_RAISED not in EXIT_CODE_STATUS  # none of mutmut's codes
+    with pytest.raises(error) as stopped:
+        kept(registrar, Result(M1, code))
+    assert stopped.value.exit_code == ExitCode.ENVIRONMENT  # type: ignore[attr-defined]
+    assert all(part in str(stopped.value) for part in named(registrar.ws))
+    assert code not in EXIT_CODE_STATUS  # none of mutmut's codes
 
 
 def test_a_ledger_that_does_not_read_back_starts_the_session_empty(ws: Workspace) -> None:
