@@ -162,10 +162,6 @@ class SeamMismatch(EngineFailed):
     """mutmut is not the version whose internals the operator seam was written against."""
 
 
-class GenerationWorkerLost(EngineFailed):
-    """A process generating mutants died before it finished."""
-
-
 class SessionLost(EngineFailed):
     """The session's process group used no CPU for longer than any healthy wait."""
 

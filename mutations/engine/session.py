@@ -25,7 +25,7 @@ from warnonce_guard.common.processes import bind_to_parent, die_with_parent
 from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, baseline_sessions
 from warnonce_guard.mutations.engine import collected, confirm, launch, naming, overlay, pristine, state
-from warnonce_guard.mutations.engine.generation import FailFastPool, InProcessPool
+from warnonce_guard.mutations.engine.generation import InProcessPool
 from warnonce_guard.mutations.engine.seam import (
     BASELINE_PHASES,
     MUTANT_MARK,
@@ -204,18 +204,18 @@ def _mutmut(
     suite: bool = False,
     guards: collected.Guards | None = None,
 ) -> Any:
-    """mutmut's `__main__` as the session runs it (`seam.patched_main`): generation on a pool that notices a dead
-    worker (in this process once a `registrar` says mutmut's run comes next: the generator made the mutants),
-    recorded (`generation.json`) once it returned; with `registrar`, each worker's result decided by it; for
-    a `suite`, every pytest session forked from this process before any test ran (`engine.pristine`); else, with
-    `guards`, the guards collected there once and each worker's run in that session (`engine.collected`)."""
+    """mutmut's `__main__` as the session runs it (`seam.patched_main`): generation in this process
+    (`engine.generation`), recorded (`generation.json`) once it returned; with `registrar`, each worker's result
+    decided by it; for a `suite`, every pytest session forked from this process before any test ran
+    (`engine.pristine`); else, with `guards`, the guards collected there once and each worker's run in that
+    session (`engine.collected`)."""
     runner = None
     if suite:
         runner = pristine.fork_runner(ws.attribution, f"{PACKAGE}.logger")
     elif guards is not None:
         runner = collected.fork_runner(guards)
     return patched_main(
-        FailFastPool if registrar is None else InProcessPool,
+        InProcessPool,
         lambda create_mutants: record_generation(ws, run_id, files, create_mutants),
         registrar.wrap if registrar is not None else None,
         runner,

@@ -633,7 +633,7 @@ def test_the_generator_does_what_mutmuts_run_does_first_with_our_operators_and_r
     ws: Workspace, mutmut_main: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from mutmut.mutation import file_mutation
-    from warnonce_guard.mutations.engine.generation import FailFastPool
+    from warnonce_guard.mutations.engine.generation import InProcessPool
 
     stock = file_mutation.mutation_operators
     did: list[object] = []
@@ -641,7 +641,7 @@ def test_the_generator_does_what_mutmuts_run_does_first_with_our_operators_and_r
 
     def create_mutants(max_children: int) -> str:
         did.append(file_mutation.mutation_operators)
-        assert mutmut_main.Pool is FailFastPool  # type: ignore[attr-defined]
+        assert mutmut_main.Pool is InProcessPool  # type: ignore[attr-defined]
         return generate(ws)
 
     monkeypatch.setattr(mutmut_main, "create_mutants", create_mutants)
