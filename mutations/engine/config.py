@@ -17,8 +17,14 @@ from warnonce_guard.mutations.suite import Suite
 
 # pytest's own plugins the guards' sessions do without: each hooks every session's start and most of every test's
 # steps (the stats, clean and forced-fail sessions and the 18 mutants' took 40-60 ms less in all, paired on this
-# machine). Kept: what the guards or their diagnostics use (fixtures, capture, logging, warnings, faulthandler).
-UNUSED = ("pastebin", "junitxml", "doctest", "legacypath", "setuponly", "setupplan", "stepwise", "unittest", "subtests")
+# machine). pytest's logging plugin hands its handler to every logger that does not propagate, three times a test
+# (torch's and vLLM's: 43 of them, a tenth of a mutant's worker); the guards read the records themselves
+# (`guards.observe`) and vLLM's own handler still writes to the captured stderr. Kept: what the guards or their
+# diagnostics use (fixtures, capture, warnings, faulthandler).
+UNUSED = (
+    *("logging", "pastebin", "junitxml", "doctest", "legacypath"),
+    *("setuponly", "setupplan", "stepwise", "unittest", "subtests"),
+)
 
 SETTINGS: dict[str, str | list[str]] = {
     "process_isolation": "fork",  # one worker per mutant, forked from a session that imported vLLM once

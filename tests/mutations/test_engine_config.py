@@ -31,7 +31,8 @@ def test_mutmut_reads_the_written_settings_as_the_runs_files_guards_and_fixed_se
     unused = [option for plugin in config.UNUSED for option in ("-p", f"no:{plugin}")]
     kept_out = ["-p", "no:cacheprovider", "-p", "no:unraisableexception", *unused]
     assert read.pytest_add_cli_args == [*kept_out, *isolated(".")]
-    assert "no:logging" not in unused and "no:capture" not in unused and "no:faulthandler" not in unused
+    assert "no:capture" not in unused and "no:faulthandler" not in unused  # what a failing guard's diagnostics use
+    assert "no:logging" in unused  # the guards read the records themselves (guards.observe)
     assert (read.timeout_multiplier, read.timeout_constant) == (15.0, 5.0)
     assert read.use_git_change_detection is False  # the workspace's fingerprint decides what is stale
 
