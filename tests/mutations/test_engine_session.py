@@ -987,3 +987,16 @@ def test_mutmut_runs_in_the_warmed_child_once_it_took_over_else_in_the_session_t
     # the process mutmut ran in said the code once, and nothing else did (the generator, a warmer that did not take
     # over, the first process once the warmer took over); one killed before it could says nothing: it is waited for
     assert ended == (b"" if code < 0 else f"{code}\n".encode())
+
+
+def test_the_processor_is_asked_before_torch_so_that_no_later_fork_asks_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python's `platform` forks `uname -p` on the first question only; the session asks before torch is imported,
+    and the processes it forks afterwards (vLLM's platform detection in the guards' first run) find the answer."""
+    import platform
+
+    monkeypatch.setattr(platform, "_uname_cache", None)
+    asked: list[object] = []
+    monkeypatch.setattr(platform._Processor, "get", classmethod(lambda cls: asked.append(cls) or "x86_64"))  # type: ignore[attr-defined]
+    session._processor_known()
+    assert len(asked) == 1 and platform.uname().processor == "x86_64"
+    assert platform.processor() == "x86_64" and len(asked) == 1  # asked again: the answer kept, no second fork
