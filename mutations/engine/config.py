@@ -19,12 +19,23 @@ from warnonce_guard.mutations.suite import Suite
 # steps (the stats, clean and forced-fail sessions and the 18 mutants' took 40-60 ms less in all, paired on this
 # machine). pytest's logging plugin hands its handler to every logger that does not propagate, three times a test
 # (torch's and vLLM's: 43 of them, a tenth of a mutant's worker); the guards read the records themselves
-# (`guards.observe`) and vLLM's own handler still writes to the captured stderr. Kept: what the guards or their
+# (`guards.observe`) and vLLM's own handler still writes to the captured output. Kept: what the guards or their
 # diagnostics use (fixtures, capture, warnings, faulthandler).
 UNUSED = (
     *("logging", "pastebin", "junitxml", "doctest", "legacypath"),
     *("setuponly", "setupplan", "stepwise", "unittest", "subtests"),
 )
+
+# The options of the guards' pytest sessions (mutmut's, and `session.complete_baseline`'s). pytest's
+# unraisable-exception plugin runs a full gc.collect() at the end of every session, and mutmut starts a session per
+# mutant: with torch imported that is about 0.3 s each; the guards collect for themselves, scanning only the objects
+# a site created. mutmut runs pytest in the workspace's mutants/, which may lie in a vLLM checkout (`--work-dir`):
+# none of the settings or conftest.py files above it apply. Nor do pytest's plugins the guards never use (`UNUSED`).
+GUARD_ARGS = [
+    *("-p", "no:cacheprovider", "-p", "no:unraisableexception"),
+    *(option for plugin in UNUSED for option in ("-p", f"no:{plugin}")),
+    *isolated("."),
+]
 
 SETTINGS: dict[str, str | list[str]] = {
     "process_isolation": "fork",  # one worker per mutant, forked from a session that imported vLLM once
@@ -34,16 +45,7 @@ SETTINGS: dict[str, str | list[str]] = {
     # would fork git twice from the process that imported vLLM, on the run's critical path, and in a checkout list
     # and hash every non-Python file git knows under the workspace.
     "use_git_change_detection": "false",
-    # pytest's unraisable-exception plugin runs a full gc.collect() at the end of every session, and mutmut
-    # starts a session per mutant: with torch imported that is about 0.3 s each. The guards collect for
-    # themselves, scanning only the objects a site created.
-    # mutmut runs pytest in the workspace's mutants/, which may lie in a vLLM checkout (`--work-dir`): none of
-    # the settings or conftest.py files above it apply. Nor do pytest's plugins the guards never use (`UNUSED`).
-    "pytest_add_cli_args": [
-        *("-p", "no:cacheprovider", "-p", "no:unraisableexception"),
-        *(option for plugin in UNUSED for option in ("-p", f"no:{plugin}")),
-        *isolated("."),
-    ],
+    "pytest_add_cli_args": GUARD_ARGS,
 }
 
 

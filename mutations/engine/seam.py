@@ -241,7 +241,7 @@ def our_operators(packages: Sequence[str] = (PACKAGE,), anchors: Anchors | None 
 
 @contextmanager
 def lean_generation(site_lines: Mapping[str, Collection[int]]) -> Iterator[None]:
-    """Within the block (and its forks), mutmut's generation of a file skips the work whose result our anchored
+    """Within the block, mutmut's generation of a file skips the work whose result our anchored
     operators never use (half the CPU on vLLM's platform files). Every generator of a run uses it (the session's,
     `naming.generate`'s), so they agree; the file and mutants are those of a whole walk wherever every try an anchor
     matches is a site's (a platform's anchors also match the same try in a method its `import_kernels` never runs,
@@ -362,7 +362,7 @@ Generation = Callable[[str, str, str, Any, Sequence[Any], Mapping[Any, Any]], No
 
 @contextmanager
 def each_generation(record: Generation) -> Iterator[None]:
-    """Within the block, and in the processes forked inside it (mutmut's generation pool), every call of mutmut's
+    """Within the block, every call of mutmut's
     `create_mutations` also hands its result to `record` before returning it, with no work done twice: the
     positions are those mutmut's own metadata wrapper resolved (it hands the wrapper to `get_ignored_lines`)."""
     check_seam()

@@ -23,9 +23,8 @@ from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import BadRecord, ExitCode, GuardError, RecordsUnwritten, StagingFailed
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS
 from warnonce_guard.common.processes import bind_to_parent, die_with_parent
-from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, baseline_sessions
-from warnonce_guard.mutations.engine import collected, confirm, launch, naming, overlay, pristine, state
+from warnonce_guard.mutations.engine import collected, config, confirm, launch, naming, overlay, pristine, state
 from warnonce_guard.mutations.engine.generation import InProcessPool
 from warnonce_guard.mutations.engine.seam import (
     BASELINE_PHASES,
@@ -64,7 +63,7 @@ ENGINE_IMPORTS = ("pytest", "coverage", "click", "rich.progress")
 # What only generation uses of it: loaded on first use (about 0.3 s for libcst's matchers), in the generator while
 # the run discovers the sites, and never in the process that imports the target and runs the mutants.
 GENERATION_IMPORTS = ("libcst.matchers",)
-# The generator and its pool yield the processor to this process's imports (torch, then vLLM: the run's critical
+# The generator yields the processor to this process's imports (torch, then vLLM: the run's critical
 # path), which wait for nothing else; the mutants are done a second before mutmut's first run needs them. 6% off
 # the full run's wall time, paired on this machine (farm-bench, median of 16).
 GENERATOR_NICENESS = 10
@@ -119,8 +118,7 @@ def _deferred(modules: Sequence[str]) -> None:
 
 
 def _loaded(modules: Sequence[str]) -> None:
-    """Run the code of each of `modules` that `_deferred` left for its first use (in a process about to use it,
-    before it forks workers that would each run it)."""
+    """Run the code of each of `modules` that `_deferred` left for its first use (in the process about to use it)."""
     for name in modules:
         with contextlib.suppress(Exception):
             getattr(importlib.import_module(name), "__warnonce_loaded__", None)
@@ -313,7 +311,7 @@ def complete_baseline(ws: Workspace) -> int:
     set_mutant_under_test("")
     os.chdir(ws.mutants)
     try:
-        return int(pytest.main([ws.guard_tests.name, "-q", "-p", "no:cacheprovider", *isolated("."), "--tb=no"]))
+        return int(pytest.main([ws.guard_tests.name, "-q", *config.GUARD_ARGS, "--tb=no"]))
     finally:
         os.chdir(ws.dir)
 
@@ -373,7 +371,8 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
     os.close(take_over)
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     if code < 0:
-        code = _print_error(f"the process generating mutants died (signal {-code}); run again", ENGINE_FAILED)
+        died = f"the process generating mutants died (signal {-code}: killed, out of memory?); run again"
+        code = _print_error(died, ENGINE_FAILED)
     with contextlib.suppress(BrokenPipeError), os.fdopen(tell, "wb") as pipe:
         pipe.write(f"{code}\n".encode())
     ended = os.waitstatus_to_exitcode(os.waitpid(warmer, 0)[1])

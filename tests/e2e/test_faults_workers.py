@@ -1,6 +1,6 @@
 """Fault injection aimed at the mutmut session's children and its disk: one worker SIGKILLed (as the kernel's OOM
-killer does), a generation worker SIGKILLed, the attribution folder made immutable mid-run, the work directory's
-disk filled mid-run. A verdict is what the mutant did, not what happened to its worker: the run re-tests, or
+killer does), the process generating the mutants SIGKILLed, the attribution folder made immutable mid-run, the work
+directory's disk filled mid-run. A verdict is what the mutant did, not what happened to its worker: the run re-tests, or
 ends in one line with the exit code that names the problem (12: the work directory, 13: the engine), never a
 score it could not have reached on an idle machine; a rerun then ends with the clean run's verdicts.
 """
@@ -151,10 +151,10 @@ def test_a_worker_killed_on_both_attempts_is_a_crash_kept_for_good(
     assert rerun.returncode == ExitCode.CHECK_FAILED and "verdicts stand" in rerun.stdout  # a verdict it earned
 
 
-# --- a dead generation worker ----------------------------------------------------------------------------
+# --- a dead generator ------------------------------------------------------------------------------------
 
 
-def test_a_dead_generation_worker_ends_the_run_with_exit_13_in_bounded_time(
+def test_a_dead_generator_ends_the_run_with_exit_13_in_bounded_time(
     tmp_path: Path, small_viewer: Path, record_property: Callable[[str, object], None]
 ) -> None:
     tree = fault_tree(tmp_path / "user" / "tree", TreeShape(filler_functions=3000))  # generation lasts seconds
@@ -176,9 +176,9 @@ def test_a_dead_generation_worker_ends_the_run_with_exit_13_in_bounded_time(
         code = finish(started, dirs.work, timeout=120)
         if workers and not dirs.glob("generation.json"):
             break
-        misses.append(f"exit {code}, {'generation over' if workers else 'no generation worker seen'}")
+        misses.append(f"exit {code}, {'generation over' if workers else 'no generator seen'}")
         if len(misses) == ATTEMPTS:
-            pytest.skip(f"could not kill a generation worker: {'; '.join(misses)}")
+            pytest.skip(f"could not kill the generator: {'; '.join(misses)}")
 
     assert code == ExitCode.ENVIRONMENT, started.out + started.err
     line = one_line_error(started.err)

@@ -22,7 +22,7 @@ from warnonce_guard.common import processes, protocol
 from warnonce_guard.common.errors import EngineFailed, ExitCode, SeamMismatch
 from warnonce_guard.guards.isolation import isolated
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, Phase, session_phase
-from warnonce_guard.mutations.engine import launch, layout, naming, overlay, seam, session, state
+from warnonce_guard.mutations.engine import config, launch, layout, naming, overlay, seam, session, state
 from warnonce_guard.mutations.operators import anchors_of
 from warnonce_guard.mutations.suite import Suite
 from warnonce_guard.mutations.workspace import Workspace
@@ -721,6 +721,7 @@ def test_the_complete_baseline_runs_every_guard_from_mutants_without_stopping_at
     ((args, where),) = ran
     assert where == str(ws.mutants) and args[0] == ws.guard_tests.name and "-x" not in args
     assert " ".join(isolated(".")) in " ".join(args)  # no settings or conftest.py around the workspace
+    assert " ".join(config.GUARD_ARGS) in " ".join(args)  # the plugins of mutmut's sessions of the guards, no more
     assert environment["MUTANT_UNDER_TEST"] == ""  # the unmutated code
     assert Path.cwd() == ws.dir
 

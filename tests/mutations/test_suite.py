@@ -139,6 +139,7 @@ def test_mutmut_is_told_to_run_the_suites_paths_with_the_recording_plugin_and_no
     assert "pytest_add_cli_args_test_selection = \n    tests\n    a.py::t\n" in section
     assert "also_copy" not in section and "guard_tests" not in section  # the suite is run where it lies
     assert "    warnonce_guard.mutations.engine.suite_plugin\n" in section and "    no:cacheprovider\n" in section
+    assert "no:logging" not in section  # a suite keeps the plugins the guards' sessions do without (caplog, ...)
 
 
 # --- verdicts ---------------------------------------------------------------------------------------------------
