@@ -1001,3 +1001,25 @@ def test_the_processor_is_asked_before_torch_so_that_no_later_fork_asks_again(mo
     session._processor_known()
     assert len(asked) == 1 and platform.uname().processor == "x86_64"
     assert platform.processor() == "x86_64" and len(asked) == 1  # asked again: the answer kept, no second fork
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_the_session_asks_the_processor_after_forking_the_generator_and_before_importing_torch(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its only fork before then is the generator's (which never asks); every process forked after torch inherits."""
+    done: list[str] = []
+
+    def warm_up(modules: list[str]) -> None:
+        done.append(f"import {' '.join(modules)}")
+        raise _Stop  # what comes next (the warmer's fork) is not this test's
+
+    monkeypatch.setattr(session, "_fork", lambda: done.append("fork") or 4242)  # the generator's pid, in the parent
+    monkeypatch.setattr(session, "_processor_known", lambda: done.append("processor"))
+    monkeypatch.setattr(session, "_warm_up", warm_up)
+    with pytest.raises(_Stop):
+        session._generated(ws, "run1", ["torch"])
+    assert done == ["fork", "processor", "import torch"]
