@@ -241,8 +241,8 @@ def our_operators(packages: Sequence[str] = (PACKAGE,), anchors: Anchors | None 
 
 @contextmanager
 def lean_generation(site_lines: Mapping[str, Collection[int]]) -> Iterator[None]:
-    """Within the block, mutmut's generation of a file skips the work whose result our anchored
-    operators never use (half the CPU on vLLM's platform files). Every generator of a run uses it (the session's,
+    """Within the block, mutmut's generation of a file skips the work whose result our anchored operators never use
+    (half the CPU on vLLM's platform files). Every generator of a run uses it (the session's,
     `naming.generate`'s), so they agree; the file and mutants are those of a whole walk wherever every try an anchor
     matches is a site's (a platform's anchors also match the same try in a method its `import_kernels` never runs,
     whose mutants would change a call no site has):
@@ -362,9 +362,9 @@ Generation = Callable[[str, str, str, Any, Sequence[Any], Mapping[Any, Any]], No
 
 @contextmanager
 def each_generation(record: Generation) -> Iterator[None]:
-    """Within the block, every call of mutmut's
-    `create_mutations` also hands its result to `record` before returning it, with no work done twice: the
-    positions are those mutmut's own metadata wrapper resolved (it hands the wrapper to `get_ignored_lines`)."""
+    """Within the block, every call of mutmut's `create_mutations` also hands its result to `record` before
+    returning it, with no work done twice: the positions are those mutmut's own metadata wrapper resolved (it hands
+    the wrapper to `get_ignored_lines`)."""
     check_seam()
     from libcst.metadata import PositionProvider
     from mutmut.mutation import file_mutation

@@ -63,9 +63,9 @@ ENGINE_IMPORTS = ("pytest", "coverage", "click", "rich.progress")
 # What only generation uses of it: loaded on first use (about 0.3 s for libcst's matchers), in the generator while
 # the run discovers the sites, and never in the process that imports the target and runs the mutants.
 GENERATION_IMPORTS = ("libcst.matchers",)
-# The generator yields the processor to this process's imports (torch, then vLLM: the run's critical
-# path), which wait for nothing else; the mutants are done a second before mutmut's first run needs them. 6% off
-# the full run's wall time, paired on this machine (farm-bench, median of 16).
+# The generator yields the processor to this process's imports (torch, then vLLM: the run's critical path), which
+# wait for nothing else; the mutants are done a second before mutmut's first run needs them. 6% off the full run's
+# wall time, paired on this machine (farm-bench, median of 16).
 GENERATOR_NICENESS = 10
 
 
