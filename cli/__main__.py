@@ -6,6 +6,7 @@ imports only modules built into the interpreter or loaded with it (even `typing`
 
 import _signal  # what `signal` wraps, loaded with the interpreter (`signal` itself takes 1.5 ms to import)
 import atexit
+import gc
 import os
 import sys
 
@@ -62,6 +63,7 @@ def entry() -> None:
         _signal.signal(sig, stopped_before_the_command)
     try:
         if sys.argv[1:2] == ["mutate"]:  # its session starts first (the run's critical path)
+            gc.disable()  # its imports, with Python's cycle collector off (`processes.collect_from_here`)
             from warnonce_guard.mutations.engine import launch
 
             launch.start_early(sys.argv[2:])

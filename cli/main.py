@@ -270,8 +270,10 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     # torch, while this process imports the run's modules, checks its paths, fingerprints the target and discovers
     # the sites (stopped if the run needs none).
     with launch.session_started(work_root) as session:
+        from warnonce_guard.common.processes import collect_from_here
         from warnonce_guard.mutations.run import mutate
 
+        collect_from_here()  # after the run's imports (`cli.__main__` turned the collector off for them)
         return mutate(
             vllm_src=args.vllm_src,
             out_dir=Path(args.out),

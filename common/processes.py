@@ -4,12 +4,14 @@
   `bind_to_parent` in a child started with `child_environment` (the mutmut session, the history's guard runs).
 - `stop_group`: SIGTERM a child's process group, SIGKILL it after a grace period, reap the child.
 - `wait_up_to`: a child's exit code once it ended, waking the moment it does.
+- `collect_from_here`: Python's cycle collector on again after imports made with it off.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import os
 import select
 import signal
@@ -38,6 +40,17 @@ USER_PYTEST_VARIABLES = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")
 # Nor do they load the environment's pytest plugins (hypothesis, xdist, a locked environment's dozen): the guards
 # need none, and loading them costs about a second of each session's start, on the run's critical path.
 NO_PLUGIN_AUTOLOAD = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+def collect_from_here() -> None:
+    """Python's cycle collector on again in a process whose first module turned it off for its imports (`mutate`'s
+    command, the mutmut session): the objects they made live as long as the process, and each collection during them
+    scanned them all again (a fifth of a second of the session's import of torch and vLLM, on the run's critical
+    path). They are frozen (never scanned, never collected), what is made from here on is collected as usual. A
+    process that never turned it off (a test calling in) is left as it is."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def child_environment(environ: Mapping[str, str], **extra: str) -> dict[str, str]:

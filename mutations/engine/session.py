@@ -4,6 +4,11 @@ to mutate by `launch.tell_to_mutate` (docs/ARCHITECTURE.md, The mutation run).""
 
 from __future__ import annotations
 
+import gc
+
+if __name__ == "__main__":  # the session's own process: its imports, then torch's and vLLM's, run with Python's
+    gc.disable()  # cycle collector off until `processes.collect_from_here` (in the generator, and before testing)
+
 import contextlib
 import functools
 import importlib
@@ -22,7 +27,7 @@ from typing import Any
 from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import BadRecord, ExitCode, GuardError, RecordsUnwritten, StagingFailed
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS
-from warnonce_guard.common.processes import bind_to_parent, die_with_parent
+from warnonce_guard.common.processes import bind_to_parent, collect_from_here, die_with_parent
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, baseline_sessions
 from warnonce_guard.mutations.engine import collected, config, confirm, launch, naming, overlay, pristine, state
 from warnonce_guard.mutations.engine.generation import InProcessPool
@@ -341,6 +346,7 @@ def _generated(ws: Workspace, run_id: str, warm_up: Sequence[str]) -> int:
         with contextlib.suppress(OSError):
             os.nice(GENERATOR_NICENESS)  # it ends long before its mutants are needed: the imports come first
         _loaded(GENERATION_IMPORTS)  # while the run discovers the sites
+        collect_from_here()  # what generation makes is collected, what was imported is not scanned
         files = launch.files_to_mutate()
         code = int(ExitCode.INTERRUPTED)
         if files is not None:
@@ -415,6 +421,7 @@ def _not_warmed(ws: Workspace) -> str | None:
 def _tested(ws: Workspace, run_id: str, rounds: int) -> int:
     """mutmut's `run` on what was generated, and the complete baseline when the clean guards failed (for a suite,
     what its stop means: `suite_stopped`)."""
+    collect_from_here()  # the guards and the tests run with the collector on, as in any process
     packages, suite = staged_packages(ws), read_suite(ws.suite_file)
     _environment(ws, run_id, packages, suite, rounds)
     files = sorted(state.read_generation(ws)[1])

@@ -235,6 +235,34 @@ def test_a_signal_before_the_command_or_after_it_is_its_exit_code_and_one_line(
     assert processes_mentioning(str(work)) == []
 
 
+COLLECTOR_SAID = (
+    "import atexit, gc, sys\n"
+    "class SaysTheCollector:  # a finder that asks for no module: it says the collector's state amid the imports\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == 'warnonce_guard.cli.main':\n"
+    "            print('importing', gc.isenabled(), flush=True)\n"
+    "sys.meta_path.insert(0, SaysTheCollector())\n"
+    "atexit.register(lambda: print('ending', gc.isenabled(), gc.get_freeze_count() > 0, flush=True))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [("mutate", ["importing False", "ending True True"]), ("sites", ["importing True", "ending True False"])],
+)
+def test_mutates_imports_run_with_the_collector_off_and_stay_frozen_once_it_is_on_again(
+    command: str, said: list[str], tmp_path: Path
+) -> None:
+    """`mutate`'s command imports the run's modules (then libcst) with Python's cycle collector off: they live as
+    long as the process, which then collects only what it makes (`processes.collect_from_here`). Other commands
+    (the audit over a large tree) keep it as Python starts it."""
+    args = [command, "--vllm-src", str(tmp_path / "nowhere")]
+    code = COLLECTOR_SAID + RUN_SCRIPT.format(script=str(SCRIPT), args=args)
+    run = subprocess.run([CLI[0], "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert run.returncode == ExitCode.BAD_INPUT, run.stderr  # no target there: after the imports
+    assert run.stdout.splitlines() == said
+
+
 def test_a_reader_that_leaves_a_shared_stdout_and_stderr_pipe_does_not_change_the_exit_code(tmp_path: Path) -> None:
     # `... 2>&1 | head`: the error line itself meets the closed pipe
     proc = subprocess.Popen(

@@ -1,7 +1,9 @@
-"""The session's process group is stopped whole, by force when it will not stop."""
+"""The session's process group is stopped whole, by force when it will not stop; a process that imported with the
+cycle collector off turns it on with what it imported frozen."""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -93,3 +95,20 @@ def test_waiting_without_pidfds_polls_as_popen_does(monkeypatch: pytest.MonkeyPa
     monkeypatch.delattr(os, "pidfd_open")
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(4)"])
     assert processes.wait_up_to(child, 30) == 4
+
+
+def test_the_collector_comes_back_on_with_what_was_made_while_it_was_off_frozen() -> None:
+    kept = [object(), [[]]]  # made before: tracked objects the freeze takes
+    gc.disable()
+    try:
+        processes.collect_from_here()
+        assert gc.isenabled() and gc.get_freeze_count() >= len(gc.get_referents(kept)) > 0
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+def test_a_process_whose_collector_was_never_off_is_left_as_it_is() -> None:
+    frozen = gc.get_freeze_count()
+    processes.collect_from_here()  # a test calling `mutate` in: nothing of its process is frozen
+    assert gc.isenabled() and gc.get_freeze_count() == frozen

@@ -1023,3 +1023,72 @@ def test_the_session_asks_the_processor_after_forking_the_generator_and_before_i
     with pytest.raises(_Stop):
         session._generated(ws, "run1", ["torch"])
     assert done == ["fork", "processor", "import torch"]
+
+
+# --- Python's cycle collector: off for the session's imports, on for what it runs ---------------------------------
+
+COLLECTOR_AT_IMPORT = """
+import gc, runpy, sys
+
+class SaysTheCollector:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pytest":
+            print(gc.isenabled(), flush=True)
+        return None
+
+sys.meta_path.insert(0, SaysTheCollector())
+run_as, sys.argv[1:] = sys.argv[1], sys.argv[2:]
+runpy.run_module("warnonce_guard.mutations.engine.session", run_name=run_as, alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize(("run_as", "collecting"), [("__main__", False), ("imported", True)])
+def test_the_sessions_own_process_imports_with_the_collector_off_and_no_importer_of_it_does(
+    ws: Workspace, run_as: str, collecting: bool
+) -> None:
+    """Run as the session (`python -m`), its imports (then torch's and vLLM's) make objects that live as long as it
+    does, which every collection would scan again; a process that imports the module (a test) keeps its collector."""
+    done = subprocess.run(
+        [sys.executable, "-c", COLLECTOR_AT_IMPORT, run_as, str(ws.dir.parent)],
+        stdin=subprocess.DEVNULL,  # no workspace is ever given: the session ends
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.stdout.splitlines()[:1] == [str(collecting)], done.stderr
+
+
+def test_the_runner_turns_the_collector_on_before_anything_it_tests(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done: list[str] = []
+
+    def staged_packages(ws: Workspace) -> None:
+        done.append("read the workspace")
+        raise _Stop
+
+    monkeypatch.setattr(session, "collect_from_here", lambda: done.append("collector on"))
+    monkeypatch.setattr(session, "staged_packages", staged_packages)
+    with pytest.raises(_Stop):
+        session._tested(ws, "run1", 1)
+    assert done == ["collector on", "read the workspace"]
+
+
+def test_the_generator_turns_the_collector_on_once_it_imported_what_generation_uses(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done: list[str] = []
+
+    def exit_without_teardown(code: int) -> None:
+        raise _Stop
+
+    monkeypatch.setattr(session, "_fork", lambda: 0)  # in the generator
+    monkeypatch.setattr(session.os, "nice", lambda increment: 0)
+    monkeypatch.setattr(session, "_loaded", lambda modules: done.append("imported"))
+    monkeypatch.setattr(session, "collect_from_here", lambda: done.append("collector on"))
+    monkeypatch.setattr(launch, "files_to_mutate", lambda: done.append("told") and None)
+    monkeypatch.setattr(session, "exit_without_teardown", exit_without_teardown)
+    with pytest.raises(_Stop):
+        session._generated(ws, "run1", ["torch"])
+    assert done == ["imported", "collector on", "told"]
