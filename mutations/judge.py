@@ -81,6 +81,9 @@ def judge(
     if engine is EngineStatus.NO_TESTS:
         return Judgement(NO_TESTS, "no guard covers the mutated function")
     failed = next((r for r in session.records if r.failed), None) if session else None
+    if engine is EngineStatus.INTERRUPTED:  # a stop of the run's registers nothing: its own test ended the session
+        who = running or "a test"
+        return Judgement(CRASHED, f"{who} interrupted its session (exit code {code}: KeyboardInterrupt or pytest.exit)")
     if code not in (0, 1):
         why = f"; {failed.message}" if failed else ""
         return Judgement(CRASHED, f"the guard run ended without a guard's verdict (exit code {code}, {engine}){why}")

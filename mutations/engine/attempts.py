@@ -41,8 +41,8 @@ def outcome(code: int | None) -> Outcome | None:
     if code is None:
         return None
     status = engine_status(code)
-    if status is EngineStatus.INTERRUPTED or code in STOPPED_CODES:
-        return Outcome.STOPPED
+    if code in STOPPED_CODES:  # pytest's "interrupted" (2) is no stop: its own test raised KeyboardInterrupt or
+        return Outcome.STOPPED  # called pytest.exit (a stop signal stops the session too, which registers nothing)
     if status is EngineStatus.TIMEOUT:
         return Outcome.TIMEOUT
     signum = -code if code < 0 else code - 128 if 128 < code < 128 + 65 else None  # a shell says 128 + N

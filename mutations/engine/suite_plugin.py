@@ -114,8 +114,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     told = config.stash[_TOLD]
     if config.option.collectonly:  # a collection alone (mutmut's listing, engine.pristine's): no test ran
         return
-    if told.attribution:
-        running.ended(Path(told.attribution), _running_on(told))
+    if told.attribution and exitstatus != pytest.ExitCode.INTERRUPTED:  # a test that interrupted its session
+        running.ended(Path(told.attribution), _running_on(told))  # (KeyboardInterrupt, pytest.exit) stays named
     if not record_finished(told, int(exitstatus), config.stash[_RECORDS]):
         session.exitstatus = UNWRITTEN_STATUS
         return

@@ -505,6 +505,25 @@ def test_a_test_that_ends_its_process_on_a_mutant_makes_it_crashed_naming_the_te
         assert "no finished run" not in console.export_text()
 
 
+@pytest.mark.parametrize("interrupts", ["raise KeyboardInterrupt", "pytest.exit('enough')"])
+def test_a_test_that_interrupts_its_session_on_a_mutant_makes_it_crashed_naming_the_test_in_that_run(
+    tmp_path: Path, interrupts: str
+) -> None:
+    """pytest's exit status 2 ("interrupted") read as a stop left the mutants with no finished run, tested again
+    by every run: a stop of the run's stops the session, which registers nothing, so 2 is the test's own doing."""
+    source = EXITS.replace("import os\n", "import pytest\n").replace("os._exit(0)", interrupts)
+    tree, suite = one_site_suite(tmp_path, {"test_interrupts.py": source})
+    for _ in range(2):  # and the next run keeps the verdict
+        console = Console(width=240, record=True)
+        assert run(tree, tmp_path, str(suite / "tests"), root=suite, console=console) == ExitCode.CHECK_FAILED
+        mutants = verdicts(tmp_path / "report")["vllm/platforms/interface.py"]
+        test = "tests/test_interrupts.py::test_exits_when_warned_twice"
+        assert {(m["status"], m["statusReason"]) for m in mutants} == {
+            ("RuntimeError", f"{test} interrupted its session (exit code 2: KeyboardInterrupt or pytest.exit)")
+        }, console.export_text()
+        assert "no finished run" not in console.export_text()
+
+
 def test_a_test_that_ends_its_process_on_the_unmutated_code_is_one_line_naming_it_never_a_score(
     tmp_path: Path,
 ) -> None:

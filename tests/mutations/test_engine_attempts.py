@@ -37,7 +37,8 @@ M1, M2 = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1", "vllm
     [
         (0, Outcome.OWN), (1, Outcome.OWN), (3, Outcome.OWN), (5, Outcome.OWN), (33, Outcome.OWN),
         (-11, Outcome.OWN), (-6, Outcome.OWN),  # a segfault, an abort: the mutant's own crash
-        (2, Outcome.STOPPED), (-2, Outcome.STOPPED), (-15, Outcome.STOPPED), (143, Outcome.STOPPED),
+        (2, Outcome.OWN),  # pytest's "interrupted": its own test's KeyboardInterrupt or pytest.exit
+        (-2, Outcome.STOPPED), (130, Outcome.STOPPED), (-15, Outcome.STOPPED), (143, Outcome.STOPPED),
         (-9, Outcome.KILLED), (-10, Outcome.KILLED), (137, Outcome.KILLED),  # SIGKILL (the OOM killer), SIGUSR1
         (36, Outcome.TIMEOUT), (-24, Outcome.TIMEOUT), (24, Outcome.TIMEOUT), (152, Outcome.TIMEOUT),
         (None, None),
@@ -122,10 +123,15 @@ def test_a_normal_attempt_ends_the_series(registrar: Registrar) -> None:
     assert attempts.read(registrar.ws.attempts_file) == {M1: (-9,)}  # one abnormal attempt since the last normal
 
 
-@pytest.mark.parametrize("code", [-signal.SIGTERM, -signal.SIGINT, 2])
+@pytest.mark.parametrize("code", [-signal.SIGTERM, -signal.SIGINT, 128 + signal.SIGINT])
 def test_a_stopped_worker_is_tested_again_and_never_an_attempt(registrar: Registrar, code: int) -> None:
     assert kept(registrar, Result(M1, code), Result(M1, code), Result(M1, code)) == []
     assert registrar.take_again() == [M1] and attempts.read(registrar.ws.attempts_file) == {}
+
+
+def test_a_session_its_own_test_interrupted_is_the_mutants_result_at_once(registrar: Registrar) -> None:
+    assert kept(registrar, Result(M1, 2)) == [(M1, 2)]  # pytest's "interrupted": KeyboardInterrupt, pytest.exit
+    assert registrar.take_again() == []
 
 
 def test_a_worker_killed_after_its_guards_finished_keeps_their_verdict(registrar: Registrar) -> None:

@@ -97,6 +97,13 @@ def test_a_run_without_a_kill_or_a_survival_says_what_it_saw(
     assert (judged.status, judged.reason) == said
 
 
+@pytest.mark.parametrize(("running", "who"), [("tests/t.py::test_a", "tests/t.py::test_a"), (None, "a test")])
+def test_a_session_its_test_interrupted_is_crashed_naming_the_test_it_ran(running: str | None, who: str) -> None:
+    judged = judge(2, None, 0, SITE.id, running)
+    reason = f"{who} interrupted its session (exit code 2: KeyboardInterrupt or pytest.exit)"
+    assert (judged.status, judged.reason) == (CRASHED, reason)
+
+
 def test_a_worker_stopped_on_its_first_attempt_counts_that_attempt_as_none_by_default() -> None:
     assert judge(-24, None).reason.startswith("its worker ran past its time limit (SIGXCPU) on 0 of the 2 attempts")
 
