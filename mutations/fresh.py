@@ -141,9 +141,11 @@ def repair_workspace(ws: Workspace, files: list[str], say: Callable[[str], None]
     stale = judge.retest(codes, sessions, ledger, _last_tests(ws))
     if cleared := state.reset(ws, generated, stale):
         say(f"{cleared} mutant result(s) had no finished guard record behind them (an interrupted run): testing again")
-    for name, code in codes.items():  # whatever mutmut tests now must leave a record of its own
+    for name, code in codes.items():  # whatever mutmut tests now must leave a record of its own, and name its own test
         if code is None or name in stale:
             mutant_session_path(ws.attribution, name).unlink(missing_ok=True)
+            running.ended(ws.attribution, name)
+    running.ended(ws.attribution, "")  # the sessions on the unmutated code run again: none of theirs is left
 
 
 def _identities_problem(ws: Workspace) -> str | None:

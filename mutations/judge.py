@@ -65,7 +65,9 @@ def judge(
     if kind is Outcome.STOPPED:
         return Judgement(NOT_RUN, f"its run was interrupted (exit code {code}); tested again next run")
     if kind is not Outcome.OWN and attempts < REPEATS:
-        what = "ran past its time limit" if kind is Outcome.TIMEOUT else "was killed from outside"
+        what = {Outcome.TIMEOUT: "ran past its time limit", Outcome.INTERRUPTED: "was interrupted by its tests"}.get(
+            kind, "was killed from outside"
+        )
         return Judgement(
             NOT_RUN,
             f"its worker {what} ({describe(code)}) on {attempts} of the "
@@ -78,12 +80,13 @@ def judge(
         )
     if kind is Outcome.KILLED:
         return Judgement(CRASHED, f"its worker was killed ({describe(code)}) on {attempts} attempts in a row")
+    if kind is Outcome.INTERRUPTED:  # no stop of the run's: it stops the session before it reads a worker's status
+        who = f"{running} interrupted its session" if running else "its session was interrupted before any test ran"
+        how = "KeyboardInterrupt or pytest.exit" if running else "a collection error, or a plugin stopped it"
+        return Judgement(CRASHED, f"{who} on {attempts} attempts in a row (exit code {code}: {how})")
     if engine is EngineStatus.NO_TESTS:
         return Judgement(NO_TESTS, "no guard covers the mutated function")
     failed = next((r for r in session.records if r.failed), None) if session else None
-    if engine is EngineStatus.INTERRUPTED:  # a stop of the run's registers nothing: its own test ended the session
-        who = running or "a test"
-        return Judgement(CRASHED, f"{who} interrupted its session (exit code {code}: KeyboardInterrupt or pytest.exit)")
     if code not in (0, 1):
         why = f"; {failed.message}" if failed else ""
         return Judgement(CRASHED, f"the guard run ended without a guard's verdict (exit code {code}, {engine}){why}")

@@ -28,6 +28,9 @@ class Outcome(StrEnum):
     STOPPED = "stopped"  # stopped by a stop signal: not an attempt
     KILLED = "killed"  # killed by a signal it did not raise itself: an abnormal attempt
     TIMEOUT = "timeout"  # past mutmut's time limit: an abnormal attempt
+    # pytest's "interrupted" (2) from its own tests (KeyboardInterrupt, pytest.exit, a collection error), never from a
+    # stop, which stops the session before it reads the worker's status: an abnormal attempt (one may be a fluke)
+    INTERRUPTED = "interrupted"
 
 
 STOP_SIGNALS = frozenset({signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM})
@@ -41,8 +44,10 @@ def outcome(code: int | None) -> Outcome | None:
     if code is None:
         return None
     status = engine_status(code)
-    if code in STOPPED_CODES:  # pytest's "interrupted" (2) is no stop: its own test raised KeyboardInterrupt or
-        return Outcome.STOPPED  # called pytest.exit (a stop signal stops the session too, which registers nothing)
+    if code in STOPPED_CODES:
+        return Outcome.STOPPED
+    if status is EngineStatus.INTERRUPTED:
+        return Outcome.INTERRUPTED
     if status is EngineStatus.TIMEOUT:
         return Outcome.TIMEOUT
     signum = -code if code < 0 else code - 128 if 128 < code < 128 + 65 else None  # a shell says 128 + N
@@ -52,8 +57,8 @@ def outcome(code: int | None) -> Outcome | None:
 
 
 def abnormal(code: int | None) -> bool:
-    """An attempt that counts towards `REPEATS` (killed from outside, or past the time limit)."""
-    return outcome(code) in (Outcome.KILLED, Outcome.TIMEOUT)
+    """An attempt that counts towards `REPEATS` (killed from outside, past the time limit, interrupted by its tests)."""
+    return outcome(code) in (Outcome.KILLED, Outcome.TIMEOUT, Outcome.INTERRUPTED)
 
 
 def describe(code: int) -> str:

@@ -142,6 +142,8 @@ def differs(rerun: Rerun, ran: Ran, before: tuple[str, ...]) -> dict[str, str] |
     kind = outcome(code)
     if kind in (Outcome.STOPPED, Outcome.KILLED):
         return None
+    if kind is Outcome.INTERRUPTED:  # its tests never all ran: pytest writes no report of the test that stopped it
+        return dict.fromkeys(before, f"its session was interrupted (exit code {code}) {where}")
     if kind is Outcome.TIMEOUT or record is None or record.exit_status != code:
         why = "ran past its time limit" if kind is Outcome.TIMEOUT else f"ended without a record ({describe(code)})"
         return dict.fromkeys(before, f"{why} {where}")

@@ -16,7 +16,7 @@ from typing import Any
 
 from warnonce_guard.common.errors import BadRecord, EngineFailed, RecordsUnwritten
 from warnonce_guard.guards.sessions import UNWRITTEN_STATUS, mutant_session_path, read_session
-from warnonce_guard.mutations.engine import attempts
+from warnonce_guard.mutations.engine import attempts, running
 from warnonce_guard.mutations.engine.attempts import Outcome
 from warnonce_guard.mutations.workspace import Workspace
 
@@ -62,12 +62,13 @@ class Registrar:
             if self.ledger.pop(mutant, None) is not None:
                 self._save()
             return code
-        if kind is Outcome.KILLED or kind is Outcome.TIMEOUT:
+        if attempts.abnormal(code):
             self.ledger[mutant] = (*self.ledger.get(mutant, ()), code)
             self._save()
             if len(self.ledger[mutant]) >= attempts.REPEATS:
                 return code
         mutant_session_path(self.ws.attribution, mutant).unlink(missing_ok=True)  # the next attempt writes its own
+        running.ended(self.ws.attribution, mutant)  # and names its own test
         self.again.add(mutant)
         return None
 

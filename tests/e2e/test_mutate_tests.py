@@ -510,7 +510,8 @@ def test_a_test_that_interrupts_its_session_on_a_mutant_makes_it_crashed_naming_
     tmp_path: Path, interrupts: str
 ) -> None:
     """pytest's exit status 2 ("interrupted") read as a stop left the mutants with no finished run, tested again
-    by every run: a stop of the run's stops the session, which registers nothing, so 2 is the test's own doing."""
+    by every run: a stop of the run's stops the session, which registers nothing, so 2 is the tests' own doing
+    (tested a second time in the same run, as a worker killed from outside, in case it was a fluke)."""
     source = EXITS.replace("import os\n", "import pytest\n").replace("os._exit(0)", interrupts)
     tree, suite = one_site_suite(tmp_path, {"test_interrupts.py": source})
     for _ in range(2):  # and the next run keeps the verdict
@@ -519,7 +520,11 @@ def test_a_test_that_interrupts_its_session_on_a_mutant_makes_it_crashed_naming_
         mutants = verdicts(tmp_path / "report")["vllm/platforms/interface.py"]
         test = "tests/test_interrupts.py::test_exits_when_warned_twice"
         assert {(m["status"], m["statusReason"]) for m in mutants} == {
-            ("RuntimeError", f"{test} interrupted its session (exit code 2: KeyboardInterrupt or pytest.exit)")
+            (
+                "RuntimeError",
+                f"{test} interrupted its session on 2 attempts in a row (exit code 2: KeyboardInterrupt or "
+                "pytest.exit)",
+            )
         }, console.export_text()
         assert "no finished run" not in console.export_text()
 

@@ -37,7 +37,7 @@ M1, M2 = "vllm.platforms.interface.xǁPlatformǁimport_kernels__mutmut_1", "vllm
     [
         (0, Outcome.OWN), (1, Outcome.OWN), (3, Outcome.OWN), (5, Outcome.OWN), (33, Outcome.OWN),
         (-11, Outcome.OWN), (-6, Outcome.OWN),  # a segfault, an abort: the mutant's own crash
-        (2, Outcome.OWN),  # pytest's "interrupted": its own test's KeyboardInterrupt or pytest.exit
+        (2, Outcome.INTERRUPTED),  # pytest's "interrupted": its own test's KeyboardInterrupt or pytest.exit
         (-2, Outcome.STOPPED), (130, Outcome.STOPPED), (-15, Outcome.STOPPED), (143, Outcome.STOPPED),
         (-9, Outcome.KILLED), (-10, Outcome.KILLED), (137, Outcome.KILLED),  # SIGKILL (the OOM killer), SIGUSR1
         (36, Outcome.TIMEOUT), (-24, Outcome.TIMEOUT), (24, Outcome.TIMEOUT), (152, Outcome.TIMEOUT),
@@ -129,9 +129,14 @@ def test_a_stopped_worker_is_tested_again_and_never_an_attempt(registrar: Regist
     assert registrar.take_again() == [M1] and attempts.read(registrar.ws.attempts_file) == {}
 
 
-def test_a_session_its_own_test_interrupted_is_the_mutants_result_at_once(registrar: Registrar) -> None:
-    assert kept(registrar, Result(M1, 2)) == [(M1, 2)]  # pytest's "interrupted": KeyboardInterrupt, pytest.exit
-    assert registrar.take_again() == []
+def test_a_session_its_own_tests_interrupted_is_tested_again_then_kept(registrar: Registrar) -> None:
+    marker = registrar.ws.attribution / "running" / f"{M1}.json"
+    marker.parent.mkdir(parents=True)
+    marker.write_text('{"pid": 1, "test": "t"}')  # what the interrupted session was running
+    assert kept(registrar, Result(M1, 2)) == []  # pytest's "interrupted": KeyboardInterrupt, pytest.exit, ...
+    assert registrar.take_again() == [M1] and not marker.exists()  # the next attempt names its own test
+    assert kept(registrar, Result(M1, 2)) == [(M1, 2)]  # twice in a row: the mutant's own
+    assert attempts.read(registrar.ws.attempts_file) == {M1: (2, 2)}
 
 
 def test_a_worker_killed_after_its_guards_finished_keeps_their_verdict(registrar: Registrar) -> None:

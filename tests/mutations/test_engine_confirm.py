@@ -67,6 +67,18 @@ def test_a_rerun_on_the_unmutated_code_agrees_when_every_test_passes() -> None:
     }
 
 
+@pytest.mark.parametrize("mutant", [KILLED, ""], ids=["on-the-mutant", "on-the-unmutated-code"])
+def test_a_rerun_its_tests_interrupted_is_a_disagreement_for_every_killing_test(mutant: str) -> None:
+    """pytest writes no report of the test that interrupted (KeyboardInterrupt, pytest.exit): the record of the tests
+    before it would agree on the unmutated code, and say the killer passed on the mutant."""
+    rerun = Rerun(mutant, (FIRST, KILLER), (KILLED,))
+    before = GuardSession("r", Phase.MUTANT, mutant, 0, (record(FIRST),))
+    where = f"on {KILLED}" if mutant else "on the unmutated code"
+    assert differs(rerun, (2, before), (KILLER,)) == {
+        KILLER: f"its session was interrupted (exit code 2) when re-run {where}"
+    }
+
+
 def test_a_rerun_past_its_time_limit_or_without_a_record_is_a_disagreement_one_stopped_says_nothing() -> None:
     rerun = Rerun(KILLED, (KILLER,), (KILLED,))
     assert differs(rerun, (-signal.SIGXCPU, None), (KILLER,)) == {

@@ -97,11 +97,21 @@ def test_a_run_without_a_kill_or_a_survival_says_what_it_saw(
     assert (judged.status, judged.reason) == said
 
 
-@pytest.mark.parametrize(("running", "who"), [("tests/t.py::test_a", "tests/t.py::test_a"), (None, "a test")])
-def test_a_session_its_test_interrupted_is_crashed_naming_the_test_it_ran(running: str | None, who: str) -> None:
-    judged = judge(2, None, 0, SITE.id, running)
-    reason = f"{who} interrupted its session (exit code 2: KeyboardInterrupt or pytest.exit)"
-    assert (judged.status, judged.reason) == (CRASHED, reason)
+@pytest.mark.parametrize(
+    ("attempts", "running", "said"),
+    [
+        (1, "t.py::test_a", (NOT_RUN, "its worker was interrupted by its tests (exit code 2) on 1 of the 2 attempts")),
+        (2, "t.py::test_a", (CRASHED, "t.py::test_a interrupted its session on 2 attempts in a row (exit code 2: "
+                             "KeyboardInterrupt or pytest.exit)")),
+        (2, None, (CRASHED, "its session was interrupted before any test ran on 2 attempts in a row (exit code 2: "
+                   "a collection error, or a plugin stopped it)")),
+    ],
+)  # fmt: skip
+def test_a_session_its_tests_interrupted_twice_is_crashed_naming_the_test_it_ran(
+    attempts: int, running: str | None, said: tuple[str, str]
+) -> None:
+    judged = judge(2, None, attempts, SITE.id, running)
+    assert judged.status is said[0] and judged.reason.startswith(said[1])
 
 
 def test_a_worker_stopped_on_its_first_attempt_counts_that_attempt_as_none_by_default() -> None:

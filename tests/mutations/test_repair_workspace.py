@@ -10,7 +10,7 @@ from dataclasses import asdict
 import pytest
 from warnonce_guard.common.errors import EngineFailed
 from warnonce_guard.guards.sessions import GuardSession, Phase, mutant_session_path, read_session, write_session
-from warnonce_guard.mutations.engine import layout, state
+from warnonce_guard.mutations.engine import layout, running, state
 from warnonce_guard.mutations.fresh import repair_workspace
 from warnonce_guard.mutations.identify import NamedMutant
 from warnonce_guard.mutations.workspace import Workspace
@@ -102,3 +102,13 @@ def test_state_that_changes_after_validation_is_an_engine_failure_naming_the_dir
     layout.meta(ws, FILE).write_text("")
     with pytest.raises(EngineFailed, match=f"remove {ws.dir} and run again"):
         repair_workspace(ws, [FILE], lambda line: None)
+
+
+def test_what_an_earlier_session_was_running_is_forgotten_for_each_session_that_runs_again(ws: Workspace) -> None:
+    """A marker names the test a session was running when it ended unfinished (`engine.running`): one left by an
+    earlier run must not name a test for the session that tests its mutant again, or for the unmutated code."""
+    left_by_a_session(ws, {M1: 1, M2: 2}, {M1: 1})  # M2's session was interrupted (2): no finished record
+    for mutant in (M1, M2, ""):
+        running.starting(ws.attribution, mutant, f"t.py::test_{mutant[-1:]}")
+    repair_workspace(ws, [FILE], lambda line: None)
+    assert set(running.last_tests(ws.attribution)) == {M1}  # its verdict stands, and names what it ran

@@ -79,7 +79,7 @@ def test_a_failure_without_a_detector_is_a_crash_not_a_kill() -> None:
 
 @pytest.mark.parametrize(
     ("code", "status"),
-    [(None, NOT_RUN), (5, NO_TESTS), (33, NO_TESTS), (3, CRASHED), (2, CRASHED), (-11, CRASHED), (-6, CRASHED)],
+    [(None, NOT_RUN), (5, NO_TESTS), (33, NO_TESTS), (3, CRASHED), (2, NOT_RUN), (-11, CRASHED), (-6, CRASHED)],
 )
 def test_other_exit_codes(code: int | None, status: str) -> None:
     assert judge(code, session(1, LEAK)).status == status
