@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,6 +79,7 @@ def ended(session: subprocess.Popen[bytes], seconds: float) -> int | None:
     end = getattr(session, "end", None)
     if end is None:
         return wait_up_to(session, seconds)
+    deadline = time.monotonic() + seconds
     ready = select.poll()
     ready.register(end, select.POLLIN)
     if ready.poll(seconds * 1000):
@@ -85,7 +87,7 @@ def ended(session: subprocess.Popen[bytes], seconds: float) -> int | None:
             code = int(os.read(end, 16))  # a line; none (b""): every process of the session closed it, ended
             session.said = True  # type: ignore[attr-defined]  # a Popen of a test's stands in too
             return code
-        return wait_up_to(session, seconds)
+        return wait_up_to(session, max(0.0, deadline - time.monotonic()))  # what is left of `seconds`, not more
     return session.poll()
 
 

@@ -330,6 +330,21 @@ def test_a_session_that_ends_without_saying_its_code_is_waited_for(code: str) ->
         launch.stop(child)
 
 
+def test_a_session_that_closes_its_pipe_unsaid_is_waited_for_no_longer_than_it_was_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    child = _child_with_end_pipe(
+        f"import os, time; time.sleep(0.3); os.close(int(os.environ[{protocol.SESSION_END!r}])); time.sleep(60)"
+    )
+    waited: list[float] = []
+    monkeypatch.setattr(launch, "wait_up_to", lambda child, seconds: waited.append(seconds))
+    try:
+        assert launch.ended(child, 5) is None
+    finally:
+        launch.stop(child)
+    assert len(waited) == 1 and waited[0] < 4.8  # the rest of the 5 s after the pipe closed, not 5 s more
+
+
 def test_a_process_with_no_end_pipe_is_waited_for_and_stopped_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """A plain Popen (no pipe, nothing said): `ended` waits for its exit; `stop` signals it without the time a
     session that said its code is given."""
