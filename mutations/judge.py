@@ -81,8 +81,8 @@ def judge(
     if kind is Outcome.KILLED:
         return Judgement(CRASHED, f"its worker was killed ({describe(code)}) on {attempts} attempts in a row")
     if kind is Outcome.INTERRUPTED:  # no stop of the run's: it stops the session before it reads a worker's status
-        who = f"{running} interrupted its session" if running else "its session was interrupted before any test ran"
-        how = "KeyboardInterrupt or pytest.exit" if running else "a collection error, or a plugin stopped it"
+        who = f"{running} interrupted its session" if running else "its session was interrupted"
+        how = "KeyboardInterrupt or pytest.exit" if running else "KeyboardInterrupt, pytest.exit or a collection error"
         return Judgement(CRASHED, f"{who} on {attempts} attempts in a row (exit code {code}: {how})")
     if engine is EngineStatus.NO_TESTS:
         return Judgement(NO_TESTS, "no guard covers the mutated function")

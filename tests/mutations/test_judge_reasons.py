@@ -103,8 +103,8 @@ def test_a_run_without_a_kill_or_a_survival_says_what_it_saw(
         (1, "t.py::test_a", (NOT_RUN, "its worker was interrupted by its tests (exit code 2) on 1 of the 2 attempts")),
         (2, "t.py::test_a", (CRASHED, "t.py::test_a interrupted its session on 2 attempts in a row (exit code 2: "
                              "KeyboardInterrupt or pytest.exit)")),
-        (2, None, (CRASHED, "its session was interrupted before any test ran on 2 attempts in a row (exit code 2: "
-                   "a collection error, or a plugin stopped it)")),
+        (2, None, (CRASHED, "its session was interrupted on 2 attempts in a row (exit code 2: KeyboardInterrupt, "
+                   "pytest.exit or a collection error)")),
     ],
 )  # fmt: skip
 def test_a_session_its_tests_interrupted_twice_is_crashed_naming_the_test_it_ran(
