@@ -23,7 +23,7 @@ from warnonce_guard.guards.sessions import (
     read_session,
     write_session,
 )
-from warnonce_guard.mutations.engine import attempts
+from warnonce_guard.mutations.engine import attempts, running
 from warnonce_guard.mutations.engine.attempts import Outcome, outcome
 from warnonce_guard.mutations.engine.status import EXIT_CODE_STATUS
 from warnonce_guard.mutations.engine.workers import WORKER_RAISED, Registrar, contained
@@ -130,11 +130,10 @@ def test_a_stopped_worker_is_tested_again_and_never_an_attempt(registrar: Regist
 
 
 def test_a_session_its_own_tests_interrupted_is_tested_again_then_kept(registrar: Registrar) -> None:
-    marker = registrar.ws.attribution / "running" / f"{M1}.json"
-    marker.parent.mkdir(parents=True)
-    marker.write_text('{"pid": 1, "test": "t"}')  # what the interrupted session was running
+    running.starting(registrar.ws.attribution, M1, "t.py::test_a")  # what the interrupted session was running
     assert kept(registrar, Result(M1, 2)) == []  # pytest's "interrupted": KeyboardInterrupt, pytest.exit, ...
-    assert registrar.take_again() == [M1] and not marker.exists()  # the next attempt names its own test
+    assert registrar.take_again() == [M1]
+    assert running.last_tests(registrar.ws.attribution) == {}  # the next attempt names its own test
     assert kept(registrar, Result(M1, 2)) == [(M1, 2)]  # twice in a row: the mutant's own
     assert attempts.read(registrar.ws.attempts_file) == {M1: (2, 2)}
 
