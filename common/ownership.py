@@ -54,19 +54,21 @@ def _empty_or_ours(path: Path, kind: Kind, option: str, what: str) -> None:
     if not path.is_dir():
         return
     if not marked(path, kind):
-        _empty(path, option)
+        _empty(path, option, kind)
     if problem := _unchangeable(path):
         raise PathUnusable(f"{option} {path}: {problem}")
 
 
-def _empty(path: Path, option: str) -> None:
+def _empty(path: Path, option: str, kind: Kind) -> None:
     try:
         entries = [child.name for child in path.iterdir()]
     except OSError as err:
         raise PathUnusable(f"{option} {path}: cannot list it ({err.strerror}); pass another directory") from None
     # A marker left empty (the run was killed between creating and writing it) alone in its directory is ours
-    # and as good as empty; refusing it would leave a work directory no run can use.
-    if entries and not unfinished(path):
+    # and as good as empty; refusing it would leave a work directory no run can use. A run that started beside
+    # this one writes its marker whole (a rename) before anything else: files listed after it are its, and the
+    # marker is there when looked for again.
+    if entries and not unfinished(path) and not marked(path, kind):
         raise PathRefused(
             f"{option} {path}: holds files warnonce-guard did not create (no {MARKER} marker); "
             "pass a new or empty directory"

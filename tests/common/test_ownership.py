@@ -159,3 +159,29 @@ def test_a_directory_holding_only_an_empty_marker_is_ours_to_use(tmp_path: Path)
     (work / MARKER).write_text("mine")  # a marker that says something else is not ours either
     with pytest.raises(PathRefused, match="did not create"):
         check_work_root(work, [])
+
+
+def test_a_work_root_another_run_marks_and_fills_while_it_is_checked_is_ours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs started together: the other one made the directory, then wrote its marker and its lock between this
+    check's look for the marker and its listing. Refused as someone's files (exit 3) in one CI run; it is ours, and
+    the lock then says it is busy (tests/e2e/test_faults_concurrency.py)."""
+    from warnonce_guard.common import ownership
+
+    work = tmp_path / "work"
+    work.mkdir()
+    real_iterdir, other_run = Path.iterdir, [1]
+
+    def the_other_run_goes_first(self: Path) -> object:
+        if self == work and other_run and other_run.pop():
+            mark(work, Kind.WORK_ROOT)
+            (work / ".warnonce-guard.lock").write_text("")
+        return real_iterdir(self)
+
+    monkeypatch.setattr(Path, "iterdir", the_other_run_goes_first)
+    assert ownership.check_work_root(work, []) == work
+    (work / "keep.txt").write_text("precious")
+    (work / MARKER).unlink()
+    with pytest.raises(PathRefused, match="did not create"):  # files of no run's: still the user's
+        ownership.check_work_root(work, [])
