@@ -13,7 +13,6 @@ import sys
 # the exit code is 128 + the signal's number, as shells report it (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
 SAID = {_signal.SIGINT: "interrupted", _signal.SIGTERM: "terminated"}
 LAUNCH = "warnonce_guard.mutations.engine.launch"  # imported first by `mutate`, to start its session (`entry`)
-PREWALK = "warnonce_guard.mutations.engine.prewalk"  # and the walk of its target, ahead of the fingerprint
 _arrivals = -1  # the read end of the wakeup pipe: the signals in the order they came (see cli.Stops)
 
 
@@ -35,18 +34,16 @@ def stopped_before_the_command(signum: int, frame: object) -> None:
 
 
 def _kill_early_session() -> None:
-    """Kill and reap the session `mutate` started before its command began, and its walk (a signal ends the process
-    now). With os's calls, not `launch.stop_early`: Popen's wait takes a lock the code this handler interrupted may
-    hold."""
+    """Kill and reap the session `mutate` started before its command began (a signal ends the process now; its walk
+    of the target, `prewalk`, dies with it). With os's calls, not `launch.stop_early`: Popen's wait takes a lock the
+    code this handler interrupted may hold."""
     session = getattr(sys.modules.get(LAUNCH), "early", None)
-    walk = getattr(sys.modules.get(PREWALK), "walk", None)
-    for pid, kill in ((session and session.pid, os.killpg), (walk and walk[0], os.kill)):
-        if pid:
-            try:
-                kill(pid, _signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except OSError:  # gone already, or reaped
-                pass
+    if session is not None:
+        try:
+            os.killpg(session.pid, _signal.SIGKILL)
+            os.waitpid(session.pid, 0)
+        except OSError:  # gone already, or reaped
+            pass
 
 
 def _stop_early_session() -> None:

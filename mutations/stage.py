@@ -50,6 +50,7 @@ def fingerprint(target: Target, packages: dict[str, Path], extra: str = "") -> s
     engine's settings, Python, mutmut and the distributions the guards depend on, `extra` settings)."""
     parts = [json.dumps([str(target.package_dir), target.version, target.commit, extra])]
     parts += [json.dumps([name, str(folder), tree_digest(folder)]) for name, folder in sorted(packages.items())]
+    prewalk.abandon()  # what else the walk ahead said is forgotten: a later fingerprint (of a run's end) walks again
     return tool_fingerprint([*parts, config.section(), sys.version, *distributions(VERDICT_DISTRIBUTIONS)])
 
 

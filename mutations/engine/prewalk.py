@@ -1,7 +1,9 @@
 """The target's walk, done ahead. `mutate`'s fingerprint stats every file of the target (vLLM: 6,000 files, 35 ms),
 the longest step of a run that finds nothing changed. A process forked as the command starts, before it imports its
 modules, walks the folders the last run in the same work root fingerprinted (its `walked.json`), on the other core;
-the fingerprint takes that walk of a folder once, and walks any other folder, and the same one again, itself.
+the fingerprint takes that walk of a folder once, and walks any other folder, and the same one again, itself. So a
+rerun's fingerprint is of the target as the command started (a tenth of a second sooner than it was): a file
+changed as the command starts is a change for the next run, as one changed just after its fingerprint always was.
 
 Both walks are `tree_digest`; the forked one gives up on a folder holding anything but folders and regular files (a
 symlink, a socket), which the command then walks itself, with its notes. Light to import: `launch` starts it.
@@ -18,13 +20,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from warnonce_guard.common.processes import die_with_parent
+
 HINT = "walked.json"  # in a work root of ours: the folders its last run fingerprinted
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 # The forked walk until `walked` reads it or `abandon` ends it (a signal's handler: `cli.__main__`): its pid, the read
 # end of its pipe, its folders
 walk: tuple[int, int, list[str]] | None = None
-_walked: dict[str, str] = {}  # what it gave, each folder's digest until the fingerprint takes it
+# What it said: each folder's digest (None: it gave up), until the fingerprint takes it
+_walked: dict[str, str | None] = {}
+_heard = b""  # the part of a line it said so far
 
 
 class _Odd(Exception):
@@ -53,7 +59,8 @@ def tree_digest(root: str, keep: Callable[[os.DirEntry[str]], bool]) -> str:
 
 def start(work_root: Path) -> None:
     """Fork the walk of the folders the last run in `work_root` fingerprinted, if it is a work root of ours that
-    says which; signals reach it as they would any process (it dies of them, saying nothing)."""
+    says which; signals reach it as they would any process (it dies of them, saying nothing), and so does its
+    parent's end (`processes.die_with_parent`). It holds no file of its parent's but its pipe (not its output)."""
     global walk
     folders = _hinted(work_root)
     if not folders:
@@ -61,33 +68,36 @@ def start(work_root: Path) -> None:
     read, write = os.pipe()
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)  # until the child has its own handlers
     try:
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _walk_and_say(folders, read, write, blocked)
+            _walk_and_say(folders, write, blocked, parent)
+        walk = (pid, read, folders)  # before a signal held meanwhile runs a handler that ends it (`cli.__main__`)
     except OSError:  # no process to spare: the fingerprint walks them itself
         os.close(read)
-        return
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         os.close(write)
-    walk = (pid, read, folders)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
-def _walk_and_say(folders: list[str], read: int, write: int, blocked: set[signal.Signals]) -> NoReturn:
-    """The forked process: the digest of each folder it walked whole, as JSON on `write`, then exit."""
+def _walk_and_say(folders: list[str], write: int, blocked: set[signal.Signals], parent: int) -> NoReturn:
+    """The forked process: a line for each folder as it is walked, `[folder, digest]` (null when it gave up), on
+    `write`, then exit."""
     try:
-        signal.set_wakeup_fd(-1)
+        os.closerange(0, write)  # the parent's output, its session's pipes, the wakeup pipe of its handlers
+        os.closerange(write + 1, os.sysconf("SC_OPEN_MAX"))
         for signum in _SIGNALS:
             signal.signal(signum, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        os.close(read)
-        digests = {}
-        for folder in folders:
-            with contextlib.suppress(_Odd, OSError):
-                digests[folder] = tree_digest(folder, _refuse)
-        said = json.dumps(digests).encode()
-        while said:
-            said = said[os.write(write, said) :]
+        die_with_parent()
+        if os.getppid() == parent:  # else it ended before it could be told to take this process with it
+            for folder in folders:
+                digest = None
+                with contextlib.suppress(_Odd, OSError):
+                    digest = tree_digest(folder, _refuse)
+                said = (json.dumps([folder, digest]) + "\n").encode()
+                while said:
+                    said = said[os.write(write, said) :]
     finally:
         os._exit(0)
 
@@ -97,39 +107,51 @@ def _refuse(entry: os.DirEntry[str]) -> bool:
 
 
 def walked(folder: Path) -> str | None:
-    """The forked walk's digest of `folder`, once; None when it did not walk it whole: walk it here."""
-    global walk
-    if walk is not None:
-        pid, read, _ = walk
-        walk = None
-        said = b""
-        try:
-            while chunk := os.read(read, 1 << 16):
-                said += chunk
-        finally:
-            _end(pid, read)
+    """The forked walk's digest of `folder`, once; None when it did not walk it whole, or was not to: walk it here.
+    Waits for the walk of `folder` alone (and of the folders walked before it)."""
+    name = os.fspath(folder)
+    try:
+        while walk is not None and name in walk[2] and name not in _walked:
+            heard = os.read(walk[1], 1 << 16)
+            if not heard:  # it ended, having said all it will
+                _end()
+            _hear(heard)
+    except BaseException:  # a signal's exception (the command's `Stops`): nothing is taken
+        abandon()
+        raise
+    return _walked.pop(name, None)
+
+
+def _hear(heard: bytes) -> None:
+    global _heard
+    *lines, _heard = (_heard + heard).split(b"\n")
+    for line in lines:
         with contextlib.suppress(ValueError):
-            digests = json.loads(said)
-            if isinstance(digests, dict):
-                _walked.update((k, v) for k, v in digests.items() if isinstance(k, str) and isinstance(v, str))
-    return _walked.pop(os.fspath(folder), None)
+            folder, digest = json.loads(line)
+            if isinstance(folder, str) and isinstance(digest, str | None):
+                _walked[folder] = digest
 
 
 def abandon() -> None:
-    """End a forked walk nothing read (the command refused its arguments, or ended before its fingerprint)."""
+    """End the forked walk and forget what it said: the command refused its arguments, or ended before its
+    fingerprint, or the fingerprint took what it needed (`stage.fingerprint`: a later one walks again)."""
+    global _heard
+    _end()
+    _walked.clear()
+    _heard = b""
+
+
+def _end() -> None:
+    """Close the forked walk's pipe, and kill and reap it if it still walks."""
     global walk
     if walk is not None:
         pid, read, _ = walk
         walk = None
-        _end(pid, read)
-
-
-def _end(pid: int, read: int) -> None:
-    os.close(read)
-    with contextlib.suppress(OSError):  # ended already (a zombie still takes the signal), or reaped
-        os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+        os.close(read)
+        with contextlib.suppress(OSError):  # ended already (a zombie still takes the signal)
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
 
 
 def remember(work_root: Path, folders: Sequence[Path]) -> None:
@@ -151,6 +173,6 @@ def _hinted(work_root: Path) -> list[str]:
         return []
     try:
         names = json.loads(hint.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python recurses
         return []
     return names if isinstance(names, list) and all(isinstance(name, str) for name in names) else []

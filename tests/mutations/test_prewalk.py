@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,9 +15,10 @@ from pathlib import Path
 import pytest
 from warnonce_guard.common.files import Kind, mark
 from warnonce_guard.mutations import stage
-from warnonce_guard.mutations.engine import prewalk
+from warnonce_guard.mutations.engine import launch, prewalk
 from warnonce_guard.rule.target import source_tree
 
+from tests.faults import processes_mentioning
 from tests.toy import add_odd_files, make_tree
 
 
@@ -22,7 +26,6 @@ from tests.toy import add_odd_files, make_tree
 def no_walk_left() -> Iterator[None]:
     yield
     prewalk.abandon()
-    prewalk._walked.clear()
 
 
 @pytest.fixture
@@ -57,7 +60,7 @@ def test_the_fingerprint_is_the_same_with_the_walk_ahead_or_without_it(tmp_path:
     prewalk.start(work_root)
     assert prewalk.walk is not None
     assert stage.fingerprint(source_tree(tree), packages) == without
-    assert prewalk.walk is None and prewalk._walked == {}  # read, reaped and taken
+    assert prewalk.walk is None and prewalk.walked(tree / "vllm") is None  # read, reaped, and the rest forgotten
 
 
 def test_a_change_after_the_walk_ahead_is_a_change_of_the_next_fingerprint(tmp_path: Path, work_root: Path) -> None:
@@ -89,7 +92,37 @@ def test_only_the_folders_it_walked_are_taken(tmp_path: Path, work_root: Path) -
     assert prewalk.walked(other) is None
 
 
-@pytest.mark.parametrize("hint", ["not json", '{"a": 1}', "[1]", None])
+def test_the_fingerprint_waits_for_the_folders_it_needs_and_forgets_the_others(
+    tmp_path: Path, work_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hint may name a folder this run does not fingerprint (a plugin of the last run's, a huge or hung one): its
+    walk is not waited for, and what it said is forgotten once the fingerprint took what it needed."""
+    folder, old = (make_tree(tmp_path / name) / "vllm" for name in ("tree", "old"))
+    real = prewalk.tree_digest
+    monkeypatch.setattr(
+        prewalk, "tree_digest", lambda root, keep: slow_walk(root, keep) if root == str(old) else real(root, keep)
+    )
+    prewalk.remember(work_root, [folder, old])
+    prewalk.start(work_root)
+    started = time.monotonic()
+    assert stage.fingerprint(source_tree(folder.parent), {"vllm": folder})
+    assert time.monotonic() - started < 30 and prewalk.walk is None  # not the old folder's 60 s: ended and reaped
+
+
+def test_what_the_walk_said_of_a_folder_the_fingerprint_did_not_take_is_forgotten(
+    tmp_path: Path, work_root: Path
+) -> None:
+    folder, other = (make_tree(tmp_path / name) / "vllm" for name in ("tree", "other"))
+    prewalk.remember(work_root, [other, folder])
+    prewalk.start(work_root)
+    before = prewalk.tree_digest(str(other), stage._counted)
+    assert prewalk.walked(folder) is not None  # `other` was said first, and kept
+    prewalk.abandon()  # as the fingerprint does once it has its folders
+    (other / "platforms" / "interface.py").write_text("# changed\n")
+    assert stage.tree_digest(other) != before
+
+
+@pytest.mark.parametrize("hint", ["not json", '{"a": 1}', "[1]", "[" * 100_000, None])
 def test_no_walk_without_a_hint_of_its_own(tmp_path: Path, work_root: Path, hint: str | None) -> None:
     if hint is not None:
         (work_root / prewalk.HINT).write_text(hint)
@@ -131,12 +164,22 @@ def slow_walk(root: str, keep: object) -> str:
     return ""
 
 
+@pytest.fixture
+def handlers_that_exit_7() -> Iterator[None]:
+    """Handlers like the command's (`cli.__main__`: one line, and exit): a signal that runs one exits with 7."""
+    previous = {sig: signal.signal(sig, lambda signum, frame: os._exit(7)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+@pytest.mark.usefixtures("handlers_that_exit_7")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
 def test_a_signal_ends_the_walk_as_it_ends_any_process_and_the_command_walks(
     tmp_path: Path, work_root: Path, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
 ) -> None:
-    """Forked from a process with its own handlers (pytest's KeyboardInterrupt, the command's one line), it has the
-    system's: a signal to the group ends it, saying nothing."""
+    """Forked from a process with handlers of its own, it has the system's: a signal to the group ends it, saying
+    nothing, and the command walks the folder itself."""
     folder = make_tree(tmp_path / "tree") / "vllm"
     monkeypatch.setattr(prewalk, "tree_digest", slow_walk)
     prewalk.remember(work_root, [folder])
@@ -150,6 +193,66 @@ def test_a_signal_ends_the_walk_as_it_ends_any_process_and_the_command_walks(
     assert prewalk.walked(folder) is None
 
 
+def test_the_walk_holds_no_file_of_its_parents(
+    tmp_path: Path, work_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command's output (a caller reads it to its end), its session's pipes: closed in the walk, so nobody waits
+    for it."""
+    folder = make_tree(tmp_path / "tree") / "vllm"
+    monkeypatch.setattr(prewalk, "tree_digest", slow_walk)
+    caller_reads, output = os.pipe()
+    try:
+        prewalk.remember(work_root, [folder])
+        prewalk.start(work_root)
+        os.close(output)
+        output = -1
+        ready, _, _ = select.select([caller_reads], [], [], 10)
+        assert ready and os.read(caller_reads, 1) == b""  # end of file: no process holds it
+    finally:
+        os.close(caller_reads)
+        if output >= 0:
+            os.close(output)
+
+
+ORPHANED = """
+import os, sys, time
+from pathlib import Path
+from warnonce_guard.mutations.engine import launch, prewalk
+prewalk.tree_digest = lambda root, keep: time.sleep(60)
+prewalk.start(Path(sys.argv[1]))
+print(prewalk.walk[0], flush=True)
+os._exit(0)  # {marker}
+"""
+
+
+def test_the_walk_ends_with_the_command(tmp_path: Path, work_root: Path) -> None:
+    """A command that ends at once (a second signal: `Stops.exit_now`) takes its walk with it."""
+    folder = make_tree(tmp_path / "tree") / "vllm"
+    prewalk.remember(work_root, [folder])
+    marker = f"orphaned-walk-{os.getpid()}-{time.monotonic_ns()}"
+    code = ORPHANED.format(marker=marker)
+    done = subprocess.run([sys.executable, "-c", code, str(work_root)], capture_output=True, text=True, timeout=60)
+    walker = int(done.stdout)
+    deadline = time.monotonic() + 10
+    while processes_mentioning(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_mentioning(marker) == [], walker
+
+
+def test_the_command_starts_the_walk_with_its_session_and_ends_one_it_never_took(
+    work_root: Path, fake_session: object
+) -> None:
+    folder = work_root.parent
+    prewalk.remember(work_root, [folder])
+    launch.start_early(["--work-dir", str(work_root)])
+    assert prewalk.walk is not None and prewalk.walk[2] == [os.fspath(folder)]
+    pid = prewalk.walk[0]
+    launch.stop_early()  # the command refused its arguments
+    assert prewalk.walk is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
 def test_a_walk_nothing_read_is_ended_and_reaped(
     tmp_path: Path, work_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -159,7 +262,8 @@ def test_a_walk_nothing_read_is_ended_and_reaped(
     prewalk.start(work_root)
     assert prewalk.walk is not None
     pid = prewalk.walk[0]
+    started = time.monotonic()
     prewalk.abandon()
-    assert prewalk.walk is None
+    assert prewalk.walk is None and time.monotonic() - started < 30  # killed, not waited for (60 s)
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
