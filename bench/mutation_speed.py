@@ -25,9 +25,12 @@ mutant; (e) <= 2 s; (f) <= 2.0x (a); (g) <= 1.5x.
 `--gate` (CI: `nox -s speed`, 3 pairs by default) measures (a), (b) and (b') alone and exits 1 when the median paired
 ratio of (b) passes 2.0x or that of (b') 0.35x: this machine measures 1.3x-1.4x and 0.12x-0.14x against a 1.5-1.7 s
 cold import (medians of 5 pairs), so a 1.4x slowdown is caught (aad54b7 added 10 s testing the mutants unnoticed) and
-the noise between pairs is not (CI takes the median of 5 pairs; single pairs range 1.26x-1.63x on a busy host). The
-rerun's target is not met: 27 ms of interpreter, about 85 ms of imports (rich and filelock 15 ms each), the walk of
-vLLM's 6,184 files (32 ms; `find` takes 38 ms for the same stats), the report (13 ms) and the table (11 ms).
+the noise between pairs is not (CI takes the median of 3 pairs, two of which would have to pass 2.0x; single pairs
+range 1.23x-1.89x on a busy host). The
+rerun's target is not met (0.11x-0.14x: 0.19-0.21 s, 0.23-0.29 s right after a full run): 25 ms of interpreter,
+about 105 ms of imports (rich and filelock 10-15 ms each), the report (16 ms) and the table (13 ms); the walk of vLLM's
+6,184 files (32 ms; `find` takes 38 ms for the same stats) is done ahead, on the other core, while the command imports
+(`engine/prewalk.py`: the fingerprint 61 ms -> 9.5 ms, the rerun 0.886x its wall time before, farm-bench, 30 pairs).
 Python's cycle collector took 0.42 s of a fresh run's CPU (`gc.callbacks`, one run), 0.25 s of it in the session's
 imports of pytest, libcst, torch and vLLM, on the critical path, scanning again what they had made; the session and
 the command now import with it off and freeze what they imported (`processes.collect_from_here`): 0.06 s, and the
