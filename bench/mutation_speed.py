@@ -27,10 +27,11 @@ ratio of (b) passes 2.0x or that of (b') 0.35x: this machine measures 1.3x-1.4x 
 cold import (medians of 5 pairs), so a 1.4x slowdown is caught (aad54b7 added 10 s testing the mutants unnoticed) and
 the noise between pairs is not (CI takes the median of 3 pairs, two of which would have to pass 2.0x; single pairs
 range 1.23x-1.89x on a busy host). The
-rerun's target is not met (0.11x-0.14x: 0.19-0.21 s, 0.23-0.29 s right after a full run): 25 ms of interpreter,
-about 105 ms of imports (rich and filelock 10-15 ms each), the report (16 ms) and the table (13 ms); the walk of vLLM's
-6,184 files (32 ms; `find` takes 38 ms for the same stats) is done ahead, on the other core, while the command imports
-(`engine/prewalk.py`: the fingerprint 61 ms -> 9.5 ms, the rerun 0.886x its wall time before, farm-bench, 30 pairs).
+rerun's target is not met (0.12x-0.16x: 0.19-0.21 s): 25 ms of interpreter, about 105 ms of imports (rich and
+filelock 10-15 ms each), the walk of vLLM's 6,184 files (32 ms; `find` takes 38 ms for the same stats), the report
+(16 ms) and the table (13 ms). Walking ahead in a process forked as the command starts, on the other core, took the
+walk off the command's path but not off the machine's: with the session importing on the other core, three processes
+shared two, the command's imports took 30 ms longer, and the rerun measured 0.994x (farm-bench, 40 pairs): reverted.
 Python's cycle collector took 0.42 s of a fresh run's CPU (`gc.callbacks`, one run), 0.25 s of it in the session's
 imports of pytest, libcst, torch and vLLM, on the critical path, scanning again what they had made; the session and
 the command now import with it off and freeze what they imported (`processes.collect_from_here`): 0.06 s, and the

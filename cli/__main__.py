@@ -34,9 +34,8 @@ def stopped_before_the_command(signum: int, frame: object) -> None:
 
 
 def _kill_early_session() -> None:
-    """Kill and reap the session `mutate` started before its command began (a signal ends the process now; its walk
-    of the target, `prewalk`, dies with it). With os's calls, not `launch.stop_early`: Popen's wait takes a lock the
-    code this handler interrupted may hold."""
+    """Kill and reap the session `mutate` started before its command began (a signal ends the process now). With
+    os's calls, not `launch.stop_early`: Popen's wait takes a lock the code this handler interrupted may hold."""
     session = getattr(sys.modules.get(LAUNCH), "early", None)
     if session is not None:
         try:

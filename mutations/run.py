@@ -27,7 +27,7 @@ from warnonce_guard.common.errors import (
 )
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS, cannot_write, write_atomic
 from warnonce_guard.mutations import stage
-from warnonce_guard.mutations.engine import launch, prewalk
+from warnonce_guard.mutations.engine import launch
 from warnonce_guard.mutations.records import (
     GUARDED,
     NEUTRALIZED,
@@ -175,7 +175,6 @@ def mutate(
     with paths.work_root.claimed() as root, locks.out_dir(paths.out), RunProgress(console, started) as progress:
         suite_files = key.suite_files()
         ws = root.workspace(key.fingerprint(suite_files))
-        prewalk.remember(root.dir, list(key.packages.values()))  # for the next run here to walk ahead
         try:
             result = _run(ws, root, key, suite_files, find_sites, platform, progress, started, run, session)
             write_report(result, paths.out, paths.viewer_js)

@@ -20,7 +20,7 @@ from warnonce_guard import guards
 from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.common.files import cannot_write, scratch, sweep, write_atomic
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
-from warnonce_guard.mutations.engine import config, prewalk
+from warnonce_guard.mutations.engine import config
 from warnonce_guard.mutations.suite import Suite, signature
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.site_row import Site
@@ -33,24 +33,32 @@ GUARDS_DIR = Path(guards.__file__).resolve().parent
 VERDICT_DISTRIBUTIONS = ("mutmut", "pytest", "libcst", "torch")
 
 
-def _counted(entry: os.DirEntry[str]) -> bool:
-    """Whether the walk counts an entry that is neither a folder nor a regular file: a symlink to a file, as that file
-    (one to a folder is not followed, as os.walk does not); anything else is left out with a note."""
-    return not (entry.is_symlink() and Path(entry.path).is_dir()) and any(files_to_read([Path(entry.path)]))
-
-
-def tree_digest(folder: Path) -> str:
-    """The digest of every file under `folder` but bytecode (path, size, modification time): the walk done ahead
-    (`prewalk`), else done now. One stat per file: a rerun's largest cost (vLLM has 6,000)."""
-    return prewalk.walked(folder) or prewalk.tree_digest(os.fspath(folder), _counted)
+def _tree_signature(root: Path) -> list[tuple[str, int, int]]:
+    """Every file under `root` but bytecode: relative path, size and modification time. One stat per regular file
+    (the rerun's largest cost: vLLM has 6,000 files); what is no file to read is left out with a note."""
+    out = []
+    folders = [("", os.fspath(root))]
+    while folders:
+        relative, folder = folders.pop()
+        with os.scandir(folder) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__":
+                    folders.append((f"{relative}{entry.name}/", entry.path))
+            elif entry.is_symlink() and Path(entry.path).is_dir():
+                continue  # a symlink to a folder is not followed (as os.walk does not)
+            elif entry.is_file(follow_symlinks=False) or any(files_to_read([Path(entry.path)])):
+                st = entry.stat()
+                out.append((f"{relative}{entry.name}", st.st_size, st.st_mtime_ns))
+    return sorted(out)
 
 
 def fingerprint(target: Target, packages: dict[str, Path], extra: str = "") -> str:
     """The workspace's key: this tool's code, and everything else that can change a verdict (target files, the
     engine's settings, Python, mutmut and the distributions the guards depend on, `extra` settings)."""
     parts = [json.dumps([str(target.package_dir), target.version, target.commit, extra])]
-    parts += [json.dumps([name, str(folder), tree_digest(folder)]) for name, folder in sorted(packages.items())]
-    prewalk.abandon()  # what else the walk ahead said is forgotten: a later fingerprint (of a run's end) walks again
+    parts += [json.dumps([name, str(folder), _tree_signature(folder)]) for name, folder in sorted(packages.items())]
     return tool_fingerprint([*parts, config.section(), sys.version, *distributions(VERDICT_DISTRIBUTIONS)])
 
 

@@ -22,7 +22,6 @@ from typing import IO, TYPE_CHECKING
 from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import EngineFailed
 from warnonce_guard.common.processes import child_environment, stop_group, wait_up_to
-from warnonce_guard.mutations.engine import prewalk
 
 if TYPE_CHECKING:
     from warnonce_guard.mutations.workspace import Workspace
@@ -104,9 +103,7 @@ def start_early(argv: Sequence[str]) -> None:
     global early
     if (work_dir := _work_dir(argv)) is not None:
         with contextlib.suppress(OSError):  # a current directory gone, no process to spare: the command says so
-            work_root = Path(os.path.abspath(work_dir))
-            prewalk.start(work_root)  # first: its process inherits none of the session's pipes
-            early = start_session(work_root)
+            early = start_session(Path(os.path.abspath(work_dir)))
 
 
 def _work_dir(argv: Sequence[str]) -> str | None:
@@ -132,7 +129,6 @@ def stop_early() -> None:
     signal or an error ended the command before it took it): killed with its group before it is let go of (given no
     workspace, it holds nothing), so that a signal meanwhile still finds it to kill (`cli.__main__`)."""
     global early
-    prewalk.abandon()
     if (session := early) is not None:
         dismiss(session)
         early = None

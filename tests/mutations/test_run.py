@@ -117,24 +117,6 @@ def test_a_complete_run_is_reused_while_nothing_changed_without_a_session(run: R
     assert run.stryker_statuses() == ["Killed"] * MUTANTS
 
 
-def test_a_rerun_takes_the_walk_of_the_target_done_ahead_as_the_command_started(
-    run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The first run says in its work root which folders it fingerprinted; the next one's walk of them, forked as its
-    command starts (`launch.start_early`), is its fingerprint's: the same workspace, its verdicts standing."""
-    from warnonce_guard.mutations.engine import prewalk
-
-    run()
-    assert json.loads((run.work / prewalk.HINT).read_text()) == [str(run.tree / "vllm")]
-    prewalk.start(run.work)
-    assert prewalk.walk is not None
-    monkeypatch.setattr(prewalk, "tree_digest", None)  # calling it here raises: the walk ahead is the only one
-
-    assert run() == ExitCode.OK
-
-    assert f"its {MUTANTS} verdicts stand" in run.said and prewalk.walk is None
-
-
 def test_the_command_starts_one_session_as_it_starts_runs_on_it_and_dismisses_the_one_a_rerun_needs_not(
     run: Run, fake_session: FakeSession
 ) -> None:
