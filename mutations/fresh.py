@@ -28,6 +28,7 @@ from warnonce_guard.mutations import judge, stage
 from warnonce_guard.mutations.engine import attempts, confirm, launch, layout, running, state
 from warnonce_guard.mutations.engine.status import NOTHING_COLLECTED, SUITE_BROKEN, WRITE_REFUSED
 from warnonce_guard.mutations.engine.watch import Watch, stall_limit
+from warnonce_guard.mutations.engine.workers import forget_attempt
 from warnonce_guard.mutations.identify import NamedMutant, read_identities, write_identities
 from warnonce_guard.mutations.records import OperatorInfo, RunInfo, RunResult, SuiteInfo
 from warnonce_guard.mutations.stage import Key
@@ -143,8 +144,7 @@ def repair_workspace(ws: Workspace, files: list[str], say: Callable[[str], None]
         say(f"{cleared} mutant result(s) had no finished guard record behind them (an interrupted run): testing again")
     for name, code in codes.items():  # whatever mutmut tests now must leave a record of its own, and name its own test
         if code is None or name in stale:
-            mutant_session_path(ws.attribution, name).unlink(missing_ok=True)
-            running.ended(ws.attribution, name)
+            forget_attempt(ws, name)
     running.ended(ws.attribution, "")  # the sessions on the unmutated code run again: none of theirs is left
 
 

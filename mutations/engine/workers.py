@@ -67,8 +67,7 @@ class Registrar:
             self._save()
             if len(self.ledger[mutant]) >= attempts.REPEATS:
                 return code
-        mutant_session_path(self.ws.attribution, mutant).unlink(missing_ok=True)  # the next attempt writes its own
-        running.ended(self.ws.attribution, mutant)  # and names its own test
+        forget_attempt(self.ws, mutant)
         self.again.add(mutant)
         return None
 
@@ -89,6 +88,13 @@ class Registrar:
         """The mutants to test again (sorted), forgetting them: the next round decides afresh."""
         names, self.again = sorted(self.again), set()
         return names
+
+
+def forget_attempt(ws: Workspace, mutant: str) -> None:
+    """What an earlier attempt at `mutant` left, removed: its guard record and the test its session was running (the
+    next attempt writes its own, and names its own test)."""
+    mutant_session_path(ws.attribution, mutant).unlink(missing_ok=True)
+    running.ended(ws.attribution, mutant)
 
 
 # A worker that raised (`contained`): the engine failed testing its mutant, which is no verdict of the mutant's
