@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 GUARDS_DIR = Path(warnonce_guard.guards.__file__).resolve().parent
 # What the `mutation` extra adds; `audit` and strict mode need none of it.
-MUTATION_EXTRA = frozenset({"rich", "libcst", "mutmut", "filelock"})
+MUTATION_EXTRA = frozenset({"rich", "libcst", "mutmut"})
 
 
 def install_hint(missing: str) -> str:

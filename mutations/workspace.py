@@ -77,7 +77,7 @@ class WorkRoot:
     @contextlib.contextmanager
     def claimed(self) -> Iterator[WorkRoot]:
         """Create and mark the root, and hold its lock for the block (`locks.work_dir`)."""
-        from warnonce_guard.common import locks  # filelock: the command's, never the session's (its critical path)
+        from warnonce_guard.common import locks  # the command's, never the session's (its critical path)
 
         with locks.work_dir(self.dir):
             yield self

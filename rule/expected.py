@@ -18,13 +18,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from warnonce_guard.common import locks
 from warnonce_guard.common.errors import (
     BadSitesRecord,
     ExpectedSitesMissing,
+    GuardError,
     PathRefused,
     PathUnusable,
     StagingFailed,
-    WorkDirBusy,
 )
 from warnonce_guard.common.files import PERMISSION_ERRORS, destination, regular_file, write_atomic
 from warnonce_guard.rule.site_row import Site
@@ -90,20 +91,18 @@ def write_target(path: Path) -> Path:
 def writing(target: Path) -> Iterator[None]:
     """Hold the lock of the record `target` for the block: a second `--write` of it meanwhile is refused at once
     (`WorkDirBusy`, exit 4). The lock file is in the temporary folder, never beside the user's record."""
-    from filelock import FileLock, Timeout  # here: `sites` without --write runs without the mutation extra
-
     digest = hashlib.sha256(os.fsencode(os.path.realpath(target))).hexdigest()[:16]
-    lock = FileLock(Path(tempfile.gettempdir()) / f"warnonce-guard-sites-{digest}.lock", timeout=0)
-    try:
-        lock.acquire()
-    except Timeout:
-        raise WorkDirBusy(
-            f"--write {target}: another warnonce-guard run is writing it; wait for it to finish, then run again"
-        ) from None
-    try:
+    lock = Path(tempfile.gettempdir()) / f"warnonce-guard-sites-{digest}.lock"
+    busy = f"--write {target}: another warnonce-guard run is writing it; wait for it to finish, then run again"
+
+    def refused(err: OSError) -> GuardError:  # another user's lock of the same record, or the temporary folder's
+        why = f"--write {target}: cannot take its lock {lock} ({err.strerror or err})"
+        if err.errno in PERMISSION_ERRORS:
+            return PathUnusable(f"{why}; pass a path of your own")
+        return StagingFailed(f"{why}; set TMPDIR to a writable folder")
+
+    with locks.exclusive(lock, busy, refused):
         yield
-    finally:
-        lock.release()
 
 
 def write(target: Path, sites: list[Site], source: str) -> None:

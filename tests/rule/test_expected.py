@@ -158,6 +158,20 @@ def test_a_second_write_of_one_record_meanwhile_is_refused_saying_so(tmp_path: P
     assert sorted(tmp_path.iterdir()) == []  # its lock is not left beside the record
 
 
+def test_a_lock_that_cannot_be_taken_is_one_line_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    not_a_folder = tmp_path / "tmp"
+    not_a_folder.write_text("")
+    monkeypatch.setattr(expected.tempfile, "gettempdir", lambda: str(not_a_folder))
+    with (
+        pytest.raises(
+            StagingFailed, match=r"cannot take its lock .*tmp/warnonce-guard-sites-\w+\.lock \(.*\); set TMPDIR"
+        ),
+        expected.writing(tmp_path / "sites.json"),
+    ):
+        pass
+    assert not_a_folder.read_text() == ""
+
+
 def test_a_full_disk_is_the_environments_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def full(path: Path, text: str) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
