@@ -33,46 +33,37 @@ GUARDS_DIR = Path(guards.__file__).resolve().parent
 VERDICT_DISTRIBUTIONS = ("mutmut", "pytest", "libcst", "torch")
 
 
-def _tree_signature(root: Path) -> list[tuple[str, int, int]]:
-    """Every file under `root` but bytecode: relative path, size and modification time. One stat per regular file
-    (the rerun's largest cost: vLLM has 6,000 files); what is no file to read is left out with a note."""
-    out = []
+def listing_digest(root: Path) -> str:
+    """A digest of every file under `root` but bytecode: relative path, size and modification time, folder by folder
+    in name order. One stat per file (an unchanged rerun's largest cost: vLLM has 6,000 files); a symlink to a folder
+    is not followed (as os.walk does not), and what is no file to read is left out with a note."""
+    digest = hashlib.sha256()
     folders = [("", os.fspath(root))]
     while folders:
         relative, folder = folders.pop()
         with os.scandir(folder) as scan:
             entries = sorted(scan, key=lambda entry: entry.name)
+        lines = []
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 if entry.name != "__pycache__":
                     folders.append((f"{relative}{entry.name}/", entry.path))
-            elif entry.is_symlink() and Path(entry.path).is_dir():
-                continue  # a symlink to a folder is not followed (as os.walk does not)
-            elif entry.is_file(follow_symlinks=False) or any(files_to_read([Path(entry.path)])):
+            elif entry.is_file(follow_symlinks=False) or (
+                not (entry.is_symlink() and os.path.isdir(entry.path)) and any(files_to_read([Path(entry.path)]))
+            ):
                 st = entry.stat()
-                out.append((f"{relative}{entry.name}", st.st_size, st.st_mtime_ns))
-    return sorted(out)
+                lines.append(f"{relative}{entry.name}\0{st.st_size}\0{st.st_mtime_ns}\n")
+        # os.fsencode: a file name that is not UTF-8 (kept by Python as surrogates) hashes as its bytes
+        digest.update(os.fsencode("".join(lines)))
+    return digest.hexdigest()
 
 
 def fingerprint(target: Target, packages: dict[str, Path], extra: str = "") -> str:
     """The workspace's key: this tool's code, and everything else that can change a verdict (target files, the
     engine's settings, Python, mutmut and the distributions the guards depend on, `extra` settings)."""
     parts = [json.dumps([str(target.package_dir), target.version, target.commit, extra])]
-    parts += [json.dumps([name, str(folder), _tree_signature(folder)]) for name, folder in sorted(packages.items())]
+    parts += [json.dumps([name, str(folder), listing_digest(folder)]) for name, folder in sorted(packages.items())]
     return tool_fingerprint([*parts, config.section(), sys.version, *distributions(VERDICT_DISTRIBUTIONS)])
-
-
-def listing_digest(folder: Path) -> str:
-    """A digest of every file under `folder`: relative path, size and modification time."""
-    digest = hashlib.sha256()
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(root, name)
-            st = os.stat(path)
-            # os.fsencode: a file name that is not UTF-8 (kept by Python as surrogates) hashes as its bytes
-            digest.update(os.fsencode(f"{os.path.relpath(path, folder)}\0{st.st_size}\0{st.st_mtime_ns}\n"))
-    return digest.hexdigest()
 
 
 def forget_staging(ws: Workspace) -> None:

@@ -3,7 +3,6 @@ there is used only while it is whole."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -87,16 +86,23 @@ def test_a_file_name_that_is_not_utf8_is_fingerprinted_and_the_staged_copy_reuse
     assert stage.stage_files(ws, {"vllm": tree / "vllm"}, [SITE_FILE]) == []  # recorded and matched: not copied again
 
 
-def test_the_listing_digest_covers_path_size_and_modification_time(tmp_path: Path) -> None:
+def test_the_listing_digest_covers_each_files_path_size_and_modification_time_but_no_bytecode(tmp_path: Path) -> None:
     folder = make_tree(tmp_path / "tree") / "vllm"
-    expected = hashlib.sha256()
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(root, name)
-            st = os.stat(path)
-            expected.update(f"{os.path.relpath(path, folder)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    assert stage.listing_digest(folder) == expected.hexdigest()
+    logger, stat = folder / "logger.py", (folder / "logger.py").stat()
+    before = stage.listing_digest(folder)
+    (folder / "platforms" / "__pycache__").mkdir()
+    (folder / "platforms" / "__pycache__" / "cpu.cpython-311.pyc").write_bytes(b"bytecode")
+    assert stage.listing_digest(folder) == before
+    logger.rename(folder / "platforms" / "logger.py")  # moved: the same name, size and time elsewhere
+    assert stage.listing_digest(folder) != before
+    (folder / "platforms" / "logger.py").rename(logger)
+    assert stage.listing_digest(folder) == before
+    os.utime(logger, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+    assert stage.listing_digest(folder) != before
+    with logger.open("ab") as grown:
+        grown.write(b"\n")
+    os.utime(logger, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert stage.listing_digest(folder) != before
 
 
 def test_an_edit_in_place_that_keeps_the_size_changes_the_digest(tmp_path: Path) -> None:
