@@ -901,3 +901,12 @@ def test_write_and_expect_sites_refuse_each_other_and_an_empty_value(
         code = parser_said.code
     assert code == ExitCode.USAGE
     assert len(stderr_lines(capsys)) == 1
+
+
+def test_the_console_prints_a_path_holding_an_emoji_code_as_it_is(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--out /tmp/:thumbs_up:` was said as `report: /tmp/👍`: rich replaced emoji codes in every line."""
+    from warnonce_guard.cli.console import console
+    from warnonce_guard.common.console import print_line
+
+    print_line(console(), "report: /tmp/:thumbs_up:")
+    assert capsys.readouterr().out == "report: /tmp/:thumbs_up:\n"
