@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from warnonce_guard.common import locks, ownership
@@ -38,11 +39,10 @@ from warnonce_guard.mutations.records import (
     RunResult,
 )
 from warnonce_guard.mutations.report import print_table, provenance, write_report
+from warnonce_guard.mutations.report.printable import printable_result
 from warnonce_guard.mutations.report.viewer import find_viewer
 from warnonce_guard.mutations.stage import Key
-from warnonce_guard.mutations.suite import resolve_suite
 from warnonce_guard.mutations.workspace import WorkRoot, Workspace
-from warnonce_guard.rule import expected
 from warnonce_guard.rule.platforms import platform_sites, refuse_ending_plugins, registered_platforms, resolve_platform
 from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.target import (
@@ -54,6 +54,9 @@ from warnonce_guard.rule.target import (
     imported_first,
     resolve_target,
 )
+
+if TYPE_CHECKING:  # --expect-sites's module, imported by the runs that have one
+    from warnonce_guard.rule import expected
 
 # How many times each kill's tests are re-run by default: a suite's on the mutant and on the unmutated code (a test
 # that fails 30% of the time gets through both about once in 23 kills), the guards' on the mutant (they are
@@ -153,12 +156,20 @@ def mutate(
     `session`: the mutmut session, started in `work_dir` as the command started (`launch.session_started`, which
     stops it); else a fresh run starts one."""
     started, run = time.monotonic(), RunInfo.begin()
-    recorded = expected.read(expect_sites) if expect_sites is not None else None
+    recorded = None
+    if expect_sites is not None:
+        from warnonce_guard.rule import expected  # only with --expect-sites
+
+        recorded = expected.read(expect_sites)
     target = resolve_target(vllm_src)
     check_importable(target)
     if tests is None and tests_root is not None:
         raise UsageError("--tests-root names where --tests run: give --tests too")
-    suite = resolve_suite(tests, tests_root) if tests is not None else None
+    suite = None
+    if tests is not None:
+        from warnonce_guard.mutations.suite import resolve_suite  # only with --tests
+
+        suite = resolve_suite(tests, tests_root)
     packages, extra, find_sites = plan(target, platform)
     with activated(target):  # a plugin that imports vLLM imports the target, as in the guards
         refuse_ending_plugins(registered_platforms())  # each guard (or test) would load them, and end with them
@@ -176,10 +187,15 @@ def mutate(
         suite_files = key.suite_files()
         ws = root.workspace(key.fingerprint(suite_files))
         try:
-            result = _run(ws, root, key, suite_files, find_sites, platform, progress, started, run, session)
+            # what the report's files and the table show (checked once: `printable_result` knows its own)
+            result = printable_result(
+                _run(ws, root, key, suite_files, find_sites, platform, progress, started, run, session)
+            )
             write_report(result, paths.out, paths.viewer_js)
         except NothingToCheck:
             if recorded is not None and expect_sites is not None:  # every guard gone: that is the verdict, named
+                from warnonce_guard.rule import expected
+
                 expected.compare(recorded, find_sites()).check(expect_sites)
             raise
         except Interrupted as stop:
@@ -211,6 +227,8 @@ def mutate(
 
 def _sites_not_found(path: Path, recorded: list[expected.Expected], sites: list[Site], console: Console) -> list[str]:
     """The gate's line for the sites `path` records that this run did not find (none: no line); a note for new ones."""
+    from warnonce_guard.rule import expected
+
     comparison = expected.compare(recorded, sites)
     for line in comparison.notes(path):
         console.print(f"note: {printable(line)}", soft_wrap=True, markup=False)

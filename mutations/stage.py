@@ -14,17 +14,19 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from warnonce_guard import guards
 from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.common.files import cannot_write, scratch, sweep, write_atomic
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
 from warnonce_guard.mutations.engine import config
-from warnonce_guard.mutations.suite import Suite, signature
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.target import PACKAGE, Target, files_to_read, unreadable
+
+if TYPE_CHECKING:  # the suite's module only with --tests
+    from warnonce_guard.mutations.suite import Suite
 
 GUARD_TEST_FILES = ("conftest.py", "test_kernel_import_sites.py")
 GUARDS_DIR = Path(guards.__file__).resolve().parent
@@ -214,7 +216,11 @@ class Key:
     timeout: float | None = None  # seconds a test may run before pytest-timeout stops it (`--timeout`)
 
     def suite_files(self) -> list[tuple[str, int, int]] | None:
-        return signature(self.suite, self.left_out) if self.suite is not None else None
+        if self.suite is None:
+            return None
+        from warnonce_guard.mutations.suite import signature
+
+        return signature(self.suite, self.left_out)
 
     def fingerprint(self, suite_files: list[tuple[str, int, int]] | None = None) -> str:
         """The workspace's name; `suite_files` as `suite_files()` gave them, else read now."""

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from warnonce_guard.common.files import write_atomic
 from warnonce_guard.guards.isolation import isolated
-from warnonce_guard.mutations.suite import Suite
+
+if TYPE_CHECKING:  # an unchanged rerun keys its workspace with `section` and reads no suite
+    from warnonce_guard.mutations.suite import Suite
 
 # pytest's own plugins the guards' sessions do without: each hooks every session's start and most of every test's
 # steps (the stats, clean and forced-fail sessions and the 18 mutants' took 40-60 ms less in all, paired on this

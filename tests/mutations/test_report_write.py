@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -302,3 +303,14 @@ def test_the_lock_file_is_a_hidden_sibling_that_stays(tmp_path: Path, viewer: Pa
     assert locks.out_lock(out) == tmp_path / ".mutation-report.warnonce-guard.lock"
     assert locks.out_lock(out).is_file() and leftovers(tmp_path, out.name) == []
     write_report(sample_result(), out, viewer)  # a later run takes it again
+
+
+def test_a_result_made_printable_is_checked_once_and_a_new_one_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from warnonce_guard.mutations.report import printable
+
+    result = sample_result()
+    made = printable.printable_result(result)
+    monkeypatch.setattr(printable, "printable_json", lambda data: pytest.fail("checked again"))
+    assert printable.printable_result(made) is made
+    with pytest.raises(pytest.fail.Exception, match="checked again"):
+        printable.printable_result(replace(made, vllm_version="9.9.9"))
