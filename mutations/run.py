@@ -28,7 +28,7 @@ from warnonce_guard.common.errors import (
 )
 from warnonce_guard.common.files import DISK_ERRORS, PERMISSION_ERRORS, cannot_write, write_atomic
 from warnonce_guard.mutations import stage
-from warnonce_guard.mutations.engine import launch
+from warnonce_guard.mutations.engine import launch, prewalk
 from warnonce_guard.mutations.records import (
     GUARDED,
     NEUTRALIZED,
@@ -279,13 +279,16 @@ def _run(
     say = progress.say
     ws.create()
     stored = read_result(ws)
+    folders = list(key.packages.values())
     if stored is not None:  # the same target, tool and engine: nothing to stage, import or run
         if session is not None:
             launch.dismiss(session)
         root.prune(ws)
+        prewalk.remember(root.dir, folders)  # likely again: the next run walks them ahead, and starts no session
         say(f"nothing changed since the last complete run in {ws.dir}: its {len(stored.mutants)} verdicts stand")
         # a new run writes the report; the verdicts stay those of the run that tested them, and it says so
         return replace(stored, duration_s=time.monotonic() - started, run=run, verdicts_from=stored.run)
+    prewalk.forget(root.dir)  # until verdicts stand again, the next run starts its session at once
     log_start = _log_size(ws)
     # the session's id is the run's, as the report names it; the session has its workspace before this process
     # imports the engine's side (`mutations.fresh`), which a run that reads its verdicts back needs none of
@@ -296,6 +299,8 @@ def _run(
             ws, root, key, suite_files, find_sites, platform, progress, started, run, session, log_start
         )
     store_result(ws, result)
+    if result.final:
+        prewalk.remember(root.dir, folders)
     return result
 
 

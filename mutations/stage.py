@@ -6,7 +6,6 @@ A staged copy becomes visible only when complete and is used only while its list
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -20,7 +19,7 @@ from warnonce_guard import guards
 from warnonce_guard.common.errors import BadRecord
 from warnonce_guard.common.files import cannot_write, scratch, sweep, write_atomic
 from warnonce_guard.common.fingerprint import distributions, tool_fingerprint
-from warnonce_guard.mutations.engine import config
+from warnonce_guard.mutations.engine import config, prewalk
 from warnonce_guard.mutations.workspace import Workspace
 from warnonce_guard.rule.site_row import Site
 from warnonce_guard.rule.target import PACKAGE, Target, files_to_read, unreadable
@@ -36,35 +35,25 @@ VERDICT_DISTRIBUTIONS = ("mutmut", "pytest", "libcst", "torch")
 
 
 def listing_digest(root: Path) -> str:
-    """A digest of every file under `root` but bytecode: relative path, size and modification time, folder by folder
-    in name order. One stat per file (an unchanged rerun's largest cost: vLLM has 6,000 files); a symlink to a folder
-    is not followed (as os.walk does not), and what is no file to read is left out with a note."""
-    digest = hashlib.sha256()
-    folders = [("", os.fspath(root))]
-    while folders:
-        relative, folder = folders.pop()
-        with os.scandir(folder) as scan:
-            entries = sorted(scan, key=lambda entry: entry.name)
-        lines = []
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name != "__pycache__":
-                    folders.append((f"{relative}{entry.name}/", entry.path))
-            elif entry.is_file(follow_symlinks=False) or (
-                not (entry.is_symlink() and os.path.isdir(entry.path)) and any(files_to_read([Path(entry.path)]))
-            ):
-                st = entry.stat()
-                lines.append(f"{relative}{entry.name}\0{st.st_size}\0{st.st_mtime_ns}\n")
-        # os.fsencode: a file name that is not UTF-8 (kept by Python as surrogates) hashes as its bytes
-        digest.update(os.fsencode("".join(lines)))
-    return digest.hexdigest()
+    """A digest of every file under `root` but bytecode (`prewalk.tree_digest`: relative path, size and modification
+    time; an unchanged rerun's largest cost, vLLM has 6,000 files); a symlink to a folder is not followed (as os.walk
+    does not), and what is no file to read is left out with a note."""
+    return prewalk.tree_digest(os.fspath(root), _counted)
+
+
+def _counted(entry: os.DirEntry[str]) -> bool:
+    """Whether an entry that is neither a folder nor a regular file is counted: a symlink to a file is."""
+    return not (entry.is_symlink() and os.path.isdir(entry.path)) and any(files_to_read([Path(entry.path)]))
 
 
 def fingerprint(target: Target, packages: dict[str, Path], extra: str = "") -> str:
     """The workspace's key: this tool's code, and everything else that can change a verdict (target files, the
-    engine's settings, Python, mutmut and the distributions the guards depend on, `extra` settings)."""
+    engine's settings, Python, mutmut and the distributions the guards depend on, `extra` settings). Each package's
+    walk is the one done ahead (`prewalk`) when there was one, else done now."""
     parts = [json.dumps([str(target.package_dir), target.version, target.commit, extra])]
-    parts += [json.dumps([name, str(folder), listing_digest(folder)]) for name, folder in sorted(packages.items())]
+    for name, folder in sorted(packages.items()):
+        parts.append(json.dumps([name, str(folder), prewalk.walked(folder) or listing_digest(folder)]))
+    prewalk.abandon()  # what else the walk ahead said is forgotten: a later fingerprint (of a run's end) walks again
     return tool_fingerprint([*parts, config.section(), sys.version, *distributions(VERDICT_DISTRIBUTIONS)])
 
 

@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING
 from warnonce_guard.common import protocol
 from warnonce_guard.common.errors import EngineFailed
 from warnonce_guard.common.processes import child_environment, stop_group, wait_up_to
+from warnonce_guard.mutations.engine import prewalk
 
 if TYPE_CHECKING:
     from warnonce_guard.mutations.workspace import Workspace
@@ -93,17 +94,25 @@ def ended(session: subprocess.Popen[bytes], seconds: float) -> int | None:
 
 # The session `start_early` started for this process, until `session_started` takes it or `stop_early` stops it
 early: Session | None = None
+# The work root `start_early` started no session for, its last run's verdicts having stood (`prewalk`)
+rerun_likely: Path | None = None
 
 
 def start_early(argv: Sequence[str]) -> None:
     """The session of `mutate` with `argv`, started by the command line's first module before it imports the parser
     and the run's modules (30 ms sooner: the session's imports, then torch, are the run's critical path), in the
-    work root `argv` names; none when it names it in a way only the parser reads (it starts with the command then).
-    `session_started` takes it if the parser reads the same work root; `stop_early` stops one it never took."""
-    global early
+    work root `argv` names; none when it names it in a way only the parser reads (it starts with the command then),
+    nor when the last run there found its verdicts standing: likely so again, a rerun needs no session, and the
+    target's walk is forked instead (`prewalk`; a run that does need one starts it once it knows). `session_started`
+    takes it if the parser reads the same work root; `stop_early` stops one it never took."""
+    global early, rerun_likely
     if (work_dir := _work_dir(argv)) is not None:
         with contextlib.suppress(OSError):  # a current directory gone, no process to spare: the command says so
-            early = start_session(Path(os.path.abspath(work_dir)))
+            work_root = Path(os.path.abspath(work_dir))
+            if prewalk.start(work_root):
+                rerun_likely = work_root
+            else:
+                early = start_session(work_root)
 
 
 def _work_dir(argv: Sequence[str]) -> str | None:
@@ -128,7 +137,9 @@ def stop_early() -> None:
     """Stop the session `start_early` started if nothing took it (the command line refused its arguments, or a
     signal or an error ended the command before it took it): killed with its group before it is let go of (given no
     workspace, it holds nothing), so that a signal meanwhile still finds it to kill (`cli.__main__`)."""
-    global early
+    global early, rerun_likely
+    prewalk.abandon()
+    rerun_likely = None
     if (session := early) is not None:
         dismiss(session)
         early = None
@@ -136,16 +147,19 @@ def stop_early() -> None:
 
 
 @contextlib.contextmanager
-def session_started(work_root: Path) -> Iterator[Session]:
-    """A session for `work_root`: the one `start_early` started for it, else one started now (`start_session`);
-    stopped with its group if it still runs when the block ends: the run needed none (its verdicts stood, it refused
-    its input) or was stopped."""
-    global early
+def session_started(work_root: Path) -> Iterator[Session | None]:
+    """A session for `work_root`: the one `start_early` started for it, else one started now (`start_session`), or
+    none when `start_early` found a rerun likely there (the run starts one if it needs one); stopped with its group
+    if it still runs when the block ends: the run needed none (its verdicts stood, it refused its input) or was
+    stopped."""
+    global early, rerun_likely
     session = None
     try:
         if early is not None and early.args[-1] == str(work_root):
             session = early
             early = None  # the run's from here: stopped below
+        elif rerun_likely == work_root:
+            rerun_likely = None  # its walk ahead is the fingerprint's
         else:
             stop_early()  # another work root than the parser read (an argument only it reads): not the run's
             session = start_session(work_root)

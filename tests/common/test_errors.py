@@ -38,6 +38,7 @@ INTERNAL = {
     "warnonce_guard.guards.steering": {"CannotSteer"},
     "warnonce_guard.history.fetch": {"FetchFailed"},
     "warnonce_guard.mutations.engine.pristine": {"SessionCannotStart"},  # the engine's session says it, exit 4
+    "warnonce_guard.mutations.engine.prewalk": {"_Odd"},  # ends the walk done ahead: the command walks that folder
     # the audit's settings make them a BadCacheSettings, strict mode a pytest.UsageError
     "warnonce_guard.caches.model": {"BadCacheEntry", "BadSignature"},
     "warnonce_guard.rule.target": {"NotPythonText"},  # read_source makes it a SourceDoesNotParse, the audit a WOG000

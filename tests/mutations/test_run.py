@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from warnonce_guard.common.errors import (
 from warnonce_guard.guards.detectors import EXCEPTION_RETAINED
 from warnonce_guard.guards.sessions import RecordKind
 from warnonce_guard.mutations import report
-from warnonce_guard.mutations.engine import layout
+from warnonce_guard.mutations.engine import launch, layout, prewalk
 from warnonce_guard.mutations.engine.session import ENGINE_FAILED, WRITE_REFUSED
 from warnonce_guard.mutations.records import CRASHED, EXPOSED, KILLED, SKIPPED
 from warnonce_guard.mutations.report.viewer import find_viewer
@@ -127,6 +128,70 @@ def test_the_command_starts_one_session_as_it_starts_runs_on_it_and_dismisses_th
     assert fake_session.started == [run.work] and len(fake_session.runs) == 1  # the one it started ran it
     assert main(argv) == ExitCode.OK  # the verdicts stand
     assert fake_session.started == [run.work] * 2 and len(fake_session.runs) == 1  # started, never told to go
+
+
+@pytest.fixture
+def started_as_the_command() -> Iterator[Callable[[Run], None]]:
+    """What the command's first module does before its parser (`launch.start_early`), for `run`'s command; whatever
+    the test left of it is stopped after."""
+    yield lambda run: launch.start_early(command(run)[1:])
+    launch.stop_early()
+
+
+def command(run: Run) -> list[str]:
+    argv = ["mutate", "--vllm-src", str(run.tree), "--work-dir", str(run.work), "--out", str(run.out)]
+    return argv + (["--viewer-js", str(run.viewer)] if run.viewer is not None else [])
+
+
+def test_a_rerun_takes_the_walk_of_the_target_done_ahead_and_starts_no_session(
+    run: Run,
+    fake_session: FakeSession,
+    started_as_the_command: Callable[[Run], None],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A run whose verdicts stood says in its work root which folders it fingerprinted; the next command there walks
+    them in a process forked as it starts (`launch.start_early`), starts no session, and its fingerprint is that
+    walk's: the same workspace, its verdicts standing."""
+    run()
+    assert json.loads((run.work / prewalk.HINT).read_text()) == [str(run.tree / "vllm")]
+    started_as_the_command(run)
+    assert prewalk.walk is not None and launch.early is None
+    monkeypatch.setattr(prewalk, "tree_digest", None)  # calling it here raises: the walk ahead is the only one
+
+    assert main(command(run)) == ExitCode.OK
+
+    assert f"its {MUTANTS} verdicts stand" in capsys.readouterr().out
+    assert prewalk.walk is None and fake_session.started == [run.work] and len(fake_session.runs) == 1
+
+
+def test_a_rerun_that_was_likely_but_finds_the_target_changed_starts_its_session_then(
+    run: Run, fake_session: FakeSession, started_as_the_command: Callable[[Run], None]
+) -> None:
+    run()
+    started_as_the_command(run)
+    assert prewalk.walk is not None and fake_session.started == [run.work]  # the first run's only
+    (run.tree / "vllm" / "logger.py").write_text(LOGGER_SOURCE + "# changed\n", encoding="utf-8")
+
+    assert main(command(run)) == ExitCode.OK
+
+    assert fake_session.started == [run.work] * 2 and len(fake_session.runs) == 2  # tested again, in its own session
+    assert run.stryker_statuses() == ["Killed"] * MUTANTS
+
+
+def test_a_run_that_tests_afresh_leaves_no_hint_until_its_verdicts_stand(run: Run, fake_session: FakeSession) -> None:
+    run()
+    hint = run.work / prewalk.HINT
+    assert hint.is_file()
+    (run.tree / "vllm" / "logger.py").write_text(LOGGER_SOURCE + "# changed\n", encoding="utf-8")
+    fake_session.outcomes = {1: UNRECORDED}  # one verdict still to come: the result is not kept
+
+    assert run() == ExitCode.CHECK_FAILED
+    assert not hint.exists()  # the next run starts its session at once
+
+    fake_session.outcomes = {}
+    assert run() == ExitCode.OK
+    assert json.loads(hint.read_text()) == [str(run.tree / "vllm")]
 
 
 def test_a_survivor_fails_the_gate_below_fail_under_and_passes_a_lower_bar(run: Run, fake_session: FakeSession) -> None:
