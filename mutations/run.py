@@ -279,7 +279,7 @@ def _run(
     say = progress.say
     ws.create()
     stored = read_result(ws)
-    folders = list(key.packages.values())
+    folders = [folder for _, folder in sorted(key.packages.items())]  # in the order the fingerprint takes them
     if stored is not None:  # the same target, tool and engine: nothing to stage, import or run
         if session is not None:
             launch.dismiss(session)

@@ -51,9 +51,11 @@ def fingerprint(target: Target, packages: dict[str, Path], extra: str = "") -> s
     engine's settings, Python, mutmut and the distributions the guards depend on, `extra` settings). Each package's
     walk is the one done ahead (`prewalk`) when there was one, else done now."""
     parts = [json.dumps([str(target.package_dir), target.version, target.commit, extra])]
-    for name, folder in sorted(packages.items()):
-        parts.append(json.dumps([name, str(folder), prewalk.walked(folder) or listing_digest(folder)]))
-    prewalk.abandon()  # what else the walk ahead said is forgotten: a later fingerprint (of a run's end) walks again
+    try:
+        for name, folder in sorted(packages.items()):
+            parts.append(json.dumps([name, str(folder), prewalk.walked(folder) or listing_digest(folder)]))
+    finally:
+        prewalk.abandon()  # the rest of what the walk ahead said is forgotten: a later fingerprint walks again
     return tool_fingerprint([*parts, config.section(), sys.version, *distributions(VERDICT_DISTRIBUTIONS)])
 
 

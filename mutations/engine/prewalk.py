@@ -6,8 +6,10 @@ folders its fingerprint walked; a run that starts testing afresh removes it firs
 then starts no session as it starts (`launch.start_early`: the run would not need it; one that does starts it as it
 finds out) and forks this walk of those folders instead, on the other core while the command imports; the
 fingerprint takes that walk of a folder once, and walks any other folder, and the same one again, itself. So a
-rerun's fingerprint is of the target as the command started (a tenth of a second sooner than it was): a file
-changed as the command starts is a change for the next run, as one changed just after its fingerprint always was.
+rerun's fingerprint is of the target's files as the command started, before it loaded the platform plugins (and,
+with --platform, imported its platform): a file changed meanwhile is a change for the next run, as one changed just
+after the fingerprint always was; a run that tests afresh stages the files as they are then, and its last
+fingerprint, which walks again, finds the change and keeps none of its verdicts (`TargetChanged`).
 
 Both walks are `tree_digest`; the forked one gives up on a folder holding anything but folders and regular files (a
 symlink, a socket), which the command then walks itself, with its notes. Light to import: `launch` starts it.
@@ -20,6 +22,7 @@ import hashlib
 import json
 import os
 import signal
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -69,6 +72,7 @@ def start(work_root: Path) -> bool:
     saying nothing), and so does its parent's end (`processes.die_with_parent`). It holds no file of its parent's but
     its pipe (not its output)."""
     global walk
+    abandon()  # one walk at a time
     folders = _hinted(work_root)
     if not folders:
         return False
@@ -79,7 +83,8 @@ def start(work_root: Path) -> bool:
         pid = os.fork()
         if pid == 0:
             _walk_and_say(folders, write, blocked, parent)
-        walk = (pid, read, folders)  # before a signal held meanwhile runs a handler that ends it (`cli.__main__`)
+        walk = (pid, read, folders)  # before a signal held meanwhile runs (the command's handler exits: the walk dies
+        # with it, `die_with_parent`)
     except OSError:  # no process to spare: the fingerprint walks them itself
         os.close(read)
         return False
@@ -151,7 +156,9 @@ def abandon() -> None:
 
 
 def _end() -> None:
-    """Close the forked walk's pipe, and kill and reap it if it still walks."""
+    """Close the forked walk's pipe, kill it if it still walks, and reap it once it ended: one stuck in a folder that
+    does not answer (a hung network disk) is not waited for past 0.1 s; it dies once the disk answers, and the end of
+    its parent reaps it."""
     global walk
     if walk is not None:
         pid, read, _ = walk
@@ -159,8 +166,10 @@ def _end() -> None:
         os.close(read)
         with contextlib.suppress(OSError):  # ended already (a zombie still takes the signal)
             os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 0.1
         with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+            while os.waitpid(pid, os.WNOHANG)[0] == 0 and time.monotonic() < deadline:
+                time.sleep(0.001)
 
 
 def remember(work_root: Path, folders: Sequence[Path]) -> None:

@@ -64,10 +64,14 @@ def test_the_fingerprint_is_the_same_with_the_walk_ahead_or_without_it(tmp_path:
 
 
 def test_a_change_after_the_walk_ahead_is_a_change_of_the_next_fingerprint(tmp_path: Path, work_root: Path) -> None:
-    folder = make_tree(tmp_path / "tree") / "vllm"
-    before = walked_ahead(work_root, folder)
-    (folder / "platforms" / "interface.py").write_text("# changed\n")
-    assert stage.listing_digest(folder) != before
+    """The run's last fingerprint (has the target changed under it?) walks again: it does not take the walk ahead."""
+    tree = make_tree(tmp_path / "tree")
+    packages = {"vllm": tree / "vllm"}
+    prewalk.remember(work_root, [tree / "vllm"])
+    assert prewalk.start(work_root)
+    first = stage.fingerprint(source_tree(tree), packages)
+    (tree / "vllm" / "platforms" / "interface.py").write_text("# changed\n")
+    assert stage.fingerprint(source_tree(tree), packages) != first
 
 
 def test_a_folder_holding_anything_but_folders_and_files_is_left_to_the_command(
@@ -95,8 +99,9 @@ def test_only_the_folders_it_walked_are_taken(tmp_path: Path, work_root: Path) -
 def test_the_fingerprint_waits_for_the_folders_it_needs_and_forgets_the_others(
     tmp_path: Path, work_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The hint may name a folder this run does not fingerprint (a plugin of the last run's, a huge or hung one): its
-    walk is not waited for, and what it said is forgotten once the fingerprint took what it needed."""
+    """The hint may name a folder this run does not fingerprint (a plugin of the last run's, a huge or hung one), after
+    the ones it does (the fingerprint's order): its walk is not waited for, and what it said is forgotten once the
+    fingerprint took what it needed."""
     folder, old = (make_tree(tmp_path / name) / "vllm" for name in ("tree", "old"))
     real = prewalk.tree_digest
     monkeypatch.setattr(
@@ -188,9 +193,11 @@ def test_a_signal_ends_the_walk_as_it_ends_any_process_and_the_command_walks(
     pid = prewalk.walk[0]
     time.sleep(0.2)
     os.kill(pid, sig)
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == sig
+    ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # how it ended, left for the command to reap
+    assert ended is not None and ended.si_code == os.CLD_KILLED and ended.si_status == sig
     assert prewalk.walked(folder) is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped
 
 
 def test_the_walk_holds_no_file_of_its_parents(
@@ -252,6 +259,17 @@ def test_the_command_walks_ahead_instead_of_starting_its_session_where_the_last_
     assert prewalk.walk is None and launch.rerun_likely is None
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def test_a_walk_for_another_work_root_than_the_parser_reads_is_ended_and_the_session_started(
+    work_root: Path, fake_session: FakeSession
+) -> None:
+    prewalk.remember(work_root, [work_root.parent])
+    launch.start_early(["--work-dir", str(work_root)])
+    assert prewalk.walk is not None
+    with launch.session_started(work_root.parent / "elsewhere") as session:
+        assert session is not None and prewalk.walk is None
+    assert fake_session.started == [work_root.parent / "elsewhere"] and launch.rerun_likely is None
 
 
 def test_the_command_starts_its_session_where_no_run_left_its_verdicts_standing(

@@ -169,9 +169,9 @@ def test_a_rerun_that_was_likely_but_finds_the_target_changed_starts_its_session
     run: Run, fake_session: FakeSession, started_as_the_command: Callable[[Run], None]
 ) -> None:
     run()
+    (run.tree / "vllm" / "logger.py").write_text(LOGGER_SOURCE + "# changed\n", encoding="utf-8")
     started_as_the_command(run)
     assert prewalk.walk is not None and fake_session.started == [run.work]  # the first run's only
-    (run.tree / "vllm" / "logger.py").write_text(LOGGER_SOURCE + "# changed\n", encoding="utf-8")
 
     assert main(command(run)) == ExitCode.OK
 
@@ -179,14 +179,22 @@ def test_a_rerun_that_was_likely_but_finds_the_target_changed_starts_its_session
     assert run.stryker_statuses() == ["Killed"] * MUTANTS
 
 
-def test_a_run_that_tests_afresh_leaves_no_hint_until_its_verdicts_stand(run: Run, fake_session: FakeSession) -> None:
+def test_a_run_that_tests_afresh_leaves_no_hint_until_its_verdicts_stand(
+    run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from warnonce_guard.mutations import fresh
+
     run()
     hint = run.work / prewalk.HINT
     assert hint.is_file()
     (run.tree / "vllm" / "logger.py").write_text(LOGGER_SOURCE + "# changed\n", encoding="utf-8")
     fake_session.outcomes = {1: UNRECORDED}  # one verdict still to come: the result is not kept
+    hinted_while_testing = []
+    tested = fresh.tested
+    monkeypatch.setattr(fresh, "tested", lambda *args: hinted_while_testing.append(hint.exists()) or tested(*args))
 
     assert run() == ExitCode.CHECK_FAILED
+    assert hinted_while_testing == [False]  # a run killed as it tests leaves none either
     assert not hint.exists()  # the next run starts its session at once
 
     fake_session.outcomes = {}
