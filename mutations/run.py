@@ -172,7 +172,8 @@ def mutate(
         suite = resolve_suite(tests, tests_root)
     packages, extra, find_sites = plan(target, platform)
     with activated(target):  # a plugin that imports vLLM imports the target, as in the guards
-        refuse_ending_plugins(registered_platforms())  # each guard (or test) would load them, and end with them
+        plugins = registered_platforms()
+    refuse_ending_plugins(plugins)  # each guard (or test) would load them, and end with them
     paths = check_paths(out_dir, work_dir, viewer_js, protected_paths(target, packages))
     # the run's own outputs are no file of a suite: they change as it runs
     rounds = confirm or (CONFIRM_SUITE if suite is not None else CONFIRM_GUARDS)
@@ -181,7 +182,7 @@ def mutate(
             "--timeout needs pytest-timeout, of the mutation extra: pip install 'warnonce-guard[mutation]'"
         )
     left_out = [paths.out, paths.work_root.dir, locks.out_lock(paths.out)]
-    key = Key(target, packages, extra, suite, left_out, rounds, timeout)
+    key = Key(target, packages, extra, suite, left_out, rounds, timeout, [plugin.key() for plugin in plugins])
     # --out is this run's from here to the report's last rename: another run writing there is refused
     with paths.work_root.claimed() as root, locks.out_dir(paths.out), RunProgress(console, started) as progress:
         suite_files = key.suite_files()

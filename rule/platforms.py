@@ -254,6 +254,11 @@ class RegisteredPlatform:
     platform: str | None  # the class path the function returns (None: not available on this machine)
     error: str | None = None  # why it is not usable: its module or function raised, or returned no class path
     ends_process: bool = False  # loading it would end the process (vLLM's start-up too): a failure, not a row
+    distribution: str | None = None  # `name==version` of the distribution it comes from, when it says
+
+    def key(self) -> list[str | None]:
+        """What of it can change a verdict (the guards load it): no error text, which may hold an address."""
+        return [self.name, self.entry_point, self.platform, self.distribution, str(self.error is None)]
 
 
 def registered_platforms() -> list[RegisteredPlatform]:
@@ -271,16 +276,16 @@ def refuse_ending_plugins(found: list[RegisteredPlatform]) -> None:
 
 def _registered(entry: importlib.metadata.EntryPoint) -> RegisteredPlatform:
     """What one entry point's `register()` returns: a class path, None (not available here), or why not usable."""
+    dist = getattr(entry, "dist", None)
+    found = RegisteredPlatform(entry.name, entry.value, None, distribution=dist and f"{dist.name}=={dist.version}")
     try:
         with must_not_exit(f"loading {entry.value}", "a plugin must not exit while vLLM loads it"):
             platform = entry.load()()
     except PlatformImportFailed as err:
-        return RegisteredPlatform(entry.name, entry.value, None, str(err), ends_process=True)
+        return replace(found, error=str(err), ends_process=True)
     except Exception as err:  # a broken plugin is reported, not fatal
-        return RegisteredPlatform(entry.name, entry.value, None, f"{type(err).__name__}: {err}")
+        return replace(found, error=f"{type(err).__name__}: {err}")
     if platform is not None and not isinstance(platform, str):
         returned = f"{reprlib.repr(platform)} ({type(platform).__name__})"
-        return RegisteredPlatform(
-            entry.name, entry.value, None, f"its function returned {returned}, not a class path or None"
-        )
-    return RegisteredPlatform(entry.name, entry.value, platform)
+        return replace(found, error=f"its function returned {returned}, not a class path or None")
+    return replace(found, platform=platform)

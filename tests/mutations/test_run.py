@@ -16,6 +16,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +201,32 @@ def test_a_run_that_tests_afresh_leaves_no_hint_until_its_verdicts_stand(
     fake_session.outcomes = {}
     assert run() == ExitCode.OK
     assert json.loads(hint.read_text()) == [str(run.tree / "vllm")]
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"platform": "acme.platform.AcmePlatform"},  # a plugin installed since, that vLLM would resolve to
+        {"distribution": "acme-vllm==2.0"},  # the same plugin, upgraded
+    ],
+    ids=["installed", "upgraded"],
+)
+def test_a_platform_plugin_installed_or_upgraded_since_is_a_change_the_next_run_tests_afresh(
+    run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch, changed: dict[str, str]
+) -> None:
+    """The guards load every registered platform plugin (vLLM does, as a guard first logs): verdicts of a run without
+    it, or with another version of it, do not stand for one with it."""
+    from warnonce_guard.mutations import run as command
+    from warnonce_guard.rule.platforms import RegisteredPlatform
+
+    plugin = RegisteredPlatform("acme", "acme.plugin:register", None, distribution="acme-vllm==1.0")
+    monkeypatch.setattr(command, "registered_platforms", lambda: [plugin])
+    run()
+    assert run() == ExitCode.OK and len(fake_session.runs) == 1  # the same plugin: the verdicts stand
+
+    monkeypatch.setattr(command, "registered_platforms", lambda: [replace(plugin, **changed)])
+    assert run() == ExitCode.OK
+    assert len(fake_session.runs) == 2 and "verdicts stand" not in run.said
 
 
 def test_a_survivor_fails_the_gate_below_fail_under_and_passes_a_lower_bar(run: Run, fake_session: FakeSession) -> None:

@@ -3,11 +3,13 @@ import (7), in process."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import sys
 from pathlib import Path
 
 import pytest
 from warnonce_guard.common.errors import PlatformImportFailed, PlatformNotFound
+from warnonce_guard.rule import platforms
 from warnonce_guard.rule.platforms import load_class
 
 
@@ -36,3 +38,32 @@ def test_a_plugin_that_is_there_but_fails_to_import_is_exit_7_not_missing(
         load_class("broken_plugin_x.nothing_here:P")
     with pytest.raises(PlatformNotFound, match="install the plugin"):
         load_class("no_such_package_y.platform:P")
+
+
+@pytest.mark.parametrize(
+    ("register", "platform", "usable"),
+    [
+        ("def register():\n    return 'acme_plugin_z.platform.Cls'\n", "acme_plugin_z.platform.Cls", "True"),
+        ("def register():\n    raise RuntimeError('no device at 0x7f00')\n", None, "False"),
+    ],
+    ids=["resolves", "raises"],
+)
+def test_a_registered_plugin_is_keyed_by_its_distribution_and_class_never_its_error_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, register: str, platform: str | None, usable: str
+) -> None:
+    """What a run's workspace is keyed by (`RegisteredPlatform.key`): which plugin, of which distribution, resolving to
+    which class; an error's text may hold an address, which would make every run a fresh one."""
+    (tmp_path / "acme_plugin_z").mkdir()
+    (tmp_path / "acme_plugin_z" / "__init__.py").write_text(register, encoding="utf-8")
+    dist = tmp_path / "acme_plugin_z-1.2.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-plugin-z\nVersion: 1.2\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text("[vllm.platform_plugins]\nacme = acme_plugin_z:register\n", "utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "acme_plugin_z", raising=False)
+    (entry,) = importlib.metadata.Distribution.at(dist).entry_points
+
+    found = platforms._registered(entry)
+
+    assert found.platform == platform and (found.error is None) == (usable == "True")
+    assert found.key() == ["acme", "acme_plugin_z:register", platform, "acme-plugin-z==1.2", usable]
