@@ -264,12 +264,12 @@ def sweep(folder: Path, of: str | None = None) -> list[Path]:
     directories that are ours (marked, or unfinished). Call it only holding the lock every writer there holds,
     where no live run has a temporary. Returns what was removed."""
     try:
-        entries = sorted(folder.iterdir())
+        # by name first: an entry of a crowded folder (an --out in /tmp) that is no temporary costs no stat, nor a sort
+        temporaries = sorted(entry for entry in folder.iterdir() if is_temporary(entry.name, of))
     except OSError:  # missing, or not listable: nothing of ours to find
         return []
     removed = []
-    # by name first: an entry of a crowded folder (an --out in /tmp) that is no temporary costs no stat
-    for path in (entry for entry in entries if is_temporary(entry.name, of)):
+    for path in temporaries:
         ours = path.is_symlink() or not path.is_dir() or marked(path) or unfinished(path)
         if ours and remove_ours(path) is None:
             removed.append(path)
