@@ -5,7 +5,7 @@ Everything downstream (score, reports) reads only these; nothing here knows mutm
 
 from __future__ import annotations
 
-import uuid
+import secrets
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -129,7 +129,7 @@ class RunInfo:
     @classmethod
     def begin(cls) -> RunInfo:
         """A new run, starting now."""
-        return cls(uuid.uuid4().hex, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), tool_version())
+        return cls(secrets.token_hex(16), datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), tool_version())
 
     @classmethod
     def from_json(cls, data: Any) -> RunInfo | None:
