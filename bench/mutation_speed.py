@@ -23,10 +23,10 @@ Targets: (b) <= 1.5x (a), toward 1.2x; (b') <= 0.1x (a); memory <= 400 MiB; (c) 
 mutant; (e) <= 2 s; (f) <= 2.0x (a); (g) <= 1.5x.
 
 `--gate` (CI: `nox -s speed`, 3 pairs by default) measures (a), (b) and (b') alone and exits 1 when the median paired
-ratio of (b) passes 2.0x or that of (b') 0.2x: this machine measures 1.3x-1.4x and 0.09x-0.10x against a 1.6-1.8 s
+ratio of (b) passes 2.0x or that of (b') 0.2x: this machine measures 1.4x-1.6x and 0.09x-0.11x against a 1.5-1.8 s
 cold import (medians of 5 pairs), so a 1.4x slowdown of the full run is caught (aad54b7 added 10 s testing the mutants
 unnoticed) and a doubling of the rerun, and the noise between pairs is not (CI takes the median of 3 pairs, two of
-which would have to pass; single pairs range 1.21x-1.89x and 0.08x-0.11x on a busy host).
+which would have to pass; single pairs range 1.16x-1.90x and 0.07x-0.16x on a busy host).
 The rerun, 0.19-0.21 s (0.12x-0.16x) before, is 0.15-0.17 s (farm-bench, 30 pairs: 0.75x its wall time, 0.57x its
 CPU). It was 25 ms of interpreter, about 105 ms of imports, the walk of vLLM's 6,184 files (32 ms; `find` takes 38 ms
 for the same stats), the report (16 ms) and the table (13 ms); the session started as the command started used the
