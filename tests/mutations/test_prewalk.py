@@ -228,6 +228,7 @@ from warnonce_guard.mutations.engine import launch, prewalk
 prewalk.tree_digest = lambda root, keep: time.sleep(60)
 prewalk.start(Path(sys.argv[1]))
 print(prewalk.walk[0], flush=True)
+time.sleep(0.5)  # the walk is past its start (a parent gone by then: it ends at once), and in its folder
 os._exit(0)  # {marker}
 """
 
