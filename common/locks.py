@@ -25,10 +25,12 @@ _held = threading.local()  # the lock files this thread holds: a holder's nested
 @contextlib.contextmanager
 def exclusive(path: Path, busy: str, refused: Callable[[OSError], GuardError]) -> Iterator[None]:
     """Hold the lock file `path` (its folder made if needed) for the block: `WorkDirBusy(busy)` at once when anyone
-    holds it (this thread too), `refused(err)` when it cannot be taken (another user's lock file, a read-only disk)."""
+    holds it (this thread too), `refused(err)` when it cannot be taken (another user's lock file, a read-only disk, a
+    filesystem without file locks). As filelock made it: readable and writable by whom the umask lets (a group's
+    shared folder), never through a symlink, never waiting on a FIFO planted in its place."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # another user's lock file: refused, as for writing
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
     except OSError as err:
         raise refused(err) from None
     try:
@@ -38,9 +40,12 @@ def exclusive(path: Path, busy: str, refused: Callable[[OSError], GuardError]) -
             raise WorkDirBusy(busy) from None
         except OSError as err:
             raise refused(err) from None
-        yield
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)  # released for a child that inherited the descriptor too
     finally:
-        os.close(fd)  # the lock goes with it
+        os.close(fd)
 
 
 @contextlib.contextmanager

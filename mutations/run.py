@@ -182,7 +182,8 @@ def mutate(
             "--timeout needs pytest-timeout, of the mutation extra: pip install 'warnonce-guard[mutation]'"
         )
     left_out = [paths.out, paths.work_root.dir, locks.out_lock(paths.out)]
-    key = Key(target, packages, extra, suite, left_out, rounds, timeout, [plugin.key() for plugin in plugins])
+    plugins_key = [plugin.key() for plugin in plugins]
+    key = Key(target, packages, extra, suite, left_out, rounds, timeout, plugins_key, os.environ.get("VLLM_PLUGINS"))
     # --out is this run's from here to the report's last rename: another run writing there is refused
     with paths.work_root.claimed() as root, locks.out_dir(paths.out), RunProgress(console, started) as progress:
         suite_files = key.suite_files()

@@ -196,7 +196,8 @@ def workspace_sites(ws: Workspace, find_sites: Callable[[], list[Site]], say: Ca
 class Key:
     """What keys the run's workspace: the target, its staged packages, other settings (`extra`: the platform), the
     suite of --tests with its sources and settings (not the run's own `left_out` folders, which change as it runs),
-    and the platform plugins every guard loads (`RegisteredPlatform.key`)."""
+    and the platform plugins every guard loads (`RegisteredPlatform.key`, and VLLM_PLUGINS, which names those vLLM
+    loads)."""
 
     target: Target
     packages: dict[str, Path]
@@ -206,6 +207,7 @@ class Key:
     rounds: int = 1  # how many times each kill's tests are re-run to confirm it (`--confirm`)
     timeout: float | None = None  # seconds a test may run before pytest-timeout stops it (`--timeout`)
     plugins: list[list[str | None]] = field(default_factory=list)  # the platform plugins the guards load (their key)
+    plugins_named: str | None = None  # VLLM_PLUGINS: the ones of them vLLM loads, when it is set
 
     def suite_files(self) -> list[tuple[str, int, int]] | None:
         if self.suite is None:
@@ -218,7 +220,7 @@ class Key:
         """The workspace's name; `suite_files` as `suite_files()` gave them, else read now."""
         files = suite_files if suite_files is not None else self.suite_files()
         suite = [self.suite.to_json(), files] if self.suite is not None else None
-        settings = [self.extra, suite, self.rounds, self.timeout, self.plugins]
+        settings = [self.extra, suite, self.rounds, self.timeout, self.plugins, self.plugins_named]
         return fingerprint(self.target, self.packages, json.dumps(settings))
 
     def changed(self, before: list[tuple[str, int, int]] | None) -> str | None:

@@ -229,6 +229,17 @@ def test_a_platform_plugin_installed_or_upgraded_since_is_a_change_the_next_run_
     assert len(fake_session.runs) == 2 and "verdicts stand" not in run.said
 
 
+def test_another_vllm_plugins_is_a_change_the_next_run_tests_afresh(
+    run: Run, fake_session: FakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """VLLM_PLUGINS names the plugins vLLM loads (the guards' environment passes it on)."""
+    monkeypatch.delenv("VLLM_PLUGINS", raising=False)
+    run()
+    monkeypatch.setenv("VLLM_PLUGINS", "acme")
+    assert run() == ExitCode.OK and len(fake_session.runs) == 2
+    assert run() == ExitCode.OK and len(fake_session.runs) == 2  # the same again: its verdicts stand
+
+
 def test_a_survivor_fails_the_gate_below_fail_under_and_passes_a_lower_bar(run: Run, fake_session: FakeSession) -> None:
     fake_session.outcomes = {1: SURVIVES}
     score = 100.0 * (MUTANTS - 1) / MUTANTS
