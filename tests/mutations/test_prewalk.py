@@ -169,6 +169,15 @@ def slow_walk(root: str, keep: object) -> str:
     return ""
 
 
+def slow_walk_started(monkeypatch: pytest.MonkeyPatch, work_root: Path, folder: Path) -> int:
+    """The pid of a walk ahead of `folder` that takes a minute."""
+    monkeypatch.setattr(prewalk, "tree_digest", slow_walk)
+    prewalk.remember(work_root, [folder])
+    prewalk.start(work_root)
+    assert prewalk.walk is not None
+    return prewalk.walk[0]
+
+
 @pytest.fixture
 def handlers_that_exit_7() -> Iterator[None]:
     """Handlers like the command's (`cli.__main__`: one line, and exit): a signal that runs one exits with 7."""
@@ -186,11 +195,7 @@ def test_a_signal_ends_the_walk_as_it_ends_any_process_and_the_command_walks(
     """Forked from a process with handlers of its own, it has the system's: a signal to the group ends it, saying
     nothing, and the command walks the folder itself."""
     folder = make_tree(tmp_path / "tree") / "vllm"
-    monkeypatch.setattr(prewalk, "tree_digest", slow_walk)
-    prewalk.remember(work_root, [folder])
-    prewalk.start(work_root)
-    assert prewalk.walk is not None
-    pid = prewalk.walk[0]
+    pid = slow_walk_started(monkeypatch, work_root, folder)
     time.sleep(0.2)
     os.kill(pid, sig)
     ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # how it ended, left for the command to reap
@@ -288,11 +293,7 @@ def test_a_walk_nothing_read_is_ended_and_reaped(
     tmp_path: Path, work_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = make_tree(tmp_path / "tree") / "vllm"
-    monkeypatch.setattr(prewalk, "tree_digest", slow_walk)
-    prewalk.remember(work_root, [folder])
-    prewalk.start(work_root)
-    assert prewalk.walk is not None
-    pid = prewalk.walk[0]
+    pid = slow_walk_started(monkeypatch, work_root, folder)
     started = time.monotonic()
     prewalk.abandon()
     assert prewalk.walk is None and time.monotonic() - started < 30  # killed, not waited for (60 s)
