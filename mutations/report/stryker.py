@@ -163,15 +163,15 @@ def framework(result: RunResult) -> dict[str, Any]:
 
 
 def system() -> dict[str, Any]:
+    uname = os.uname()  # what `platform.uname` reads, without importing `platform` (and its 1.3 ms)
     return {
         "ci": bool(os.environ.get("CI")),
-        "os": {"platform": sys.platform, "description": _description(), "version": os.uname().release},
+        "os": {"platform": sys.platform, "description": _description(uname), "version": uname.release},
         "cpu": {"logicalCores": os.cpu_count() or 1},
     }
 
 
-def _description() -> str:
+def _description(uname: os.uname_result) -> str:
     """`platform.platform()` without its processor field, which runs `uname -p` in a subprocess (4 ms of every run,
-    the rerun's too): system, release and machine, from the uname the interpreter already read."""
-    uname = os.uname()  # what `platform.uname` reads, without importing `platform` (and its 1.3 ms)
+    the rerun's too): system, release and machine."""
     return "-".join(part for part in (uname.sysname, uname.release, uname.machine) if part)
